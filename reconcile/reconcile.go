@@ -1,0 +1,103 @@
+// Package reconcile defines the contract between a controller's worker loop
+// and the logic that brings one object to its desired state.
+//
+// A Reconciler receives a key (for most controllers a cache.ObjectName) and
+// reports what should happen next through its Result and error:
+//
+//   - nil error and a zero Result: the key is done; its retry backoff is
+//     forgotten and it runs again only when something enqueues it.
+//   - nil error and Result{RequeueAfter: d}: the backoff is forgotten and the
+//     key runs again after d.
+//   - a non-nil error: the key is retried with per-key exponential backoff.
+//     Conflict errors (HTTP 409) are retried the same way but logged quietly,
+//     because optimistic-concurrency conflicts are a normal part of life.
+//   - a terminal error (see Terminal): the key is not retried; the error is
+//     counted and logged once.
+//   - a panic: recovered by the worker loop, counted, and handled like a
+//     non-nil error; the process keeps running.
+//
+// Example:
+//
+//	r := reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+//		obj, err := lister.Foos(key.Namespace).Get(key.Name)
+//		if apierrors.IsNotFound(err) {
+//			return reconcile.Result{}, nil // deleted: nothing to do
+//		}
+//		if err != nil {
+//			return reconcile.Result{}, err // retried with backoff
+//		}
+//		if !valid(obj) {
+//			return reconcile.Result{}, reconcile.Terminal(errInvalid) // retrying cannot help
+//		}
+//		return reconcile.Result{RequeueAfter: time.Minute}, nil
+//	})
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Result tells the worker loop what to do with a key after a successful
+// reconcile. The zero Result means "done until the next event".
+type Result struct {
+	// RequeueAfter, when positive, makes the key run again after this
+	// duration. The key's error backoff is reset either way.
+	RequeueAfter time.Duration
+}
+
+// IsZero reports whether r asks for nothing beyond the default behaviour.
+func (r Result) IsZero() bool { return r == Result{} }
+
+// Reconciler brings the object identified by key to its desired state.
+//
+// Reconcile must be safe to call concurrently for different keys; the worker
+// loop never calls it concurrently for the same key. It should honour ctx:
+// the context is cancelled when a per-reconcile timeout expires or when the
+// controller's shutdown grace period is over.
+type Reconciler[K comparable] interface {
+	Reconcile(ctx context.Context, key K) (Result, error)
+}
+
+// Func adapts an ordinary function to the Reconciler interface.
+type Func[K comparable] func(ctx context.Context, key K) (Result, error)
+
+// Reconcile calls f(ctx, key).
+func (f Func[K]) Reconcile(ctx context.Context, key K) (Result, error) { return f(ctx, key) }
+
+// ErrTerminal matches every error produced by Terminal:
+// errors.Is(err, ErrTerminal) reports whether err (or anything it wraps) is
+// terminal.
+var ErrTerminal = errors.New("terminal error")
+
+// TerminalError marks an error that retrying cannot fix, such as an invalid
+// spec. The worker loop does not requeue a key whose reconcile returns an
+// error that is, or wraps, a *TerminalError; it counts and logs it once.
+// Match it with errors.As, or with errors.Is(err, ErrTerminal).
+type TerminalError struct {
+	// Err is the underlying cause; it may be nil.
+	Err error
+}
+
+// Terminal wraps err so that the worker loop does not retry it. Terminal(nil)
+// returns a terminal error without a cause, so that returning
+// Terminal(someErr) can never accidentally mean success.
+func Terminal(err error) error { return &TerminalError{Err: err} }
+
+// Error returns the cause's message prefixed with "terminal error".
+func (e *TerminalError) Error() string {
+	if e.Err == nil {
+		return ErrTerminal.Error()
+	}
+	return ErrTerminal.Error() + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause so that errors.Is and errors.As see through it.
+func (e *TerminalError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrTerminal) true for every terminal error.
+func (e *TerminalError) Is(target error) bool { return target == ErrTerminal }
+
+// IsTerminal reports whether err is, or wraps, a terminal error.
+func IsTerminal(err error) bool { return errors.Is(err, ErrTerminal) }
