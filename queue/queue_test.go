@@ -1,0 +1,682 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/reconcile"
+)
+
+const waitFor = 10 * time.Second
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// recordingLimiter wraps the default rate limiter and remembers, per key, how
+// many retry delays it was asked for.
+type recordingLimiter struct {
+	workqueue.TypedRateLimiter[string]
+	mu      sync.Mutex
+	whens   map[string]int
+	forgets map[string]int
+}
+
+func newRecordingLimiter(base workqueue.TypedRateLimiter[string]) *recordingLimiter {
+	return &recordingLimiter{TypedRateLimiter: base, whens: map[string]int{}, forgets: map[string]int{}}
+}
+
+func (r *recordingLimiter) When(key string) time.Duration {
+	r.mu.Lock()
+	r.whens[key]++
+	r.mu.Unlock()
+	return r.TypedRateLimiter.When(key)
+}
+
+func (r *recordingLimiter) Forget(key string) {
+	r.mu.Lock()
+	r.forgets[key]++
+	r.mu.Unlock()
+	r.TypedRateLimiter.Forget(key)
+}
+
+func (r *recordingLimiter) counts(key string) (whens, forgets int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.whens[key], r.forgets[key]
+}
+
+// fakeMetrics records observations for assertions.
+type fakeMetrics struct {
+	queue.NoopMetrics
+	mu         sync.Mutex
+	obs        []queue.Observation
+	active     int
+	maxActive  int
+	maxWorkers int
+	queueNames []string
+}
+
+func (f *fakeMetrics) ObserveReconcile(controller string, o queue.Observation) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.obs = append(f.obs, o)
+}
+
+func (f *fakeMetrics) AddActiveWorkers(controller string, delta int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active += delta
+	f.maxActive = max(f.maxActive, f.active)
+}
+
+func (f *fakeMetrics) SetMaxWorkers(controller string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maxWorkers = n
+}
+
+func (f *fakeMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queueNames = append(f.queueNames, name)
+	return f.NoopMetrics.NewDepthMetric(name)
+}
+
+func (f *fakeMetrics) observations() []queue.Observation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]queue.Observation(nil), f.obs...)
+}
+
+// startController runs c in the background and returns a function that
+// cancels it and returns Run's error.
+func startController[K comparable](t *testing.T, ctx context.Context, c *queue.Controller[K]) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(waitFor):
+				runErr = errors.New("Run did not return")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func TestOutcomes(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("changed"))
+	tests := []struct {
+		name string
+		// results are returned on successive calls; the last one repeats.
+		results     []func() (reconcile.Result, error)
+		wantCalls   int
+		wantWhens   int // retries asked of the rate limiter
+		wantForgets int
+		wantObs     []queue.Observation
+		wantErrLog  bool
+	}{
+		{
+			name:        "success forgets the key",
+			results:     []func() (reconcile.Result, error){ok},
+			wantCalls:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeSuccess}},
+		},
+		{
+			name: "requeue after forgets backoff and runs again",
+			results: []func() (reconcile.Result, error){
+				func() (reconcile.Result, error) { return reconcile.Result{RequeueAfter: time.Millisecond}, nil },
+				ok,
+			},
+			wantCalls:   2,
+			wantForgets: 2,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeRequeueAfter}, {Outcome: queue.OutcomeSuccess}},
+		},
+		{
+			name:        "error is retried with rate limiting until success",
+			results:     []func() (reconcile.Result, error){fail("boom"), fail("boom"), ok},
+			wantCalls:   3,
+			wantWhens:   2,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
+			wantErrLog:  true,
+		},
+		{
+			name: "error wins over RequeueAfter",
+			results: []func() (reconcile.Result, error){
+				func() (reconcile.Result, error) { return reconcile.Result{RequeueAfter: time.Hour}, errors.New("boom") },
+				ok,
+			},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
+			wantErrLog:  true,
+		},
+		{
+			name: "terminal error is not retried",
+			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
+				return reconcile.Result{}, fmt.Errorf("validating: %w", reconcile.Terminal(errors.New("bad spec")))
+			}},
+			wantCalls:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError, Terminal: true}},
+			wantErrLog:  true,
+		},
+		{
+			name:        "conflict is retried quietly",
+			results:     []func() (reconcile.Result, error){func() (reconcile.Result, error) { return reconcile.Result{}, fmt.Errorf("update: %w", conflict) }, ok},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
+		},
+		{
+			name:        "panic is recovered and retried",
+			results:     []func() (reconcile.Result, error){func() (reconcile.Result, error) { panic("nil map") }, ok},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError, Panicked: true}, {Outcome: queue.OutcomeSuccess}},
+			wantErrLog:  true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+				n := int(calls.Add(1))
+				return tt.results[min(n, len(tt.results))-1]()
+			})
+			limiter := newRecordingLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond))
+			metrics := &fakeMetrics{}
+			logs := &logBuffer{}
+			c, err := queue.New("outcomes", r, queue.Options[string]{RateLimiter: limiter, Metrics: metrics})
+			require.NoError(t, err)
+			stop := startController(t, logs.context(), c)
+
+			c.Add("ns/a")
+			require.Eventually(t, func() bool { return len(metrics.observations()) == len(tt.wantObs) },
+				waitFor, time.Millisecond, "observations: %+v", metrics.observations())
+			require.NoError(t, stop())
+
+			assert.Equal(t, tt.wantCalls, int(calls.Load()))
+			whens, forgets := limiter.counts("ns/a")
+			assert.Equal(t, tt.wantWhens, whens, "retries through the rate limiter")
+			assert.Equal(t, tt.wantForgets, forgets, "Forget calls")
+			got := metrics.observations()
+			for i := range got {
+				got[i].Duration = 0
+			}
+			assert.Equal(t, tt.wantObs, got)
+			assert.Equal(t, tt.wantErrLog, logs.hasError("ns/a"), "error-level log line:\n%s", logs.String())
+			assert.Equal(t, 0, metrics.active, "active workers after shutdown")
+			assert.Equal(t, 1, metrics.maxActive)
+			assert.Equal(t, 1, metrics.maxWorkers)
+			assert.Equal(t, []string{"outcomes"}, metrics.queueNames, "workqueue metrics use the controller's name")
+		})
+	}
+}
+
+func ok() (reconcile.Result, error) { return reconcile.Result{}, nil }
+
+func fail(msg string) func() (reconcile.Result, error) {
+	return func() (reconcile.Result, error) { return reconcile.Result{}, errors.New(msg) }
+}
+
+func TestTerminalErrorLoggedOnce(t *testing.T) {
+	var calls atomic.Int32
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		calls.Add(1)
+		return reconcile.Result{}, reconcile.Terminal(errors.New("invalid spec"))
+	})
+	metrics := &fakeMetrics{}
+	logs := &logBuffer{}
+	c, err := queue.New("terminal", r, queue.Options[string]{Metrics: metrics})
+	require.NoError(t, err)
+	stop := startController(t, logs.context(), c)
+	c.Add("ns/a")
+	require.Eventually(t, func() bool { return len(metrics.observations()) == 1 }, waitFor, time.Millisecond)
+	// A later key on the single worker proves the terminal key was not requeued ahead of it.
+	c.Add("ns/b")
+	require.Eventually(t, func() bool { return len(metrics.observations()) == 2 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+	assert.Equal(t, int32(2), calls.Load())
+	assert.Equal(t, 1, strings.Count(logs.String(), `"key"="ns/a"`), logs.String())
+}
+
+func TestOneWorkerPerKeyAndCoalescing(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		running  = map[string]int{}
+		overlaps int
+		runs     = map[string]int{}
+	)
+	release := make(chan struct{})
+	entered := make(chan string, 100)
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		mu.Lock()
+		running[key]++
+		if running[key] > 1 {
+			overlaps++
+		}
+		runs[key]++
+		first := runs[key] == 1
+		mu.Unlock()
+		entered <- key
+		if first && key == "ns/hot" {
+			<-release
+		}
+		mu.Lock()
+		running[key]--
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	metrics := &fakeMetrics{}
+	c, err := queue.New("coalesce", r, queue.Options[string]{Workers: 8, Metrics: metrics})
+	require.NoError(t, err)
+	stop := startController(t, context.Background(), c)
+
+	c.Add("ns/hot")
+	require.Equal(t, "ns/hot", <-entered)
+	// While ns/hot is being reconciled, many adds of it must coalesce into one
+	// more run, and never reach a second worker.
+	for range 50 {
+		c.Add("ns/hot")
+	}
+	c.Add("ns/other")
+	require.Equal(t, "ns/other", <-entered, "other keys proceed on other workers")
+	close(release)
+	require.Equal(t, "ns/hot", <-entered)
+	require.Eventually(t, func() bool { return len(metrics.observations()) == 3 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 0, overlaps, "a key was reconciled by two workers at once")
+	assert.Equal(t, 2, runs["ns/hot"], "adds during a reconcile coalesce into exactly one more run")
+	assert.Equal(t, 1, runs["ns/other"])
+	assert.Equal(t, 8, metrics.maxWorkers)
+}
+
+func TestWorkersWaitForSync(t *testing.T) {
+	var synced atomic.Bool
+	var polls atomic.Int32
+	hasSynced := func() bool {
+		polls.Add(1)
+		return synced.Load()
+	}
+	var calls atomic.Int32
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		calls.Add(1)
+		return reconcile.Result{}, nil
+	})
+	c, err := queue.New("sync", r, queue.Options[string]{
+		WaitForSync: []cache.InformerSynced{func() bool { return true }},
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.WaitForSync(hasSynced))
+	require.ErrorContains(t, c.WaitForSync(nil), "sync function 0 is nil")
+	c.Add("ns/a")
+	stop := startController(t, context.Background(), c)
+
+	require.Eventually(t, func() bool { return polls.Load() >= 3 }, waitFor, time.Millisecond)
+	assert.Equal(t, int32(0), calls.Load(), "a worker ran before every sync function reported true")
+	synced.Store(true)
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+}
+
+func TestCancelledBeforeSync(t *testing.T) {
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		t.Error("reconciled although caches never synced")
+		return reconcile.Result{}, nil
+	})
+	c, err := queue.New("never-synced", r, queue.Options[string]{
+		WaitForSync: []cache.InformerSynced{func() bool { return false }},
+	})
+	require.NoError(t, err)
+	c.Add("ns/a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = c.Run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "before its caches synced")
+	goleak.VerifyNone(t)
+}
+
+func TestShutdownLetsInFlightReconcilesFinish(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var (
+		finished   atomic.Bool
+		ctxErrSeen atomic.Value
+		calls      atomic.Int32
+	)
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		if calls.Add(1) > 1 {
+			t.Errorf("key %s was taken after shutdown began", key)
+			return reconcile.Result{}, nil
+		}
+		close(entered)
+		<-release
+		ctxErrSeen.Store(fmt.Sprint(ctx.Err()))
+		finished.Store(true)
+		return reconcile.Result{}, nil
+	})
+	c, err := queue.New("graceful", r, queue.Options[string]{ShutdownTimeout: time.Minute})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	c.Add("ns/a")
+	<-entered
+	c.Add("ns/b") // queued behind the single busy worker; must not start after cancel
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v while a reconcile was still running", err)
+	default:
+	}
+	close(release)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return after the in-flight reconcile finished")
+	}
+	assert.True(t, finished.Load())
+	assert.Equal(t, "<nil>", ctxErrSeen.Load(), "the in-flight reconcile's context was cancelled during the grace period")
+	assert.Equal(t, int32(1), calls.Load())
+	goleak.VerifyNone(t)
+}
+
+func TestShutdownTimeout(t *testing.T) {
+	tests := []struct {
+		name      string
+		honourCtx bool
+		wantErr   error
+	}{
+		{name: "reconcile honours its context", honourCtx: true},
+		{name: "reconcile ignores its context", wantErr: queue.ErrShutdownTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entered := make(chan struct{})
+			stuck := make(chan struct{})
+			returned := make(chan struct{})
+			r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+				defer close(returned)
+				close(entered)
+				if tt.honourCtx {
+					<-ctx.Done()
+					return reconcile.Result{}, ctx.Err()
+				}
+				<-stuck
+				return reconcile.Result{}, nil
+			})
+			c, err := queue.New("timeout", r, queue.Options[string]{ShutdownTimeout: 20 * time.Millisecond})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx) }()
+			c.Add("ns/a")
+			<-entered
+			cancel()
+			select {
+			case err := <-done:
+				if tt.wantErr != nil {
+					require.ErrorIs(t, err, tt.wantErr)
+				} else {
+					require.NoError(t, err)
+				}
+			case <-time.After(waitFor):
+				t.Fatal("Run did not return")
+			}
+			close(stuck)
+			<-returned
+			// The abandoned worker returns once its reconcile does. goleak's
+			// own retries give it time; Eventually would count its own goroutines.
+			goleak.VerifyNone(t)
+		})
+	}
+}
+
+func TestReconcileTimeout(t *testing.T) {
+	var calls atomic.Int32
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		if calls.Add(1) == 1 {
+			<-ctx.Done()
+			return reconcile.Result{}, fmt.Errorf("waiting for the API: %w", ctx.Err())
+		}
+		_, hasDeadline := ctx.Deadline()
+		if !hasDeadline {
+			return reconcile.Result{}, errors.New("no deadline on the reconcile context")
+		}
+		return reconcile.Result{}, nil
+	})
+	metrics := &fakeMetrics{}
+	c, err := queue.New("reconcile-timeout", r, queue.Options[string]{
+		ReconcileTimeout: 10 * time.Millisecond,
+		Metrics:          metrics,
+		RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+	})
+	require.NoError(t, err)
+	stop := startController(t, context.Background(), c)
+	c.Add("ns/a")
+	require.Eventually(t, func() bool { return len(metrics.observations()) == 2 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+	obs := metrics.observations()
+	assert.True(t, obs[0].TimedOut)
+	assert.Equal(t, queue.OutcomeError, obs[0].Outcome)
+	assert.GreaterOrEqual(t, obs[0].Duration, 10*time.Millisecond)
+	assert.Equal(t, queue.OutcomeSuccess, obs[1].Outcome)
+	assert.False(t, obs[1].TimedOut)
+}
+
+func TestContextualLogger(t *testing.T) {
+	type ctxKey struct{}
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		klog.FromContext(ctx).Info("inside reconcile")
+		// Contexts derived inside Reconcile keep the logger; slog sees it too.
+		child, cancel := context.WithCancel(context.WithValue(ctx, ctxKey{}, "v"))
+		defer cancel()
+		klog.FromContext(child).Info("from a derived context")
+		if logr.FromContextAsSlogLogger(child) == nil {
+			return reconcile.Result{}, errors.New("no slog logger in the reconcile context")
+		}
+		if child.Value(ctxKey{}) != "v" {
+			return reconcile.Result{}, errors.New("derived value lost")
+		}
+		// A logger set by the reconciler itself takes precedence.
+		klog.FromContext(klog.NewContext(ctx, klog.FromContext(ctx).WithName("sub"))).Info("renamed")
+		return reconcile.Result{}, nil
+	})
+	metrics := &fakeMetrics{}
+	logs := &logBuffer{}
+	c, err := queue.New("logging", r, queue.Options[string]{Metrics: metrics, Workers: 2})
+	require.NoError(t, err)
+	stop := startController(t, logs.context(), c)
+	c.Add("ns/a")
+	c.Add("ns/b")
+	require.Eventually(t, func() bool { return len(metrics.observations()) == 2 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+
+	var ids []string
+	idPattern := regexp.MustCompile(`"reconcileID"=(\S+)`)
+	for _, line := range logs.lines() {
+		if !strings.Contains(line, `"msg"="inside reconcile"`) {
+			continue
+		}
+		assert.Contains(t, line, `"controller"="logging"`)
+		assert.Regexp(t, `"key"="ns/[ab]"`, line)
+		m := idPattern.FindStringSubmatch(line)
+		require.Len(t, m, 2, line)
+		ids = append(ids, m[1])
+	}
+	require.Len(t, ids, 2)
+	assert.NotEqual(t, ids[0], ids[1], "each reconcile gets its own ID")
+	assert.Equal(t, 2, strings.Count(logs.String(), `"msg"="from a derived context" "controller"="logging" "key"="ns/`))
+	assert.Equal(t, 2, strings.Count(logs.String(), `"msg"="renamed" "controller"="logging" "key"="ns/`))
+	assert.NotContains(t, logs.String(), `"error"=`)
+}
+
+func TestNewValidation(t *testing.T) {
+	r := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	tests := []struct {
+		name    string
+		ctrl    string
+		r       reconcile.Reconciler[string]
+		opts    queue.Options[string]
+		wantErr string
+	}{
+		{name: "empty name", r: r, wantErr: "name must not be empty"},
+		{name: "nil reconciler", ctrl: "x", wantErr: "reconciler must not be nil"},
+		{name: "negative workers", ctrl: "x", r: r, opts: queue.Options[string]{Workers: -1}, wantErr: "negative option"},
+		{name: "negative timeout", ctrl: "x", r: r, opts: queue.Options[string]{ReconcileTimeout: -time.Second}, wantErr: "negative option"},
+		{name: "nil sync function", ctrl: "x", r: r, opts: queue.Options[string]{WaitForSync: []cache.InformerSynced{nil}}, wantErr: "sync function 0"},
+		{name: "nil source", ctrl: "x", r: r, opts: queue.Options[string]{Sources: []queue.Source[string]{nil}}, wantErr: "source 0"},
+		{name: "zero interval", ctrl: "x", r: r, opts: queue.Options[string]{Sources: []queue.Source[string]{
+			queue.Periodic(0, func(context.Context) ([]string, error) { return nil, nil })}}, wantErr: "interval must be positive"},
+		{name: "nil list", ctrl: "x", r: r, opts: queue.Options[string]{Sources: []queue.Source[string]{
+			queue.Periodic[string](time.Second, nil)}}, wantErr: "list function must not be nil"},
+		{name: "nil channel", ctrl: "x", r: r, opts: queue.Options[string]{Sources: []queue.Source[string]{
+			queue.Channel[string](nil)}}, wantErr: "channel must not be nil"},
+		{name: "defaults", ctrl: "x", r: r},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := queue.New(tt.ctrl, tt.r, tt.opts)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Nil(t, c)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.ctrl, c.Name())
+			c.ShutDown()
+			c.ShutDown()
+			c.Add("after shutdown")
+			assert.Equal(t, 0, c.Len(), "keys added after ShutDown are ignored")
+		})
+	}
+}
+
+func TestRunTwice(t *testing.T) {
+	r := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	metrics := &fakeMetrics{}
+	c, err := queue.New("twice", r, queue.Options[string]{Metrics: metrics})
+	require.NoError(t, err)
+	stop := startController(t, context.Background(), c)
+	c.Add("a")
+	require.Eventually(t, func() bool { return len(metrics.observations()) == 1 }, waitFor, time.Millisecond)
+	err = c.Run(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "already started")
+	require.ErrorContains(t, c.WaitForSync(func() bool { return true }), "after Run")
+	require.NoError(t, stop())
+}
+
+func TestDefaultRateLimiter(t *testing.T) {
+	rl := queue.DefaultRateLimiter[string]()
+	// Per-key exponential backoff: 5ms, 10ms, 20ms ... for one key, while
+	// another key starts again at the base delay.
+	assert.Equal(t, 5*time.Millisecond, rl.When("a"))
+	assert.Equal(t, 10*time.Millisecond, rl.When("a"))
+	assert.Equal(t, 20*time.Millisecond, rl.When("a"))
+	assert.Equal(t, 5*time.Millisecond, rl.When("b"))
+	assert.Equal(t, 3, rl.NumRequeues("a"))
+	rl.Forget("a")
+	assert.Equal(t, 0, rl.NumRequeues("a"))
+	assert.Equal(t, 5*time.Millisecond, rl.When("a"))
+	// The cap is reached after enough failures.
+	for range 40 {
+		rl.When("c")
+	}
+	assert.Equal(t, queue.DefaultMaxDelay, rl.When("c"))
+	// The shared bucket: once the burst is spent, fresh keys wait for a token.
+	rl2 := queue.DefaultRateLimiter[string]()
+	for i := range queue.DefaultRetryBurst {
+		rl2.When(fmt.Sprint("k", i))
+	}
+	assert.Greater(t, rl2.When("fresh"), queue.DefaultBaseDelay, "retries beyond the burst are limited by the shared bucket")
+}
+
+func TestAddAfterAndLen(t *testing.T) {
+	r := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	c, err := queue.New("len", r, queue.Options[string]{})
+	require.NoError(t, err)
+	c.Add("a")
+	c.Add("a")
+	c.Add("b")
+	assert.Equal(t, 2, c.Len(), "duplicate adds of a waiting key are merged")
+	c.AddAfter("c", time.Millisecond)
+	require.Eventually(t, func() bool { return c.Len() == 3 }, waitFor, time.Millisecond)
+	stop := startController(t, context.Background(), c)
+	require.Eventually(t, func() bool { return c.Len() == 0 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+}
+
+// logBuffer collects log lines written through a funcr logger.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf []string
+}
+
+func (l *logBuffer) context() context.Context {
+	logger := funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.buf = append(l.buf, args)
+	}, funcr.Options{Verbosity: 10})
+	return logr.NewContext(context.Background(), logger)
+}
+
+func (l *logBuffer) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.buf...)
+}
+
+func (l *logBuffer) String() string { return strings.Join(l.lines(), "\n") }
+
+// hasError reports whether an error-level line was logged for key.
+func (l *logBuffer) hasError(key string) bool {
+	for _, line := range l.lines() {
+		if strings.Contains(line, `"error"=`) && strings.Contains(line, `"key"="`+key+`"`) {
+			return true
+		}
+	}
+	return false
+}
