@@ -1,0 +1,387 @@
+// Package metrics exposes the worker loop's measurements as Prometheus
+// metrics. It is the only ctrlkit package that depends on the Prometheus
+// client; controllers that do not want metrics never import it.
+//
+// New registers one set of collectors on a Registerer chosen by the caller
+// and returns a Recorder, which implements queue.Metrics and serves any
+// number of controllers; each controller's series carry its name.
+//
+//	reg := prometheus.NewRegistry()
+//	m, err := metrics.New(reg)
+//	if err != nil {
+//		return err
+//	}
+//	// hand m to each controller as its queue.Metrics, then serve reg:
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// # Compatibility with controller-runtime
+//
+// Metric names, label names, histogram buckets and the meaning of every
+// metric are those of controller-runtime (v0.25), so dashboards and alerts
+// written for controller-runtime controllers work unchanged:
+//
+//	controller_runtime_reconcile_total{controller, result}        counter
+//	controller_runtime_reconcile_errors_total{controller}         counter
+//	controller_runtime_terminal_reconcile_errors_total{controller} counter
+//	controller_runtime_reconcile_panics_total{controller}         counter
+//	controller_runtime_reconcile_timeouts_total{controller}       counter
+//	controller_runtime_reconcile_time_seconds{controller}         histogram
+//	controller_runtime_max_concurrent_reconciles{controller}      gauge
+//	controller_runtime_active_workers{controller}                 gauge
+//	workqueue_depth{name, controller, priority}                   gauge
+//	workqueue_adds_total{name, controller}                        counter
+//	workqueue_queue_duration_seconds{name, controller}            histogram
+//	workqueue_work_duration_seconds{name, controller}             histogram
+//	workqueue_unfinished_work_seconds{name, controller}           gauge
+//	workqueue_longest_running_processor_seconds{name, controller} gauge
+//	workqueue_retries_total{name, controller}                     counter
+//
+// controller_runtime_reconcile_time_seconds has the buckets 5ms, 10ms, 25ms,
+// 50ms, 100ms to 500ms in steps of 50ms, 600ms to 1s in steps of 100ms,
+// 1.25s to 2s in steps of 250ms, 2.5s to 5s in steps of 500ms, 6s to 10s in
+// steps of 1s, then 15s, 20s, 25s, 30s, 40s, 50s and 60s. The two workqueue
+// duration histograms have one bucket per power of ten from 10ns to 1000s.
+//
+// The result label takes the values of queue.Outcome: "success", "error" and
+// "requeue_after" (ctrlkit has no "requeue" result). The workqueue metrics set
+// both name and controller to the queue's name, which the worker loop sets to
+// the controller's name; priority is always empty, as for controller-runtime
+// queues without priorities. The two duration histograms also carry
+// controller-runtime's native-histogram settings.
+//
+// The help texts are ctrlkit's own. Prometheus refuses two collectors with
+// the same name and different help texts on one registry, so a registry
+// cannot hold both controller-runtime's collectors and these.
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ctrlkit/ctrlkit/queue"
+)
+
+// Label names.
+const (
+	labelController = "controller"
+	labelResult     = "result"
+	labelName       = "name"
+	labelPriority   = "priority"
+)
+
+// reconcileTimeBuckets are the bucket upper bounds, in seconds, of
+// controller_runtime_reconcile_time_seconds.
+var reconcileTimeBuckets = []float64{
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
+	0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5,
+	5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+}
+
+// workqueueDurationBuckets are the bucket upper bounds, in seconds, of
+// workqueue_queue_duration_seconds and workqueue_work_duration_seconds:
+// the powers of ten from 10ns to 1000s.
+var workqueueDurationBuckets = prometheus.ExponentialBuckets(10e-9, 10, 12)
+
+// Native histogram settings of the duration histograms.
+const (
+	nativeBucketFactor   = 1.1
+	nativeMaxBuckets     = 100
+	nativeMinResetPeriod = time.Hour
+)
+
+// Metric name prefixes.
+const (
+	controllerRuntimeNamespace = "controller_runtime"
+	workqueueSubsystem         = "workqueue"
+)
+
+// Recorder records reconcile and workqueue metrics for any number of
+// controllers into one set of Prometheus collectors. It implements
+// queue.Metrics and is safe for concurrent use. Controller names must be
+// unique among the controllers that share a Recorder (or a registry), or
+// their series are merged.
+type Recorder struct {
+	reconcileTotal    *prometheus.CounterVec
+	reconcileErrors   *prometheus.CounterVec
+	terminalErrors    *prometheus.CounterVec
+	reconcilePanics   *prometheus.CounterVec
+	reconcileTimeouts *prometheus.CounterVec
+	reconcileTime     *prometheus.HistogramVec
+	maxWorkers        *prometheus.GaugeVec
+	activeWorkers     *prometheus.GaugeVec
+
+	depth          *prometheus.GaugeVec
+	adds           *prometheus.CounterVec
+	queueLatency   *prometheus.HistogramVec
+	workDuration   *prometheus.HistogramVec
+	unfinished     *prometheus.GaugeVec
+	longestRunning *prometheus.GaugeVec
+	retries        *prometheus.CounterVec
+}
+
+var _ queue.Metrics = (*Recorder)(nil)
+
+// New creates the collectors listed in the package documentation, registers
+// them on reg and returns a Recorder that writes to them. Nothing is
+// registered on prometheus.DefaultRegisterer unless reg is that registerer.
+//
+// Calling New again with the same registry (or with registerers that wrap it
+// without changing names or labels) is allowed: collectors that are already
+// registered are reused through prometheus.AlreadyRegisteredError, so both
+// Recorders write to the same series. Sharing one Recorder between
+// controllers is the simpler way to get the same result.
+//
+// New fails, and leaves reg as it found it, when reg is nil, when a collector
+// with one of these names but different labels or help text is already
+// registered (for example controller-runtime's own collectors), or when reg
+// rejects a collector for another reason.
+func New(reg prometheus.Registerer) (*Recorder, error) {
+	if reg == nil {
+		return nil, errors.New("metrics: registerer is nil")
+	}
+	r := newRecorder()
+	rb := &rollbackRegisterer{reg: reg}
+	var err error
+	register(rb, &r.reconcileTotal, &err)
+	register(rb, &r.reconcileErrors, &err)
+	register(rb, &r.terminalErrors, &err)
+	register(rb, &r.reconcilePanics, &err)
+	register(rb, &r.reconcileTimeouts, &err)
+	register(rb, &r.reconcileTime, &err)
+	register(rb, &r.maxWorkers, &err)
+	register(rb, &r.activeWorkers, &err)
+	register(rb, &r.depth, &err)
+	register(rb, &r.adds, &err)
+	register(rb, &r.queueLatency, &err)
+	register(rb, &r.workDuration, &err)
+	register(rb, &r.unfinished, &err)
+	register(rb, &r.longestRunning, &err)
+	register(rb, &r.retries, &err)
+	if err != nil {
+		rb.rollback()
+		return nil, err
+	}
+	return r, nil
+}
+
+// rollbackRegisterer remembers the collectors it registered so that a failed
+// New can unregister them again.
+type rollbackRegisterer struct {
+	reg   prometheus.Registerer
+	added []prometheus.Collector
+}
+
+func (r *rollbackRegisterer) rollback() {
+	for _, c := range r.added {
+		r.reg.Unregister(c)
+	}
+}
+
+// register registers *c on rb unless *errp is already set. When a collector
+// with the same descriptors is already registered, *c is replaced by it.
+func register[C prometheus.Collector](rb *rollbackRegisterer, c *C, errp *error) {
+	if *errp != nil {
+		return
+	}
+	err := rb.reg.Register(*c)
+	if err == nil {
+		rb.added = append(rb.added, *c)
+		return
+	}
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(C); ok {
+			*c = existing
+			return
+		}
+		*errp = fmt.Errorf("metrics: a collector of type %T with the same metrics is already registered: %w",
+			already.ExistingCollector, err)
+		return
+	}
+	*errp = fmt.Errorf("metrics: register collector: %w", err)
+}
+
+func newRecorder() *Recorder {
+	controller := []string{labelController}
+	queueLabels := []string{labelName, labelController}
+	return &Recorder{
+		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: controllerRuntimeNamespace,
+			Name:      "reconcile_total",
+			Help:      "Number of finished reconciles, by controller and result (success, error, requeue_after).",
+		}, []string{labelController, labelResult}),
+		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: controllerRuntimeNamespace,
+			Name:      "reconcile_errors_total",
+			Help:      "Number of reconciles that ended with an error, terminal errors and recovered panics included, by controller.",
+		}, controller),
+		terminalErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: controllerRuntimeNamespace,
+			Name:      "terminal_reconcile_errors_total",
+			Help:      "Number of reconciles that ended with a terminal error, which is not retried, by controller.",
+		}, controller),
+		reconcilePanics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: controllerRuntimeNamespace,
+			Name:      "reconcile_panics_total",
+			Help:      "Number of reconciles that panicked, by controller.",
+		}, controller),
+		reconcileTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: controllerRuntimeNamespace,
+			Name:      "reconcile_timeouts_total",
+			Help:      "Number of reconciles whose per-reconcile timeout expired, by controller.",
+		}, controller),
+		reconcileTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace:                       controllerRuntimeNamespace,
+			Name:                            "reconcile_time_seconds",
+			Help:                            "Wall time of each reconcile in seconds, by controller.",
+			Buckets:                         reconcileTimeBuckets,
+			NativeHistogramBucketFactor:     nativeBucketFactor,
+			NativeHistogramMaxBucketNumber:  nativeMaxBuckets,
+			NativeHistogramMinResetDuration: nativeMinResetPeriod,
+		}, controller),
+		maxWorkers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: controllerRuntimeNamespace,
+			Name:      "max_concurrent_reconciles",
+			Help:      "Configured number of workers, the most reconciles that run at once, by controller.",
+		}, controller),
+		activeWorkers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: controllerRuntimeNamespace,
+			Name:      "active_workers",
+			Help:      "Number of workers running a reconcile right now, by controller.",
+		}, controller),
+
+		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: workqueueSubsystem,
+			Name:      "depth",
+			Help:      "Number of items waiting in the workqueue, by queue name and priority.",
+		}, []string{labelName, labelController, labelPriority}),
+		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: workqueueSubsystem,
+			Name:      "adds_total",
+			Help:      "Number of adds handled by the workqueue, by queue name.",
+		}, queueLabels),
+		queueLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem:                       workqueueSubsystem,
+			Name:                            "queue_duration_seconds",
+			Help:                            "Seconds an item waits in the workqueue before a worker takes it, by queue name.",
+			Buckets:                         workqueueDurationBuckets,
+			NativeHistogramBucketFactor:     nativeBucketFactor,
+			NativeHistogramMaxBucketNumber:  nativeMaxBuckets,
+			NativeHistogramMinResetDuration: nativeMinResetPeriod,
+		}, queueLabels),
+		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem:                       workqueueSubsystem,
+			Name:                            "work_duration_seconds",
+			Help:                            "Seconds a worker spends processing an item taken from the workqueue, by queue name.",
+			Buckets:                         workqueueDurationBuckets,
+			NativeHistogramBucketFactor:     nativeBucketFactor,
+			NativeHistogramMaxBucketNumber:  nativeMaxBuckets,
+			NativeHistogramMinResetDuration: nativeMinResetPeriod,
+		}, queueLabels),
+		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: workqueueSubsystem,
+			Name:      "unfinished_work_seconds",
+			Help: "Seconds of work in progress that work_duration has not observed yet, by queue name. " +
+				"Large values point to stuck workers; the rate at which it grows approximates the number of stuck workers.",
+		}, queueLabels),
+		longestRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: workqueueSubsystem,
+			Name:      "longest_running_processor_seconds",
+			Help:      "Seconds the longest-running worker of the workqueue has been processing its item, by queue name.",
+		}, queueLabels),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: workqueueSubsystem,
+			Name:      "retries_total",
+			Help:      "Number of items added to the workqueue with a delay (rate-limited retries and delayed adds), by queue name.",
+		}, queueLabels),
+	}
+}
+
+// ObserveReconcile records one finished reconcile of controller: it counts it
+// under its outcome in controller_runtime_reconcile_total, counts errors
+// (Outcome OutcomeError), terminal errors, panics and timeouts in their own
+// counters, and observes its duration in
+// controller_runtime_reconcile_time_seconds.
+func (r *Recorder) ObserveReconcile(controller string, o queue.Observation) {
+	r.reconcileTotal.WithLabelValues(controller, string(o.Outcome)).Inc()
+	if o.Outcome == queue.OutcomeError {
+		r.reconcileErrors.WithLabelValues(controller).Inc()
+	}
+	if o.Terminal {
+		r.terminalErrors.WithLabelValues(controller).Inc()
+	}
+	if o.Panicked {
+		r.reconcilePanics.WithLabelValues(controller).Inc()
+	}
+	if o.TimedOut {
+		r.reconcileTimeouts.WithLabelValues(controller).Inc()
+	}
+	r.reconcileTime.WithLabelValues(controller).Observe(o.Duration.Seconds())
+}
+
+// AddActiveWorkers adds delta to controller_runtime_active_workers of
+// controller.
+func (r *Recorder) AddActiveWorkers(controller string, delta int) {
+	r.activeWorkers.WithLabelValues(controller).Add(float64(delta))
+}
+
+// SetMaxWorkers sets controller_runtime_max_concurrent_reconciles of
+// controller to n. The worker loop calls it once before its workers start,
+// so it also creates every other reconcile series of controller with value
+// zero (active workers, each result of reconcile_total, errors, terminal
+// errors, panics, timeouts): rate() and increase() then see the first
+// reconcile, and alerts need no absent() guard. Existing values are kept.
+func (r *Recorder) SetMaxWorkers(controller string, n int) {
+	r.maxWorkers.WithLabelValues(controller).Set(float64(n))
+	r.activeWorkers.WithLabelValues(controller).Add(0)
+	for _, outcome := range []queue.Outcome{queue.OutcomeSuccess, queue.OutcomeError, queue.OutcomeRequeueAfter} {
+		r.reconcileTotal.WithLabelValues(controller, string(outcome)).Add(0)
+	}
+	r.reconcileErrors.WithLabelValues(controller).Add(0)
+	r.terminalErrors.WithLabelValues(controller).Add(0)
+	r.reconcilePanics.WithLabelValues(controller).Add(0)
+	r.reconcileTimeouts.WithLabelValues(controller).Add(0)
+}
+
+// NewDepthMetric returns workqueue_depth for the queue called name.
+func (r *Recorder) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return r.depth.WithLabelValues(name, name, "")
+}
+
+// NewAddsMetric returns workqueue_adds_total for the queue called name.
+func (r *Recorder) NewAddsMetric(name string) workqueue.CounterMetric {
+	return r.adds.WithLabelValues(name, name)
+}
+
+// NewLatencyMetric returns workqueue_queue_duration_seconds for the queue
+// called name.
+func (r *Recorder) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return r.queueLatency.WithLabelValues(name, name)
+}
+
+// NewWorkDurationMetric returns workqueue_work_duration_seconds for the queue
+// called name.
+func (r *Recorder) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	return r.workDuration.WithLabelValues(name, name)
+}
+
+// NewUnfinishedWorkSecondsMetric returns workqueue_unfinished_work_seconds
+// for the queue called name.
+func (r *Recorder) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return r.unfinished.WithLabelValues(name, name)
+}
+
+// NewLongestRunningProcessorSecondsMetric returns
+// workqueue_longest_running_processor_seconds for the queue called name.
+func (r *Recorder) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return r.longestRunning.WithLabelValues(name, name)
+}
+
+// NewRetriesMetric returns workqueue_retries_total for the queue called name.
+func (r *Recorder) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return r.retries.WithLabelValues(name, name)
+}
