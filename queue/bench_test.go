@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-logr/logr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/util/workqueue"
 
@@ -69,7 +70,8 @@ func newCtrlkitLoop(b *testing.B, workers int, rec *countingReconcile) *ctrlkitL
 func (l *ctrlkitLoop) add(key string) { l.ctrl.Add(key) }
 
 func (l *ctrlkitLoop) run(ctx context.Context, _ int) func() {
-	ctx, cancel := context.WithCancel(ctx)
+	// The hand-written loop does not log either.
+	ctx, cancel := context.WithCancel(logr.NewContext(ctx, logr.Discard()))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -114,6 +114,7 @@ type Controller[K comparable] struct {
 	reconciler reconcile.Reconciler[K]
 	opts       Options[K]
 	queue      workqueue.TypedRateLimitingInterface[K]
+	lanes      *lanes[K]
 	metrics    Metrics
 
 	nextID  atomic.Uint64
@@ -171,12 +172,27 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 			}
 		}
 	}
+	order := newLanes[K]()
+	// One client-go queue, with lanes deciding the order of waiting keys.
+	// Only the innermost layer gets the name, so each workqueue metric is
+	// created once.
+	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[K]{
+		Name:            name,
+		MetricsProvider: opts.Metrics,
+		Queue:           order,
+	})
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[K]{
+		Name:            name,
+		MetricsProvider: opts.Metrics,
+		Queue:           base,
+	})
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[K]{
 		Name:            name,
 		MetricsProvider: opts.Metrics,
+		DelayingQueue:   delaying,
 	})
 	_, noop := opts.Metrics.(NoopMetrics)
-	return &Controller[K]{name: name, reconciler: r, opts: opts, queue: q, metrics: opts.Metrics, timed: !noop}, nil
+	return &Controller[K]{name: name, reconciler: r, opts: opts, queue: q, lanes: order, metrics: opts.Metrics, timed: !noop}, nil
 }
 
 // WaitForSync adds functions that must all report true before any worker
@@ -209,9 +225,24 @@ func (c *Controller[K]) ShutDown() { c.queue.ShutDown() }
 func (c *Controller[K]) Name() string { return c.name }
 
 // Add enqueues key for reconciliation now, without rate limiting. A key that
-// is already waiting is not added twice; a key that is being reconciled runs
-// once more afterwards. Add is what informer event handlers should call.
-func (c *Controller[K]) Add(key K) { c.queue.Add(key) }
+// is already waiting is not added twice (if it waits in the low-priority
+// lane, it moves ahead); a key that is being reconciled runs once more
+// afterwards. Add is what informer event handlers call for changes.
+func (c *Controller[K]) Add(key K) {
+	c.lanes.clearLow(key)
+	c.queue.Add(key)
+}
+
+// AddLowPriority enqueues key like Add, but behind every key added with Add
+// (and behind retries and delayed adds): for events that carry no change,
+// such as an informer's initial list (isInInitialList) and resyncs (an
+// unchanged resourceVersion). During a large initial sync or resync, fresh
+// changes are then reconciled first. Keys within each lane keep their
+// order; all other queue guarantees are those of Add.
+func (c *Controller[K]) AddLowPriority(key K) {
+	c.lanes.markLow(key)
+	c.queue.Add(key)
+}
 
 // AddAfter enqueues key once d has passed (at once if d <= 0).
 func (c *Controller[K]) AddAfter(key K, d time.Duration) { c.queue.AddAfter(key, d) }

@@ -680,3 +680,41 @@ func (l *logBuffer) hasError(key string) bool {
 	}
 	return false
 }
+
+func TestFreshKeysOvertakeLowPriorityKeys(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		if key == "block" {
+			<-release
+			return reconcile.Result{}, nil
+		}
+		mu.Lock()
+		order = append(order, key)
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	metrics := &fakeMetrics{}
+	c, err := queue.New("lanes", r, queue.Options[string]{Metrics: metrics})
+	require.NoError(t, err)
+	stop := startController(t, context.Background(), c)
+	c.Add("block")
+	require.Eventually(t, func() bool { return c.Len() == 0 }, waitFor, time.Millisecond, "the worker took the blocking key")
+	for i := range 20 {
+		c.AddLowPriority(fmt.Sprintf("initial-%02d", i))
+	}
+	c.Add("fresh-1")
+	c.AddLowPriority("initial-05") // already waiting: stays where it is
+	c.Add("initial-10")            // a fresh change of a waiting key moves it ahead
+	c.Add("fresh-2")
+	close(release)
+	require.Eventually(t, func() bool { return len(metrics.observations()) == 23 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, order, 22)
+	assert.Equal(t, []string{"fresh-1", "initial-10", "fresh-2"}, order[:3])
+	assert.Equal(t, "initial-00", order[3])
+	assert.NotContains(t, order[4:], "initial-10")
+}

@@ -1,0 +1,166 @@
+// Package reconciletest runs a reconcile.Reconciler against fake clientsets
+// in unit tests: it starts and syncs informer factories, runs one reconcile
+// with a test logger, and reports the write requests it made.
+//
+// A typical table-driven test:
+//
+//	kube := kubefake.NewClientset(existingObjects...)
+//	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 0)
+//	r := newMyReconciler(kube, kubeInformers) // registers its listers
+//	reconciletest.StartInformers(t, kubeInformers)
+//	out := reconciletest.Run(t, r, cache.ObjectName{Namespace: "ns", Name: "a"}, &kube.Fake)
+//	require.NoError(t, out.Err)
+//	assert.Equal(t, []string{"create apps/v1/deployments ns/web"}, reconciletest.Describe(out.Writes))
+package reconciletest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
+)
+
+// InformerFactory is what client-go's and code-generator's shared informer
+// factories have in common.
+type InformerFactory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	Shutdown()
+}
+
+// ActionRecorder is the request log of a fake clientset: pass &client.Fake.
+type ActionRecorder interface {
+	Actions() []k8stesting.Action
+	ClearActions()
+}
+
+// SyncTimeout bounds how long StartInformers waits for the caches.
+const SyncTimeout = 30 * time.Second
+
+// StartInformers starts every factory's informers (those requested so far,
+// for example by creating listers) and waits until their caches are
+// synced; it fails the test if they do not sync within SyncTimeout. The
+// informers are stopped, and their goroutines waited for, when the test ends.
+func StartInformers(t testing.TB, factories ...InformerFactory) {
+	t.Helper()
+	stop := make(chan struct{})
+	t.Cleanup(func() {
+		close(stop)
+		for _, f := range factories {
+			f.Shutdown()
+		}
+	})
+	timeout := make(chan struct{})
+	timer := time.AfterFunc(SyncTimeout, func() { close(timeout) })
+	defer timer.Stop()
+	for _, f := range factories {
+		f.Start(stop)
+		for typ, ok := range f.WaitForCacheSync(timeout) {
+			if !ok {
+				t.Fatalf("informer for %v did not sync within %s", typ, SyncTimeout)
+			}
+		}
+	}
+}
+
+// Context returns a context whose logger writes through t, cancelled when
+// the test ends.
+func Context(t testing.TB) context.Context {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Outcome is what one reconcile returned and wrote.
+type Outcome struct {
+	Result reconcile.Result
+	Err    error
+	// Writes are the requests that change state, in the order sent.
+	Writes []k8stesting.Action
+}
+
+// Run clears the recorders' request logs, runs r once for key, and returns
+// its result and error together with the write requests (everything but
+// get, list and watch) it sent through the recorders.
+func Run[K comparable](t testing.TB, r reconcile.Reconciler[K], key K, recorders ...ActionRecorder) Outcome {
+	t.Helper()
+	for _, rec := range recorders {
+		rec.ClearActions()
+	}
+	res, err := r.Reconcile(Context(t), key)
+	return Outcome{Result: res, Err: err, Writes: WriteActions(recorders...)}
+}
+
+// WriteActions returns the requests of the recorders that change state:
+// every verb except get, list and watch.
+func WriteActions(recorders ...ActionRecorder) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, rec := range recorders {
+		for _, a := range rec.Actions() {
+			if !slices.Contains([]string{"get", "list", "watch"}, a.GetVerb()) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// Describe renders actions as "verb group/version/resource[/subresource]
+// namespace/name" lines, the easiest form to compare in a table test.
+func Describe(actions []k8stesting.Action) []string {
+	out := make([]string, 0, len(actions))
+	for _, a := range actions {
+		res := a.GetResource()
+		gvr := res.Group + "/" + res.Version + "/" + res.Resource
+		if res.Group == "" {
+			gvr = res.Version + "/" + res.Resource
+		}
+		if sub := a.GetSubresource(); sub != "" {
+			gvr += "/" + sub
+		}
+		out = append(out, fmt.Sprintf("%s %s %s/%s", a.GetVerb(), gvr, a.GetNamespace(), actionName(a)))
+	}
+	return out
+}
+
+// actionName finds the name of the object an action is about.
+func actionName(a k8stesting.Action) string {
+	switch a := a.(type) {
+	case k8stesting.DeleteAction:
+		return a.GetName()
+	case k8stesting.PatchAction:
+		return a.GetName()
+	case interface{ GetObject() runtime.Object }:
+		if m, err := meta.Accessor(a.GetObject()); err == nil {
+			return m.GetName()
+		}
+	}
+	return ""
+}
+
+// Object returns the object sent by a create or update action, as T. It
+// fails the test if the action carries no object of that type.
+func Object[T runtime.Object](t testing.TB, a k8stesting.Action) T {
+	t.Helper()
+	var zero T
+	withObj, ok := a.(interface{ GetObject() runtime.Object })
+	if !ok {
+		t.Fatalf("action %s carries no object", Describe([]k8stesting.Action{a}))
+		return zero
+	}
+	obj, ok := withObj.GetObject().(T)
+	if !ok {
+		t.Fatalf("action %s carries a %T, not a %T", Describe([]k8stesting.Action{a}), withObj.GetObject(), zero)
+	}
+	return obj
+}

@@ -1,0 +1,77 @@
+package reconciletest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
+)
+
+// A reconciler that copies a ConfigMap's data into a "-copy" ConfigMap and
+// deletes a "-stale" one.
+func TestRunReportsWrites(t *testing.T) {
+	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: map[string]string{"k": "v"}}
+	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-stale"}}
+	client := fake.NewClientset(src, stale)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	lister := factory.Core().V1().ConfigMaps().Lister()
+	reconciletest.StartInformers(t, factory)
+
+	r := reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+		cm, err := lister.ConfigMaps(key.Namespace).Get(key.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		cp := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-copy"}, Data: cm.Data}
+		if _, err := client.CoreV1().ConfigMaps(key.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
+			return reconcile.Result{}, err
+		}
+		if _, err := client.CoreV1().ConfigMaps(key.Namespace).Get(ctx, key.Name+"-copy", metav1.GetOptions{}); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, client.CoreV1().ConfigMaps(key.Namespace).Delete(ctx, key.Name+"-stale", metav1.DeleteOptions{})
+	})
+
+	out := reconciletest.Run(t, r, cache.ObjectName{Namespace: "ns", Name: "a"}, &client.Fake)
+	require.NoError(t, out.Err)
+	assert.True(t, out.Result.IsZero())
+	assert.Equal(t, []string{"create v1/configmaps ns/a-copy", "delete v1/configmaps ns/a-stale"}, reconciletest.Describe(out.Writes))
+	created := reconciletest.Object[*corev1.ConfigMap](t, out.Writes[0])
+	assert.Equal(t, map[string]string{"k": "v"}, created.Data)
+
+	// A second run sees only its own requests.
+	out = reconciletest.Run(t, r, cache.ObjectName{Namespace: "ns", Name: "missing"}, &client.Fake)
+	require.Error(t, out.Err)
+	assert.Empty(t, out.Writes)
+}
+
+func TestObjectWrongType(t *testing.T) {
+	client := fake.NewClientset()
+	_, err := client.CoreV1().ConfigMaps("ns").Create(context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	writes := reconciletest.WriteActions(&client.Fake)
+	require.Len(t, writes, 1)
+
+	ft := &fakeT{TB: t}
+	reconciletest.Object[*corev1.Secret](ft, writes[0])
+	assert.True(t, ft.failed, "asking for the wrong type fails the test")
+}
+
+// fakeT records Fatalf instead of stopping the test.
+type fakeT struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeT) Fatalf(string, ...any) { f.failed = true }
+func (f *fakeT) Helper()               {}
