@@ -1,0 +1,298 @@
+package foo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/owner"
+	"github.com/ctrlkit/ctrlkit/reconcile"
+)
+
+// Reconcile brings the Deployment and status of the Foo named by key in line
+// with its spec. It is the controller's reconcile.Reconciler; tests call it
+// directly.
+func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+	logger := klog.FromContext(ctx)
+	cached, err := c.fooLister.Foos(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		// Deleted: its Deployments go with garbage collection.
+		logger.V(4).Info("Foo no longer exists")
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading Foo %s from the cache: %w", key, err)
+	}
+	if cached.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	foo := cached.DeepCopy()
+	s := &syncState{foo: foo, status: *foo.Status.DeepCopy()}
+
+	if errs := samplev1alpha1.ValidateFooSpec(&foo.Spec); len(errs) > 0 {
+		return c.rejectInvalidSpec(ctx, s, errs.ToAggregate().Error())
+	}
+
+	deployment, syncErr := c.syncDeployment(ctx, s)
+	if syncErr == nil {
+		syncErr = c.deleteStaleDeployments(ctx, s)
+	}
+	if deployment != nil {
+		s.status.AvailableReplicas = deployment.Status.AvailableReplicas
+		setReadyFromDeployment(s, deployment)
+	}
+	if err := c.writeStatus(ctx, s); err != nil {
+		return reconcile.Result{}, errors.Join(syncErr, err)
+	}
+	if syncErr != nil {
+		return reconcile.Result{}, syncErr
+	}
+	if s.changed {
+		c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
+	}
+	return reconcile.Result{}, nil
+}
+
+// syncState is what one reconcile learned and did.
+type syncState struct {
+	foo *samplev1alpha1.Foo
+	// status is the desired status, started from the observed one.
+	status samplev1alpha1.FooStatus
+	// changed records that the controller wrote something.
+	changed bool
+}
+
+// rejectInvalidSpec reports a spec the controller cannot act on. It writes
+// the event and condition once per generation, and returns a terminal error
+// so the key is not retried until the Foo changes.
+func (c *Controller) rejectInvalidSpec(ctx context.Context, s *syncState, msg string) (reconcile.Result, error) {
+	cond := meta.FindStatusCondition(s.status.Conditions, samplev1alpha1.ConditionReady)
+	alreadyReported := cond != nil && cond.Status == metav1.ConditionFalse &&
+		cond.Reason == samplev1alpha1.ReasonInvalidSpec && cond.Message == msg &&
+		cond.ObservedGeneration == s.foo.Generation && s.status.ObservedGeneration == s.foo.Generation
+	if alreadyReported {
+		klog.FromContext(ctx).V(4).Info("Invalid spec already reported", "problem", msg)
+		return reconcile.Result{}, nil
+	}
+	c.recorder.Event(s.foo, corev1.EventTypeWarning, samplev1alpha1.ReasonInvalidSpec, msg)
+	setReady(s, metav1.ConditionFalse, samplev1alpha1.ReasonInvalidSpec, msg)
+	if err := c.writeStatus(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("invalid Foo spec: %s", msg))
+}
+
+// syncDeployment creates or corrects the Deployment the Foo names. It
+// returns the Deployment as last seen (nil if there is none it controls).
+func (c *Controller) syncDeployment(ctx context.Context, s *syncState) (*appsv1.Deployment, error) {
+	foo := s.foo
+	name := foo.Spec.DeploymentName
+	existing, err := c.deployLister.Deployments(foo.Namespace).Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		created, err := c.kube.AppsV1().Deployments(foo.Namespace).Create(ctx, newDeployment(foo), metav1.CreateOptions{})
+		if err != nil {
+			setReady(s, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady,
+				fmt.Sprintf("Creating Deployment %q failed: %v", name, err))
+			return nil, fmt.Errorf("creating Deployment %s/%s: %w", foo.Namespace, name, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Created Deployment", "deployment", klog.KObj(created))
+		s.changed = true
+		return created, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading Deployment %s/%s from the cache: %w", foo.Namespace, name, err)
+	}
+
+	if owner.Check(existing, foo) != owner.Controlled {
+		msg := fmt.Sprintf(MessageResourceExists, name)
+		c.recorder.Event(foo, corev1.EventTypeWarning, samplev1alpha1.ReasonErrResourceExists, msg)
+		setReady(s, metav1.ConditionFalse, samplev1alpha1.ReasonErrResourceExists, msg)
+		return nil, fmt.Errorf("Deployment %s/%s: %w", foo.Namespace, name, ErrResourceExists)
+	}
+
+	desired, drifted := correctDeployment(existing, foo)
+	if !drifted {
+		return existing, nil
+	}
+	updated, err := c.kube.AppsV1().Deployments(foo.Namespace).Update(ctx, desired, metav1.UpdateOptions{})
+	if err != nil {
+		return existing, fmt.Errorf("correcting Deployment %s/%s: %w", foo.Namespace, name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Corrected Deployment", "deployment", klog.KObj(updated))
+	s.changed = true
+	return updated, nil
+}
+
+// deleteStaleDeployments deletes Deployments this Foo controls under a name
+// other than spec.deploymentName: they are left over from a rename.
+func (c *Controller) deleteStaleDeployments(ctx context.Context, s *syncState) error {
+	controlled, err := c.deployIndex.ByIndex(controllerUIDIndex, string(s.foo.UID))
+	if err != nil {
+		return fmt.Errorf("looking up Deployments of Foo %s: %w", klog.KObj(s.foo), err)
+	}
+	var errs []error
+	for _, obj := range controlled {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok || d.Namespace != s.foo.Namespace || d.Name == s.foo.Spec.DeploymentName || d.DeletionTimestamp != nil {
+			continue
+		}
+		uid := d.UID
+		err := c.kube.AppsV1().Deployments(d.Namespace).Delete(ctx, d.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &uid},
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting stale Deployment %s: %w", klog.KObj(d), err))
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted Deployment left over from a rename", "deployment", klog.KObj(d))
+		s.changed = true
+	}
+	return errors.Join(errs...)
+}
+
+// writeStatus updates the Foo's status subresource if the desired status
+// differs from the observed one.
+func (c *Controller) writeStatus(ctx context.Context, s *syncState) error {
+	s.status.ObservedGeneration = s.foo.Generation
+	if equality.Semantic.DeepEqual(s.status, s.foo.Status) {
+		return nil
+	}
+	foo := s.foo.DeepCopy()
+	foo.Status = s.status
+	if _, err := c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace).UpdateStatus(ctx, foo, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("updating status of Foo %s: %w", klog.KObj(foo), err)
+	}
+	s.changed = true
+	return nil
+}
+
+// setReadyFromDeployment derives the Ready condition from the Deployment.
+func setReadyFromDeployment(s *syncState, d *appsv1.Deployment) {
+	want := desiredReplicas(s.foo)
+	available := d.Status.AvailableReplicas
+	current := d.Generation <= d.Status.ObservedGeneration && d.Status.UpdatedReplicas >= want
+	if current && available >= want {
+		setReady(s, metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady,
+			fmt.Sprintf("Deployment %q has %d of %d replicas available", d.Name, available, want))
+		return
+	}
+	setReady(s, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady,
+		fmt.Sprintf("Deployment %q has %d of %d replicas available", d.Name, available, want))
+}
+
+func setReady(s *syncState, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&s.status.Conditions, metav1.Condition{
+		Type:               samplev1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             reason,
+		Message:            msg,
+		ObservedGeneration: s.foo.Generation,
+	})
+}
+
+func desiredReplicas(foo *samplev1alpha1.Foo) int32 {
+	if foo.Spec.Replicas == nil {
+		return samplev1alpha1.DefaultReplicas
+	}
+	return *foo.Spec.Replicas
+}
+
+// deploymentLabels are the labels of the Deployment's selector and pods.
+func deploymentLabels(foo *samplev1alpha1.Foo) map[string]string {
+	return map[string]string{"app": "nginx", "controller": foo.Name}
+}
+
+// nginxContainer is the pod's only container.
+func nginxContainer() corev1.Container {
+	return corev1.Container{Name: "nginx", Image: "nginx:latest"}
+}
+
+// newDeployment returns the Deployment a Foo asks for, controlled by the Foo.
+func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
+	labels := deploymentLabels(foo)
+	replicas := desiredReplicas(foo)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      foo.Spec.DeploymentName,
+			Namespace: foo.Namespace,
+			OwnerReferences: []metav1.OwnerReference{
+				*metav1.NewControllerRef(foo, samplev1alpha1.SchemeGroupVersion.WithKind("Foo")),
+			},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{nginxContainer()}},
+			},
+		},
+	}
+}
+
+// correctDeployment compares the fields the controller sets (replicas, pod
+// labels, the nginx container's name and image) and returns a corrected copy
+// when any of them drifted. Fields the API server defaults, or that others
+// add, are left alone, so a matching Deployment is never rewritten.
+func correctDeployment(existing *appsv1.Deployment, foo *samplev1alpha1.Foo) (*appsv1.Deployment, bool) {
+	d := existing.DeepCopy()
+	drifted := false
+	if want := desiredReplicas(foo); d.Spec.Replicas == nil || *d.Spec.Replicas != want {
+		d.Spec.Replicas = &want
+		drifted = true
+	}
+	for k, v := range deploymentLabels(foo) {
+		if d.Spec.Template.Labels[k] != v {
+			if d.Spec.Template.Labels == nil {
+				d.Spec.Template.Labels = map[string]string{}
+			}
+			d.Spec.Template.Labels[k] = v
+			drifted = true
+		}
+	}
+	want := nginxContainer()
+	containers := d.Spec.Template.Spec.Containers
+	switch {
+	case len(containers) != 1 || containers[0].Name != want.Name:
+		d.Spec.Template.Spec.Containers = []corev1.Container{want}
+		drifted = true
+	case containers[0].Image != want.Image:
+		d.Spec.Template.Spec.Containers[0].Image = want.Image
+		drifted = true
+	}
+	return d, drifted
+}
+
+// controllerUIDIndex indexes Deployments by the UID of their controller, to
+// find the Deployments a Foo controls without scanning the namespace.
+const controllerUIDIndex = "ctrlkit.foo/controller-uid"
+
+func addControllerIndex(inf cache.SharedIndexInformer) error {
+	if _, exists := inf.GetIndexer().GetIndexers()[controllerUIDIndex]; exists {
+		return nil
+	}
+	err := inf.AddIndexers(cache.Indexers{controllerUIDIndex: func(obj any) ([]string, error) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, nil
+		}
+		if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+			return []string{string(ref.UID)}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return fmt.Errorf("foo: indexing Deployments by controller (call NewController before starting the informers): %w", err)
+	}
+	return nil
+}

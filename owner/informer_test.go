@@ -1,0 +1,96 @@
+package owner_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/owner"
+)
+
+// keyCounter is a concurrency-safe enqueue target.
+type keyCounter struct {
+	mu     sync.Mutex
+	counts map[cache.ObjectName]int
+}
+
+func (c *keyCounter) Add(k cache.ObjectName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.counts == nil {
+		c.counts = map[cache.ObjectName]int{}
+	}
+	c.counts[k]++
+}
+
+func (c *keyCounter) count(k cache.ObjectName) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[k]
+}
+
+func TestEnqueueHandlerWithSharedInformer(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+
+	client := fake.NewClientset(deployment("ns", "pre", fooRef("a")), deployment("ns", "orphan"))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
+
+	keys := &keyCounter{}
+	var reports atomic.Int32
+	handler := owner.EnqueueHandler(fooKind, keys.Add, owner.WithHandlerOptions(
+		informer.WithErrorHandler(func(context.Context, error, string, ...any) { reports.Add(1) })))
+	synced, _, err := informer.Register(ctx, factory.Apps().V1().Deployments().Informer(), handler)
+	require.NoError(t, err)
+	factory.Start(ctx.Done())
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), synced))
+
+	fooA := cache.ObjectName{Namespace: "ns", Name: "a"}
+	fooB := cache.ObjectName{Namespace: "ns", Name: "b"}
+	assert.Equal(t, 1, keys.count(fooA), "owner of a pre-existing deployment enqueued by sync time")
+
+	eventually := func(k cache.ObjectName, n int) {
+		t.Helper()
+		assert.Eventually(t, func() bool { return keys.count(k) == n }, 10*time.Second, 5*time.Millisecond,
+			"owner %v enqueued %d times", k, n)
+	}
+	deps := client.AppsV1().Deployments("ns")
+
+	// Re-parent pre from foo a to foo b: both are told.
+	pre, err := deps.Get(ctx, "pre", metav1.GetOptions{})
+	require.NoError(t, err)
+	pre.OwnerReferences = []metav1.OwnerReference{fooRef("b")}
+	_, err = deps.Update(ctx, pre, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	eventually(fooB, 1)
+	eventually(fooA, 2)
+
+	// Delete: the current owner is told.
+	require.NoError(t, deps.Delete(ctx, "pre", metav1.DeleteOptions{}))
+	eventually(fooB, 2)
+
+	// A missed delete arrives as a tombstone.
+	handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: deployment("ns", "gone", fooRef("c"))})
+	assert.Equal(t, 1, keys.count(cache.ObjectName{Namespace: "ns", Name: "c"}))
+
+	assert.Equal(t, 2, keys.count(fooA))
+	assert.Zero(t, reports.Load())
+}
