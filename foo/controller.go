@@ -151,7 +151,9 @@ func NewController(
 	}
 	c.queue = q
 
-	fooSynced, _, err := informer.Register(ctx, fooInformer.Informer(), informer.EnqueueHandler[*samplev1alpha1.Foo](q.Add))
+	fooSynced, _, err := informer.Register(ctx, fooInformer.Informer(),
+		// Initial-list and resync events wait behind fresh changes.
+		informer.PriorityEnqueueHandler[*samplev1alpha1.Foo](q.Add, q.AddLowPriority))
 	if err != nil {
 		q.ShutDown()
 		return nil, fmt.Errorf("foo: watching Foos: %w", err)

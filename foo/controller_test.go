@@ -17,16 +17,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/events/eventstest"
 	"github.com/ctrlkit/ctrlkit/foo"
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	foofake "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned/fake"
-	foolisters "github.com/ctrlkit/ctrlkit/foo/generated/listers/samplecontroller/v1alpha1"
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
+	foolisters "github.com/ctrlkit/ctrlkit/foo/generated/listers/samplecontroller/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
@@ -35,8 +35,8 @@ const ns = "default"
 
 // fixture is a Foo controller over fake clientsets with synced informers.
 type fixture struct {
-	kube     *kubefake.Clientset
-	foos     *foofake.Clientset
+	kube      *kubefake.Clientset
+	foos      *foofake.Clientset
 	ctrl      *foo.Controller
 	recorder  *eventstest.Recorder
 	fooLister foolisters.FooLister
@@ -406,7 +406,7 @@ func TestInvalidSpec(t *testing.T) {
 		{name: "invalid deploymentName", foo: newFoo("bad", "Web_1", nil), wantMsg: "spec.deploymentName: Invalid value"},
 		{name: "too long deploymentName", foo: newFoo("bad", strings.Repeat("a", 254), nil), wantMsg: "must be no more than 253 characters"},
 		{name: "negative replicas", foo: newFoo("bad", "web", ptr.To[int32](-1)), wantMsg: "spec.replicas: Invalid value: -1"},
-		{name: "huge replicas", foo: newFoo("bad", "web", ptr.To[int32](1 << 30)), wantMsg: "spec.replicas: Invalid value: 1073741824"},
+		{name: "huge replicas", foo: newFoo("bad", "web", ptr.To[int32](1<<30)), wantMsg: "spec.replicas: Invalid value: 1073741824"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
