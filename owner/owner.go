@@ -104,6 +104,7 @@ type Option func(*options)
 type options struct {
 	clusterScoped bool
 	handler       []informer.Option
+	enqueueLow    func(cache.ObjectName)
 }
 
 // ClusterScoped declares that the owner kind is cluster-scoped: keys are
@@ -111,6 +112,17 @@ type options struct {
 // in the namespace of the objects they control.
 func ClusterScoped() Option {
 	return func(o *options) { o.clusterScoped = true }
+}
+
+// WithLowPriority sends the owners of objects that did not change to
+// enqueueLow instead of enqueue: adds that belong to the informer's initial
+// list, and resyncs (updates whose old and new objects have the same,
+// non-empty resourceVersion). Pair it with a queue that serves such keys
+// after fresh ones, such as queue.Controller's AddLowPriority, so that a
+// controller starting with many owned objects still handles fresh changes
+// first.
+func WithLowPriority(enqueueLow func(cache.ObjectName)) Option {
+	return func(o *options) { o.enqueueLow = enqueueLow }
 }
 
 // WithHandlerOptions passes options (predicates, SkipUnchangedResync, error
@@ -146,14 +158,42 @@ func EnqueueHandler(gk schema.GroupKind, enqueue func(cache.ObjectName), opts ..
 			opt(&o)
 		}
 	}
-	keys := func(obj metav1.Object) []cache.ObjectName {
-		key, ok := controllerKey(obj, gk, o.clusterScoped)
-		if !ok {
-			return nil
-		}
-		return []cache.ObjectName{key}
+	key := func(obj metav1.Object) (cache.ObjectName, bool) {
+		return controllerKey(obj, gk, o.clusterScoped)
 	}
-	return informer.EnqueueMappedHandler(keys, enqueue, o.handler...)
+	low := enqueue
+	if o.enqueueLow != nil {
+		low = o.enqueueLow
+	}
+	return informer.NewHandler(informer.Funcs[metav1.Object]{
+		AddFunc: func(obj metav1.Object, isInInitialList bool) {
+			if k, ok := key(obj); ok {
+				if isInInitialList {
+					low(k)
+				} else {
+					enqueue(k)
+				}
+			}
+		},
+		UpdateFunc: func(oldObj, newObj metav1.Object) {
+			send := enqueue
+			if rv := newObj.GetResourceVersion(); rv != "" && rv == oldObj.GetResourceVersion() {
+				send = low
+			}
+			newKey, newOK := key(newObj)
+			if newOK {
+				send(newKey)
+			}
+			if oldKey, ok := key(oldObj); ok && (!newOK || oldKey != newKey) {
+				send(oldKey)
+			}
+		},
+		DeleteFunc: func(obj metav1.Object, _ bool) {
+			if k, ok := key(obj); ok {
+				enqueue(k)
+			}
+		},
+	}, o.handler...)
 }
 
 // controllerKey returns the key of obj's controller of kind gk.

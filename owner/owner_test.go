@@ -178,3 +178,68 @@ func TestEnqueueHandler(t *testing.T) {
 		})
 	}
 }
+
+func TestEnqueueHandlerWithLowPriority(t *testing.T) {
+	withRV := func(d *appsv1.Deployment, rv string) *appsv1.Deployment {
+		d.ResourceVersion = rv
+		return d
+	}
+	a := cache.ObjectName{Namespace: "ns", Name: "a"}
+	b := cache.ObjectName{Namespace: "ns", Name: "b"}
+	tests := []struct {
+		name      string
+		send      func(h cache.ResourceEventHandler)
+		wantFresh []cache.ObjectName
+		wantLow   []cache.ObjectName
+	}{
+		{
+			name:    "add from the initial list is low priority",
+			send:    func(h cache.ResourceEventHandler) { h.OnAdd(deployment("ns", "d", fooRef("a")), true) },
+			wantLow: []cache.ObjectName{a},
+		},
+		{
+			name:      "later add is fresh",
+			send:      func(h cache.ResourceEventHandler) { h.OnAdd(deployment("ns", "d", fooRef("a")), false) },
+			wantFresh: []cache.ObjectName{a},
+		},
+		{
+			name: "resync is low priority",
+			send: func(h cache.ResourceEventHandler) {
+				h.OnUpdate(withRV(deployment("ns", "d", fooRef("a")), "7"), withRV(deployment("ns", "d", fooRef("a")), "7"))
+			},
+			wantLow: []cache.ObjectName{a},
+		},
+		{
+			name: "change is fresh, for the new and the old owner",
+			send: func(h cache.ResourceEventHandler) {
+				h.OnUpdate(withRV(deployment("ns", "d", fooRef("a")), "7"), withRV(deployment("ns", "d", fooRef("b")), "8"))
+			},
+			wantFresh: []cache.ObjectName{b, a},
+		},
+		{
+			name: "objects without a resourceVersion are never taken for resyncs",
+			send: func(h cache.ResourceEventHandler) {
+				h.OnUpdate(deployment("ns", "d", fooRef("a")), deployment("ns", "d", fooRef("a")))
+			},
+			wantFresh: []cache.ObjectName{a},
+		},
+		{
+			name: "delete is fresh, tombstone included",
+			send: func(h cache.ResourceEventHandler) {
+				h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: deployment("ns", "d", fooRef("a"))})
+			},
+			wantFresh: []cache.ObjectName{a},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fresh, low []cache.ObjectName
+			h := owner.EnqueueHandler(fooKind,
+				func(k cache.ObjectName) { fresh = append(fresh, k) },
+				owner.WithLowPriority(func(k cache.ObjectName) { low = append(low, k) }))
+			tt.send(h)
+			assert.Equal(t, tt.wantFresh, fresh)
+			assert.Equal(t, tt.wantLow, low)
+		})
+	}
+}
