@@ -1,0 +1,17 @@
+// Package e2e tests the examples/foo binary end to end: it builds the
+// binary with go build, starts a full control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok with one fake node),
+// and runs the binary as a separate process, the way a cluster would.
+//
+// The controller authenticates as the ServiceAccount foo-system/foo-controller
+// with exactly the RBAC of examples/foo/deploy, so the tests also show that
+// those manifests are enough. The API server's audit log tells that
+// ServiceAccount's requests apart from everyone else's; the tests use it to
+// prove that the controller leaves foreign Deployments alone and writes
+// nothing during an idle resync.
+//
+// Run it from the foo/testenv module once the binaries are built (see
+// hack/build-binaries.sh):
+//
+//	go test -race ./e2e/
+package e2e

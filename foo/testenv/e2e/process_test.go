@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// findRepoRoot walks up from the working directory to the go.mod of the
+// ctrlkit module.
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(data, []byte("module github.com/ctrlkit/ctrlkit\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("the ctrlkit module root (go.mod of github.com/ctrlkit/ctrlkit) is not above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// buildBinary builds ./examples/foo of the module at root into dir, with the
+// race detector, as its own module (its go.mod, not this one's) would build
+// it. A data race in the binary then makes it exit with status 66.
+func buildBinary(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "foo")
+	cmd := exec.CommandContext(ctx, "go", "build", "-race", "-o", bin, "./examples/foo")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./examples/foo: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and concurrent readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// process is one run of the controller binary.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	done    chan struct{}
+	waitErr error // valid once done is closed
+	// metricsURL and healthURL are the base URLs of its endpoints.
+	metricsURL, healthURL string
+}
+
+// startProcess runs bin with args; stdout and stderr are captured together.
+// When the test ends the process is killed if it still runs, and a failed
+// test prints its output.
+func startProcess(t *testing.T, name, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{name: name, out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout = p.out
+	p.cmd.Stderr = p.out
+	// Killed with the test binary if that dies without cleaning up.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, p.cmd.Start())
+	t.Logf("started %s (pid %d): %s %s", name, p.cmd.Process.Pid, filepath.Base(bin), strings.Join(args, " "))
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if !p.exited() {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("output of %s (%s):\n%s", name, p.cmd.ProcessState, p.out.String())
+		}
+	})
+	return p
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits up to timeout for the process to exit and returns its exit
+// code; ok is false if it still runs.
+func (p *process) wait(timeout time.Duration) (code int, ok bool) {
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(timeout):
+		return 0, false
+	}
+}
+
+// freeAddress returns a loopback address with a port that was free a moment
+// ago.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// httpGet returns the status code and body of a GET.
+func httpGet(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// metricSum adds up the samples of a metric in Prometheus text format whose
+// labels include all of the given ones. found is false when no sample
+// matched.
+func metricSum(text, name string, labels map[string]string) (sum float64, found bool) {
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		series, value := line[:sp], line[sp+1:]
+		metric, labelText, _ := strings.Cut(series, "{")
+		if metric != name {
+			continue
+		}
+		have := parseLabels(strings.TrimSuffix(labelText, "}"))
+		match := true
+		for k, v := range labels {
+			if have[k] != v {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		sum += f
+		found = true
+	}
+	return sum, found
+}
+
+// parseLabels reads `a="x",b="y"`; label values here never hold quotes or
+// commas.
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
+}
