@@ -151,15 +151,18 @@ func NewController(
 	}
 	c.queue = q
 
+	// Objects of an unexpected type are reported through ctx's logger.
+	handlerCtx := informer.WithContext(ctx)
 	fooSynced, _, err := informer.Register(ctx, fooInformer.Informer(),
 		// Initial-list and resync events wait behind fresh changes.
-		informer.PriorityEnqueueHandler[*samplev1alpha1.Foo](q.Add, q.AddLowPriority))
+		informer.PriorityEnqueueHandler[*samplev1alpha1.Foo](q.Add, q.AddLowPriority, handlerCtx))
 	if err != nil {
 		q.ShutDown()
 		return nil, fmt.Errorf("foo: watching Foos: %w", err)
 	}
 	deploySynced, _, err := informer.Register(ctx, deployInf,
-		owner.EnqueueHandler(samplev1alpha1.Kind("Foo"), q.Add))
+		owner.EnqueueHandler(samplev1alpha1.Kind("Foo"), q.Add,
+			owner.WithLowPriority(q.AddLowPriority), owner.WithHandlerOptions(handlerCtx)))
 	if err != nil {
 		q.ShutDown()
 		return nil, fmt.Errorf("foo: watching Deployments: %w", err)

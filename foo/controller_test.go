@@ -453,3 +453,16 @@ func getFoo(t *testing.T, f *fixture, name string) *samplev1alpha1.Foo {
 	require.NoError(t, err)
 	return got
 }
+
+// A Foo name longer than a label value allows would make every Deployment
+// create fail; it is reported as an invalid spec instead of retried.
+func TestNameTooLongForPodLabel(t *testing.T) {
+	name := strings.Repeat("f", samplev1alpha1.MaxNameLength+1)
+	f := newFixture(t, foo.Options{}, newFoo(name, "web", nil))
+	out := f.run(t, name)
+	require.Error(t, out.Err)
+	assert.True(t, reconcile.IsTerminal(out.Err))
+	assert.Equal(t, []string{"update samplecontroller.k8s.io/v1alpha1/foos/status default/" + name}, reconciletest.Describe(out.Writes))
+	ev := eventstest.RequireEvent(t, f.recorder, corev1.EventTypeWarning, samplev1alpha1.ReasonInvalidSpec)
+	assert.Contains(t, ev.Message, "metadata.name")
+}

@@ -39,7 +39,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	foo := cached.DeepCopy()
 	s := &syncState{foo: foo, status: *foo.Status.DeepCopy()}
 
-	if errs := samplev1alpha1.ValidateFooSpec(&foo.Spec); len(errs) > 0 {
+	if errs := samplev1alpha1.ValidateFoo(foo); len(errs) > 0 {
 		return c.rejectInvalidSpec(ctx, s, errs.ToAggregate().Error())
 	}
 
@@ -53,6 +53,10 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	}
 	if err := c.writeStatus(ctx, s); err != nil {
 		return reconcile.Result{}, errors.Join(syncErr, err)
+	}
+	if s.gone {
+		// Deleted while being reconciled: nothing is left to retry.
+		return reconcile.Result{}, nil
 	}
 	if syncErr != nil {
 		return reconcile.Result{}, syncErr
@@ -70,6 +74,9 @@ type syncState struct {
 	status samplev1alpha1.FooStatus
 	// changed records that the controller wrote something.
 	changed bool
+	// gone records that the Foo was deleted while being reconciled (its
+	// status update found no object).
+	gone bool
 }
 
 // rejectInvalidSpec reports a spec the controller cannot act on. It writes
@@ -89,6 +96,9 @@ func (c *Controller) rejectInvalidSpec(ctx context.Context, s *syncState, msg st
 	if err := c.writeStatus(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
+	if s.gone {
+		return reconcile.Result{}, nil
+	}
 	return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("invalid Foo spec: %s", msg))
 }
 
@@ -101,6 +111,12 @@ func (c *Controller) syncDeployment(ctx context.Context, s *syncState) (*appsv1.
 	switch {
 	case apierrors.IsNotFound(err):
 		created, err := c.kube.AppsV1().Deployments(foo.Namespace).Create(ctx, newDeployment(foo), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// The cache is behind the API server, typically just after this
+			// controller created the Deployment. Retry once the cache has
+			// it; the status it already shows is left alone.
+			return nil, fmt.Errorf("creating Deployment %s/%s (not in the cache yet): %w", foo.Namespace, name, err)
+		}
 		if err != nil {
 			setReady(s, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady,
 				fmt.Sprintf("Creating Deployment %q failed: %v", name, err))
@@ -161,7 +177,9 @@ func (c *Controller) deleteStaleDeployments(ctx context.Context, s *syncState) e
 }
 
 // writeStatus updates the Foo's status subresource if the desired status
-// differs from the observed one.
+// differs from the observed one. A Foo deleted since it was read from the
+// cache is not an error: s.gone is set instead, and its Deployments go with
+// garbage collection.
 func (c *Controller) writeStatus(ctx context.Context, s *syncState) error {
 	s.status.ObservedGeneration = s.foo.Generation
 	if equality.Semantic.DeepEqual(s.status, s.foo.Status) {
@@ -170,6 +188,11 @@ func (c *Controller) writeStatus(ctx context.Context, s *syncState) error {
 	foo := s.foo.DeepCopy()
 	foo.Status = s.status
 	if _, err := c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace).UpdateStatus(ctx, foo, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			klog.FromContext(ctx).V(4).Info("Foo was deleted during the reconcile")
+			s.gone = true
+			return nil
+		}
 		return fmt.Errorf("updating status of Foo %s: %w", klog.KObj(foo), err)
 	}
 	s.changed = true

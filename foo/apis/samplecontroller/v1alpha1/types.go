@@ -25,6 +25,11 @@ const (
 	// unset. The CRD's schema fills it in on the API server; clients that
 	// bypass the schema (fake clientsets, for one) can still see nil.
 	DefaultReplicas int32 = 1
+
+	// MaxNameLength bounds a Foo's name: the controller labels the pods of
+	// the Foo's Deployment with the name, and a label value has at most 63
+	// characters. The CRD enforces it on metadata.name.
+	MaxNameLength = 63
 )
 
 // ConditionReady is the type of the condition in status.conditions that

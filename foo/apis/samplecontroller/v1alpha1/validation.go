@@ -38,3 +38,19 @@ func ValidateFooSpec(spec *FooSpec) field.ErrorList {
 	}
 	return errs
 }
+
+// ValidateFoo checks a whole Foo: its name, which must be a valid label
+// value (at most MaxNameLength characters) because the controller labels
+// the Deployment's pods with it, and its spec (see ValidateFooSpec). It
+// returns every problem found; a nil Foo is reported as required.
+func ValidateFoo(foo *Foo) field.ErrorList {
+	if foo == nil {
+		return field.ErrorList{field.Required(field.NewPath("foo"), "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsValidLabelValue(foo.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), foo.Name,
+			msg+" (the name labels the pods of the Foo's Deployment)"))
+	}
+	return append(errs, ValidateFooSpec(&foo.Spec)...)
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -99,4 +100,30 @@ func TestBoundsMatchKubernetesLimits(t *testing.T) {
 	assert.Equal(t, validation.DNS1123SubdomainMaxLength, v1alpha1.DeploymentNameMaxLength)
 	assert.LessOrEqual(t, v1alpha1.MinReplicas, v1alpha1.DefaultReplicas)
 	assert.LessOrEqual(t, v1alpha1.DefaultReplicas, v1alpha1.MaxReplicas)
+}
+
+func TestValidateFoo(t *testing.T) {
+	valid := v1alpha1.FooSpec{DeploymentName: "web"}
+	tests := []struct {
+		name      string
+		foo       *v1alpha1.Foo
+		wantField []string
+	}{
+		{name: "valid", foo: &v1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Name: "example-foo"}, Spec: valid}},
+		{name: "name of 63 characters", foo: &v1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 63)}, Spec: valid}},
+		{name: "name too long for a label value", foo: &v1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 64)}, Spec: valid},
+			wantField: []string{"metadata.name"}},
+		{name: "name and spec both wrong", foo: &v1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 64)}},
+			wantField: []string{"metadata.name", "spec.deploymentName"}},
+		{name: "nil", foo: nil, wantField: []string{"foo"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, e := range v1alpha1.ValidateFoo(tt.foo) {
+				got = append(got, e.Field)
+			}
+			assert.Equal(t, tt.wantField, got)
+		})
+	}
 }

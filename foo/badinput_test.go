@@ -1,0 +1,482 @@
+package foo_test
+
+// The tests in this file feed the running controller input it must refuse
+// or survive: invalid specs the schema would normally stop, Deployments it
+// does not own, Foos and Deployments that change or vanish under it, and
+// objects of the wrong type in its event handlers.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/foo"
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue"
+)
+
+// stormWindow is how long a test watches for a retry storm once the
+// controller has reported its outcome.
+const stormWindow = time.Second
+
+// settledReconciles bounds the reconciles of a Foo that needs nothing more,
+// over stormWindow: the echoes of the controller's own last writes (the
+// Foo's status, the Deployments it created or deleted), and one retry if an
+// echo arrived before the informer had seen a Deployment just created.
+const settledReconciles = 5
+
+// settle waits until the controller has gone quiet long enough to show
+// that it is not retrying anything.
+func (h *harness) settle(t *testing.T, quiet time.Duration) {
+	t.Helper()
+	last, since := h.metrics.reconciles.Load(), time.Now()
+	require.Eventually(t, func() bool {
+		if n := h.metrics.reconciles.Load(); n != last {
+			last, since = n, time.Now()
+			return false
+		}
+		return time.Since(since) >= quiet
+	}, eventually, 5*time.Millisecond, "the controller goes quiet")
+}
+
+// updateSpec changes a Foo's spec through the API, bumping its generation as
+// the API server does.
+func (h *harness) updateSpec(t *testing.T, name string, change func(*samplev1alpha1.FooSpec)) {
+	t.Helper()
+	f, err := h.getFoo(name)
+	require.NoError(t, err)
+	change(&f.Spec)
+	f.Generation++
+	_, err = h.foos.SamplecontrollerV1alpha1().Foos(ns).Update(context.Background(), f, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// deploymentWrites returns the Deployment requests that change state.
+func deploymentWrites(kube *k8stesting.Fake) []k8stesting.Action {
+	return slices.DeleteFunc(kube.Actions(), func(a k8stesting.Action) bool {
+		return a.GetResource() != deploymentResource || slices.Contains([]string{"get", "list", "watch"}, a.GetVerb())
+	})
+}
+
+// actionTarget names the object a write request is about.
+func actionTarget(a k8stesting.Action) string {
+	switch a := a.(type) {
+	case k8stesting.DeleteAction:
+		return a.GetName()
+	case k8stesting.PatchAction:
+		return a.GetName()
+	case interface{ GetObject() runtime.Object }:
+		if m, err := meta.Accessor(a.GetObject()); err == nil {
+			return m.GetName()
+		}
+	}
+	return ""
+}
+
+// TestBadInput runs the controller on input it must refuse or survive.
+// Each case checks the outcome (a Warning event and a Ready=False condition
+// where something is wrong with the Foo), that no Deployment the Foo does
+// not own is written, and that the controller then either settles or
+// retries on the backoff schedule: no retry storm.
+func TestBadInput(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	web := func() *samplev1alpha1.Foo { return newFoo("example-foo", "web", ptr.To[int32](3)) }
+	// readyWeb is a Foo whose Deployment "web" is in place and available.
+	readyWeb := func() []runtime.Object {
+		return []runtime.Object{
+			withStatus(web(), 3, metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady, readyMsg("web", 3, 3)),
+			deploymentFor(web(), "web", 3, 3),
+		}
+	}
+	withOwners := func(d *appsv1.Deployment, refs ...metav1.OwnerReference) *appsv1.Deployment {
+		d.OwnerReferences = refs
+		return d
+	}
+	existsMsg := func(name string) string { return fmt.Sprintf(foo.MessageResourceExists, name) }
+
+	type badInputCase struct {
+		name    string
+		objects []runtime.Object
+		// before runs before the informers start (reactors).
+		before func(h *harness)
+		// act runs once the controller has synced.
+		act func(t *testing.T, h *harness)
+		// foo is the Foo whose outcome is checked.
+		foo string
+		// wantWarning is the reason of the Warning event about foo; empty
+		// means no Warning event may be recorded at all.
+		wantWarning, wantEventMsg string
+		// wantReady, wantReason and wantMsg describe foo's Ready
+		// condition; wantReady is empty when foo no longer exists.
+		wantReady           metav1.ConditionStatus
+		wantReason, wantMsg string
+		// protected are Deployments the Foo does not own: never written.
+		protected []string
+		// retried: the problem may clear up by itself, so it is retried
+		// with backoff; otherwise the controller settles.
+		retried bool
+		check   func(t *testing.T, h *harness)
+	}
+	invalid := func(name string, f *samplev1alpha1.Foo, msg string) badInputCase {
+		return badInputCase{
+			name: name, objects: []runtime.Object{f}, foo: f.Name,
+			wantWarning: samplev1alpha1.ReasonInvalidSpec, wantEventMsg: msg,
+			wantReady: metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonInvalidSpec, wantMsg: msg,
+			check: func(t *testing.T, h *harness) {
+				assert.Empty(t, deploymentWrites(&h.kube.Fake), "nothing is created for an invalid spec")
+				assert.Len(t, h.recorder.Find(corev1.EventTypeWarning, ""), 1, "reported once, not on every reconcile")
+			},
+		}
+	}
+	foreign := func(name string, d *appsv1.Deployment) badInputCase {
+		return badInputCase{
+			name: name, objects: []runtime.Object{web(), d}, foo: "example-foo",
+			wantWarning: samplev1alpha1.ReasonErrResourceExists, wantEventMsg: existsMsg("web"),
+			wantReady: metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonErrResourceExists, wantMsg: existsMsg("web"),
+			protected: []string{"web"}, retried: true,
+		}
+	}
+	tests := []badInputCase{
+		invalid("empty deploymentName", newFoo("example-foo", "", nil), "spec.deploymentName: Required value"),
+		invalid("invalid deploymentName", newFoo("example-foo", "Web_1", nil), `spec.deploymentName: Invalid value: "Web_1"`),
+		invalid("too long deploymentName", newFoo("example-foo", strings.Repeat("a", 254), nil), "must be no more than 253 characters"),
+		invalid("negative replicas", newFoo("example-foo", "web", ptr.To[int32](-1)), "spec.replicas: Invalid value: -1"),
+		invalid("huge replicas", newFoo("example-foo", "web", ptr.To[int32](math.MaxInt32)), "spec.replicas: Invalid value: 2147483647"),
+		foreign("Deployment controlled by another Foo", deploymentFor(newFoo("other-foo", "web", nil), "web", 1, 1)),
+		foreign("Deployment without a controller", withOwners(deploymentFor(web(), "web", 1, 1))),
+		foreign("Deployment controlled by another kind", withOwners(deploymentFor(web(), "web", 1, 1), metav1.OwnerReference{
+			APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-6d4cf56db6", UID: "uid-rs", Controller: ptr.To(true),
+		})),
+		foreign("Deployment controlled by an earlier Foo of the same name", func() *appsv1.Deployment {
+			earlier := web()
+			earlier.UID = "uid-example-foo-before-recreation"
+			return deploymentFor(earlier, "web", 3, 3)
+		}()),
+		{
+			name:    "two Foos naming the same Deployment",
+			objects: []runtime.Object{newFoo("foo-a", "web", ptr.To[int32](3))},
+			act: func(t *testing.T, h *harness) {
+				h.waitDeployment(t, "foo-a")
+				h.makeAvailable(t, "web")
+				h.waitReady(t, "foo-a", 3)
+				h.kube.ClearActions()
+				_, err := h.foos.SamplecontrollerV1alpha1().Foos(ns).Create(context.Background(),
+					newFoo("foo-b", "web", ptr.To[int32](1)), metav1.CreateOptions{})
+				require.NoError(t, err)
+			},
+			foo:         "foo-b",
+			wantWarning: samplev1alpha1.ReasonErrResourceExists, wantEventMsg: existsMsg("web"),
+			wantReady: metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonErrResourceExists, wantMsg: existsMsg("web"),
+			protected: []string{"web"}, retried: true,
+			check: func(t *testing.T, h *harness) {
+				h.waitReady(t, "foo-a", 3)
+				first := h.waitDeployment(t, "foo-a")
+				assert.Equal(t, types.UID("uid-foo-a"), metav1.GetControllerOf(first).UID, "the first Foo keeps its Deployment")
+			},
+		},
+		{
+			name:    "deploymentName changed",
+			objects: readyWeb(),
+			act: func(t *testing.T, h *harness) {
+				h.settle(t, 100*time.Millisecond)
+				h.updateSpec(t, "example-foo", func(s *samplev1alpha1.FooSpec) { s.DeploymentName = "web-v2" })
+			},
+			foo:       "example-foo",
+			wantReady: metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonDeploymentNotReady, wantMsg: readyMsg("web-v2", 0, 3),
+			check: func(t *testing.T, h *harness) {
+				h.waitDeployment(t, "example-foo")
+				_, err := h.kube.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+				assert.True(t, apierrors.IsNotFound(err), "the old Deployment is deleted: %v", err)
+				for _, a := range deploymentWrites(&h.kube.Fake) {
+					if del, ok := a.(k8stesting.DeleteAction); ok {
+						assert.Equal(t, "web", del.GetName())
+						require.NotNil(t, del.GetDeleteOptions().Preconditions)
+						assert.Equal(t, types.UID("uid-deploy-web"), *del.GetDeleteOptions().Preconditions.UID)
+					}
+				}
+				assert.NotEmpty(t, h.recorder.Find(corev1.EventTypeNormal, foo.ReasonSynced))
+				h.makeAvailable(t, "web-v2")
+				h.waitReady(t, "example-foo", 3)
+			},
+		},
+		{
+			name:    "deploymentName changed to the name of a Deployment it does not own",
+			objects: append(readyWeb(), withOwners(deploymentFor(web(), "db", 1, 1))),
+			act: func(t *testing.T, h *harness) {
+				h.settle(t, 100*time.Millisecond)
+				h.updateSpec(t, "example-foo", func(s *samplev1alpha1.FooSpec) { s.DeploymentName = "db" })
+			},
+			foo:         "example-foo",
+			wantWarning: samplev1alpha1.ReasonErrResourceExists, wantEventMsg: existsMsg("db"),
+			wantReady: metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonErrResourceExists, wantMsg: existsMsg("db"),
+			protected: []string{"db"}, retried: true,
+			check: func(t *testing.T, h *harness) {
+				_, err := h.kube.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+				assert.NoError(t, err, "the old Deployment stays until a new one is in place")
+				assert.Empty(t, deploymentWrites(&h.kube.Fake))
+			},
+		},
+		{
+			name:    "Foo deleted mid-reconcile",
+			objects: []runtime.Object{web()},
+			before: func(h *harness) {
+				var once sync.Once
+				h.kube.PrependReactor("create", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+					// The Foo is deleted while its Deployment is being created;
+					// the status update that follows finds no Foo.
+					once.Do(func() { _ = h.foos.Tracker().Delete(fooResource, ns, "example-foo") })
+					return false, nil, nil
+				})
+			},
+			act: func(t *testing.T, h *harness) {
+				require.Eventually(t, func() bool {
+					_, err := h.getFoo("example-foo")
+					return apierrors.IsNotFound(err) && len(deploymentWrites(&h.kube.Fake)) > 0
+				}, eventually, time.Millisecond)
+			},
+			foo: "example-foo",
+			check: func(t *testing.T, h *harness) {
+				statusWrites := slices.DeleteFunc(h.foos.Actions(), func(a k8stesting.Action) bool {
+					return a.GetVerb() != "update" || a.GetSubresource() != "status"
+				})
+				assert.NotEmpty(t, statusWrites, "the status update was tried and found no Foo")
+				assert.Zero(t, h.metrics.errors.Load(), "a Foo deleted mid-reconcile is not an error")
+				assert.Empty(t, h.errorLogs(""), "nor is it logged as one")
+				d, err := h.kube.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+				require.NoError(t, err)
+				assert.Empty(t, deploymentProblems(d, web()), "the Deployment is controlled by the deleted Foo: garbage collection takes it")
+			},
+		},
+		{
+			name:    "Deployment deleted by someone else",
+			objects: readyWeb(),
+			act: func(t *testing.T, h *harness) {
+				h.settle(t, 100*time.Millisecond)
+				require.NoError(t, h.kube.AppsV1().Deployments(ns).Delete(context.Background(), "web", metav1.DeleteOptions{}))
+			},
+			foo:       "example-foo",
+			wantReady: metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonDeploymentNotReady, wantMsg: readyMsg("web", 0, 3),
+			check: func(t *testing.T, h *harness) {
+				h.waitDeployment(t, "example-foo")
+				h.makeAvailable(t, "web")
+				h.waitReady(t, "example-foo", 3)
+			},
+		},
+		{
+			name:    "invalid spec corrected later",
+			objects: []runtime.Object{newFoo("example-foo", "Web_1", ptr.To[int32](3))},
+			act: func(t *testing.T, h *harness) {
+				h.waitCondition(t, "example-foo", metav1.ConditionFalse, samplev1alpha1.ReasonInvalidSpec)
+				h.updateSpec(t, "example-foo", func(s *samplev1alpha1.FooSpec) { s.DeploymentName = "web" })
+			},
+			foo:         "example-foo",
+			wantWarning: samplev1alpha1.ReasonInvalidSpec, wantEventMsg: `spec.deploymentName: Invalid value: "Web_1"`,
+			wantReady: metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonDeploymentNotReady, wantMsg: readyMsg("web", 0, 3),
+			check: func(t *testing.T, h *harness) {
+				h.waitDeployment(t, "example-foo")
+				h.makeAvailable(t, "web")
+				h.waitReady(t, "example-foo", 3)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := startHarness(t, harnessOptions{before: tt.before}, tt.objects...)
+			if tt.act != nil {
+				tt.act(t, h)
+			}
+			originals := map[string]runtime.Object{}
+			for _, name := range tt.protected {
+				obj, err := h.kube.Tracker().Get(deploymentResource, ns, name)
+				require.NoError(t, err)
+				originals[name] = obj
+			}
+
+			// The outcome.
+			if tt.wantWarning != "" {
+				require.Eventually(t, func() bool { return len(h.recorder.Find(corev1.EventTypeWarning, tt.wantWarning)) > 0 },
+					eventually, time.Millisecond, "a Warning event %s", tt.wantWarning)
+				ev := h.recorder.Find(corev1.EventTypeWarning, tt.wantWarning)[0]
+				assert.Equal(t, tt.foo, ev.Name, "the event is about the Foo")
+				assert.Contains(t, ev.Message, tt.wantEventMsg)
+			}
+			if tt.wantReady != "" {
+				f := h.waitCondition(t, tt.foo, tt.wantReady, tt.wantReason)
+				assert.Contains(t, meta.FindStatusCondition(f.Status.Conditions, samplev1alpha1.ConditionReady).Message, tt.wantMsg)
+			}
+
+			// No retry storm.
+			bound := int64(settledReconciles)
+			if tt.retried {
+				bound = int64(backoffAttempts(queue.DefaultBaseDelay, stormWindow)) + 1
+			}
+			before := h.metrics.reconciles.Load()
+			assert.Never(t, func() bool { return h.metrics.reconciles.Load()-before > bound },
+				stormWindow, 10*time.Millisecond, "more than %d reconciles in %s", bound, stormWindow)
+			t.Logf("%d reconciles in %s after the outcome (bound %d), %d in all, %d failed",
+				h.metrics.reconciles.Load()-before, stormWindow, bound, h.metrics.reconciles.Load(), h.metrics.errors.Load())
+
+			// Nothing it does not own is written.
+			for _, a := range reconcileWrites(&h.kube.Fake) {
+				assert.Equal(t, deploymentResource, a.GetResource(), "only Deployments are written: %s %s", a.GetVerb(), a.GetResource())
+				assert.NotContains(t, tt.protected, actionTarget(a), "%s of a Deployment the Foo does not own", a.GetVerb())
+				if c, ok := a.(k8stesting.CreateAction); ok {
+					assert.NotNil(t, metav1.GetControllerOf(c.GetObject().(metav1.Object)), "a created Deployment has a controller")
+				}
+			}
+			for name, orig := range originals {
+				now, err := h.kube.Tracker().Get(deploymentResource, ns, name)
+				require.NoError(t, err)
+				assert.Equal(t, orig, now, "Deployment %s is unchanged", name)
+			}
+			for _, ev := range h.recorder.Find(corev1.EventTypeWarning, "") {
+				assert.Equal(t, tt.wantWarning, ev.Reason, "unexpected Warning event %s", ev)
+			}
+			if tt.check != nil {
+				tt.check(t, h)
+			}
+		})
+	}
+}
+
+// reconcileWrites returns the write requests sent through a fake, except
+// those the test itself sent to play the Deployment controller (status)
+// or someone else (a delete without preconditions).
+func reconcileWrites(kube *k8stesting.Fake) []k8stesting.Action {
+	return slices.DeleteFunc(kube.Actions(), func(a k8stesting.Action) bool {
+		if slices.Contains([]string{"get", "list", "watch"}, a.GetVerb()) || a.GetSubresource() == "status" {
+			return true
+		}
+		del, ok := a.(k8stesting.DeleteAction)
+		return ok && del.GetDeleteOptions().Preconditions == nil
+	})
+}
+
+// TestHandlersRejectWrongTypes delivers tombstones of the wrong type and
+// objects of the wrong type to the event handlers the controller registered,
+// as a buggy informer or a wrong wiring would. Nothing panics, nothing is
+// enqueued, and each object without metadata is reported through the
+// controller's logger. A well-formed tombstone still enqueues its Foo.
+func TestHandlersRejectWrongTypes(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	h := startHarness(t, harnessOptions{}, newFoo("example-foo", "web", ptr.To[int32](3)))
+	h.waitDeployment(t, "example-foo")
+	h.waitCondition(t, "example-foo", metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady)
+	h.settle(t, 200*time.Millisecond)
+
+	fooHandler := h.fooInformer.handler(t)
+	deployHandler := h.deployInformer.handler(t)
+	cachedFoo, exists, err := h.fooInformer.GetStore().GetByKey(ns + "/example-foo")
+	require.NoError(t, err)
+	require.True(t, exists)
+	cachedDeployment, exists, err := h.deployInformer.GetStore().GetByKey(ns + "/web")
+	require.NoError(t, err)
+	require.True(t, exists)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-6d4cf56db6-x2x7q"}}
+	podOfReplicaSet := pod.DeepCopy()
+	podOfReplicaSet.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-6d4cf56db6", UID: "uid-rs", Controller: ptr.To(true)}}
+
+	const reportMsg = "Event handler received an object of an unexpected type"
+	tests := []struct {
+		name    string
+		handler cache.ResourceEventHandler
+		deliver func(cache.ResourceEventHandler)
+		// reported: the handler reports the object (it has no usable
+		// metadata for the handler); otherwise it is looked at and ignored.
+		reported bool
+	}{
+		{"Foo handler: tombstone holding a Pod", fooHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/example-foo", Obj: pod})
+		}, true},
+		{"Foo handler: tombstone holding a Deployment", fooHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/example-foo", Obj: cachedDeployment})
+		}, true},
+		{"Foo handler: tombstone pointer holding a Pod", fooHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete(&cache.DeletedFinalStateUnknown{Key: ns + "/example-foo", Obj: pod})
+		}, true},
+		{"Foo handler: tombstone without an object", fooHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/example-foo"})
+		}, true},
+		{"Foo handler: nil tombstone pointer", fooHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete((*cache.DeletedFinalStateUnknown)(nil))
+		}, true},
+		{"Foo handler: add of a Pod", fooHandler, func(h cache.ResourceEventHandler) { h.OnAdd(pod, false) }, true},
+		{"Foo handler: update from a Foo to a Deployment", fooHandler, func(h cache.ResourceEventHandler) {
+			h.OnUpdate(cachedFoo, cachedDeployment)
+		}, true},
+		{"Foo handler: nil Foo", fooHandler, func(h cache.ResourceEventHandler) {
+			h.OnAdd((*samplev1alpha1.Foo)(nil), true)
+		}, true},
+		{"Foo handler: a key instead of an object", fooHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete(ns + "/example-foo")
+		}, true},
+		{"Deployment handler: tombstone without an object", deployHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/web"})
+		}, true},
+		{"Deployment handler: tombstone holding a key", deployHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/web", Obj: ns + "/web"})
+		}, true},
+		{"Deployment handler: nil", deployHandler, func(h cache.ResourceEventHandler) { h.OnAdd(nil, false) }, true},
+		{"Deployment handler: update from a nil Deployment", deployHandler, func(h cache.ResourceEventHandler) {
+			h.OnUpdate((*appsv1.Deployment)(nil), cachedDeployment)
+		}, true},
+		// The owner handler accepts any object with metadata and looks
+		// only at its controller reference: these name no Foo.
+		{"Deployment handler: tombstone holding a Pod without owner", deployHandler, func(h cache.ResourceEventHandler) {
+			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/" + pod.Name, Obj: pod})
+		}, false},
+		{"Deployment handler: Pod controlled by a ReplicaSet", deployHandler, func(h cache.ResourceEventHandler) {
+			h.OnAdd(podOfReplicaSet, false)
+		}, false},
+	}
+	before, errorsBefore := h.metrics.reconciles.Load(), h.metrics.errors.Load()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reports := len(h.errorLogs(reportMsg))
+			require.NotPanics(t, func() { tt.deliver(tt.handler) })
+			got := h.errorLogs(reportMsg)[reports:]
+			if !tt.reported {
+				assert.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1, "reported once, through the controller's logger")
+			var typeErr *informer.UnexpectedTypeError
+			require.True(t, errors.As(got[0].Err, &typeErr), "report carries an UnexpectedTypeError: %v", got[0].Err)
+			assert.NotEqual(t, typeErr.Expected, typeErr.Actual)
+		})
+	}
+	assert.Never(t, func() bool { return h.metrics.reconciles.Load() > before }, 300*time.Millisecond, 5*time.Millisecond,
+		"objects of the wrong type enqueue nothing")
+
+	// Control: well-formed tombstones reach the queue.
+	deployHandler.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/web", Obj: cachedDeployment})
+	require.Eventually(t, func() bool { return h.metrics.reconciles.Load() > before }, eventually, time.Millisecond,
+		"a Deployment tombstone enqueues its Foo")
+	before = h.metrics.reconciles.Load()
+	fooHandler.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/example-foo", Obj: cachedFoo})
+	require.Eventually(t, func() bool { return h.metrics.reconciles.Load() > before }, eventually, time.Millisecond,
+		"a Foo tombstone enqueues the Foo")
+	assert.Equal(t, errorsBefore, h.metrics.errors.Load(), "no reconcile failed")
+}
