@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -395,8 +396,9 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 			obs.TimedOut = true
 		}
 		c.queue.AddRateLimited(key)
-		if apierrors.IsConflict(err) {
-			// Optimistic-concurrency conflicts are routine; the retry uses the fresh object.
+		if isConflict(err) {
+			// A 409 (a stale resourceVersion, or a create of an object the
+			// cache did not show yet) is routine; the retry sees fresh state.
 			rc.getLogger().V(4).Info("Reconcile hit a conflict, retrying", "err", err.Error())
 		} else {
 			rc.getLogger().Error(err, "Reconcile failed, retrying with backoff", "retries", c.queue.NumRequeues(key))
@@ -418,4 +420,11 @@ func (c *Controller[K]) safeReconcile(ctx context.Context, rc *reconcileContext[
 	}()
 	res, err = c.reconciler.Reconcile(ctx, key)
 	return res, false, err
+}
+
+// isConflict reports whether err is, or wraps, an HTTP 409 from the API
+// server: a resourceVersion conflict or an AlreadyExists.
+func isConflict(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code == http.StatusConflict
 }

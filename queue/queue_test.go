@@ -201,6 +201,16 @@ func TestOutcomes(t *testing.T) {
 			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
 		},
 		{
+			name: "already exists is a conflict too",
+			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
+				return reconcile.Result{}, fmt.Errorf("create: %w", apierrors.NewAlreadyExists(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web"))
+			}, ok},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
+		},
+		{
 			name:        "panic is recovered and retried",
 			results:     []func() (reconcile.Result, error){func() (reconcile.Result, error) { panic("nil map") }, ok},
 			wantCalls:   2,
