@@ -1,6 +1,6 @@
 // Command cluster runs a full test control plane (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler and kwok with one fake node) in the
-// background, for trying things by hand. Run it from foo/testenv:
+// kube-controller-manager, kube-scheduler and kwok with one fake node), with
+// the Foo CRD installed, in the background, for trying things by hand. Run it from foo/testenv:
 //
 //	go run ./cmd/cluster up      # builds missing binaries, starts, prints the kubeconfig path
 //	go run ./cmd/cluster status  # prints the kubeconfig path if running
@@ -177,10 +177,16 @@ func serve(dir string, timeout time.Duration) error {
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background())
 
+	// The cluster is for trying the Foo controller: install its CRD.
+	var crdDirs []string
+	if src, err := binaries.SourceDir(); err == nil {
+		crdDirs = append(crdDirs, filepath.Join(src, "..", "crd"))
+	}
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		Size:         controlplane.Full,
 		StateDir:     filepath.Join(dir, cpDir),
 		StartTimeout: timeout,
+		CRDDirs:      crdDirs,
 	})
 	if err != nil {
 		_ = os.WriteFile(filepath.Join(dir, errorFile), []byte(err.Error()+"\n"), 0o644)
