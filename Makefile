@@ -21,6 +21,7 @@ help:
 	@echo "make cluster          start a full control plane in the background; prints the kubeconfig path"
 	@echo "make cluster-down     stop it"
 	@echo "make fuzz             run every fuzz target for FUZZTIME (default 60s) each"
+	@echo "make bench            all benchmarks with their peers, written to BENCHMARKS.md (about 40 minutes)"
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
 
 test: vet verify-generate unit cover-check test-testenv demo-once
@@ -28,6 +29,7 @@ test: vet verify-generate unit cover-check test-testenv demo-once
 vet:
 	$(GO) vet ./...
 	cd $(TESTENV) && $(GO) vet ./...
+	cd $(TESTENV)/bench && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
@@ -64,6 +66,8 @@ testenv-binaries:
 test-testenv: testenv-binaries
 	cd $(TESTENV) && $(GO) test -race -count=1 -timeout 30m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
+	cd $(TESTENV)/bench && $(GO) test -race -count=1 ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
+	exit $${PIPESTATUS[0]}
 
 demo: testenv-binaries
 	cd $(TESTENV) && $(GO) run ./cmd/demo
@@ -79,6 +83,19 @@ cluster-down:
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash foo/hack/fuzz.sh
+
+# Every benchmark of issue-level interest, side by side with its peers, into
+# BENCHMARKS.md: the worker loop, fresh events during a storm and informer
+# memory (foo/testenv/bench), and convergence of 1,000 Foos on the full
+# control plane with the API server's own floor (foo/testenv/e2e).
+bench: testenv-binaries
+	mkdir -p _output
+	bash $(TESTENV)/bench/run.sh $(CURDIR)/_output/bench-peers.md
+	bash $(TESTENV)/e2e/bench.sh $(CURDIR)/_output/bench-convergence.md
+	{ echo "# Benchmarks"; echo; \
+	  echo "Written by \`make bench\`; every table compares peers measured in the same run."; echo; \
+	  cat _output/bench-peers.md; echo; cat _output/bench-convergence.md; } > BENCHMARKS.md
+	@echo "wrote BENCHMARKS.md"
 
 bench-queue:
 	mkdir -p _output

@@ -173,26 +173,31 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 			}
 		}
 	}
+	_, noop := opts.Metrics.(NoopMetrics)
+	// The queue's name only labels its metrics. client-go keeps per-key
+	// timestamps for a named queue, so with metrics discarded it stays
+	// unnamed and skips that work.
+	queueName := name
+	if noop {
+		queueName = ""
+	}
 	order := newLanes[K]()
 	// One client-go queue, with lanes deciding the order of waiting keys.
-	// Only the innermost layer gets the name, so each workqueue metric is
-	// created once.
 	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[K]{
-		Name:            name,
+		Name:            queueName,
 		MetricsProvider: opts.Metrics,
 		Queue:           order,
 	})
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[K]{
-		Name:            name,
+		Name:            queueName,
 		MetricsProvider: opts.Metrics,
 		Queue:           base,
 	})
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[K]{
-		Name:            name,
+		Name:            queueName,
 		MetricsProvider: opts.Metrics,
 		DelayingQueue:   delaying,
 	})
-	_, noop := opts.Metrics.(NoopMetrics)
 	return &Controller[K]{name: name, reconciler: r, opts: opts, queue: q, lanes: order, metrics: opts.Metrics, timed: !noop}, nil
 }
 
@@ -354,10 +359,16 @@ func (c *Controller[K]) processNext(ctx, workCtx context.Context) bool {
 
 // reconcileKey runs one reconcile and applies its outcome to the queue.
 func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
-	rc := &reconcileContext[K]{Context: workCtx, ctrl: c, key: key, id: c.nextID.Add(1)}
-	var ctx context.Context = rc
-	if c.loggerKey == nil {
-		ctx = klog.NewContext(workCtx, rc.getLogger())
+	// A logger that discards everything needs no per-key values: skip the
+	// per-reconcile context and its allocation.
+	var rc *reconcileContext[K]
+	ctx := workCtx
+	if c.logger.GetSink() != nil {
+		rc = &reconcileContext[K]{Context: workCtx, ctrl: c, key: key, id: c.nextID.Add(1)}
+		ctx = rc
+		if c.loggerKey == nil {
+			ctx = klog.NewContext(workCtx, rc.getLogger())
+		}
 	}
 	if c.opts.ReconcileTimeout > 0 {
 		var cancel context.CancelFunc
@@ -389,7 +400,7 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 		obs.Outcome = OutcomeError
 		obs.Terminal = true
 		c.queue.Forget(key)
-		rc.getLogger().Error(err, "Reconcile failed with a terminal error; not retrying")
+		c.keyLogger(rc).Error(err, "Reconcile failed with a terminal error; not retrying")
 	default:
 		obs.Outcome = OutcomeError
 		if c.opts.ReconcileTimeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -399,12 +410,21 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 		if isConflict(err) {
 			// A 409 (a stale resourceVersion, or a create of an object the
 			// cache did not show yet) is routine; the retry sees fresh state.
-			rc.getLogger().V(4).Info("Reconcile hit a conflict, retrying", "err", err.Error())
+			c.keyLogger(rc).V(4).Info("Reconcile hit a conflict, retrying", "err", err.Error())
 		} else {
-			rc.getLogger().Error(err, "Reconcile failed, retrying with backoff", "retries", c.queue.NumRequeues(key))
+			c.keyLogger(rc).Error(err, "Reconcile failed, retrying with backoff", "retries", c.queue.NumRequeues(key))
 		}
 	}
 	c.metrics.ObserveReconcile(c.name, obs)
+}
+
+// keyLogger returns the logger of one reconcile: with the key and reconcile
+// ID when rc exists, else the controller's (discarding) logger.
+func (c *Controller[K]) keyLogger(rc *reconcileContext[K]) logr.Logger {
+	if rc == nil {
+		return c.logger
+	}
+	return rc.getLogger()
 }
 
 // safeReconcile calls the reconciler and turns a panic into an error so that
@@ -414,7 +434,7 @@ func (c *Controller[K]) safeReconcile(ctx context.Context, rc *reconcileContext[
 		if r := recover(); r != nil {
 			buf := make([]byte, 16<<10)
 			buf = buf[:runtime.Stack(buf, false)]
-			rc.getLogger().Error(nil, "Observed a panic in Reconcile", "panic", r, "stacktrace", string(buf))
+			c.keyLogger(rc).Error(nil, "Observed a panic in Reconcile", "panic", r, "stacktrace", string(buf))
 			res, panicked, err = reconcile.Result{}, true, fmt.Errorf("panic in Reconcile: %v", r)
 		}
 	}()

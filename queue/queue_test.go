@@ -728,3 +728,35 @@ func TestFreshKeysOvertakeLowPriorityKeys(t *testing.T) {
 	assert.Equal(t, "initial-00", order[3])
 	assert.NotContains(t, order[4:], "initial-10")
 }
+
+// With a logger that discards everything, reconciles get no per-key logger,
+// and every outcome is still handled.
+func TestDiscardLogger(t *testing.T) {
+	var calls atomic.Int32
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		klog.FromContext(ctx).Info("not shown")
+		switch calls.Add(1) {
+		case 1:
+			return reconcile.Result{}, errors.New("boom")
+		case 2:
+			panic("bad")
+		case 3:
+			return reconcile.Result{}, apierrors.NewConflict(schema.GroupResource{Resource: "foos"}, "a", errors.New("stale"))
+		default:
+			return reconcile.Result{}, reconcile.Terminal(errors.New("invalid"))
+		}
+	})
+	metrics := &fakeMetrics{}
+	c, err := queue.New("discard", r, queue.Options[string]{
+		Metrics:     metrics,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+	})
+	require.NoError(t, err)
+	stop := startController(t, logr.NewContext(context.Background(), logr.Discard()), c)
+	c.Add("ns/a")
+	require.Eventually(t, func() bool { return len(metrics.observations()) == 4 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+	obs := metrics.observations()
+	assert.True(t, obs[1].Panicked)
+	assert.True(t, obs[3].Terminal)
+}

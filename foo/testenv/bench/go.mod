@@ -6,6 +6,7 @@ require (
 	github.com/ctrlkit/ctrlkit v0.0.0-00010101000000-000000000000
 	github.com/go-logr/logr v1.4.3
 	github.com/prometheus/client_golang v1.25.0
+	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

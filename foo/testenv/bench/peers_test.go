@@ -59,7 +59,7 @@ type reconcileFunc func(name string)
 type peer interface {
 	// start starts the workers; stop stops them and waits for every
 	// goroutine the peer started.
-	start(tb testing.TB, ctx context.Context) (stop func())
+	start(ctx context.Context, tb testing.TB) (stop func())
 	// add enqueues key i as a fresh change.
 	add(i int)
 	// addLow enqueues key i as an event without a change (initial list,
@@ -75,7 +75,10 @@ type peerKind struct {
 
 var (
 	handwrittenPeer = peerKind{"handwritten", func(_ testing.TB, keys *keyTable, workers int, fn reconcileFunc) peer {
-		return newHandPeer(keys, workers, fn)
+		return newHandPeer(keys, workers, nil, fn)
+	}}
+	handwrittenNoopProviderPeer = peerKind{"handwritten-noop-provider", func(_ testing.TB, keys *keyTable, workers int, fn reconcileFunc) peer {
+		return newHandPeer(keys, workers, queue.NoopMetrics{}, fn)
 	}}
 	ctrlkitPeer = peerKind{"ctrlkit", func(tb testing.TB, keys *keyTable, workers int, fn reconcileFunc) peer {
 		return newCtrlkitPeer(tb, keys, workers, nil, fn)
@@ -116,7 +119,7 @@ func newCtrlkitPeer(tb testing.TB, keys *keyTable, workers int, m queue.Metrics,
 func (p *ctrlkitPeerImpl) add(i int)    { p.ctrl.Add(p.keys.objs[i]) }
 func (p *ctrlkitPeerImpl) addLow(i int) { p.ctrl.AddLowPriority(p.keys.objs[i]) }
 
-func (p *ctrlkitPeerImpl) start(tb testing.TB, ctx context.Context) func() {
+func (p *ctrlkitPeerImpl) start(ctx context.Context, tb testing.TB) func() {
 	ctx, cancel := context.WithCancel(logr.NewContext(ctx, logr.Discard()))
 	done := make(chan error, 1)
 	go func() { done <- p.ctrl.Run(ctx) }()
@@ -138,14 +141,21 @@ type handPeerImpl struct {
 	sync    func(ctx context.Context, key cache.ObjectName) error
 }
 
-func newHandPeer(keys *keyTable, workers int, fn reconcileFunc) *handPeerImpl {
+// newHandPeer builds the loop. With a nil provider the queue behaves as in
+// a program without controller-runtime, where the process-wide metrics
+// provider is client-go's no-op one and the queue keeps no per-item
+// timestamps; controller-runtime replaces that provider in this test
+// binary, so the queue gets no name, which selects the same path. With a
+// provider, the queue is named and keeps the timestamps its metrics need,
+// whatever the provider does with them.
+func newHandPeer(keys *keyTable, workers int, provider workqueue.MetricsProvider, fn reconcileFunc) *handPeerImpl {
+	cfg := workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{}
+	if provider != nil {
+		cfg.Name, cfg.MetricsProvider = "bench-hand", provider
+	}
 	return &handPeerImpl{
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			// controller-runtime installs its Prometheus provider as the
-			// process-wide default; a standalone program would get the
-			// no-op default, so ask for it explicitly.
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "bench-hand", MetricsProvider: noopProvider{}}),
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](), cfg),
 		keys:    keys,
 		workers: workers,
 		sync: func(_ context.Context, key cache.ObjectName) error {
@@ -158,7 +168,7 @@ func newHandPeer(keys *keyTable, workers int, fn reconcileFunc) *handPeerImpl {
 func (p *handPeerImpl) add(i int)    { p.queue.Add(p.keys.objs[i]) }
 func (p *handPeerImpl) addLow(i int) { p.queue.Add(p.keys.objs[i]) }
 
-func (p *handPeerImpl) start(_ testing.TB, ctx context.Context) func() {
+func (p *handPeerImpl) start(ctx context.Context, _ testing.TB) func() {
 	var wg sync.WaitGroup
 	for range p.workers {
 		wg.Go(func() {
@@ -238,7 +248,7 @@ func (p *crPeerImpl) addLow(i int) {
 	p.pq.AddWithOpts(priorityqueue.AddOpts{Priority: &lowPriority}, p.keys.reqs[i])
 }
 
-func (p *crPeerImpl) start(tb testing.TB, ctx context.Context) func() {
+func (p *crPeerImpl) start(ctx context.Context, tb testing.TB) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.ctrl.Start(ctx) }()
@@ -258,26 +268,4 @@ func (p *crPeerImpl) start(tb testing.TB, ctx context.Context) func() {
 			tb.Error(err)
 		}
 	}
-}
-
-// noopProvider is a workqueue.MetricsProvider that records nothing.
-type noopProvider struct{}
-
-type noopMetric struct{}
-
-func (noopMetric) Inc()            {}
-func (noopMetric) Dec()            {}
-func (noopMetric) Set(float64)     {}
-func (noopMetric) Observe(float64) {}
-
-func (noopProvider) NewDepthMetric(string) workqueue.GaugeMetric            { return noopMetric{} }
-func (noopProvider) NewAddsMetric(string) workqueue.CounterMetric           { return noopMetric{} }
-func (noopProvider) NewLatencyMetric(string) workqueue.HistogramMetric      { return noopMetric{} }
-func (noopProvider) NewWorkDurationMetric(string) workqueue.HistogramMetric { return noopMetric{} }
-func (noopProvider) NewRetriesMetric(string) workqueue.CounterMetric        { return noopMetric{} }
-func (noopProvider) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return noopMetric{}
-}
-func (noopProvider) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return noopMetric{}
 }

@@ -46,19 +46,20 @@ go test -c -o "$tmp/bench.test" .
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_before=$(load)
 
-# run NAME BENCHTIME: runs one benchmark COUNT times into $tmp/NAME.txt.
-declare -a commands
-run() {
-	local name=$1 benchtime=$2
-	local cmd="go test -run '^\$' -bench '^Benchmark$name\$' -count $count -benchtime $benchtime -timeout 2h ."
-	commands+=("$cmd")
-	echo "+ $cmd" >&2
-	go test -run '^$' -bench "^Benchmark$name\$" -count "$count" -benchtime "$benchtime" -timeout 2h . |
-		tee "$tmp/$name.txt" >&2
-}
-run WorkerLoop 1s
-run FreshDuringStorm 2x
-run InformerMemory 1x
+# The benchmarks and their -benchtime. Round i runs each benchmark once,
+# so that slow drifts in the machine's load spread over all of them and
+# over all peers (a -count N run would repeat each peer N times in a row).
+benchmarks=(WorkerLoop FreshDuringStorm InformerMemory)
+declare -A benchtime=([WorkerLoop]=1s [FreshDuringStorm]=2x [InformerMemory]=1x)
+for name in "${benchmarks[@]}"; do : >"$tmp/$name.txt"; done
+for ((i = 1; i <= count; i++)); do
+	for name in "${benchmarks[@]}"; do
+		echo "+ round $i of $count: $name" >&2
+		"$tmp/bench.test" -test.run '^$' -test.bench "^Benchmark$name\$" \
+			-test.benchtime "${benchtime[$name]}" -test.timeout 2h |
+			tee -a "$tmp/$name.txt" >&2
+	done
+done
 load_after=$(load)
 
 cpu_model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
@@ -73,7 +74,7 @@ fi
 ## Worker loop, fresh events during a storm, informer memory
 
 These benchmarks need no control plane. Every peer of a benchmark runs in
-the same \`go test\` process, one after the other, $count times; tables show
+the same process, one after the other, in each of $count rounds; tables show
 the median of the runs, the largest deviation of a single run from it, and
 the ratio to the best peer (lowest value) of the column.
 
@@ -89,10 +90,15 @@ the ratio to the best peer (lowest value) of the column.
 | controller-runtime | $(mod_version sigs.k8s.io/controller-runtime) |
 | load average (1, 5, 15 min) | before: $load_before; after: $load_after |
 
-Commands, in \`foo/testenv/bench\` (what \`./run.sh OUT.md $count\` runs):
+Commands, in \`foo/testenv/bench\` (what \`./run.sh OUT.md $count\` runs): the
+three benchmark commands are run in turn, $count rounds, so that changes in
+the machine's load spread over all benchmarks and peers.
 
 \`\`\`sh
-$(printf '%s\n' "${commands[@]}")
+go test -c -o bench.test .
+$(for name in "${benchmarks[@]}"; do
+		echo "./bench.test -test.run '^\$' -test.bench '^Benchmark$name\$' -test.benchtime ${benchtime[$name]}"
+	done)
 $(basename "$benchstat") -col /impl WorkerLoop.txt
 $(basename "$benchstat") -col /impl FreshDuringStorm.txt
 $(basename "$benchstat") -col /transform InformerMemory.txt
@@ -106,8 +112,14 @@ is wall time per key; allocs/key counts every allocation in the process
 during the rounds. Loggers are discarded everywhere.
 
 - \`handwritten\`: client-go's rate-limiting workqueue and a
-  \`processNextWorkItem\` loop as in sample-controller, no metrics.
-- \`ctrlkit\`: \`queue.Controller\` with its defaults (no metrics).
+  \`processNextWorkItem\` loop as in sample-controller, with client-go's
+  default no-op metrics provider (with which the queue keeps no per-item
+  timestamps).
+- \`handwritten-noop-provider\`: the same loop with a named queue and a
+  metrics provider that discards everything (\`queue.NoopMetrics\`): the
+  queue then keeps per-item timestamps for metrics nobody reads, which is
+  what ctrlkit's default configuration makes client-go do.
+- \`ctrlkit\`: \`queue.Controller\` with its defaults (\`NoopMetrics\`).
 - \`ctrlkit-prometheus\`: the same with \`metrics.New\` (Prometheus, the same
   series as controller-runtime), for a like-for-like comparison.
 - \`controller-runtime\`: a controller from \`controller.NewTypedUnmanaged\`
@@ -117,7 +129,7 @@ during the rounds. Loggers are discarded everywhere.
   (client-go's workqueue).
 
 EOF
-	"$tmp/benchreport" -peer impl -metrics ns/key,allocs/key \
+	"$tmp/benchreport" -peer impl -metrics ns/key,allocs/key -diff allocs/key \
 		-goal 'ns/key:ctrlkit<=1.10*handwritten' \
 		-goal 'ns/key:ctrlkit<controller-runtime' \
 		-goal 'ns/key:ctrlkit-prometheus<controller-runtime' \

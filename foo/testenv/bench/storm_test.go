@@ -139,7 +139,7 @@ type stormResult struct {
 func runStorm(tb testing.TB, kind peerKind, c stormConfig, keys *keyTable, targets []int, timeout time.Duration) stormResult {
 	s := newStormRecorder(c, keys, targets)
 	p := kind.new(tb, keys, c.workers, s.reconcile)
-	stop := p.start(tb, context.Background())
+	stop := p.start(context.Background(), tb)
 	defer stop()
 
 	start := time.Now()

@@ -37,6 +37,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func main() {
 	peerKey := flag.String("peer", "impl", "sub-benchmark key whose values are the peers (table rows)")
 	metricList := flag.String("metrics", "", "comma-separated metrics to tabulate, in order (default: all but ns/op)")
+	diffList := flag.String("diff", "", "comma-separated metrics whose cells show the difference to the best peer instead of the ratio (for values near zero)")
 	var goals multiFlag
 	flag.Var(&goals, "goal", "goal to check, `metric:A<=F*B` or metric:A<B (repeatable)")
 	flag.Parse()
@@ -65,7 +66,11 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	if err := t.writeMarkdown(os.Stdout, metrics); err != nil {
+	var diff []string
+	if *diffList != "" {
+		diff = strings.Split(*diffList, ",")
+	}
+	if err := t.writeMarkdown(os.Stdout, metrics, diff); err != nil {
 		fail(err)
 	}
 	if len(goals) > 0 {
@@ -234,7 +239,7 @@ func format(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case a >= 10:
 		return strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 1 || a == 0:
+	case a >= 0.995 || a == 0:
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	default:
 		return strconv.FormatFloat(v, 'g', 2, 64)
@@ -256,7 +261,9 @@ func (t *table) best(column, metric string) (float64, bool) {
 	return best, found
 }
 
-func (t *table) writeMarkdown(w io.Writer, metrics []string) error {
+// writeMarkdown writes one table per metric; metrics in diff show the
+// difference to the best peer rather than the ratio.
+func (t *table) writeMarkdown(w io.Writer, metrics, diff []string) error {
 	if len(metrics) == 0 {
 		for _, m := range t.metrics {
 			if m != "ns/op" {
@@ -269,7 +276,11 @@ func (t *table) writeMarkdown(w io.Writer, metrics []string) error {
 		if !slices.Contains(t.metrics, metric) {
 			return fmt.Errorf("benchmark %s reports no %s", t.base, metric)
 		}
-		fmt.Fprintf(bw, "**%s** (median of runs ±largest deviation of a run; ratio to the best peer; lower is better)\n\n", metric)
+		relation := "ratio to"
+		if slices.Contains(diff, metric) {
+			relation = "difference from"
+		}
+		fmt.Fprintf(bw, "**%s** (median of runs ±largest deviation of a run; %s the best peer; lower is better)\n\n", metric, relation)
 		fmt.Fprintf(bw, "| %s |", t.peerKey)
 		for _, c := range t.columns {
 			if c == "" {
@@ -296,6 +307,8 @@ func (t *table) writeMarkdown(w io.Writer, metrics []string) error {
 				switch {
 				case m == best:
 					text = fmt.Sprintf("**%s**, best", text)
+				case slices.Contains(diff, metric):
+					text = fmt.Sprintf("%s, +%s", text, format(m-best))
 				case best > 0:
 					text = fmt.Sprintf("%s, %.2f×", text, m/best)
 				}
