@@ -164,8 +164,10 @@ type Options struct {
 	// KeepStateDir keeps a temporary StateDir after Stop.
 	KeepStateDir bool
 	// CRDDirs are directories whose *.yaml, *.yml and *.json files hold
-	// CustomResourceDefinitions to install once the API server is ready;
-	// Start returns after they are Established and served.
+	// CustomResourceDefinitions to install once the API server is ready,
+	// before the other components start (so the garbage collector knows
+	// their kinds at once); Start returns after they are Established and
+	// served.
 	CRDDirs []string
 	// Users are extra static-token identities; see UserConfig.
 	Users []User
@@ -195,7 +197,9 @@ type ControlPlane struct {
 	kubeconfig   string
 	users        map[string]User
 	startupTime  time.Duration
+	procsMu      sync.Mutex // guards procs and stopped
 	procs        []*process
+	stopped      bool // Stop has begun; Restart starts nothing more
 	stopOnce     sync.Once
 	stopErr      error
 	apiServerURL string
@@ -378,17 +382,20 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 	logger.V(1).Info("kube-apiserver is ready", "pid", apiserver.pid(), "url", cp.apiServerURL, "elapsed", time.Since(begin))
 
+	// CRDs go in before kube-controller-manager starts: its garbage
+	// collector reads discovery at start-up and then only every 30 seconds,
+	// so owners of a kind installed later are not collected until then.
+	if len(opts.CRDDirs) > 0 {
+		if err := cp.InstallCRDs(ctx, opts.CRDDirs...); err != nil {
+			return nil, err
+		}
+	}
+
 	if opts.Size == Full {
 		if err := cp.startFull(ctx, opts, bins, caFile, saKey, kcmPort, schedPort, env); err != nil {
 			return nil, err
 		}
 		logger.V(1).Info("Controllers, scheduler and node are ready", "elapsed", time.Since(begin))
-	}
-
-	if len(opts.CRDDirs) > 0 {
-		if err := cp.InstallCRDs(ctx, opts.CRDDirs...); err != nil {
-			return nil, err
-		}
 	}
 	cp.startupTime = time.Since(begin)
 	logger.V(1).Info("Control plane ready", "size", opts.Size, "elapsed", cp.startupTime, "kubeconfig", cp.kubeconfig)
@@ -458,7 +465,7 @@ func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binari
 		return err
 	}
 
-	all := cp.procs
+	all := cp.processes()
 	if err := waitFor(ctx, "the fake node to be Ready", all, func(ctx context.Context) (bool, error) {
 		return nodeReady(ctx, cs, NodeName)
 	}); err != nil {
@@ -538,7 +545,9 @@ func (cp *ControlPlane) start(name, bin string, args, env []string) (*process, e
 	if err != nil {
 		return nil, err
 	}
+	cp.procsMu.Lock()
 	cp.procs = append(cp.procs, p)
+	cp.procsMu.Unlock()
 	return p, nil
 }
 
@@ -588,8 +597,9 @@ func (cp *ControlPlane) StartupDuration() time.Duration { return cp.startupTime 
 // Pids returns the process id of every component started, by component
 // name. Each is also the id of the component's process group.
 func (cp *ControlPlane) Pids() map[string]int {
-	out := make(map[string]int, len(cp.procs))
-	for _, p := range cp.procs {
+	procs := cp.processes()
+	out := make(map[string]int, len(procs))
+	for _, p := range procs {
 		out[p.name] = p.pid()
 	}
 	return out
@@ -638,7 +648,7 @@ func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, nam
 
 // DumpLogs writes the last lines of every component's log to w.
 func (cp *ControlPlane) DumpLogs(w io.Writer, lines int) {
-	for _, p := range cp.procs {
+	for _, p := range cp.processes() {
 		p.copyTail(w, lines)
 	}
 }
@@ -647,7 +657,7 @@ func (cp *ControlPlane) DumpLogs(w io.Writer, lines int) {
 // or, if none did, shorter tails of all of them.
 func (cp *ControlPlane) failureTails() string {
 	var b strings.Builder
-	for _, p := range cp.procs {
+	for _, p := range cp.processes() {
 		if p.exited() {
 			p.copyTail(&b, 40)
 		}
@@ -669,7 +679,7 @@ func (cp *ControlPlane) Stop() error {
 		// Components that depend on the API server go first, together.
 		var wg sync.WaitGroup
 		var core []*process
-		for _, p := range cp.procs {
+		for _, p := range cp.stopProcesses() {
 			if p.name == Etcd || p.name == KubeAPIServer {
 				core = append(core, p)
 				continue

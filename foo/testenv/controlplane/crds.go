@@ -107,7 +107,7 @@ func (cp *ControlPlane) InstallCRDs(ctx context.Context, dirs ...string) error {
 		}
 	}
 	for _, crd := range crds {
-		if err := waitFor(ctx, "CRD "+crd.Name+" to be established", cp.procs, func(ctx context.Context) (bool, error) {
+		if err := waitFor(ctx, "CRD "+crd.Name+" to be established", cp.processes(), func(ctx context.Context) (bool, error) {
 			cur, err := api.Get(ctx, crd.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -121,7 +121,7 @@ func (cp *ControlPlane) InstallCRDs(ctx context.Context, dirs ...string) error {
 				continue
 			}
 			gv := crd.Spec.Group + "/" + v.Name
-			if err := waitFor(ctx, "discovery of "+gv+" "+crd.Spec.Names.Plural, cp.procs, func(ctx context.Context) (bool, error) {
+			if err := waitFor(ctx, "discovery of "+gv+" "+crd.Spec.Names.Plural, cp.processes(), func(ctx context.Context) (bool, error) {
 				list, err := disco.ServerResourcesForGroupVersion(gv)
 				if err != nil {
 					return false, err
