@@ -13,8 +13,10 @@ import (
 // There are two FIFO lanes. Keys added with Add (fresh events, retries,
 // delayed adds) go to the fresh lane; keys added with AddLowPriority (objects
 // that did not change: an informer's initial list, resyncs) go to the low
-// lane, which is served only when the fresh lane is empty. A fresh add of a
-// key waiting in the low lane moves it to the fresh lane.
+// lane. While both lanes hold keys, the low lane gets one key for every
+// freshPerLow fresh ones, so a steady stream of fresh events delays the low
+// lane but cannot starve it. A fresh add of a key waiting in the low lane
+// moves it to the fresh lane.
 //
 // Push, Pop, Len and Touch run under the workqueue's lock. markLow and
 // clearLow run before the workqueue's Add, outside that lock, so the
@@ -23,6 +25,8 @@ import (
 type lanes[K comparable] struct {
 	fresh fifo[K]
 	low   fifo[K]
+	// freshRun counts fresh keys handed out since the last low one.
+	freshRun int
 	// inLow maps each key in the low lane to the sequence number of its
 	// entry; entries whose number no longer matches were promoted.
 	inLow map[K]uint64
@@ -32,6 +36,10 @@ type lanes[K comparable] struct {
 	intents    map[K]struct{} // keys whose latest add was low priority
 	lowIntents atomic.Int64   // len(intents), readable without mu
 }
+
+// freshPerLow is how many fresh keys are served for each low-priority key
+// while both wait.
+const freshPerLow = 8
 
 func newLanes[K comparable]() *lanes[K] {
 	return &lanes[K]{inLow: map[K]uint64{}, intents: map[K]struct{}{}}
@@ -103,12 +111,15 @@ func (l *lanes[K]) Touch(key K) {
 // Len returns the number of waiting keys.
 func (l *lanes[K]) Len() int { return l.fresh.len() + len(l.inLow) }
 
-// Pop returns the next key: the oldest fresh one, else the oldest low one.
-// The workqueue calls it only when Len() > 0.
+// Pop returns the next key: the oldest fresh one, except that every
+// (freshPerLow+1)th key comes from the low lane while it is not empty. The
+// workqueue calls Pop only when Len() > 0.
 func (l *lanes[K]) Pop() K {
-	if l.fresh.len() > 0 {
+	if l.fresh.len() > 0 && (len(l.inLow) == 0 || l.freshRun < freshPerLow) {
+		l.freshRun++
 		return l.fresh.pop().key
 	}
+	l.freshRun = 0
 	for {
 		e := l.low.pop()
 		if seq, ok := l.inLow[e.key]; ok && seq == e.seq {

@@ -165,6 +165,30 @@ func TestLanesConcurrentContract(t *testing.T) {
 	assert.Zero(t, len(q.lanes.inLow))
 }
 
+// A steady stream of fresh keys delays the low lane but cannot starve it.
+func TestLanesLowLaneNotStarved(t *testing.T) {
+	q := newLaneQueue()
+	defer q.ShutDown()
+	for i := range 3 {
+		q.addLow(fmt.Sprint("low-", i))
+	}
+	var order []string
+	for i := range 40 {
+		q.add(fmt.Sprint("fresh-", i)) // one fresh key arrives per key served
+		k, _ := q.Get()
+		order = append(order, k)
+		q.Done(k)
+	}
+	var lowAt []int
+	for i, k := range order {
+		if k[:4] == "low-" {
+			lowAt = append(lowAt, i)
+		}
+	}
+	assert.Equal(t, []int{freshPerLow, 2*freshPerLow + 1, 3*freshPerLow + 2}, lowAt,
+		"one low key after every %d fresh ones", freshPerLow)
+}
+
 func TestFIFOCompaction(t *testing.T) {
 	var f fifo[int]
 	for i := range 5000 {

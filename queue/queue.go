@@ -239,12 +239,14 @@ func (c *Controller[K]) Add(key K) {
 	c.queue.Add(key)
 }
 
-// AddLowPriority enqueues key like Add, but behind every key added with Add
-// (and behind retries and delayed adds): for events that carry no change,
-// such as an informer's initial list (isInInitialList) and resyncs (an
-// unchanged resourceVersion). During a large initial sync or resync, fresh
-// changes are then reconciled first. Keys within each lane keep their
-// order; all other queue guarantees are those of Add.
+// AddLowPriority enqueues key like Add, but in a second lane behind the keys
+// added with Add (and behind retries and delayed adds): for events that carry
+// no change, such as an informer's initial list (isInInitialList) and
+// resyncs (an unchanged resourceVersion). During a large initial sync or
+// resync, fresh changes are then reconciled first. While both lanes hold
+// keys, one low-priority key is served for every eight fresh ones, so a
+// steady stream of fresh events cannot starve the low lane. Keys within each
+// lane keep their order; all other queue guarantees are those of Add.
 func (c *Controller[K]) AddLowPriority(key K) {
 	c.lanes.markLow(key)
 	c.queue.Add(key)
