@@ -357,7 +357,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		// Every event is on disk before the response is sent, so a test may
 		// read the log right after a request.
 		"--audit-log-mode=blocking",
-		"--audit-log-maxsize=0",
+		// No rotation: the audit package reads only the current file, and
+		// a size of 0 would mean the 100 MB default.
+		"--audit-log-maxsize=100000",
 	}, opts.ExtraArgs[KubeAPIServer]...), env)
 	if err != nil {
 		return nil, err
@@ -430,6 +432,11 @@ func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binari
 		"--service-account-private-key-file=" + saKey,
 		"--root-ca-file=" + caFile,
 		"--leader-elect=false",
+		// The default 20 requests/s would make the deployment and replica
+		// set controllers, not the controller under test, set the pace of
+		// tests with hundreds of objects.
+		"--kube-api-qps=300",
+		"--kube-api-burst=600",
 	}, opts.ExtraArgs[KubeControllerManager]...), env); err != nil {
 		return err
 	}
@@ -439,6 +446,8 @@ func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binari
 		"--secure-port=" + strconv.Itoa(schedPort),
 		"--cert-dir=" + cp.path(KubeScheduler, "certs"),
 		"--leader-elect=false",
+		"--kube-api-qps=300",
+		"--kube-api-burst=600",
 	}, opts.ExtraArgs[KubeScheduler]...), env); err != nil {
 		return err
 	}
