@@ -23,6 +23,7 @@ import (
 // cluster, pass real clientsets built from a rest.Config instead.
 func ExampleNewController() {
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logr.Discard()))
+	defer cancel()
 	kubeClient := kubefake.NewClientset()
 	fooClient := foofake.NewSimpleClientset(&samplev1alpha1.Foo{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "example-foo", UID: "uid-1"},
