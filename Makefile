@@ -91,7 +91,7 @@ fuzz:
 bench: testenv-binaries
 	mkdir -p _output
 	bash $(TESTENV)/bench/run.sh $(CURDIR)/_output/bench-peers.md
-	bash $(TESTENV)/e2e/bench.sh $(CURDIR)/_output/bench-convergence.md
+	bash $(TESTENV)/e2e/bench.sh $(CURDIR)/_output/bench-convergence.md 5
 	{ echo "# Benchmarks"; echo; \
 	  echo "Written by \`make bench\`; every table compares peers measured in the same run."; echo; \
 	  cat _output/bench-peers.md; echo; cat _output/bench-convergence.md; } > BENCHMARKS.md
