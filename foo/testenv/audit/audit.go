@@ -17,8 +17,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -220,3 +222,35 @@ func Since(t time.Time) Filter { return func(e Event) bool { return !e.Time.Befo
 // Completed selects events of the ResponseComplete stage: one per finished
 // request.
 func Completed() Filter { return func(e Event) bool { return e.Stage == "ResponseComplete" } }
+
+// Lines renders events one per line (Event.String), for assertion messages.
+func Lines(events []Event) []string {
+	out := make([]string, 0, len(events))
+	for _, e := range events {
+		out = append(out, e.String())
+	}
+	return out
+}
+
+// Tally counts events by "verb resource[/subresource] code".
+func Tally(events []Event) map[string]int {
+	out := map[string]int{}
+	for _, e := range events {
+		res := e.Resource
+		if e.Subresource != "" {
+			res += "/" + e.Subresource
+		}
+		out[fmt.Sprintf("%s %s %d", e.Verb, res, e.Code)]++
+	}
+	return out
+}
+
+// FormatTally renders a Tally sorted by key, as "key: n, key: n".
+func FormatTally(tally map[string]int) string {
+	keys := slices.Sorted(maps.Keys(tally))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, tally[k]))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -98,3 +98,22 @@ func ExampleSelect() {
 	}
 	// Output: admin create configmaps demo/settings -> 201
 }
+
+func TestTallyAndLines(t *testing.T) {
+	events := []audit.Event{
+		{User: "foo-controller", Verb: "create", APIGroup: "apps", Resource: "deployments", Namespace: "ns", Name: "web", Code: 201},
+		{User: "foo-controller", Verb: "update", APIGroup: "samplecontroller.k8s.io", Resource: "foos", Subresource: "status", Namespace: "ns", Name: "a", Code: 409},
+		{User: "foo-controller", Verb: "update", APIGroup: "samplecontroller.k8s.io", Resource: "foos", Subresource: "status", Namespace: "ns", Name: "a", Code: 200},
+		{User: "foo-controller", Verb: "update", APIGroup: "samplecontroller.k8s.io", Resource: "foos", Subresource: "status", Namespace: "ns", Name: "a", Code: 200},
+	}
+	tally := audit.Tally(events)
+	assert.Equal(t, map[string]int{
+		"create deployments 201": 1,
+		"update foos/status 409": 1,
+		"update foos/status 200": 2,
+	}, tally)
+	assert.Equal(t, "create deployments 201: 1, update foos/status 200: 2, update foos/status 409: 1", audit.FormatTally(tally))
+	lines := audit.Lines(events)
+	require.Len(t, lines, 4)
+	assert.Equal(t, events[0].String(), lines[0])
+}

@@ -347,6 +347,21 @@ func SourceDir() (string, error) {
 	return "", errors.New("locating foo/testenv: not found from the working directory; set " + EnvSourceDir)
 }
 
+// RepoRoot returns the root of the ctrlkit repository: the directory two
+// levels above SourceDir, whose go.mod declares github.com/ctrlkit/ctrlkit.
+func RepoRoot() (string, error) {
+	src, err := SourceDir()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Dir(filepath.Dir(src))
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil || !strings.HasPrefix(string(data), "module github.com/ctrlkit/ctrlkit\n") {
+		return "", fmt.Errorf("locating the ctrlkit repository: %s is not its root", root)
+	}
+	return root, nil
+}
+
 func isTestenvDir(dir string) bool {
 	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {

@@ -165,3 +165,14 @@ func fileNames() []string {
 	}
 	return out
 }
+
+func TestRepoRoot(t *testing.T) {
+	root, err := RepoRoot()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(data), "module github.com/ctrlkit/ctrlkit\n"))
+	src, err := SourceDir()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(root, "foo", "testenv"), src)
+}

@@ -177,7 +177,7 @@ func TestBadInput(t *testing.T) {
 		t.Logf("%s won the Deployment, %s was refused", winner.Name, loser.Name)
 
 		creates := audit.Select(r.auditLog(), audit.ByUser(user), audit.ByVerb("create"), audit.ByResource("apps", "deployments"), audit.ByObject(ns, "twin"))
-		assert.Equal(t, 1, audit.Count(creates, audit.Succeeded()), "created once: %v", describe(creates))
+		assert.Equal(t, 1, audit.Count(creates, audit.Succeeded()), "created once: %v", audit.Lines(creates))
 		for _, e := range creates {
 			assert.Contains(t, []int{201, 409}, e.Code, "%s", e)
 		}
@@ -239,13 +239,13 @@ func TestBadInput(t *testing.T) {
 		for i := range n {
 			name := fmt.Sprintf("ghost-%d", i)
 			reqs := audit.Select(events, audit.ByUser(user), audit.Writes(), relAboutFoo(name, name))
-			assert.LessOrEqual(t, len(reqs), 4, "%s: at most a Deployment create, two status updates and an event: %v", name, describe(reqs))
+			assert.LessOrEqual(t, len(reqs), 4, "%s: at most a Deployment create, two status updates and an event: %v", name, audit.Lines(reqs))
 			assert.LessOrEqual(t, audit.Count(reqs, audit.ByResource("apps", "deployments"), audit.Succeeded()), 1, name)
 			warnings := r.fooEvents(t, ctx, ns, name, corev1.EventTypeWarning)
 			assert.Empty(t, warnings, "%s: a deleted Foo is no error", name)
 		}
 		t.Logf("writes for 10 Foos deleted right after creation: %s",
-			formatTally(tally(audit.Select(events, audit.ByUser(user), audit.Writes(), relAboutGhosts()))))
+			audit.FormatTally(audit.Tally(audit.Select(events, audit.ByUser(user), audit.Writes(), relAboutGhosts()))))
 	})
 
 	t.Run("Deployment deleted, then changed by someone else", func(t *testing.T) {
@@ -256,7 +256,7 @@ func TestBadInput(t *testing.T) {
 			assert.NotEqual(c, d.UID, d2.UID, "a new Deployment")
 		})
 		creates := audit.Select(r.auditLog(), audit.ByUser(user), audit.ByVerb("create"), audit.ByResource("apps", "deployments"), audit.ByObject(ns, "phoenix"), audit.Succeeded())
-		require.Len(t, creates, 2, "created, then created again once: %v", describe(creates))
+		require.Len(t, creates, 2, "created, then created again once: %v", audit.Lines(creates))
 		assert.True(t, creates[1].Time.After(deleted))
 
 		edited := time.Now()
@@ -275,7 +275,7 @@ func TestBadInput(t *testing.T) {
 			assert.Equal(c, again.UID, d3.UID)
 		})
 		updates := audit.Select(r.auditLog(), audit.ByUser(user), audit.ByVerb("update"), audit.ByResource("apps", "deployments"), audit.ByObject(ns, "phoenix"), audit.Since(edited))
-		assert.Equal(t, 1, audit.Count(updates, audit.Succeeded()), "corrected once: %v", describe(updates))
+		assert.Equal(t, 1, audit.Count(updates, audit.Succeeded()), "corrected once: %v", audit.Lines(updates))
 		assert.Empty(t, r.fooEvents(t, ctx, ns, "phoenix", corev1.EventTypeWarning))
 	})
 
@@ -299,20 +299,20 @@ func TestBadInput(t *testing.T) {
 		}
 		reqs := audit.Select(events, audit.ByUser(user), relAboutFoo(ref.name, ""), audit.Since(ref.since))
 		t.Logf("%s: %d refused attempts in %s (backoff schedule allows %d, plus %d); %d requests: %s",
-			ref.name, attempts, window.Round(time.Millisecond), bound-biRetrySlack, biRetrySlack, len(reqs), formatTally(tally(reqs)))
+			ref.name, attempts, window.Round(time.Millisecond), bound-biRetrySlack, biRetrySlack, len(reqs), audit.FormatTally(audit.Tally(reqs)))
 		assert.GreaterOrEqual(t, attempts, int32(2), "%s is retried", ref.name)
 		assert.LessOrEqual(t, int(attempts), bound, "%s: no retry storm", ref.name)
 		assert.LessOrEqual(t, len(reqs), 2*bound, "%s: requests", ref.name)
 		total += bound
 	}
 	quiet := audit.Select(events, audit.ByUser(user), audit.Writes(), audit.Since(measured.Add(-5*time.Second)))
-	t.Logf("writes by the controller in the last 5s: %d (%s)", len(quiet), formatTally(tally(quiet)))
-	assert.LessOrEqual(t, len(quiet), len(refused)*3, "the controller is nearly idle: %v", describe(quiet))
+	t.Logf("writes by the controller in the last 5s: %d (%s)", len(quiet), audit.FormatTally(audit.Tally(quiet)))
+	assert.LessOrEqual(t, len(quiet), len(refused)*3, "the controller is nearly idle: %v", audit.Lines(quiet))
 
 	// Nothing the controller does not own was written.
 	for name, since := range untouchable {
 		writes := audit.Select(events, audit.ByUser(user), audit.Writes(), audit.ByResource("apps", "deployments"), audit.ByObject(ns, name), audit.Since(since))
-		assert.Empty(t, describe(writes), "no write to %s once another Foo claims it", name)
+		assert.Empty(t, audit.Lines(writes), "no write to %s once another Foo claims it", name)
 	}
 	var foreign []audit.Event
 	for _, e := range audit.Select(events, audit.ByUser(user), audit.Writes(), audit.Succeeded()) {
@@ -324,7 +324,7 @@ func TestBadInput(t *testing.T) {
 			foreign = append(foreign, e)
 		}
 	}
-	assert.Empty(t, describe(foreign), "the controller writes only Deployments, Foo status and events in the Foos' namespace")
+	assert.Empty(t, audit.Lines(foreign), "the controller writes only Deployments, Foo status and events in the Foos' namespace")
 
 	relTerminate(t, ctrl, 20*time.Second)
 	relAssertNoDataRace(t, ctrl)

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,33 +65,6 @@ func buildFastBinary(ctx context.Context, root, dir string) (string, error) {
 	return bin, nil
 }
 
-// startOwnedProcess runs bin with args like startProcess, for any test or
-// benchmark: the process is killed when tb ends if it still runs, and a
-// failed tb prints its output.
-func startOwnedProcess(tb testing.TB, name, bin string, args ...string) *process {
-	tb.Helper()
-	p := &process{name: name, out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout = p.out
-	p.cmd.Stderr = p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(tb, p.cmd.Start())
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.done)
-	}()
-	tb.Cleanup(func() {
-		if !p.exited() {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if tb.Failed() {
-			tb.Logf("output of %s (%s):\n%s", name, p.cmd.ProcessState, p.out.String())
-		}
-	})
-	return p
-}
-
 // terminate sends SIGTERM and waits up to timeout for a clean exit.
 func terminate(tb testing.TB, p *process, timeout time.Duration) {
 	tb.Helper()
@@ -100,17 +72,6 @@ func terminate(tb testing.TB, p *process, timeout time.Duration) {
 	code, exited := p.wait(timeout)
 	require.True(tb, exited, "%s exits within %s of SIGTERM", p.name, timeout)
 	require.Equal(tb, 0, code, "exit code of %s; output:\n%s", p.name, p.out.String())
-}
-
-// loopbackAddress returns a loopback address with a port that was free a
-// moment ago.
-func loopbackAddress(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	addr := ln.Addr().String()
-	require.NoError(tb, ln.Close())
-	return addr
 }
 
 // unlimited returns a copy of cfg without a client-side rate limit.

@@ -279,8 +279,8 @@ func TestChaos(t *testing.T) {
 				}
 			}
 		}
-		assert.Empty(t, describe(outside), "denied outside an API server start-up")
-		t.Logf("%d requests denied while the API server started: %s", len(denied), formatTally(tally(denied)))
+		assert.Empty(t, audit.Lines(outside), "denied outside an API server start-up")
+		t.Logf("%d requests denied while the API server started: %s", len(denied), audit.FormatTally(audit.Tally(denied)))
 	})
 
 	t.Run("no Deployment is created twice", func(t *testing.T) {
@@ -344,7 +344,7 @@ func TestChaos(t *testing.T) {
 				f.deployment, createdAt[f.deployment].Format(time.TimeOnly))
 		}
 		deletes := audit.Select(events, audit.ByVerb("delete", "deletecollection"), audit.ByResource("apps", "deployments"), audit.ByNamespace(ns))
-		assert.Empty(t, describe(deletes), "no Deployment was deleted (and so none could be created twice)")
+		assert.Empty(t, audit.Lines(deletes), "no Deployment was deleted (and so none could be created twice)")
 		totalConflicts := 0
 		for _, n := range conflicts {
 			totalConflicts += n
@@ -352,7 +352,7 @@ func TestChaos(t *testing.T) {
 		t.Logf("Deployment creates by the controller: %d succeeded, %d refused with 409, %d stored without a success response (%s)",
 			len(okCreates), totalConflicts, len(lost), strings.Join(lost, " "))
 		all := audit.Select(events, audit.ByUser(chaosUser))
-		t.Logf("all %d requests of the controller: %s", len(all), formatTally(tally(all)))
+		t.Logf("all %d requests of the controller: %s", len(all), audit.FormatTally(audit.Tally(all)))
 	})
 
 	relTerminate(t, ctrl, 20*time.Second)

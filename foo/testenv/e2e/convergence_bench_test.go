@@ -35,6 +35,7 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
 )
 
@@ -97,7 +98,7 @@ var kubeClientLimits = []string{"--kube-api-qps=500", "--kube-api-burst=1000"}
 // available one status update mirrors it into its Foo. That is the least
 // work that reaches the same end state.
 func BenchmarkConvergence(b *testing.B) {
-	root, err := findRepoRoot()
+	root, err := binaries.RepoRoot()
 	require.NoError(b, err)
 	type built struct {
 		bin string
@@ -242,14 +243,14 @@ func (e *convergenceEnv) warmUp(b *testing.B) {
 // kubeconfig, the ports, and extra.
 func (e *convergenceEnv) startController(tb testing.TB, name string, extra ...string) *process {
 	tb.Helper()
-	metrics, health := loopbackAddress(tb), loopbackAddress(tb)
+	metrics, health := freeAddress(tb), freeAddress(tb)
 	args := append([]string{
 		"--kubeconfig=" + e.kubeconfig,
 		"--metrics-bind-address=" + metrics,
 		"--health-probe-bind-address=" + health,
 	}, strings.Fields(*convergenceControllerArgs)...)
 	args = append(args, extra...)
-	p := startOwnedProcess(tb, name, e.bin, args...)
+	p := startProcess(tb, name, e.bin, args...)
 	p.metricsURL, p.healthURL = "http://"+metrics, "http://"+health
 	waitControllerReady(tb.Context(), tb, p)
 	return p
@@ -341,10 +342,10 @@ func (e *convergenceEnv) ctrlkitIteration(b *testing.B, tb testing.TB) convergen
 	}
 	tb.Logf("%s: %d Foos created in %s, converged after %s; controller's first sync: %d writes (%s), %d Foo or Deployment writes after convergence",
 		ns, e.foos, created.Sub(start).Round(time.Millisecond), convergedAt.Sub(start).Round(time.Millisecond),
-		len(firstSync), formatTally(tally(firstSync)), len(late))
+		len(firstSync), audit.FormatTally(audit.Tally(firstSync)), len(late))
 	tb.Logf("%s: restart: %.0f reconciles in %s, %d writes (%s); idle for %s with %.0f reconciles (resync %s): %d writes (%s)",
-		ns, settled.reconciles, idleStart.Sub(restartAt).Round(time.Millisecond), len(restart), formatTally(tally(restart)),
-		idleEnd.Sub(idleStart).Round(time.Millisecond), final.reconciles-settled.reconciles, resync, len(idle), formatTally(tally(idle)))
+		ns, settled.reconciles, idleStart.Sub(restartAt).Round(time.Millisecond), len(restart), audit.FormatTally(audit.Tally(restart)),
+		idleEnd.Sub(idleStart).Round(time.Millisecond), final.reconciles-settled.reconciles, resync, len(idle), audit.FormatTally(audit.Tally(idle)))
 	tb.Logf("%s: writes in the namespace until convergence, by user, verb and resource (count, first-last): %s", ns, timeline(api, start))
 	return r
 }
@@ -422,7 +423,7 @@ func (e *convergenceEnv) floorIteration(b *testing.B, tb testing.TB) convergence
 	api := audit.Select(events, audit.Writes(), audit.ByNamespace(ns), audit.Since(start), before(convergedAt))
 	tb.Logf("%s: %d Foos and Deployments created in %s, converged after %s; the floor's writes besides the Foo creates: %d (%s)",
 		ns, e.foos, createdAt.Sub(start).Round(time.Millisecond), convergedAt.Sub(start).Round(time.Millisecond),
-		len(floor), formatTally(tally(floor)))
+		len(floor), audit.FormatTally(audit.Tally(floor)))
 	tb.Logf("%s: writes in the namespace until convergence, by user, verb and resource (count, first-last): %s", ns, timeline(api, start))
 	return convergenceResult{
 		seconds:   convergedAt.Sub(start).Seconds(),

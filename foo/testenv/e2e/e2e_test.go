@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,6 +38,7 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
 )
 
@@ -95,7 +94,7 @@ type suite struct {
 // fail ends the test.
 func TestFooController(t *testing.T) {
 	begin := time.Now()
-	root, err := findRepoRoot()
+	root, err := binaries.RepoRoot()
 	require.NoError(t, err)
 	type built struct {
 		bin string
@@ -138,7 +137,7 @@ func TestFooController(t *testing.T) {
 	}
 
 	forbidden := s.controllerRequests(audit.ByCode(403))
-	assert.Empty(t, describe(forbidden), "the RBAC of examples/foo/deploy allows every request of the controller")
+	assert.Empty(t, audit.Lines(forbidden), "the RBAC of examples/foo/deploy allows every request of the controller")
 	t.Logf("done after %s", time.Since(begin).Round(time.Millisecond))
 }
 
@@ -305,7 +304,7 @@ func (s *suite) exampleFoo(t *testing.T) {
 	s.waitQuiet(t, f.Name)
 	writes := audit.Select(s.auditEvents(t), audit.ByUser(controllerUser), audit.Writes(), audit.Since(created))
 	t.Logf("first sync of %s (%d replica): %d write requests by the controller: %s",
-		f.Name, *f.Spec.Replicas, len(writes), formatTally(tally(writes)))
+		f.Name, *f.Spec.Replicas, len(writes), audit.FormatTally(audit.Tally(writes)))
 	assert.Equal(t, 1, audit.Count(writes, audit.Succeeded(), audit.ByResource("apps", "deployments"), audit.ByVerb("create")))
 	assert.Zero(t, audit.Count(writes, audit.ByResource("apps", "deployments"), audit.ByVerb("update", "patch", "delete")), "the new Deployment is not rewritten")
 
@@ -329,7 +328,7 @@ func (s *suite) idleResync(t *testing.T) {
 	writes := audit.Select(s.auditEvents(t), audit.ByUser(controllerUser), audit.Writes(), audit.Since(idleStart))
 	t.Logf("idle for %s: %.0f reconciles, %d write requests by the controller",
 		time.Since(idleStart).Round(time.Millisecond), s.reconciles(t)-before, len(writes))
-	assert.Empty(t, describe(writes), "an idle resync writes nothing")
+	assert.Empty(t, audit.Lines(writes), "an idle resync writes nothing")
 }
 
 func (s *suite) scale(t *testing.T) {
@@ -422,9 +421,9 @@ func (s *suite) foreignDeployment(t *testing.T) {
 	assert.Equal(t, theirs.Spec, now.Spec)
 	assert.Empty(t, now.OwnerReferences)
 	events := s.auditEvents(t)
-	assert.Empty(t, describe(audit.Select(events, audit.ByUser(controllerUser), audit.Writes(), audit.ByResource("apps", "deployments"), audit.ByObject(s.ns, "foreign"))),
+	assert.Empty(t, audit.Lines(audit.Select(events, audit.ByUser(controllerUser), audit.Writes(), audit.ByResource("apps", "deployments"), audit.ByObject(s.ns, "foreign"))),
 		"the controller never writes the foreign Deployment")
-	assert.Empty(t, describe(audit.Select(events, audit.Writes(), audit.ByResource("apps", "deployments"), audit.ByObject(s.ns, "foreign"), audit.Since(claimed))),
+	assert.Empty(t, audit.Lines(audit.Select(events, audit.Writes(), audit.ByResource("apps", "deployments"), audit.ByObject(s.ns, "foreign"), audit.Since(claimed))),
 		"nobody writes it once the Foo exists")
 
 	// Clean up, so the retries stop.
@@ -587,35 +586,4 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType)
 		}
 	}
 	return nil
-}
-
-// describe renders audit events one per line, for assertion messages.
-func describe(evs []audit.Event) []string {
-	out := make([]string, 0, len(evs))
-	for _, e := range evs {
-		out = append(out, e.String())
-	}
-	return out
-}
-
-// tally counts requests by "verb resource[/subresource] code".
-func tally(evs []audit.Event) map[string]int {
-	out := map[string]int{}
-	for _, e := range evs {
-		res := e.Resource
-		if e.Subresource != "" {
-			res += "/" + e.Subresource
-		}
-		out[fmt.Sprintf("%s %s %d", e.Verb, res, e.Code)]++
-	}
-	return out
-}
-
-func formatTally(m map[string]int) string {
-	keys := slices.Sorted(maps.Keys(m))
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
 }

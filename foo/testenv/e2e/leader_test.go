@@ -211,8 +211,8 @@ func TestLeaderElection(t *testing.T) {
 				outside = append(outside, e)
 			}
 		}
-		assert.Empty(t, describe(outside), "writes of %s outside its leadership %s .. %s", user, from.Format(time.StampMilli), to.Format(time.StampMilli))
-		t.Logf("%s: led from %s; %d writes: %s", user, from.Format(time.StampMilli), len(writes), formatTally(tally(writes)))
+		assert.Empty(t, audit.Lines(outside), "writes of %s outside its leadership %s .. %s", user, from.Format(time.StampMilli), to.Format(time.StampMilli))
+		t.Logf("%s: led from %s; %d writes: %s", user, from.Format(time.StampMilli), len(writes), audit.FormatTally(audit.Tally(writes)))
 	}
 	relAssertNoDataRace(t, replicas...)
 	t.Logf("done after %s", time.Since(begin).Round(time.Millisecond))

@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -21,26 +19,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
-
-// findRepoRoot walks up from the working directory to the go.mod of the
-// ctrlkit module.
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(data, []byte("module github.com/ctrlkit/ctrlkit\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("the ctrlkit module root (go.mod of github.com/ctrlkit/ctrlkit) is not above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // buildBinary builds ./examples/foo of the module at root into dir, with the
 // race detector, as its own module (its go.mod, not this one's) would build
@@ -88,7 +66,7 @@ type process struct {
 // startProcess runs bin with args; stdout and stderr are captured together.
 // When the test ends the process is killed if it still runs, and a failed
 // test prints its output.
-func startProcess(t *testing.T, name, bin string, args ...string) *process {
+func startProcess(t testing.TB, name, bin string, args ...string) *process {
 	t.Helper()
 	p := &process{name: name, out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
@@ -136,7 +114,7 @@ func (p *process) wait(timeout time.Duration) (code int, ok bool) {
 
 // freeAddress returns a loopback address with a port that was free a moment
 // ago.
-func freeAddress(t *testing.T) string {
+func freeAddress(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

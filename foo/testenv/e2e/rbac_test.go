@@ -216,7 +216,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 		events := r.auditLog()
 		probes := audit.Select(events, audit.ByUser(controllerUser), relByUserAgent(probe.UserAgent))
-		assert.Len(t, probes, len(denied), "one audited request per probe: %v", describe(probes))
+		assert.Len(t, probes, len(denied), "one audited request per probe: %v", audit.Lines(probes))
 		for _, e := range probes {
 			assert.Equal(t, 403, e.Code, "%s", e)
 		}
@@ -238,8 +238,8 @@ func TestLeastPrivilege(t *testing.T) {
 			failed = append(failed, e)
 		}
 	}
-	assert.Empty(t, describe(failed), "the roles of rbac.yaml allow every request of the controller")
-	t.Logf("the controller's %d requests as %s: %s", len(own), controllerUser, formatTally(tally(own)))
+	assert.Empty(t, audit.Lines(failed), "the roles of rbac.yaml allow every request of the controller")
+	t.Logf("the controller's %d requests as %s: %s", len(own), controllerUser, audit.FormatTally(audit.Tally(own)))
 	assert.Zero(t, audit.Count(events, audit.ByUser(controllerUser), audit.Writes(), audit.Since(stopping),
 		audit.ByResource("apps", "deployments")), "no Deployment write after SIGTERM")
 	t.Logf("done after %s", time.Since(begin).Round(time.Millisecond))

@@ -34,6 +34,7 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
 )
 
@@ -88,7 +89,7 @@ func relOptions(users ...string) controlplane.Options {
 func newRelRig(t *testing.T, opts controlplane.Options) *relRig {
 	t.Helper()
 	begin := time.Now()
-	root, err := findRepoRoot()
+	root, err := binaries.RepoRoot()
 	require.NoError(t, err)
 	type built struct {
 		bin string

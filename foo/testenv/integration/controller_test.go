@@ -81,7 +81,7 @@ func TestFirstSyncAndIdleResync(t *testing.T) {
 	h.waitQuiet("example-foo")
 
 	firstSync := h.controllerWrites(start)
-	t.Logf("first sync of one Foo: %d write requests by the controller: %s", len(firstSync), formatTally(tally(firstSync)))
+	t.Logf("first sync of one Foo: %d write requests by the controller: %s", len(firstSync), audit.FormatTally(audit.Tally(firstSync)))
 	// A reconcile may run on a cache that has not seen the controller's own
 	// last write yet; the API server then answers 409 and the retry finds
 	// nothing to do. So only successful writes are counted exactly.
@@ -107,7 +107,7 @@ func TestFirstSyncAndIdleResync(t *testing.T) {
 	idleWrites := h.controllerWrites(idleStart)
 	t.Logf("idle for %s: %d reconciles, %d write requests by the controller",
 		time.Since(idleStart).Round(time.Millisecond), h.probe.reconciles.Load()-before, len(idleWrites))
-	assert.Empty(t, describe(idleWrites), "an idle resync writes nothing")
+	assert.Empty(t, audit.Lines(idleWrites), "an idle resync writes nothing")
 	assert.Equal(t, errorsBefore, h.probe.errors.Load(), "idle reconciles succeed")
 	assert.Equal(t, synced, eventCount(h.fooEvents("example-foo"), corev1.EventTypeNormal, foo.ReasonSynced), "no Synced event without a change")
 }
@@ -149,8 +149,8 @@ func TestDriftCorrected(t *testing.T) {
 			// cache without the controller's own update is allowed.
 			writes := h.controllerWrites(changed, audit.ByResource("apps", "deployments"))
 			assert.Equal(t, []string{controllerUser + " update deployments.apps " + h.ns + "/drift-web -> 200"},
-				describe(audit.Select(writes, audit.Succeeded())))
-			assert.Equal(t, len(writes), audit.Count(writes, audit.ByVerb("update"), audit.ByObject(h.ns, "drift-web")), "%v", describe(writes))
+				audit.Lines(audit.Select(writes, audit.Succeeded())))
+			assert.Equal(t, len(writes), audit.Count(writes, audit.ByVerb("update"), audit.ByObject(h.ns, "drift-web")), "%v", audit.Lines(writes))
 
 			h.makeAvailable("drift-web")
 			h.waitReady("drift", 2)
@@ -171,7 +171,7 @@ func TestDriftCorrected(t *testing.T) {
 		})
 		h.probe.waitReconciles(t, before, 1, "the change is reconciled")
 		h.waitQuiet("drift")
-		assert.Empty(t, describe(h.controllerWrites(changed)), "nothing is written when everything matches")
+		assert.Empty(t, audit.Lines(h.controllerWrites(changed)), "nothing is written when everything matches")
 		d, err := h.kube.AppsV1().Deployments(h.ns).Get(t.Context(), "drift-web", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, "frontend", d.Labels["tier"])
@@ -194,7 +194,7 @@ func TestDriftCorrected(t *testing.T) {
 		h.makeAvailable("drift-web")
 		h.waitReady("drift", 2)
 		h.waitQuiet("drift")
-		assert.Empty(t, describe(h.controllerWrites(changed, audit.ByResource("apps", "deployments"))), "the Deployment is not rewritten")
+		assert.Empty(t, audit.Lines(h.controllerWrites(changed, audit.ByResource("apps", "deployments"))), "the Deployment is not rewritten")
 		d, err := h.kube.AppsV1().Deployments(h.ns).Get(t.Context(), "drift-web", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, ptr.To[int32](3), d.Spec.RevisionHistoryLimit)
@@ -258,7 +258,7 @@ func TestForeignDeployment(t *testing.T) {
 	assert.Equal(t, theirs.ResourceVersion, now.ResourceVersion, "the foreign Deployment is untouched")
 	assert.Equal(t, theirs.Generation, now.Generation)
 	assert.Empty(t, now.OwnerReferences)
-	assert.Empty(t, describe(h.controllerWrites(start, audit.ByResource("apps", "deployments"))), "no write to any Deployment")
+	assert.Empty(t, audit.Lines(h.controllerWrites(start, audit.ByResource("apps", "deployments"))), "no write to any Deployment")
 
 	// The owner removes it: the Foo gets its own.
 	require.NoError(t, h.kube.AppsV1().Deployments(h.ns).Delete(t.Context(), "taken", metav1.DeleteOptions{}))
@@ -305,7 +305,7 @@ func TestRename(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		controllerUser + " create deployments.apps " + h.ns + "/second -> 201",
 		controllerUser + " delete deployments.apps " + h.ns + "/first -> 200",
-	}, describe(writes))
+	}, audit.Lines(writes))
 }
 
 // TestDeletedDeploymentRecreated deletes the Deployment behind the
@@ -358,7 +358,7 @@ func TestDeletedFooDroppedQuietly(t *testing.T) {
 	}, waitTimeout, pollEvery, "the controller settles")
 
 	assert.Equal(t, errorsBefore, h.probe.errors.Load(), "a deleted Foo is not an error")
-	assert.Empty(t, describe(h.controllerWrites(deleted)), "nothing written for a deleted Foo")
+	assert.Empty(t, audit.Lines(h.controllerWrites(deleted)), "nothing written for a deleted Foo")
 	d, err := h.kube.AppsV1().Deployments(h.ns).Get(t.Context(), "doomed", metav1.GetOptions{})
 	require.NoError(t, err, "the Deployment is left to garbage collection")
 	assert.Len(t, d.OwnerReferences, 1)
@@ -421,7 +421,7 @@ func TestStatusConflictSurvived(t *testing.T) {
 	require.Nil(t, i.err.Load(), "the interfering write succeeded")
 
 	statusWrites := h.controllerRequests(audit.Writes(), audit.ByResource("samplecontroller.k8s.io", "foos"), audit.ByObject(h.ns, "racer"))
-	t.Logf("status writes of the controller: %v", describe(statusWrites))
+	t.Logf("status writes of the controller: %v", audit.Lines(statusWrites))
 	require.NotEmpty(t, statusWrites)
 	assert.Equal(t, 409, statusWrites[0].Code, "the first status update conflicts")
 	assert.Positive(t, audit.Count(statusWrites[1:], audit.ByCode(200)), "a later one succeeds")

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -117,9 +115,9 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 		kubeInformers.Shutdown()
 		fooInformers.Shutdown()
 		all := h.controllerRequests()
-		assert.Empty(t, describe(audit.Select(all, audit.ByCode(403))), "the shipped ClusterRole must allow every request of the controller")
+		assert.Empty(t, audit.Lines(audit.Select(all, audit.ByCode(403))), "the shipped ClusterRole must allow every request of the controller")
 		if t.Failed() {
-			t.Logf("requests of %s in %s:\n%s", controllerUser, h.ns, strings.Join(describe(all), "\n"))
+			t.Logf("requests of %s in %s:\n%s", controllerUser, h.ns, strings.Join(audit.Lines(all), "\n"))
 		}
 	})
 	require.Eventually(t, ctrl.HasSynced, waitTimeout, pollEvery, "controller caches sync")
@@ -335,37 +333,6 @@ func eventCount(evs []corev1.Event, eventType, reason string) int32 {
 		}
 	}
 	return n
-}
-
-// describe renders audit events one per line, for assertion messages.
-func describe(evs []audit.Event) []string {
-	out := make([]string, 0, len(evs))
-	for _, e := range evs {
-		out = append(out, e.String())
-	}
-	return out
-}
-
-// tally counts requests by "verb resource[/subresource] code".
-func tally(evs []audit.Event) map[string]int {
-	out := map[string]int{}
-	for _, e := range evs {
-		res := e.Resource
-		if e.Subresource != "" {
-			res += "/" + e.Subresource
-		}
-		out[fmt.Sprintf("%s %s %d", e.Verb, res, e.Code)]++
-	}
-	return out
-}
-
-func formatTally(m map[string]int) string {
-	keys := slices.Sorted(maps.Keys(m))
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s: %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // probe is a queue.Metrics that lets a test see inside the worker loop.

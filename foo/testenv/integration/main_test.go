@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
 )
 
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	root, err := findRepoRoot()
+	root, err := binaries.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -87,26 +87,6 @@ func leakOptions() []goleak.Option {
 		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
 		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-	}
-}
-
-// findRepoRoot walks up from the working directory to the go.mod of the
-// ctrlkit module.
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(data, []byte("module github.com/ctrlkit/ctrlkit\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("the ctrlkit module root (go.mod of github.com/ctrlkit/ctrlkit) is not above the working directory")
-		}
-		dir = parent
 	}
 }
 

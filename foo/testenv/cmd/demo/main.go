@@ -68,7 +68,7 @@ func step(format string, args ...any) {
 }
 
 func run(ctx context.Context, once bool, readyTimeout time.Duration) (err error) {
-	repo, err := repoRoot()
+	repo, err := binaries.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -249,26 +249,6 @@ func describe(ctx context.Context, dyn dynamic.Interface, kube kubernetes.Interf
 			d.Name, owner, d.Status.ReadyReplicas, *d.Spec.Replicas, d.Status.AvailableReplicas)
 	}
 	return line, readyStatus == "True", nil
-}
-
-// repoRoot finds the repository root: the directory with go.mod whose module
-// is github.com/ctrlkit/ctrlkit, walking up from the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(data), "module github.com/ctrlkit/ctrlkit\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run the demo inside the ctrlkit repository (make demo)")
-		}
-		dir = parent
-	}
 }
 
 func readObject(path string) (*unstructured.Unstructured, error) {
