@@ -379,7 +379,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.kubeconfig = cp.path("kubeconfig")
-	if err := writeKubeconfig(cp.kubeconfig, cp.admin, "ctrlkit-testenv"); err != nil {
+	if err := WriteKubeconfig(cp.kubeconfig, cp.admin, "ctrlkit-testenv"); err != nil {
 		return nil, err
 	}
 	logger.V(1).Info("kube-apiserver is ready", "pid", apiserver.pid(), "url", cp.apiServerURL, "elapsed", time.Since(begin))
@@ -406,15 +406,15 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 
 func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binaries.Set, caFile, saKey string, kcmPort, schedPort int, env []string) error {
 	kcmConfig := cp.path(KubeControllerManager, "kubeconfig")
-	if err := writeKubeconfig(kcmConfig, cp.configFor(cp.users[ControllerManagerUser].Token, cp.admin.CAData), KubeControllerManager); err != nil {
+	if err := WriteKubeconfig(kcmConfig, cp.configFor(cp.users[ControllerManagerUser].Token, cp.admin.CAData), KubeControllerManager); err != nil {
 		return err
 	}
 	schedConfig := cp.path(KubeScheduler, "kubeconfig")
-	if err := writeKubeconfig(schedConfig, cp.configFor(cp.users[SchedulerUser].Token, cp.admin.CAData), KubeScheduler); err != nil {
+	if err := WriteKubeconfig(schedConfig, cp.configFor(cp.users[SchedulerUser].Token, cp.admin.CAData), KubeScheduler); err != nil {
 		return err
 	}
 	kwokConfig := cp.path(Kwok, "kubeconfig")
-	if err := writeKubeconfig(kwokConfig, cp.configFor(cp.users[KwokUser].Token, cp.admin.CAData), Kwok); err != nil {
+	if err := WriteKubeconfig(kwokConfig, cp.configFor(cp.users[KwokUser].Token, cp.admin.CAData), Kwok); err != nil {
 		return err
 	}
 

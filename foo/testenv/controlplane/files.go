@@ -87,9 +87,11 @@ func writeTokenFile(path string, users []User) error {
 	return nil
 }
 
-// writeKubeconfig writes a kubeconfig with one cluster, one user and one
-// context, all named after the user's config.
-func writeKubeconfig(path string, cfg *rest.Config, contextName string) error {
+// WriteKubeconfig writes a kubeconfig to path for cfg's server, CA and
+// bearer token, with one cluster, user and context named name (namespace
+// "default").
+func WriteKubeconfig(path string, cfg *rest.Config, name string) error {
+	contextName := name
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[contextName] = &clientcmdapi.Cluster{
 		Server:                   cfg.Host,

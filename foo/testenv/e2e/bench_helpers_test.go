@@ -6,8 +6,6 @@ package e2e
 // the part of the audit log an iteration wrote.
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -33,15 +31,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/ctrlkit/ctrlkit/foo"
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
@@ -49,6 +43,7 @@ import (
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
 	foolisters "github.com/ctrlkit/ctrlkit/foo/generated/listers/samplecontroller/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
 )
 
 // buildFastBinary builds ./examples/foo of the module at root into dir
@@ -85,20 +80,15 @@ func unlimited(cfg *rest.Config) *rest.Config {
 // and binds it to a user, then waits until the user may list Deployments.
 func grantControllerRole(ctx context.Context, tb testing.TB, admin kubernetes.Interface, root, user string, asUser *rest.Config) {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "examples", "foo", "deploy", "rbac.yaml"))
+	objs, err := controlplane.ReadObjects(filepath.Join(root, "examples", "foo", "deploy", "rbac.yaml"))
 	require.NoError(tb, err)
 	var role *rbacv1.ClusterRole
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for role == nil {
-		doc, err := reader.Read()
-		require.NoError(tb, err, "rbac.yaml has a ClusterRole")
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
+	for _, obj := range objs {
+		if r, ok := obj.(*rbacv1.ClusterRole); ok {
+			role = r
 		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		require.NoError(tb, err)
-		role, _ = obj.(*rbacv1.ClusterRole)
 	}
+	require.NotNil(tb, role, "rbac.yaml has a ClusterRole")
 	_, err = admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
 	require.NoError(tb, err)
 	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
@@ -116,17 +106,11 @@ func grantControllerRole(ctx context.Context, tb testing.TB, admin kubernetes.In
 	require.NoError(tb, err, "the ClusterRole binding for %s takes effect", user)
 }
 
-// writeUserKubeconfig writes a kubeconfig for cfg (a bearer-token config)
-// into dir.
+// writeUserKubeconfig writes a kubeconfig for cfg (a user's config) into dir.
 func writeUserKubeconfig(tb testing.TB, cfg *rest.Config, user, dir string) string {
 	tb.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: user}
-	kc.CurrentContext = "bench"
 	path := filepath.Join(dir, "kubeconfig-"+user)
-	require.NoError(tb, clientcmd.WriteToFile(*kc, path))
+	require.NoError(tb, controlplane.WriteKubeconfig(path, cfg, user))
 	return path
 }
 

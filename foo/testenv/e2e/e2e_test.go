@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +17,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,9 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/foo"
@@ -165,56 +158,20 @@ func (s *suite) setUp() {
 		assert.NoError(c, err)
 	}, waitTimeout, pollEvery, "the controller's RBAC takes effect")
 
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[controllerSA] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: controllerSA}
-	kc.CurrentContext = "e2e"
 	s.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, s.kubeconfig))
+	require.NoError(t, controlplane.WriteKubeconfig(s.kubeconfig, cfg, controllerSA))
 
 	ns, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "e2e"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	s.ns = ns.Name
 }
 
-// apply creates the objects of a manifest file. It knows the kinds of
-// examples/foo/deploy apart from the Deployment.
+// apply creates the objects of a manifest file (see controlplane.CreateObjects
+// for the kinds it knows).
 func (s *suite) apply(path string) {
-	t := s.t
-	ctx := t.Context()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		require.NoError(t, err, "%s", path)
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		require.NoError(t, err, "%s", path)
-		switch o := obj.(type) {
-		case *corev1.Namespace:
-			_, err = s.kube.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
-		case *corev1.ServiceAccount:
-			_, err = s.kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = s.kube.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = s.kube.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = s.kube.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = s.kube.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		default:
-			t.Fatalf("%s: cannot apply a %T", path, obj)
-		}
-		require.NoError(t, err, "%s", path)
-	}
+	objs, err := controlplane.ReadObjects(path)
+	require.NoError(s.t, err)
+	require.NoError(s.t, controlplane.CreateObjects(s.t.Context(), s.kube, objs...), "%s", path)
 }
 
 // args are the controller's command-line flags, with fresh ports.

@@ -1,13 +1,8 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,12 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
@@ -120,53 +111,16 @@ func newRelRig(t *testing.T, opts controlplane.Options) *relRig {
 // readManifest decodes the objects of examples/foo/deploy/<file>, as the
 // file is, into typed objects.
 func (r *relRig) readManifest(file string) []runtime.Object {
-	t := r.t
-	t.Helper()
-	path := filepath.Join(r.root, "examples", "foo", "deploy", file)
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var objs []runtime.Object
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		require.NoError(t, err, "%s", path)
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		require.NoError(t, err, "%s", path)
-		objs = append(objs, obj)
-	}
+	r.t.Helper()
+	objs, err := controlplane.ReadObjects(filepath.Join(r.root, "examples", "foo", "deploy", file))
+	require.NoError(r.t, err)
+	return objs
 }
 
 // createObjects creates typed objects as the admin.
 func (r *relRig) createObjects(objs ...runtime.Object) {
-	t := r.t
-	t.Helper()
-	ctx := t.Context()
-	for _, obj := range objs {
-		var err error
-		switch o := obj.(type) {
-		case *corev1.Namespace:
-			_, err = r.kube.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
-		case *corev1.ServiceAccount:
-			_, err = r.kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = r.kube.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = r.kube.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = r.kube.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = r.kube.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		default:
-			t.Fatalf("cannot create a %T", obj)
-		}
-		require.NoError(t, err, "creating %T", obj)
-	}
+	r.t.Helper()
+	require.NoError(r.t, controlplane.CreateObjects(r.t.Context(), r.kube, objs...))
 }
 
 // grantControllerRoles installs namespace.yaml and rbac.yaml of
@@ -222,15 +176,9 @@ func (r *relRig) waitAuthorized(cfg *rest.Config) {
 
 // writeKubeconfig writes a kubeconfig for cfg's server, CA and bearer token.
 func (r *relRig) writeKubeconfig(cfg *rest.Config, name string) string {
-	t := r.t
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: name}
-	kc.CurrentContext = "e2e"
-	path := filepath.Join(t.TempDir(), name+".kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	r.t.Helper()
+	path := filepath.Join(r.t.TempDir(), name+".kubeconfig")
+	require.NoError(r.t, controlplane.WriteKubeconfig(path, cfg, name))
 	return path
 }
 

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
@@ -137,18 +135,14 @@ func grantControllerRole(ctx context.Context) error {
 // shippedClusterRole reads the ClusterRole from examples/foo/deploy/rbac.yaml.
 func shippedClusterRole() (*rbacv1.ClusterRole, error) {
 	path := filepath.Join(repoRoot, "examples", "foo", "deploy", "rbac.yaml")
-	data, err := os.ReadFile(path)
+	objs, err := controlplane.ReadObjects(path)
 	if err != nil {
 		return nil, err
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var role rbacv1.ClusterRole
-		if err := dec.Decode(&role); err != nil {
-			return nil, fmt.Errorf("no ClusterRole in %s: %w", path, err)
-		}
-		if role.Kind == "ClusterRole" {
-			return &role, nil
+	for _, obj := range objs {
+		if role, ok := obj.(*rbacv1.ClusterRole); ok {
+			return role, nil
 		}
 	}
+	return nil, fmt.Errorf("no ClusterRole in %s", path)
 }

@@ -36,9 +36,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
@@ -114,7 +111,7 @@ func run(ctx context.Context, once bool, readyTimeout time.Duration) (err error)
 		return err
 	}
 	ctrlKubeconfig := filepath.Join(cp.StateDir(), "foo-controller.kubeconfig")
-	if err := writeKubeconfig(ctrlKubeconfig, ctrlCfg); err != nil {
+	if err := controlplane.WriteKubeconfig(ctrlKubeconfig, ctrlCfg, "foo-controller"); err != nil {
 		return err
 	}
 	healthAddr, err := freeAddr()
@@ -261,20 +258,6 @@ func readObject(path string) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("parsing %s: %w", path, err)
 	}
 	return obj, nil
-}
-
-// writeKubeconfig writes a kubeconfig for cfg's server and bearer token.
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["demo"] = &clientcmdapi.Cluster{
-		Server:                   cfg.Host,
-		CertificateAuthorityData: cfg.CAData,
-		InsecureSkipTLSVerify:    cfg.Insecure,
-	}
-	kc.AuthInfos["foo-controller"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["demo"] = &clientcmdapi.Context{Cluster: "demo", AuthInfo: "foo-controller"}
-	kc.CurrentContext = "demo"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 func freeAddr() (string, error) {
