@@ -13,7 +13,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,20 +44,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
 )
-
-// buildFastBinary builds ./examples/foo of the module at root into dir
-// without the race detector, as a release would be built: the benchmark
-// measures the controller, not the detector.
-func buildFastBinary(ctx context.Context, root, dir string) (string, error) {
-	bin := filepath.Join(dir, "foo")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/foo")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build ./examples/foo: %w\n%s", err, out)
-	}
-	return bin, nil
-}
 
 // terminate sends SIGTERM and waits up to timeout for a clean exit.
 func terminate(tb testing.TB, p *process, timeout time.Duration) {

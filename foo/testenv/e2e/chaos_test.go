@@ -19,7 +19,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/foo"
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
-	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
 )
 
 const (
@@ -65,13 +64,9 @@ func (p chaosProgress) String() string {
 // no Foo is left behind.
 func TestChaos(t *testing.T) {
 	begin := time.Now()
-	opts := relOptions(chaosUser)
-	// kube-controller-manager's clients default to 20 requests per second
-	// each; its deployment controller then creates about 5 ReplicaSets per
-	// second, and 500 Foos would wait minutes for it, not for the Foo
-	// controller.
-	opts.ExtraArgs[controlplane.KubeControllerManager] = []string{"--kube-api-qps=300", "--kube-api-burst=600"}
-	r := newRelRig(t, opts)
+	// The control plane raises kube-controller-manager's client limits, so
+	// 500 Foos wait for the Foo controller, not for its deployment controller.
+	r := newRelRig(t, relOptions(chaosUser))
 	ctx := t.Context()
 	r.grantControllerRoles(chaosUser)
 	ns := r.createNamespace("chaos")

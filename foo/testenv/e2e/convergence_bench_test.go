@@ -100,16 +100,7 @@ var kubeClientLimits = []string{"--kube-api-qps=500", "--kube-api-burst=1000"}
 func BenchmarkConvergence(b *testing.B) {
 	root, err := binaries.RepoRoot()
 	require.NoError(b, err)
-	type built struct {
-		bin string
-		err error
-	}
-	buildDone := make(chan built, 1)
-	binDir := b.TempDir()
-	go func() {
-		bin, err := buildFastBinary(b.Context(), root, binDir)
-		buildDone <- built{bin, err}
-	}()
+	waitBinary := buildInBackground(b, root, false)
 	cp := controlplane.StartT(b, controlplane.Options{
 		Size:    controlplane.Full,
 		CRDDirs: []string{filepath.Join(root, "foo", "crd")},
@@ -119,10 +110,9 @@ func BenchmarkConvergence(b *testing.B) {
 			controlplane.KubeScheduler:         kubeClientLimits,
 		},
 	})
-	bin := <-buildDone
-	require.NoError(b, bin.err)
+	bin := waitBinary()
 
-	e := &convergenceEnv{cp: cp, bin: bin.bin, foos: *convergenceFoos, admin: unlimited(cp.Config())}
+	e := &convergenceEnv{cp: cp, bin: bin, foos: *convergenceFoos, admin: unlimited(cp.Config())}
 	e.kube, err = kubernetes.NewForConfig(e.admin)
 	require.NoError(b, err)
 	e.fooClient, err = fooclientset.NewForConfig(e.admin)
@@ -130,7 +120,7 @@ func BenchmarkConvergence(b *testing.B) {
 	ctrlCfg, err := cp.UserConfig(benchControllerUser)
 	require.NoError(b, err)
 	grantControllerRole(b.Context(), b, e.kube, root, benchControllerUser, ctrlCfg)
-	e.kubeconfig = writeUserKubeconfig(b, ctrlCfg, benchControllerUser, binDir)
+	e.kubeconfig = writeUserKubeconfig(b, ctrlCfg, benchControllerUser, b.TempDir())
 	e.warmUp(b)
 
 	b.Run("impl=ctrlkit", func(b *testing.B) { e.run(b, e.ctrlkitIteration) })

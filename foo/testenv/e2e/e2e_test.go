@@ -89,25 +89,15 @@ func TestFooController(t *testing.T) {
 	begin := time.Now()
 	root, err := binaries.RepoRoot()
 	require.NoError(t, err)
-	type built struct {
-		bin string
-		err error
-	}
-	buildDone := make(chan built, 1)
-	binDir := t.TempDir()
-	go func() {
-		bin, err := buildBinary(t.Context(), root, binDir)
-		buildDone <- built{bin, err}
-	}()
+	waitBinary := buildInBackground(t, root, true)
 	cp := controlplane.StartT(t, controlplane.Options{
 		Size:    controlplane.Full,
 		CRDDirs: []string{filepath.Join(root, "foo", "crd")},
 	})
-	b := <-buildDone
-	require.NoError(t, b.err)
+	bin := waitBinary()
 	t.Logf("control plane and binary ready after %s", time.Since(begin).Round(time.Millisecond))
 
-	s := &suite{t: t, cp: cp, root: root, bin: b.bin}
+	s := &suite{t: t, cp: cp, root: root, bin: bin}
 	s.setUp()
 
 	steps := []struct {

@@ -20,18 +20,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// buildBinary builds ./examples/foo of the module at root into dir, with the
-// race detector, as its own module (its go.mod, not this one's) would build
-// it. A data race in the binary then makes it exit with status 66.
-func buildBinary(ctx context.Context, root, dir string) (string, error) {
+// buildBinary builds ./examples/foo of the module at root into dir, as its
+// own module (its go.mod, not this one's) would build it. With race, the
+// race detector is on: a data race then makes the binary exit with status 66.
+func buildBinary(ctx context.Context, root, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "foo")
-	cmd := exec.CommandContext(ctx, "go", "build", "-race", "-o", bin, "./examples/foo")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./examples/foo")...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build ./examples/foo: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// buildInBackground starts buildBinary into a temporary directory, so that
+// the build overlaps with a control plane's start-up. The returned function
+// waits for the build, fails the test if it failed, and returns the binary.
+func buildInBackground(tb testing.TB, root string, race bool) func() string {
+	type built struct {
+		bin string
+		err error
+	}
+	done := make(chan built, 1)
+	dir := tb.TempDir()
+	go func() {
+		bin, err := buildBinary(tb.Context(), root, dir, race)
+		done <- built{bin, err}
+	}()
+	return func() string {
+		tb.Helper()
+		b := <-done
+		require.NoError(tb, b.err)
+		return b.bin
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and concurrent readers.

@@ -62,13 +62,10 @@ type relRig struct {
 }
 
 // relOptions are the control plane options of the reliability tests: the
-// static-token users, and an audit log that is never rotated during a test
-// (kube-apiserver rotates at 100 MB by default and the tests read only the
-// current file).
+// static-token users. (The control plane never rotates its audit log, which
+// a long chaos test would otherwise fill past 100 MB.)
 func relOptions(users ...string) controlplane.Options {
-	opts := controlplane.Options{
-		ExtraArgs: map[string][]string{controlplane.KubeAPIServer: {"--audit-log-maxsize=100000"}},
-	}
+	var opts controlplane.Options
 	for _, u := range users {
 		opts.Users = append(opts.Users, controlplane.User{Name: u})
 	}
@@ -82,24 +79,14 @@ func newRelRig(t *testing.T, opts controlplane.Options) *relRig {
 	begin := time.Now()
 	root, err := binaries.RepoRoot()
 	require.NoError(t, err)
-	type built struct {
-		bin string
-		err error
-	}
-	buildDone := make(chan built, 1)
-	binDir := t.TempDir()
-	go func() {
-		bin, err := buildBinary(t.Context(), root, binDir)
-		buildDone <- built{bin, err}
-	}()
+	waitBinary := buildInBackground(t, root, true)
 	opts.Size = controlplane.Full
 	opts.CRDDirs = []string{filepath.Join(root, "foo", "crd")}
 	cp := controlplane.StartT(t, opts)
-	b := <-buildDone
-	require.NoError(t, b.err)
+	bin := waitBinary()
 	t.Logf("control plane and binary ready after %s", time.Since(begin).Round(time.Millisecond))
 
-	r := &relRig{t: t, cp: cp, root: root, bin: b.bin, admin: cp.Config()}
+	r := &relRig{t: t, cp: cp, root: root, bin: bin, admin: cp.Config()}
 	r.admin.QPS, r.admin.Burst = 1000, 1000
 	r.kube, err = kubernetes.NewForConfig(r.admin)
 	require.NoError(t, err)

@@ -170,18 +170,15 @@ func (h *harness) getFoo(name string) *samplev1alpha1.Foo {
 // conflicts.
 func (h *harness) updateFoo(name string, change func(*samplev1alpha1.Foo)) *samplev1alpha1.Foo {
 	h.t.Helper()
-	var out *samplev1alpha1.Foo
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		f, err := h.foos.SamplecontrollerV1alpha1().Foos(h.ns).Get(h.t.Context(), name, metav1.GetOptions{})
+	foos := h.foos.SamplecontrollerV1alpha1().Foos(h.ns)
+	return updateWithRetry(h.t, func(ctx context.Context) (*samplev1alpha1.Foo, error) {
+		f, err := foos.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		change(f)
-		out, err = h.foos.SamplecontrollerV1alpha1().Foos(h.ns).Update(h.t.Context(), f, metav1.UpdateOptions{})
-		return err
+		return foos.Update(ctx, f, metav1.UpdateOptions{})
 	})
-	require.NoError(h.t, err)
-	return out
 }
 
 // waitDeployment waits until the named Deployment exists and returns it.
@@ -199,18 +196,15 @@ func (h *harness) waitDeployment(name string) *appsv1.Deployment {
 // updateDeployment changes a Deployment as the admin, retrying on conflicts.
 func (h *harness) updateDeployment(name string, change func(*appsv1.Deployment)) *appsv1.Deployment {
 	h.t.Helper()
-	var out *appsv1.Deployment
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d, err := h.kube.AppsV1().Deployments(h.ns).Get(h.t.Context(), name, metav1.GetOptions{})
+	deployments := h.kube.AppsV1().Deployments(h.ns)
+	return updateWithRetry(h.t, func(ctx context.Context) (*appsv1.Deployment, error) {
+		d, err := deployments.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		change(d)
-		out, err = h.kube.AppsV1().Deployments(h.ns).Update(h.t.Context(), d, metav1.UpdateOptions{})
-		return err
+		return deployments.Update(ctx, d, metav1.UpdateOptions{})
 	})
-	require.NoError(h.t, err)
-	return out
 }
 
 // makeAvailable plays the deployment controller, which an API-server-only
@@ -218,11 +212,11 @@ func (h *harness) updateDeployment(name string, change func(*appsv1.Deployment))
 // generation as updated, ready and available.
 func (h *harness) makeAvailable(name string) *appsv1.Deployment {
 	h.t.Helper()
-	var out *appsv1.Deployment
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d, err := h.kube.AppsV1().Deployments(h.ns).Get(h.t.Context(), name, metav1.GetOptions{})
+	deployments := h.kube.AppsV1().Deployments(h.ns)
+	return updateWithRetry(h.t, func(ctx context.Context) (*appsv1.Deployment, error) {
+		d, err := deployments.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		n := *d.Spec.Replicas
 		d.Status = appsv1.DeploymentStatus{
@@ -232,10 +226,22 @@ func (h *harness) makeAvailable(name string) *appsv1.Deployment {
 			ReadyReplicas:      n,
 			AvailableReplicas:  n,
 		}
-		out, err = h.kube.AppsV1().Deployments(h.ns).UpdateStatus(h.t.Context(), d, metav1.UpdateOptions{})
+		return deployments.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	})
+}
+
+// updateWithRetry runs a read-change-write attempt, again on conflicts (as
+// retry.RetryOnConflict does), fails the test on any other error, and
+// returns what the last write stored.
+func updateWithRetry[T any](t *testing.T, attempt func(ctx context.Context) (T, error)) T {
+	t.Helper()
+	var out T
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		out, err = attempt(t.Context())
 		return err
 	})
-	require.NoError(h.t, err)
+	require.NoError(t, err)
 	return out
 }
 
