@@ -17,35 +17,15 @@
 # script: CONVERGENCE_ARGS='-convergence.foos=50 -convergence.resync=5s'.
 set -euo pipefail
 
-if [[ $# -lt 1 || $# -gt 2 ]]; then
-	echo "usage: $0 OUTPUT.md [COUNT]" >&2
-	exit 2
-fi
-out=$(realpath -m "$1")
-count=${2:-${BENCH_COUNT:-5}}
-if ! [[ $count =~ ^[0-9]+$ ]] || ((count < 1)); then
-	echo "$0: COUNT must be a positive integer, got '$count'" >&2
-	exit 2
-fi
-
-# The benchstat release used when none is installed; the same pin as
-# ../bench/run.sh.
-benchstat_version=v0.0.0-20260908200009-22c9c6c9d4da
+# shellcheck source=../bench/lib.sh
+source "$(dirname "$0")/../bench/lib.sh"
+bench_args 5 "$@"
 
 cd "$(dirname "$0")/.." # the foo/testenv module
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-benchstat=$(command -v benchstat || true)
-if [[ -z $benchstat ]]; then
-	gobin=$(go env GOBIN)
-	gobin=${gobin:-$(go env GOPATH)/bin}
-	if [[ ! -x $gobin/benchstat ]]; then
-		echo "Installing benchstat $benchstat_version into $gobin" >&2
-		GOBIN=$gobin go install "golang.org/x/perf/cmd/benchstat@$benchstat_version"
-	fi
-	benchstat=$gobin/benchstat
-fi
+ensure_benchstat
 
 (cd bench && go build -o "$tmp/benchreport" ./cmd/benchreport)
 # Build the test binary before anything is timed.
