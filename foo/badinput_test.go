@@ -34,6 +34,7 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
 // stormWindow is how long a test watches for a retry storm once the
@@ -74,24 +75,9 @@ func (h *harness) updateSpec(t *testing.T, name string, change func(*samplev1alp
 
 // deploymentWrites returns the Deployment requests that change state.
 func deploymentWrites(kube *k8stesting.Fake) []k8stesting.Action {
-	return slices.DeleteFunc(kube.Actions(), func(a k8stesting.Action) bool {
-		return a.GetResource() != deploymentResource || slices.Contains([]string{"get", "list", "watch"}, a.GetVerb())
+	return slices.DeleteFunc(reconciletest.WriteActions(kube), func(a k8stesting.Action) bool {
+		return a.GetResource() != deploymentResource
 	})
-}
-
-// actionTarget names the object a write request is about.
-func actionTarget(a k8stesting.Action) string {
-	switch a := a.(type) {
-	case k8stesting.DeleteAction:
-		return a.GetName()
-	case k8stesting.PatchAction:
-		return a.GetName()
-	case interface{ GetObject() runtime.Object }:
-		if m, err := meta.Accessor(a.GetObject()); err == nil {
-			return m.GetName()
-		}
-	}
-	return ""
 }
 
 // TestBadInput runs the controller on input it must refuse or survive.
@@ -341,7 +327,7 @@ func TestBadInput(t *testing.T) {
 			// Nothing it does not own is written.
 			for _, a := range reconcileWrites(&h.kube.Fake) {
 				assert.Equal(t, deploymentResource, a.GetResource(), "only Deployments are written: %s %s", a.GetVerb(), a.GetResource())
-				assert.NotContains(t, tt.protected, actionTarget(a), "%s of a Deployment the Foo does not own", a.GetVerb())
+				assert.NotContains(t, tt.protected, reconciletest.ActionName(a), "%s of a Deployment the Foo does not own", a.GetVerb())
 				if c, ok := a.(k8stesting.CreateAction); ok {
 					assert.NotNil(t, metav1.GetControllerOf(c.GetObject().(metav1.Object)), "a created Deployment has a controller")
 				}

@@ -128,13 +128,15 @@ func Describe(actions []k8stesting.Action) []string {
 		if sub := a.GetSubresource(); sub != "" {
 			gvr += "/" + sub
 		}
-		out = append(out, fmt.Sprintf("%s %s %s/%s", a.GetVerb(), gvr, a.GetNamespace(), actionName(a)))
+		out = append(out, fmt.Sprintf("%s %s %s/%s", a.GetVerb(), gvr, a.GetNamespace(), ActionName(a)))
 	}
 	return out
 }
 
-// actionName finds the name of the object an action is about.
-func actionName(a k8stesting.Action) string {
+// ActionName returns the name of the object an action is about: the name
+// of a delete or patch, or of the object a create or update carries. It is
+// empty for actions without one, such as list and watch.
+func ActionName(a k8stesting.Action) string {
 	switch a := a.(type) {
 	case k8stesting.DeleteAction:
 		return a.GetName()
