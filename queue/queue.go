@@ -8,9 +8,11 @@
 // taking keys, lets in-flight reconciles finish, and returns only when every
 // goroutine it started is gone.
 //
-// client-go's workqueue provides the core guarantees: a key is never handed to
-// two workers at once, and keys added while a reconcile runs coalesce into
-// exactly one more run.
+// The queue is client-go's rate-limiting and delaying workqueue over a base
+// queue that keeps client-go's guarantees (a key is never handed to two
+// workers at once, and keys added while a reconcile runs coalesce into
+// exactly one more run) and adds a low-priority lane for events that carry no
+// change (see AddLowPriority).
 //
 // Example:
 //
@@ -41,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
@@ -115,7 +118,7 @@ type Controller[K comparable] struct {
 	reconciler reconcile.Reconciler[K]
 	opts       Options[K]
 	queue      workqueue.TypedRateLimitingInterface[K]
-	lanes      *lanes[K]
+	base       *keyQueue[K]
 	metrics    Metrics
 
 	nextID  atomic.Uint64
@@ -174,31 +177,25 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) 
 		}
 	}
 	_, noop := opts.Metrics.(NoopMetrics)
-	// The queue's name only labels its metrics. client-go keeps per-key
-	// timestamps for a named queue, so with metrics discarded it stays
-	// unnamed and skips that work.
-	queueName := name
-	if noop {
-		queueName = ""
-	}
-	order := newLanes[K]()
-	// One client-go queue, with lanes deciding the order of waiting keys.
-	base := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[K]{
-		Name:            queueName,
-		MetricsProvider: opts.Metrics,
-		Queue:           order,
-	})
+	base, q := newWorkqueue(name, opts.RateLimiter, opts.Metrics, nil)
+	return &Controller[K]{name: name, reconciler: r, opts: opts, queue: q, base: base, metrics: opts.Metrics, timed: !noop}, nil
+}
+
+// newWorkqueue builds a controller's queue: client-go's rate-limiting and
+// delaying queues over a keyQueue. clk is nil outside tests.
+func newWorkqueue[K comparable](name string, rl workqueue.TypedRateLimiter[K], provider Metrics, clk clock.WithTicker) (*keyQueue[K], workqueue.TypedRateLimitingInterface[K]) {
+	base := newKeyQueue[K](name, provider, clk)
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[K]{
-		Name:            queueName,
-		MetricsProvider: opts.Metrics,
+		Name:            name,
+		MetricsProvider: provider,
+		Clock:           clk,
 		Queue:           base,
 	})
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[K]{
-		Name:            queueName,
-		MetricsProvider: opts.Metrics,
+	return base, workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[K]{
+		Name:            name,
+		MetricsProvider: provider,
 		DelayingQueue:   delaying,
 	})
-	return &Controller[K]{name: name, reconciler: r, opts: opts, queue: q, lanes: order, metrics: opts.Metrics, timed: !noop}, nil
 }
 
 // WaitForSync adds functions that must all report true before any worker
@@ -234,10 +231,7 @@ func (c *Controller[K]) Name() string { return c.name }
 // is already waiting is not added twice (if it waits in the low-priority
 // lane, it moves ahead); a key that is being reconciled runs once more
 // afterwards. Add is what informer event handlers call for changes.
-func (c *Controller[K]) Add(key K) {
-	c.lanes.clearLow(key)
-	c.queue.Add(key)
-}
+func (c *Controller[K]) Add(key K) { c.base.Add(key) }
 
 // AddLowPriority enqueues key like Add, but in a second lane behind the keys
 // added with Add (and behind retries and delayed adds): for events that carry
@@ -246,11 +240,13 @@ func (c *Controller[K]) Add(key K) {
 // resync, fresh changes are then reconciled first. While both lanes hold
 // keys, one low-priority key is served for every eight fresh ones, so a
 // steady stream of fresh events cannot starve the low lane. Keys within each
-// lane keep their order; all other queue guarantees are those of Add.
-func (c *Controller[K]) AddLowPriority(key K) {
-	c.lanes.markLow(key)
-	c.queue.Add(key)
-}
+// lane keep their order.
+//
+// Priority only goes up until the key is handed to a worker: if the key was
+// also added with Add since then (before or after this call, also while it
+// is being reconciled), it waits in the fresh lane. All other queue
+// guarantees are those of Add.
+func (c *Controller[K]) AddLowPriority(key K) { c.base.AddLow(key) }
 
 // AddAfter enqueues key once d has passed (at once if d <= 0).
 func (c *Controller[K]) AddAfter(key K, d time.Duration) { c.queue.AddAfter(key, d) }
@@ -295,6 +291,11 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 	defer sources.Wait()
 	// Shutting the queue down also stops its delaying goroutine.
 	defer c.queue.ShutDown()
+	stopMetrics := make(chan struct{})
+	var metricsLoop sync.WaitGroup
+	metricsLoop.Go(func() { c.base.runMetrics(stopMetrics) })
+	defer metricsLoop.Wait()
+	defer close(stopMetrics)
 
 	logger.Info("Waiting for caches to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), waitFor...) {

@@ -1,0 +1,454 @@
+package queue
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// keyQueue is the base of a Controller's workqueue. client-go's delaying and
+// rate-limiting queues are layered on top of it (it is their
+// workqueue.TypedInterface), and it keeps the contract of client-go's base
+// queue: a key waits at most once, it is handed to one worker at a time, and
+// a key added while it is being processed is handed out once more after Done.
+//
+// What it adds is the order of waiting keys. There are two FIFO lanes: keys
+// added fresh (Add, retries, delayed adds) and keys added at low priority
+// (objects that did not change: an informer's initial list, resyncs). While
+// both lanes hold keys, the low lane gets one key for every freshPerLow fresh
+// ones, so a steady stream of fresh keys delays it but cannot starve it.
+// Priority only goes up until a key is handed out: of all the adds of a key
+// since it was last handed to a worker, including adds while it is being
+// processed, the highest priority decides the lane it waits in.
+//
+// It replaces client-go's workqueue.Typed because that queue keeps its dirty
+// and processing sets to itself: an add of a key that is being processed
+// never reaches a pluggable workqueue.Queue, so a plug-in cannot tell whether
+// a fresh add came before a low-priority one without a lock and a map look-up
+// of its own on every add. Here one lock and one map hold both.
+//
+// Memory: one map entry per key that waits or is being processed; the fresh
+// lane holds exactly the keys waiting in it; the low lane holds its waiting
+// keys plus stale entries of promoted keys, which are dropped once they
+// outnumber the live ones. Like any Go map and slice, the storage of the
+// map and the lanes stays at its peak size for reuse.
+type keyQueue[K comparable] struct {
+	mu   sync.Mutex
+	cond sync.Cond
+
+	keys  map[K]keyState
+	fresh fifo[K]
+	low   fifo[K]
+	// lowWaiting counts the live entries of the low lane, lowStale the
+	// entries left behind by promoted keys.
+	lowWaiting int
+	lowStale   int
+	// freshRun counts fresh keys handed out while low keys were waiting,
+	// since the last low key.
+	freshRun int
+	// seq numbers low-lane entries, so that a stale entry cannot stand for
+	// a later low-priority add of the same key.
+	seq        uint64
+	processing int
+	shuttingDown bool
+	drain        bool
+
+	m *keyQueueMetrics[K] // nil when metrics are discarded
+}
+
+// keyStatus is where a key is.
+type keyStatus uint8
+
+const (
+	// waitingFresh: in the fresh lane.
+	waitingFresh keyStatus = iota + 1
+	// waitingLow: in the low lane.
+	waitingLow
+	// processing: handed out and not added since.
+	processing
+	// processingFresh: handed out, added since, at least once fresh.
+	processingFresh
+	// processingLow: handed out, added since, only at low priority.
+	processingLow
+)
+
+type keyState struct {
+	status keyStatus
+	// seq identifies the key's low-lane entry while it is waitingLow.
+	seq uint64
+}
+
+// freshPerLow is how many fresh keys are served for each low-priority key
+// while both wait.
+const freshPerLow = 8
+
+// compactAbove is the number of served entries from which a lane moves its
+// remaining entries to the front of its storage.
+const compactAbove = 1024
+
+// newKeyQueue returns an empty queue. A non-empty name with a provider other
+// than NoopMetrics records client-go's workqueue metrics under that name;
+// the unfinished-work gauges are then updated by runMetrics.
+func newKeyQueue[K comparable](name string, provider workqueue.MetricsProvider, clk clock.WithTicker) *keyQueue[K] {
+	q := &keyQueue[K]{keys: map[K]keyState{}}
+	q.cond.L = &q.mu
+	if _, noop := provider.(NoopMetrics); name != "" && provider != nil && !noop {
+		q.m = newKeyQueueMetrics[K](name, provider, clk)
+	}
+	return q
+}
+
+// Add adds key at normal priority: the TypedInterface method that the
+// delaying and rate-limiting queues call.
+func (q *keyQueue[K]) Add(key K) { q.add(key, false) }
+
+// AddLow adds key at low priority.
+func (q *keyQueue[K]) AddLow(key K) { q.add(key, true) }
+
+func (q *keyQueue[K]) add(key K, low bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	s, ok := q.keys[key]
+	switch {
+	case !ok:
+		q.m.added(key)
+		q.push(key, low)
+		q.cond.Signal()
+		return
+	case s.status == waitingLow && !low:
+		// Promotion: the old entry stays behind in the low lane, stale.
+		q.lowWaiting--
+		q.lowStale++
+		q.fresh.push(entry[K]{key: key})
+		q.keys[key] = keyState{status: waitingFresh}
+		q.dropStaleLow()
+	case s.status == processing:
+		q.m.added(key)
+		s.status = processingFresh
+		if low {
+			s.status = processingLow
+		}
+		q.keys[key] = s
+	case s.status == processingLow && !low:
+		s.status = processingFresh
+		q.keys[key] = s
+	}
+	// Otherwise the key already waits or will wait at least as high.
+}
+
+// push puts a key that is not waiting into its lane.
+func (q *keyQueue[K]) push(key K, low bool) {
+	if low {
+		q.seq++
+		q.low.push(entry[K]{key: key, seq: q.seq})
+		q.lowWaiting++
+		q.keys[key] = keyState{status: waitingLow, seq: q.seq}
+	} else {
+		q.fresh.push(entry[K]{key: key})
+		q.keys[key] = keyState{status: waitingFresh}
+	}
+}
+
+// dropStaleLow removes the low lane's stale entries once they outnumber the
+// live ones, so that the lane's size stays within twice the number of keys
+// waiting in it (plus a constant). Each entry is looked at once per halving,
+// which keeps the cost per promotion constant.
+func (q *keyQueue[K]) dropStaleLow() {
+	switch {
+	case q.lowWaiting == 0:
+		q.low.reset()
+		q.lowStale = 0
+	case q.lowStale > 64 && q.lowStale > q.lowWaiting:
+		q.low.filter(func(e entry[K]) bool {
+			s := q.keys[e.key]
+			return s.status == waitingLow && s.seq == e.seq
+		})
+		q.lowStale = 0
+	}
+}
+
+// Len returns the number of waiting keys.
+func (q *keyQueue[K]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.fresh.len() + q.lowWaiting
+}
+
+// Get blocks until a key waits or the queue shuts down, and hands out the
+// next key: the oldest fresh one, except that every (freshPerLow+1)th key
+// comes from the low lane while it holds keys. As with client-go's queue,
+// waiting keys are still handed out after ShutDown; shutdown is reported
+// once none is left.
+func (q *keyQueue[K]) Get() (key K, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.fresh.len()+q.lowWaiting == 0 && !q.shuttingDown {
+		q.cond.Wait()
+	}
+	if q.fresh.len()+q.lowWaiting == 0 {
+		return key, true
+	}
+	key = q.pop()
+	q.keys[key] = keyState{status: processing}
+	q.processing++
+	q.m.handedOut(key)
+	return key, false
+}
+
+func (q *keyQueue[K]) pop() K {
+	if q.fresh.len() > 0 && (q.lowWaiting == 0 || q.freshRun < freshPerLow) {
+		// The share of the low lane counts only fresh keys served while
+		// low keys wait.
+		if q.lowWaiting == 0 {
+			q.freshRun = 0
+		} else {
+			q.freshRun++
+		}
+		return q.fresh.pop().key
+	}
+	q.freshRun = 0
+	for {
+		e := q.low.pop()
+		if s := q.keys[e.key]; s.status == waitingLow && s.seq == e.seq {
+			q.lowWaiting--
+			if q.lowWaiting == 0 && q.lowStale > 0 {
+				q.low.reset()
+				q.lowStale = 0
+			}
+			return e.key
+		}
+		q.lowStale--
+	}
+}
+
+// Done marks key as no longer being processed. If it was added meanwhile it
+// waits again, in the lane its adds asked for. Done of a key that is not
+// being processed does nothing.
+func (q *keyQueue[K]) Done(key K) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s, ok := q.keys[key]
+	if !ok || s.status < processing {
+		return
+	}
+	q.m.done(key)
+	q.processing--
+	switch s.status {
+	case processingFresh, processingLow:
+		q.push(key, s.status == processingLow)
+		q.cond.Signal()
+	default:
+		delete(q.keys, key)
+	}
+	if q.processing == 0 && q.drain {
+		q.cond.Broadcast() // ShutDownWithDrain waits for this
+	}
+}
+
+// ShutDown makes the queue ignore new keys and wakes every Get; keys still
+// waiting are handed out until none is left.
+func (q *keyQueue[K]) ShutDown() {
+	q.mu.Lock()
+	q.drain = false
+	q.shuttingDown = true
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// ShutDownWithDrain is ShutDown that also waits until no key is being
+// processed (or ShutDown is called). Like client-go's, it does not wait for
+// keys that are still waiting.
+func (q *keyQueue[K]) ShutDownWithDrain() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.drain = true
+	q.shuttingDown = true
+	q.cond.Broadcast()
+	for q.processing > 0 && q.drain {
+		q.cond.Wait()
+	}
+}
+
+// ShuttingDown reports whether ShutDown or ShutDownWithDrain was called.
+func (q *keyQueue[K]) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shuttingDown
+}
+
+// sizes reports the sizes of the queue's structures, for tests.
+type keyQueueSizes struct {
+	Keys, Fresh, Low, Waiting, Processing int
+}
+
+func (q *keyQueue[K]) sizes() keyQueueSizes {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return keyQueueSizes{
+		Keys:       len(q.keys),
+		Fresh:      q.fresh.len(),
+		Low:        q.low.len(),
+		Waiting:    q.fresh.len() + q.lowWaiting,
+		Processing: q.processing,
+	}
+}
+
+var _ workqueue.TypedInterface[string] = (*keyQueue[string])(nil)
+
+type entry[K comparable] struct {
+	key K
+	seq uint64
+}
+
+// fifo is a slice-backed queue that reuses its storage.
+type fifo[K comparable] struct {
+	items []entry[K]
+	head  int
+}
+
+func (f *fifo[K]) push(e entry[K]) { f.items = append(f.items, e) }
+
+func (f *fifo[K]) len() int { return len(f.items) - f.head }
+
+func (f *fifo[K]) pop() entry[K] {
+	e := f.items[f.head]
+	f.items[f.head] = entry[K]{} // let the key be collected
+	f.head++
+	switch {
+	case f.head == len(f.items):
+		f.reset()
+	case f.head > compactAbove && f.head*2 > len(f.items):
+		n := copy(f.items, f.items[f.head:])
+		clear(f.items[n:])
+		f.items, f.head = f.items[:n], 0
+	}
+	return e
+}
+
+// reset empties the fifo, keeping its storage for reuse.
+func (f *fifo[K]) reset() {
+	clear(f.items)
+	f.items, f.head = f.items[:0], 0
+}
+
+// filter keeps, in order, the entries for which keep is true.
+func (f *fifo[K]) filter(keep func(entry[K]) bool) {
+	n := 0
+	for _, e := range f.items[f.head:] {
+		if keep(e) {
+			f.items[n] = e
+			n++
+		}
+	}
+	clear(f.items[n:])
+	f.items, f.head = f.items[:n], 0
+}
+
+// keyQueueMetrics records client-go's workqueue metrics for a keyQueue, with
+// client-go's meaning: depth and adds count keys that become due (waiting,
+// or added while processing), latency is the time from that add to the key
+// being handed out, work duration the time from hand-out to Done, and the
+// unfinished-work gauges describe the keys being processed.
+type keyQueueMetrics[K comparable] struct {
+	clock        clock.WithTicker
+	depth        workqueue.GaugeMetric
+	adds         workqueue.CounterMetric
+	latency      workqueue.HistogramMetric
+	workDuration workqueue.HistogramMetric
+	unfinished   workqueue.SettableGaugeMetric
+	longest      workqueue.SettableGaugeMetric
+
+	addTimes   map[K]time.Time
+	startTimes map[K]time.Time
+}
+
+func newKeyQueueMetrics[K comparable](name string, p workqueue.MetricsProvider, clk clock.WithTicker) *keyQueueMetrics[K] {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &keyQueueMetrics[K]{
+		clock:        clk,
+		depth:        p.NewDepthMetric(name),
+		adds:         p.NewAddsMetric(name),
+		latency:      p.NewLatencyMetric(name),
+		workDuration: p.NewWorkDurationMetric(name),
+		unfinished:   p.NewUnfinishedWorkSecondsMetric(name),
+		longest:      p.NewLongestRunningProcessorSecondsMetric(name),
+		addTimes:     map[K]time.Time{},
+		startTimes:   map[K]time.Time{},
+	}
+}
+
+func (m *keyQueueMetrics[K]) added(key K) {
+	if m == nil {
+		return
+	}
+	m.adds.Inc()
+	m.depth.Inc()
+	if _, ok := m.addTimes[key]; !ok {
+		m.addTimes[key] = m.clock.Now()
+	}
+}
+
+func (m *keyQueueMetrics[K]) handedOut(key K) {
+	if m == nil {
+		return
+	}
+	m.depth.Dec()
+	now := m.clock.Now()
+	m.startTimes[key] = now
+	if t, ok := m.addTimes[key]; ok {
+		m.latency.Observe(now.Sub(t).Seconds())
+		delete(m.addTimes, key)
+	}
+}
+
+func (m *keyQueueMetrics[K]) done(key K) {
+	if m == nil {
+		return
+	}
+	if t, ok := m.startTimes[key]; ok {
+		m.workDuration.Observe(m.clock.Since(t).Seconds())
+		delete(m.startTimes, key)
+	}
+}
+
+// unfinishedWorkPeriod is how often the unfinished-work gauges are updated,
+// as client-go does.
+const unfinishedWorkPeriod = 500 * time.Millisecond
+
+// runMetrics updates the unfinished-work gauges until stop is closed. It
+// returns at once when metrics are discarded.
+func (q *keyQueue[K]) runMetrics(stop <-chan struct{}) {
+	if q.m == nil {
+		return
+	}
+	t := q.m.clock.NewTicker(unfinishedWorkPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C():
+		}
+		q.updateUnfinishedWork()
+	}
+}
+
+func (q *keyQueue[K]) updateUnfinishedWork() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var total, oldest float64
+	for _, t := range q.m.startTimes {
+		age := q.m.clock.Since(t).Seconds()
+		total += age
+		oldest = max(oldest, age)
+	}
+	q.m.unfinished.Set(total)
+	q.m.longest.Set(oldest)
+}
