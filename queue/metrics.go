@@ -30,8 +30,8 @@ type Observation struct {
 	Terminal bool
 	// Panicked is set when Reconcile panicked; Outcome is then OutcomeError.
 	Panicked bool
-	// TimedOut is set when the per-reconcile timeout expired before
-	// Reconcile returned an error.
+	// TimedOut is set when the per-reconcile timeout (ReconcileTimeout)
+	// expired during the reconcile, whatever the reconcile returned.
 	TimedOut bool
 }
 

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -375,7 +376,7 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 	}
 	if c.opts.ReconcileTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.ReconcileTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, c.opts.ReconcileTimeout, errReconcileTimeout)
 		defer cancel()
 	}
 
@@ -390,6 +391,15 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 		obs.Duration = time.Since(start)
 	}
 	c.metrics.AddActiveWorkers(c.name, -1)
+	if err != nil && workCtx.Err() != nil {
+		// The shutdown cancelled the reconcile: it did not fail, and the
+		// queue is shutting down, so there is nothing to retry or count.
+		c.keyLogger(rc).V(2).Info("Reconcile cancelled by the shutdown", "err", err.Error())
+		return
+	}
+	// Like controller-runtime, a reconcile counts as timed out when its own
+	// deadline fired, whatever it returned.
+	obs.TimedOut = c.opts.ReconcileTimeout > 0 && errors.Is(context.Cause(ctx), errReconcileTimeout)
 
 	switch {
 	case err == nil && res.RequeueAfter > 0:
@@ -406,9 +416,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 		c.keyLogger(rc).Error(err, "Reconcile failed with a terminal error; not retrying")
 	default:
 		obs.Outcome = OutcomeError
-		if c.opts.ReconcileTimeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			obs.TimedOut = true
-		}
 		c.queue.AddRateLimited(key)
 		if isConflict(err) {
 			// A 409 (a stale resourceVersion, or a create of an object the
@@ -445,9 +452,30 @@ func (c *Controller[K]) safeReconcile(ctx context.Context, rc *reconcileContext[
 	return res, false, err
 }
 
-// isConflict reports whether err is, or wraps, an HTTP 409 from the API
-// server: a resourceVersion conflict or an AlreadyExists.
+// errReconcileTimeout is the cause of a reconcile context whose
+// ReconcileTimeout expired.
+var errReconcileTimeout = errors.New("reconcile timeout")
+
+// isConflict reports whether err is an HTTP 409 from the API server (a
+// resourceVersion conflict or an AlreadyExists), through any wrapping. A
+// joined error is a conflict only when every error it joins is one, so that
+// a real failure joined to a conflict is never logged quietly.
 func isConflict(err error) bool {
-	var status apierrors.APIStatus
-	return errors.As(err, &status) && status.Status().Code == http.StatusConflict
+	switch e := err.(type) {
+	case nil:
+		return false
+	case apierrors.APIStatus:
+		return e.Status().Code == http.StatusConflict
+	case interface{ Unwrap() []error }:
+		errs := e.Unwrap()
+		for _, inner := range errs {
+			if inner != nil && !isConflict(inner) {
+				return false
+			}
+		}
+		return slices.ContainsFunc(errs, func(e error) bool { return e != nil })
+	case interface{ Unwrap() error }:
+		return isConflict(e.Unwrap())
+	}
+	return false
 }

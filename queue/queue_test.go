@@ -211,6 +211,38 @@ func TestOutcomes(t *testing.T) {
 			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
 		},
 		{
+			name: "conflicts joined to conflicts are quiet",
+			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
+				return reconcile.Result{}, errors.Join(conflict, fmt.Errorf("status: %w", conflict))
+			}, ok},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
+		},
+		{
+			name: "a failure joined after a conflict is logged",
+			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
+				return reconcile.Result{}, errors.Join(conflict, apierrors.NewForbidden(schema.GroupResource{Resource: "foos"}, "a", errors.New("no")))
+			}, ok},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
+			wantErrLog:  true,
+		},
+		{
+			name: "a failure joined before a conflict is logged",
+			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
+				return reconcile.Result{}, fmt.Errorf("sync: %w", errors.Join(errors.New("boom"), conflict))
+			}, ok},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
+			wantErrLog:  true,
+		},
+		{
 			name:        "panic is recovered and retried",
 			results:     []func() (reconcile.Result, error){func() (reconcile.Result, error) { panic("nil map") }, ok},
 			wantCalls:   2,
@@ -482,36 +514,83 @@ func TestShutdownTimeout(t *testing.T) {
 	}
 }
 
+// A reconcile whose own deadline fired counts as timed out whatever it
+// returned, as in controller-runtime.
 func TestReconcileTimeout(t *testing.T) {
-	var calls atomic.Int32
-	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
-		if calls.Add(1) == 1 {
-			<-ctx.Done()
+	tests := []struct {
+		name string
+		// after the deadline fired, the first reconcile returns this
+		result  func(ctx context.Context) (reconcile.Result, error)
+		outcome queue.Outcome
+	}{
+		{name: "error", outcome: queue.OutcomeError, result: func(ctx context.Context) (reconcile.Result, error) {
 			return reconcile.Result{}, fmt.Errorf("waiting for the API: %w", ctx.Err())
-		}
-		_, hasDeadline := ctx.Deadline()
-		if !hasDeadline {
-			return reconcile.Result{}, errors.New("no deadline on the reconcile context")
-		}
-		return reconcile.Result{}, nil
+		}},
+		{name: "success", outcome: queue.OutcomeSuccess, result: func(context.Context) (reconcile.Result, error) {
+			return reconcile.Result{}, nil
+		}},
+		{name: "requeue after", outcome: queue.OutcomeRequeueAfter, result: func(context.Context) (reconcile.Result, error) {
+			return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+				if calls.Add(1) == 1 {
+					<-ctx.Done()
+					return tt.result(ctx)
+				}
+				if _, hasDeadline := ctx.Deadline(); !hasDeadline {
+					return reconcile.Result{}, errors.New("no deadline on the reconcile context")
+				}
+				return reconcile.Result{}, nil
+			})
+			metrics := &fakeMetrics{}
+			c, err := queue.New("reconcile-timeout", r, queue.Options[string]{
+				ReconcileTimeout: 10 * time.Millisecond,
+				Metrics:          metrics,
+				RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
+			})
+			require.NoError(t, err)
+			stop := startController(t, context.Background(), c)
+			c.Add("ns/a")
+			if tt.outcome != queue.OutcomeError && tt.outcome != queue.OutcomeRequeueAfter {
+				require.Eventually(t, func() bool { return len(metrics.observations()) == 1 }, waitFor, time.Millisecond)
+				c.Add("ns/a")
+			}
+			require.Eventually(t, func() bool { return len(metrics.observations()) == 2 }, waitFor, time.Millisecond)
+			require.NoError(t, stop())
+			obs := metrics.observations()
+			assert.True(t, obs[0].TimedOut)
+			assert.Equal(t, tt.outcome, obs[0].Outcome)
+			assert.GreaterOrEqual(t, obs[0].Duration, 10*time.Millisecond)
+			assert.Equal(t, queue.OutcomeSuccess, obs[1].Outcome)
+			assert.False(t, obs[1].TimedOut)
+		})
+	}
+}
+
+// A reconcile cancelled by the shutdown did not fail: it is neither logged
+// as an error nor counted.
+func TestReconcileCancelledByShutdown(t *testing.T) {
+	entered := make(chan struct{})
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		close(entered)
+		<-ctx.Done()
+		return reconcile.Result{}, fmt.Errorf("writing: %w", ctx.Err())
 	})
 	metrics := &fakeMetrics{}
-	c, err := queue.New("reconcile-timeout", r, queue.Options[string]{
-		ReconcileTimeout: 10 * time.Millisecond,
-		Metrics:          metrics,
-		RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
-	})
+	logs := &logBuffer{}
+	c, err := queue.New("cancelled", r, queue.Options[string]{ShutdownTimeout: 10 * time.Millisecond, Metrics: metrics})
 	require.NoError(t, err)
-	stop := startController(t, context.Background(), c)
+	stop := startController(t, logs.context(), c)
 	c.Add("ns/a")
-	require.Eventually(t, func() bool { return len(metrics.observations()) == 2 }, waitFor, time.Millisecond)
+	<-entered
 	require.NoError(t, stop())
-	obs := metrics.observations()
-	assert.True(t, obs[0].TimedOut)
-	assert.Equal(t, queue.OutcomeError, obs[0].Outcome)
-	assert.GreaterOrEqual(t, obs[0].Duration, 10*time.Millisecond)
-	assert.Equal(t, queue.OutcomeSuccess, obs[1].Outcome)
-	assert.False(t, obs[1].TimedOut)
+	assert.Empty(t, metrics.observations(), "no reconcile result is counted")
+	assert.False(t, logs.hasError("ns/a"), "no error-level log line:\n%s", logs.String())
+	assert.Contains(t, logs.String(), "Reconcile cancelled by the shutdown")
 }
 
 func TestContextualLogger(t *testing.T) {
