@@ -50,8 +50,8 @@ type keyQueue[K comparable] struct {
 	freshRun int
 	// seq numbers low-lane entries, so that a stale entry cannot stand for
 	// a later low-priority add of the same key.
-	seq        uint64
-	processing int
+	seq          uint64
+	processing   int
 	shuttingDown bool
 	drain        bool
 
