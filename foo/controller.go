@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ctrlkit/ctrlkit/events"
@@ -41,6 +42,7 @@ import (
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions/samplecontroller/v1alpha1"
 	foolisters "github.com/ctrlkit/ctrlkit/foo/generated/listers/samplecontroller/v1alpha1"
 
+	appsv1 "k8s.io/api/apps/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -65,9 +67,11 @@ const (
 	MessageResourceExists = "Resource %q already exists and is not managed by Foo"
 )
 
-// ErrResourceExists is wrapped by the error returned for a Foo whose
-// Deployment is controlled by something else. That error is retried with
-// backoff, because the other Deployment may go away.
+// ErrResourceExists is wrapped by the terminal error returned for a Foo
+// whose Deployment is controlled by something else. It is reported (Warning
+// event, Ready=False) once per generation of the Foo and not retried: the
+// controller watches Deployments by name, so the Foo is reconciled again as
+// soon as that Deployment changes or goes.
 var ErrResourceExists = errors.New("deployment exists and is not controlled by this Foo")
 
 // Options configures NewController. Zero values select the defaults of the
@@ -96,10 +100,13 @@ type Controller struct {
 	foos         fooclientset.Interface
 	fooLister    foolisters.FooLister
 	deployLister appslisters.DeploymentLister
-	deployIndex  cache.Indexer
-	recorder     record.EventRecorder
-	queue        *queue.Controller[cache.ObjectName]
-	synced       []cache.InformerSynced
+	// byControllerUID files Deployments under their controller's UID;
+	// byDeploymentName files Foos under the Deployment they want.
+	byControllerUID  *informer.Index[*appsv1.Deployment]
+	byDeploymentName *informer.Index[*samplev1alpha1.Foo]
+	recorder         record.EventRecorder
+	queue            *queue.Controller[cache.ObjectName]
+	synced           []cache.InformerSynced
 }
 
 // NewController wires a Foo controller onto the given informers; it
@@ -128,16 +135,22 @@ func NewController(
 		}
 	}
 	deployInf := deploymentInformer.Informer()
-	if err := addControllerIndex(deployInf); err != nil {
-		return nil, err
+	byControllerUID, err := informer.NewIndex(deployInf, controllerUIDIndex, controllerUID)
+	if err != nil {
+		return nil, fmt.Errorf("foo: %w (%s)", err, indexRegistrationHint)
+	}
+	byDeploymentName, err := informer.NewIndex(fooInformer.Informer(), deploymentNameIndex, wantedDeployment)
+	if err != nil {
+		return nil, fmt.Errorf("foo: %w (%s)", err, indexRegistrationHint)
 	}
 	c := &Controller{
-		kube:         kubeClient,
-		foos:         fooClient,
-		fooLister:    fooInformer.Lister(),
-		deployLister: deploymentInformer.Lister(),
-		deployIndex:  deployInf.GetIndexer(),
-		recorder:     recorder,
+		kube:             kubeClient,
+		foos:             fooClient,
+		fooLister:        fooInformer.Lister(),
+		deployLister:     deploymentInformer.Lister(),
+		byControllerUID:  byControllerUID,
+		byDeploymentName: byDeploymentName,
+		recorder:         recorder,
 	}
 	q, err := queue.New(ControllerName, reconcile.Reconciler[cache.ObjectName](c), queue.Options[cache.ObjectName]{
 		Workers:          opts.Workers,
@@ -153,21 +166,20 @@ func NewController(
 
 	// Objects of an unexpected type are reported through ctx's logger.
 	handlerCtx := informer.WithContext(ctx)
-	fooSynced, _, err := informer.Register(ctx, fooInformer.Informer(),
-		// Initial-list and resync events wait behind fresh changes.
-		informer.PriorityEnqueueHandler[*samplev1alpha1.Foo](q.Add, q.AddLowPriority, handlerCtx))
+	fooReg, err := fooInformer.Informer().AddEventHandler(informer.EnqueueHandler[*samplev1alpha1.Foo](q, handlerCtx))
 	if err != nil {
 		q.ShutDown()
 		return nil, fmt.Errorf("foo: watching Foos: %w", err)
 	}
-	deploySynced, _, err := informer.Register(ctx, deployInf,
-		owner.EnqueueHandler(samplev1alpha1.Kind("Foo"), q.Add,
-			owner.WithLowPriority(q.AddLowPriority), owner.WithHandlerOptions(handlerCtx)))
+	// A Deployment concerns the Foo that controls it and, whoever controls
+	// it, the Foos that want its name: a Foo refused because of a foreign
+	// Deployment recovers as soon as that Deployment goes.
+	deployReg, err := deployInf.AddEventHandler(informer.EnqueueMappedHandler(c.concernedFoos, q, handlerCtx))
 	if err != nil {
 		q.ShutDown()
 		return nil, fmt.Errorf("foo: watching Deployments: %w", err)
 	}
-	c.synced = []cache.InformerSynced{fooSynced, deploySynced}
+	c.synced = []cache.InformerSynced{fooReg.HasSynced, deployReg.HasSynced}
 	if err := q.WaitForSync(c.synced...); err != nil {
 		q.ShutDown()
 		return nil, fmt.Errorf("foo: %w", err)
@@ -199,3 +211,15 @@ func (c *Controller) ShutDown() { c.queue.ShutDown() }
 
 // Enqueue asks for the Foo with the given key to be reconciled.
 func (c *Controller) Enqueue(key cache.ObjectName) { c.queue.Add(key) }
+
+// concernedFoos returns the keys of the Foos a Deployment concerns: the Foo
+// that controls it, and the Foos that want a Deployment of its name.
+func (c *Controller) concernedFoos(d *appsv1.Deployment) []cache.ObjectName {
+	keys, _ := c.byDeploymentName.Keys(cache.MetaObjectToName(d).String())
+	if ref, ok := owner.ControllerOfKind(d, samplev1alpha1.Kind("Foo")); ok {
+		if k := (cache.ObjectName{Namespace: d.Namespace, Name: ref.Name}); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}

@@ -224,7 +224,7 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
-			name: "replaces a foreign container list",
+			name: "adds its container beside others and keeps them",
 			objects: []runtime.Object{
 				withStatus(web(), 3, metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady, readyMsg("web", 3, 3)),
 				func() *appsv1.Deployment {
@@ -240,8 +240,50 @@ func TestReconcile(t *testing.T) {
 			wantReady:  metav1.ConditionTrue, wantReason: samplev1alpha1.ReasonDeploymentReady, wantMsg: readyMsg("web", 3, 3), wantAvail: 3,
 			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
 				d := reconciletest.Object[*appsv1.Deployment](t, writes[0])
-				assert.Equal(t, []corev1.Container{{Name: "nginx", Image: "nginx:latest"}}, d.Spec.Template.Spec.Containers)
+				names := []string{}
+				for _, c := range d.Spec.Template.Spec.Containers {
+					names = append(names, c.Name+"="+c.Image)
+				}
+				assert.Equal(t, []string{"sidecar=nginx:latest", "nginx=nginx:latest"}, names)
 				assert.Equal(t, "example-foo", d.Spec.Template.Labels["controller"])
+			},
+		},
+		{
+			name: "leaves a sidecar alone",
+			objects: []runtime.Object{
+				withStatus(web(), 3, metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady, readyMsg("web", 3, 3)),
+				func() *appsv1.Deployment {
+					d := deploymentFor(web(), "web", 3, 3)
+					d.Spec.Template.Spec.Containers = append([]corev1.Container{{Name: "proxy", Image: "envoy:1"}},
+						d.Spec.Template.Spec.Containers...)
+					d.Annotations = map[string]string{"policy.example.com/injected": "true"}
+					return d
+				}(),
+			},
+			foo:        "example-foo",
+			wantWrites: nil,
+			wantReady:  metav1.ConditionTrue, wantReason: samplev1alpha1.ReasonDeploymentReady, wantMsg: readyMsg("web", 3, 3), wantAvail: 3,
+		},
+		{
+			name: "corrects its own container beside a sidecar",
+			objects: []runtime.Object{
+				withStatus(web(), 3, metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady, readyMsg("web", 3, 3)),
+				func() *appsv1.Deployment {
+					d := deploymentFor(web(), "web", 3, 3)
+					d.Spec.Template.Spec.Containers[0].Image = "nginx:1.0"
+					d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoy:1"})
+					return d
+				}(),
+			},
+			foo:        "example-foo",
+			wantWrites: []string{"update apps/v1/deployments default/web"},
+			wantEvents: []string{"Normal Synced"},
+			wantReady:  metav1.ConditionTrue, wantReason: samplev1alpha1.ReasonDeploymentReady, wantMsg: readyMsg("web", 3, 3), wantAvail: 3,
+			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
+				c := reconciletest.Object[*appsv1.Deployment](t, writes[0]).Spec.Template.Spec.Containers
+				require.Len(t, c, 2)
+				assert.Equal(t, "nginx:latest", c[0].Image)
+				assert.Equal(t, corev1.Container{Name: "proxy", Image: "envoy:1"}, c[1])
 			},
 		},
 		{
@@ -281,7 +323,7 @@ func TestReconcile(t *testing.T) {
 			wantWrites: []string{"update samplecontroller.k8s.io/v1alpha1/foos/status default/example-foo"},
 			wantErr: func(t *testing.T, err error) {
 				assert.ErrorIs(t, err, foo.ErrResourceExists)
-				assert.False(t, reconcile.IsTerminal(err), "retried with backoff: the Deployment may go away")
+				assert.True(t, reconcile.IsTerminal(err), "not retried: the Deployment watch wakes the Foo up")
 			},
 			wantEvents: []string{"Warning ErrResourceExists"},
 			wantReady:  metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonErrResourceExists,
@@ -298,15 +340,14 @@ func TestReconcile(t *testing.T) {
 			wantMsg: `Resource "web" already exists and is not managed by Foo`,
 		},
 		{
-			name: "foreign Deployment already reported: only the event repeats",
+			name: "foreign Deployment already reported: nothing repeats",
 			objects: []runtime.Object{
 				withStatus(web(), 0, metav1.ConditionFalse, samplev1alpha1.ReasonErrResourceExists, `Resource "web" already exists and is not managed by Foo`),
 				foreign(),
 			},
 			foo:        "example-foo",
 			wantWrites: nil,
-			wantErr:    func(t *testing.T, err error) { assert.ErrorIs(t, err, foo.ErrResourceExists) },
-			wantEvents: []string{"Warning ErrResourceExists"},
+			wantEvents: nil,
 			wantReady:  metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonErrResourceExists,
 			wantMsg: `Resource "web" already exists and is not managed by Foo`,
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,8 +55,9 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	if err := c.writeStatus(ctx, s); err != nil {
 		return reconcile.Result{}, errors.Join(syncErr, err)
 	}
-	if s.gone {
-		// Deleted while being reconciled: nothing is left to retry.
+	if s.gone || errors.Is(syncErr, errAlreadyReported) {
+		// Deleted while being reconciled, or refused as before: nothing
+		// is left to retry.
 		return reconcile.Result{}, nil
 	}
 	if syncErr != nil {
@@ -83,11 +85,7 @@ type syncState struct {
 // the event and condition once per generation, and returns a terminal error
 // so the key is not retried until the Foo changes.
 func (c *Controller) rejectInvalidSpec(ctx context.Context, s *syncState, msg string) (reconcile.Result, error) {
-	cond := meta.FindStatusCondition(s.status.Conditions, samplev1alpha1.ConditionReady)
-	alreadyReported := cond != nil && cond.Status == metav1.ConditionFalse &&
-		cond.Reason == samplev1alpha1.ReasonInvalidSpec && cond.Message == msg &&
-		cond.ObservedGeneration == s.foo.Generation && s.status.ObservedGeneration == s.foo.Generation
-	if alreadyReported {
+	if reported(s, samplev1alpha1.ReasonInvalidSpec, msg) {
 		klog.FromContext(ctx).V(4).Info("Invalid spec already reported", "problem", msg)
 		return reconcile.Result{}, nil
 	}
@@ -101,6 +99,19 @@ func (c *Controller) rejectInvalidSpec(ctx context.Context, s *syncState, msg st
 	}
 	return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("invalid Foo spec: %s", msg))
 }
+
+// reported reports whether the Foo's status already says Ready=False with
+// this reason and message for its current generation: the problem was
+// reported (event and condition) and nothing changed since.
+func reported(s *syncState, reason, msg string) bool {
+	cond := meta.FindStatusCondition(s.status.Conditions, samplev1alpha1.ConditionReady)
+	return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == reason && cond.Message == msg &&
+		cond.ObservedGeneration == s.foo.Generation && s.status.ObservedGeneration == s.foo.Generation
+}
+
+// errAlreadyReported stops a reconcile whose problem was reported before;
+// Reconcile turns it into success.
+var errAlreadyReported = errors.New("already reported")
 
 // syncDeployment creates or corrects the Deployment the Foo names. It
 // returns the Deployment as last seen (nil if there is none it controls).
@@ -131,9 +142,15 @@ func (c *Controller) syncDeployment(ctx context.Context, s *syncState) (*appsv1.
 
 	if owner.Check(existing, foo) != owner.Controlled {
 		msg := fmt.Sprintf(MessageResourceExists, name)
+		if reported(s, samplev1alpha1.ReasonErrResourceExists, msg) {
+			klog.FromContext(ctx).V(4).Info("Foreign Deployment already reported", "deployment", klog.KObj(existing))
+			return nil, errAlreadyReported
+		}
 		c.recorder.Event(foo, corev1.EventTypeWarning, samplev1alpha1.ReasonErrResourceExists, msg)
 		setReady(s, metav1.ConditionFalse, samplev1alpha1.ReasonErrResourceExists, msg)
-		return nil, fmt.Errorf("Deployment %s/%s: %w", foo.Namespace, name, ErrResourceExists)
+		// Retrying cannot help: the Foo is reconciled again when the
+		// Deployment of that name changes or goes, or when the Foo changes.
+		return nil, reconcile.Terminal(fmt.Errorf("Deployment %s/%s: %w", foo.Namespace, name, ErrResourceExists))
 	}
 
 	desired, drifted := correctDeployment(existing, foo)
@@ -152,14 +169,13 @@ func (c *Controller) syncDeployment(ctx context.Context, s *syncState) (*appsv1.
 // deleteStaleDeployments deletes Deployments this Foo controls under a name
 // other than spec.deploymentName: they are left over from a rename.
 func (c *Controller) deleteStaleDeployments(ctx context.Context, s *syncState) error {
-	controlled, err := c.deployIndex.ByIndex(controllerUIDIndex, string(s.foo.UID))
+	controlled, err := c.byControllerUID.List(string(s.foo.UID))
 	if err != nil {
 		return fmt.Errorf("looking up Deployments of Foo %s: %w", klog.KObj(s.foo), err)
 	}
 	var errs []error
-	for _, obj := range controlled {
-		d, ok := obj.(*appsv1.Deployment)
-		if !ok || d.Namespace != s.foo.Namespace || d.Name == s.foo.Spec.DeploymentName || d.DeletionTimestamp != nil {
+	for _, d := range controlled {
+		if d.Namespace != s.foo.Namespace || d.Name == s.foo.Spec.DeploymentName || d.DeletionTimestamp != nil {
 			continue
 		}
 		uid := d.UID
@@ -263,10 +279,13 @@ func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	}
 }
 
-// correctDeployment compares the fields the controller sets (replicas, pod
-// labels, the nginx container's name and image) and returns a corrected copy
-// when any of them drifted. Fields the API server defaults, or that others
-// add, are left alone, so a matching Deployment is never rewritten.
+// correctDeployment compares the fields the controller owns (replicas, its
+// pod labels, and its own container, found by name: its image) and returns a
+// corrected copy when any of them drifted. A missing container of its own is
+// added after the others. Everything else, including containers others
+// added (a sidecar injected by a policy or by kubectl edit), annotations and
+// fields the API server defaults, is left alone, so a matching Deployment is
+// never rewritten.
 func correctDeployment(existing *appsv1.Deployment, foo *samplev1alpha1.Foo) (*appsv1.Deployment, bool) {
 	d := existing.DeepCopy()
 	drifted := false
@@ -285,37 +304,34 @@ func correctDeployment(existing *appsv1.Deployment, foo *samplev1alpha1.Foo) (*a
 	}
 	want := nginxContainer()
 	containers := d.Spec.Template.Spec.Containers
-	switch {
-	case len(containers) != 1 || containers[0].Name != want.Name:
-		d.Spec.Template.Spec.Containers = []corev1.Container{want}
+	switch i := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == want.Name }); {
+	case i < 0:
+		d.Spec.Template.Spec.Containers = append(containers, want)
 		drifted = true
-	case containers[0].Image != want.Image:
-		d.Spec.Template.Spec.Containers[0].Image = want.Image
+	case containers[i].Image != want.Image:
+		containers[i].Image = want.Image
 		drifted = true
 	}
 	return d, drifted
 }
 
-// controllerUIDIndex indexes Deployments by the UID of their controller, to
-// find the Deployments a Foo controls without scanning the namespace.
-const controllerUIDIndex = "ctrlkit.foo/controller-uid"
+// Index names. Deployments are filed under the UID of their controller, to
+// find the Deployments a Foo controls without scanning the namespace; Foos
+// under the namespace/name of the Deployment they want, to find the Foos
+// that a Deployment's appearance, change or removal concerns.
+const (
+	controllerUIDIndex    = "ctrlkit.foo/controller-uid"
+	deploymentNameIndex   = "ctrlkit.foo/deployment-name"
+	indexRegistrationHint = "call NewController before starting the informers"
+)
 
-func addControllerIndex(inf cache.SharedIndexInformer) error {
-	if _, exists := inf.GetIndexer().GetIndexers()[controllerUIDIndex]; exists {
-		return nil
-	}
-	err := inf.AddIndexers(cache.Indexers{controllerUIDIndex: func(obj any) ([]string, error) {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, nil
-		}
-		if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
-			return []string{string(ref.UID)}, nil
-		}
-		return nil, nil
-	}})
-	if err != nil {
-		return fmt.Errorf("foo: indexing Deployments by controller (call NewController before starting the informers): %w", err)
+func controllerUID(d *appsv1.Deployment) []string {
+	if ref := metav1.GetControllerOfNoCopy(d); ref != nil {
+		return []string{string(ref.UID)}
 	}
 	return nil
+}
+
+func wantedDeployment(foo *samplev1alpha1.Foo) []string {
+	return []string{cache.ObjectName{Namespace: foo.Namespace, Name: foo.Spec.DeploymentName}.String()}
 }

@@ -2,6 +2,7 @@ package foo_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,4 +146,70 @@ func TestControllerRun(t *testing.T) {
 	}
 	kubeInformers.Shutdown()
 	fooInformers.Shutdown()
+}
+
+// A Foo refused because a foreign Deployment has its Deployment's name is
+// reported once and not retried, and recovers as soon as that Deployment
+// goes: the controller watches Deployments by name. Without resyncs, only
+// that watch can tell.
+func TestForeignDeploymentRemoved(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ctx, cancel := context.WithCancel(reconciletest.Context(t))
+
+	foreign := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	kube := kubefake.NewClientset(foreign)
+	foos := foofake.NewSimpleClientset(newFoo("example-foo", "web", ptr.To[int32](1)))
+	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 0)
+	fooInformers := fooinformers.NewSharedInformerFactory(foos, 0)
+	defer func() {
+		cancel()
+		kubeInformers.Shutdown()
+		fooInformers.Shutdown()
+	}()
+	recorder := eventstest.NewRecorder()
+	metrics := &countingMetrics{}
+	ctrl, err := foo.NewController(ctx, kube, foos, kubeInformers.Apps().V1().Deployments(),
+		fooInformers.Samplecontroller().V1alpha1().Foos(), foo.Options{Recorder: recorder, Metrics: metrics})
+	require.NoError(t, err)
+	kubeInformers.Start(ctx.Done())
+	fooInformers.Start(ctx.Done())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+
+	fooClient := foos.SamplecontrollerV1alpha1().Foos(ns)
+	require.Eventually(t, func() bool {
+		f, err := fooClient.Get(ctx, "example-foo", metav1.GetOptions{})
+		cond := meta.FindStatusCondition(f.Status.Conditions, samplev1alpha1.ConditionReady)
+		return err == nil && cond != nil && cond.Reason == samplev1alpha1.ReasonErrResourceExists
+	}, eventually, time.Millisecond, "the Foo is refused")
+
+	// Changes of the Foo that leave its spec alone reconcile it again; the
+	// refusal is not reported again.
+	for i := range 5 {
+		before := metrics.reconciles.Load()
+		f, err := fooClient.Get(ctx, "example-foo", metav1.GetOptions{})
+		require.NoError(t, err)
+		f.Labels = map[string]string{"touched": fmt.Sprint(i)}
+		_, err = fooClient.Update(ctx, f, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return metrics.reconciles.Load() > before }, eventually, time.Millisecond)
+	}
+	var warnings int
+	for _, e := range recorder.Events() {
+		if e.Reason == samplev1alpha1.ReasonErrResourceExists {
+			warnings++
+		}
+	}
+	assert.Equal(t, 1, warnings, "one Warning event for one refusal: %v", recorder.Events())
+	assert.Equal(t, int64(1), metrics.errors.Load(), "the refusal is not retried")
+
+	// The foreign Deployment goes: the Foo gets its own.
+	require.NoError(t, kube.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		d, err := kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && metav1.GetControllerOf(d) != nil && metav1.GetControllerOf(d).Name == "example-foo"
+	}, 5*time.Second, time.Millisecond, "the Foo creates its Deployment once the foreign one is gone")
+
+	cancel()
+	require.NoError(t, <-done)
 }

@@ -13,23 +13,21 @@
 // on it.
 //
 // The common case is a controller that enqueues the key of every changed
-// object, and starts its workers only once the handler has seen every
-// object that existed when the informer started:
+// object. The queue (a *queue.Controller, or any Queue) gets initial-list
+// adds and resyncs at low priority and everything else at normal priority;
+// the controller registers the handler itself and starts its workers once
+// the handler has seen the informer's initial list:
 //
-//	synced, _, err := informer.Register(ctx, fooInformer.Informer(),
-//		informer.EnqueueHandler[*v1alpha1.Foo](ctrl.Add,
-//			informer.SkipUnchangedResync(),
-//			informer.WithPredicates(informer.GenerationChanged()),
-//		))
-//	if err != nil {
-//		return err
-//	}
-//	if err := ctrl.WaitForSync(synced); err != nil { // the worker loop waits for it
-//		return err
-//	}
+//	err := ctrl.Watch(fooInformer.Informer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl,
+//		informer.WithPredicates(informer.GenerationChanged())))
 //
-// Keys are cache.ObjectName values (namespace and name). Enqueue functions
-// are called synchronously from the informer's notification goroutine for
-// the handler; they should be cheap and must not block. A workqueue's Add
-// (or the worker loop's) is both.
+// Objects that refer to others are found through typed indexes: NewIndex
+// files the objects of an informer under values of their own, and
+// EnqueueByIndex maps an object of another kind to the keys of the objects
+// filed under its values.
+//
+// Keys are cache.ObjectName values (namespace and name). Queue methods are
+// called synchronously from the informer's notification goroutine for the
+// handler; they should be cheap and must not block. A workqueue's Add (or
+// the worker loop's) is both.
 package informer

@@ -7,84 +7,129 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// EnqueueHandler returns a handler (see NewHandler) that passes the key of
-// every added, updated and deleted object of type T to enqueue:
+// Queue is where the handlers of this package put keys: Add for events that
+// carry a change, AddLowPriority for events that carry none (an informer's
+// initial list, resyncs). A queue that serves low-priority keys after the
+// others lets a controller that starts with many objects, or resyncs them,
+// handle fresh changes first. *queue.Controller is a Queue; QueueFunc turns
+// a plain add function (a client-go workqueue's Add) into one.
 //
-//	fooInformer.Informer().AddEventHandler(informer.EnqueueHandler[*v1alpha1.Foo](ctrl.Add))
-//
-// The key is the object's namespace and name. A tombstone is enqueued under
-// the key of the object inside it, after the predicates have judged that
-// object. enqueue is called synchronously for each event that passes;
-// it should be a plain, non-rate-limited add such as a workqueue's Add, so
-// that informer events are never delayed by a key's retry backoff.
-func EnqueueHandler[T metav1.Object](enqueue func(cache.ObjectName), opts ...Option) cache.ResourceEventHandler {
-	return NewHandler(Funcs[T]{
-		AddFunc:    func(obj T, _ bool) { enqueue(cache.MetaObjectToName(obj)) },
-		UpdateFunc: func(_, newObj T) { enqueue(cache.MetaObjectToName(newObj)) },
-		DeleteFunc: func(obj T, _ bool) { enqueue(cache.MetaObjectToName(obj)) },
-	}, opts...)
+// Both methods are called synchronously on the informer's notification
+// goroutine; they should be cheap, must not block, and should not be rate
+// limited, so that events are never delayed by a key's retry backoff.
+type Queue[K comparable] interface {
+	Add(key K)
+	AddLowPriority(key K)
 }
 
-// PriorityEnqueueHandler is EnqueueHandler with a second enqueue function,
-// enqueueLow, for events that carry no change: adds that belong to the
-// informer's initial list (isInInitialList) and updates whose old and new
-// objects have the same, non-empty resourceVersion (resyncs). Every other
-// event goes to enqueue. With a queue that serves enqueueLow after
-// enqueue, a controller that starts with many objects, or resyncs them,
-// still handles fresh changes first.
+// QueueFunc is a Queue that passes every key to the same function,
+// whatever its priority.
+type QueueFunc[K comparable] func(key K)
+
+// Add calls f(key).
+func (f QueueFunc[K]) Add(key K) { f(key) }
+
+// AddLowPriority calls f(key).
+func (f QueueFunc[K]) AddLowPriority(key K) { f(key) }
+
+// EnqueueHandler returns a handler (see NewHandler) that passes the key
+// (namespace and name) of every added, updated and deleted object of type T
+// to q:
 //
-// Predicates given in opts judge every event before it is routed. With
-// SkipUnchangedResync, resyncs are dropped instead of going to enqueueLow.
-func PriorityEnqueueHandler[T metav1.Object](enqueue, enqueueLow func(cache.ObjectName), opts ...Option) cache.ResourceEventHandler {
-	return NewHandler(Funcs[T]{
-		AddFunc: func(obj T, isInInitialList bool) {
-			if isInInitialList {
-				enqueueLow(cache.MetaObjectToName(obj))
-				return
-			}
-			enqueue(cache.MetaObjectToName(obj))
-		},
-		UpdateFunc: func(oldObj, newObj T) {
-			if !resourceVersionChanged(oldObj, newObj) {
-				enqueueLow(cache.MetaObjectToName(newObj))
-				return
-			}
-			enqueue(cache.MetaObjectToName(newObj))
-		},
-		DeleteFunc: func(obj T, _ bool) { enqueue(cache.MetaObjectToName(obj)) },
-	}, opts...)
+//	registration, err := fooInformer.Informer().AddEventHandler(informer.EnqueueHandler[*v1alpha1.Foo](ctrl))
+//
+// Adds of the informer's initial list and resyncs (updates with an
+// unchanged resourceVersion) go to q.AddLowPriority, everything else to
+// q.Add. A tombstone is enqueued under the key of the object inside it,
+// after the predicates have judged that object. A tombstone without an
+// object (the informer knew only its key) cannot be judged: its key is
+// enqueued anyway, since a needless reconcile is harmless and a lost delete
+// is not.
+func EnqueueHandler[T metav1.Object](q Queue[cache.ObjectName], opts ...Option) cache.ResourceEventHandler {
+	h := EnqueueMappedHandler(func(obj T) []cache.ObjectName {
+		return []cache.ObjectName{cache.MetaObjectToName(obj)}
+	}, q, opts...).(*handler[T])
+	h.deleteKey = func(key string) bool {
+		name, err := cache.ParseObjectName(key)
+		if err != nil {
+			return false
+		}
+		q.Add(name)
+		return true
+	}
+	return h
 }
 
 // EnqueueMappedHandler returns a handler (see NewHandler) that maps every
 // object of type T to zero or more keys with keys and passes each key to
-// enqueue. It is the building block for handlers that enqueue something
-// other than the object itself, such as its owner.
+// q. It is the building block for handlers that enqueue something other
+// than the object itself, such as its owner.
 //
 // On add and delete the keys of the object are enqueued. On update the keys
 // of the new object are enqueued, followed by those keys of the old object
 // that the new one does not have: when a mapping changes (for example the
 // object moved to another owner) both sides are told, and a key both sides
-// share is enqueued once. keys and enqueue are called synchronously on the
-// informer's notification goroutine; enqueue should not be rate limited.
-func EnqueueMappedHandler[T metav1.Object, K comparable](keys func(obj T) []K, enqueue func(K), opts ...Option) cache.ResourceEventHandler {
-	each := func(obj T) {
-		for _, k := range keys(obj) {
-			enqueue(k)
+// share is enqueued once. Adds of the informer's initial list and resyncs
+// go to q.AddLowPriority, everything else to q.Add. keys is called
+// synchronously on the informer's notification goroutine.
+func EnqueueMappedHandler[T metav1.Object, K comparable](keys func(obj T) []K, q Queue[K], opts ...Option) cache.ResourceEventHandler {
+	send := func(low bool) func(K) {
+		if low {
+			return q.AddLowPriority
 		}
+		return q.Add
 	}
 	return NewHandler(Funcs[T]{
-		AddFunc: func(obj T, _ bool) { each(obj) },
+		AddFunc: func(obj T, isInInitialList bool) {
+			add := send(isInInitialList)
+			for _, k := range keys(obj) {
+				add(k)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj T) {
+			add := send(!resourceVersionChanged(oldObj, newObj))
 			newKeys := keys(newObj)
 			for _, k := range newKeys {
-				enqueue(k)
+				add(k)
 			}
 			for _, k := range keys(oldObj) {
 				if !slices.Contains(newKeys, k) {
-					enqueue(k)
+					add(k)
 				}
 			}
 		},
-		DeleteFunc: func(obj T, _ bool) { each(obj) },
+		DeleteFunc: func(obj T, _ bool) {
+			for _, k := range keys(obj) {
+				q.Add(k)
+			}
+		},
 	}, opts...)
+}
+
+// EnqueueByIndex returns a handler (see NewHandler) for objects of type S
+// that enqueues the keys of the objects of idx filed under values(obj): the
+// objects that refer to obj. For example, with Foos indexed by the name of
+// the Deployment they want, a Deployment handler whose values function
+// returns the Deployment's own namespace/name enqueues every Foo that wants
+// it, when it appears, changes or goes.
+//
+// On update, the referrers of both the old and the new object are enqueued
+// (each once), so a change of the value a referrer matches tells both sides.
+// A tombstone is unwrapped first; its last known state is looked up. Events
+// are routed to q's two priorities as by EnqueueMappedHandler.
+func EnqueueByIndex[S, T metav1.Object](idx *Index[T], values func(obj S) []string, q Queue[cache.ObjectName], opts ...Option) cache.ResourceEventHandler {
+	o := newOptions(opts)
+	referrers := func(obj S) []cache.ObjectName {
+		var out []cache.ObjectName
+		for _, v := range values(obj) {
+			keys, err := idx.Keys(v)
+			if err != nil {
+				o.report(o.ctx, err, "Looking up referrers failed", "index", idx.Name(), "value", v)
+				continue
+			}
+			out = append(out, keys...)
+		}
+		return out
+	}
+	return EnqueueMappedHandler(referrers, q, opts...)
 }

@@ -17,16 +17,15 @@ import (
 )
 
 // A controller enqueues the key of every Deployment labelled app=web whose
-// spec changed. In a real controller the handler goes to
-// informer.Register (or SharedInformer.AddEventHandler) and enqueue is the
-// workqueue's Add; here the informer's calls are made by hand.
+// spec changed. In a real controller the handler goes to the controller's
+// Watch (or SharedInformer.AddEventHandler) and the queue is the
+// controller; here the informer's calls are made by hand.
 func ExampleEnqueueHandler() {
-	enqueue := func(key cache.ObjectName) { fmt.Println("enqueue", key) }
+	enqueue := informer.QueueFunc[cache.ObjectName](func(key cache.ObjectName) { fmt.Println("enqueue", key) })
 	sel, _ := labels.Parse("app=web")
 
 	handler := informer.EnqueueHandler[*appsv1.Deployment](enqueue,
-		informer.SkipUnchangedResync(),
-		informer.WithPredicates(informer.LabelSelector(sel), informer.GenerationChanged()),
+		informer.WithPredicates(informer.ResourceVersionChanged(), informer.LabelSelector(sel), informer.GenerationChanged()),
 		// Reports go to utilruntime.HandleErrorWithContext by default.
 		informer.WithErrorHandler(func(_ context.Context, err error, _ string, _ ...any) {
 			fmt.Println("reported:", err)
@@ -87,10 +86,10 @@ func ExampleNewHandler() {
 	// delete web final state unknown: true
 }
 
-// Register wires a handler into a shared informer and returns the
-// registration's HasSynced. Once it reports true, every object of the
-// informer's initial list has been enqueued, so workers can start.
-func ExampleRegister() {
+// With a plain client-go workqueue, QueueFunc gives the handler one add
+// function for both priorities. The registration's HasSynced reports true
+// once every object of the informer's initial list has been enqueued.
+func ExampleQueueFunc() {
 	ctx, cancel := context.WithCancel(context.Background())
 
 	client := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})
@@ -104,14 +103,14 @@ func ExampleRegister() {
 	queue := workqueue.NewTyped[cache.ObjectName]()
 	defer queue.ShutDown()
 
-	synced, _, err := informer.Register(ctx, factory.Apps().V1().Deployments().Informer(),
-		informer.EnqueueHandler[*appsv1.Deployment](queue.Add))
+	reg, err := factory.Apps().V1().Deployments().Informer().AddEventHandler(
+		informer.EnqueueHandler[*appsv1.Deployment](informer.QueueFunc[cache.ObjectName](queue.Add)))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), synced) {
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		fmt.Println("not synced")
 		return
 	}
@@ -121,4 +120,41 @@ func ExampleRegister() {
 
 	// Output:
 	// queued: default/web remaining: 0
+}
+
+// An index files Deployments under the ConfigMaps they mount; a ConfigMap
+// handler enqueues the Deployments that mount a changed ConfigMap.
+func ExampleEnqueueByIndex() {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	deployments := factory.Apps().V1().Deployments().Informer()
+	byConfigMap, err := informer.NewIndex(deployments, "configmap", func(d *appsv1.Deployment) []string {
+		var refs []string
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.ConfigMap != nil {
+				refs = append(refs, d.Namespace+"/"+v.ConfigMap.Name)
+			}
+		}
+		return refs
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The informer would fill its cache; here one Deployment is put there.
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+	web.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "settings", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}},
+	}}}
+	_ = deployments.GetIndexer().Add(web)
+
+	handler := informer.EnqueueByIndex(byConfigMap, func(cm *corev1.ConfigMap) []string {
+		return []string{cm.Namespace + "/" + cm.Name}
+	}, informer.QueueFunc[cache.ObjectName](func(key cache.ObjectName) { fmt.Println("enqueue", key) }))
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings", ResourceVersion: "2"}}
+	old := settings.DeepCopy()
+	old.ResourceVersion = "1"
+	handler.OnUpdate(old, settings)
+
+	// Output:
+	// enqueue default/web
 }

@@ -86,7 +86,7 @@ func FuzzHandler(f *testing.F) {
 		r := &recorder{}
 		opts := []informer.Option{informer.WithErrorHandler(r.errorHandler)}
 		if skipResync {
-			opts = append(opts, informer.SkipUnchangedResync())
+			opts = append(opts, informer.WithPredicates(informer.ResourceVersionChanged()))
 		}
 		if filter {
 			opts = append(opts, informer.WithPredicates(informer.ObjectFunc(func(d *appsv1.Deployment) bool {

@@ -23,7 +23,7 @@ type Funcs[T metav1.Object] struct {
 
 	// UpdateFunc is called when an object changed, and also on every
 	// resync with oldObj and newObj carrying the same resourceVersion
-	// (see SkipUnchangedResync). oldObj is the last state the informer
+	// (the ResourceVersionChanged predicate drops those). oldObj is the last state the informer
 	// knew; several changes may have been merged into one update.
 	UpdateFunc func(oldObj, newObj T)
 
@@ -47,15 +47,15 @@ type Funcs[T metav1.Object] struct {
 //     an *UnexpectedTypeError to the error handler (see WithErrorHandler;
 //     by default utilruntime.HandleErrorWithContext) and the event is
 //     dropped;
-//  3. on update, drops resyncs if SkipUnchangedResync is set;
-//  4. runs the predicates given with WithPredicates, all of which must
+//  3. runs the predicates given with WithPredicates, all of which must
 //     pass;
-//  5. calls the matching callback of funcs.
+//  4. calls the matching callback of funcs.
 //
 // Filters therefore never see a tombstone, and a delete is filtered on the
 // real object. A tombstone without an object (the informer knew only the
-// key) cannot be filtered or typed and is reported like an unexpected type;
-// its Key is part of the report.
+// key) cannot be filtered or typed and is reported like an unexpected type,
+// with its Key in the report; handlers that need only the key
+// (EnqueueHandler) enqueue it instead.
 //
 // The returned handler never panics on the objects it receives; panics in
 // funcs or in user-supplied predicates are not recovered.
@@ -71,6 +71,9 @@ type handler[T metav1.Object] struct {
 	funcs    Funcs[T]
 	options  options
 	expected string
+	// deleteKey, when set, takes the key of a tombstone without an object
+	// and reports whether it could use it.
+	deleteKey func(key string) bool
 }
 
 // Event names used in reports.
@@ -106,9 +109,6 @@ func (h *handler[T]) OnUpdate(oldObj, newObj any) {
 	if !ok {
 		return
 	}
-	if h.options.skipUnchangedResync && !resourceVersionChanged(o, n) {
-		return
-	}
 	for _, p := range h.options.predicates {
 		if !p.Update(o, n) {
 			return
@@ -133,6 +133,9 @@ func (h *handler[T]) OnDelete(obj any) {
 		}
 		tombstone = d
 		obj = d.Obj
+	}
+	if tombstone != nil && tombstone.Obj == nil && h.deleteKey != nil && h.deleteKey(tombstone.Key) {
+		return
 	}
 	t, ok := h.cast(eventDelete, obj, tombstone)
 	if !ok {
@@ -224,14 +227,13 @@ func (e *UnexpectedTypeError) Error() string {
 }
 
 // Option configures a handler built by this package (NewHandler and the
-// Enqueue handlers).
+// Enqueue handlers). A nil Option is ignored.
 type Option func(*options)
 
 type options struct {
-	ctx                 context.Context
-	report              utilruntime.ErrorHandler
-	predicates          []Predicate
-	skipUnchangedResync bool
+	ctx        context.Context
+	report     utilruntime.ErrorHandler
+	predicates []Predicate
 }
 
 func newOptions(opts []Option) options {
@@ -261,19 +263,6 @@ func WithPredicates(ps ...Predicate) Option {
 			}
 		}
 	}
-}
-
-// SkipUnchangedResync drops update events whose old and new objects carry
-// the same, non-empty resourceVersion. Such updates are the informer's
-// periodic resyncs and relists that found nothing new; dropping them keeps
-// a controller from reconciling every cached object on each resync. Objects
-// without a resourceVersion are never dropped. The check runs before any
-// predicate.
-//
-// Do not use it when the controller relies on resyncs to retry work that
-// depends on something outside the watched object.
-func SkipUnchangedResync() Option {
-	return func(o *options) { o.skipUnchangedResync = true }
 }
 
 // WithContext sets the context passed to the error handler; its logger

@@ -317,8 +317,8 @@ func TestHandlerPredicates(t *testing.T) {
 			},
 		},
 		{
-			name: "skip unchanged resync",
-			opts: []informer.Option{informer.SkipUnchangedResync()},
+			name: "resource version changed",
+			opts: []informer.Option{informer.WithPredicates(informer.ResourceVersionChanged())},
 			events: []event{
 				{"resync", func(h cache.ResourceEventHandler) { h.OnUpdate(web, web) }, false},
 				{"change", func(h cache.ResourceEventHandler) { h.OnUpdate(web, webStatus) }, true},
@@ -326,18 +326,6 @@ func TestHandlerPredicates(t *testing.T) {
 					h.OnUpdate(deployment("ns", "a"), deployment("ns", "a"))
 				}, true},
 				{"add", func(h cache.ResourceEventHandler) { h.OnAdd(web, true) }, true},
-			},
-		},
-		{
-			name: "skip unchanged resync runs before predicates",
-			opts: []informer.Option{
-				informer.WithPredicates(informer.PredicateFuncs{UpdateFunc: func(o, n metav1.Object) bool {
-					panic("predicate must not run for a resync")
-				}}),
-				informer.SkipUnchangedResync(),
-			},
-			events: []event{
-				{"resync", func(h cache.ResourceEventHandler) { h.OnUpdate(web, web) }, false},
 			},
 		},
 		{

@@ -124,8 +124,9 @@ func GenerationChanged() Predicate {
 
 // ResourceVersionChanged returns a Predicate that passes adds and deletes,
 // and updates unless the old and new objects carry the same, non-empty
-// resourceVersion. See SkipUnchangedResync, which applies the same test
-// before all predicates.
+// resourceVersion: it drops the informer's periodic resyncs and relists that
+// found nothing new. Do not use it when the controller relies on resyncs to
+// retry work that depends on something outside the watched object.
 func ResourceVersionChanged() Predicate {
 	return PredicateFuncs{UpdateFunc: resourceVersionChanged}
 }

@@ -9,16 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/owner"
 )
 
 // A Foo controller watches the Deployments it creates and reconciles the
 // Foo that controls each one. In a real controller the handler goes to the
-// Deployment informer's AddEventHandler (or informer.Register) and enqueue
-// is the workqueue's Add; here the informer's calls are made by hand.
+// controller's Watch (or the Deployment informer's AddEventHandler) and the
+// queue is the controller; here the informer's calls are made by hand.
 func ExampleEnqueueHandler() {
 	fooKind := schema.GroupKind{Group: "samplecontroller.k8s.io", Kind: "Foo"}
-	enqueue := func(key cache.ObjectName) { fmt.Println("enqueue", key) }
+	enqueue := informer.QueueFunc[cache.ObjectName](func(key cache.ObjectName) { fmt.Println("enqueue", key) })
 	handler := owner.EnqueueHandler(fooKind, enqueue)
 
 	controlledBy := func(foo string) []metav1.OwnerReference {

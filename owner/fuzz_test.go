@@ -86,7 +86,7 @@ func FuzzEnqueueHandler(f *testing.F) {
 			opts = append(opts, owner.ClusterScoped())
 		}
 		var got []cache.ObjectName
-		h := owner.EnqueueHandler(gk, func(k cache.ObjectName) { got = append(got, k) }, opts...)
+		h := owner.EnqueueHandler(gk, informer.QueueFunc[cache.ObjectName](func(k cache.ObjectName) { got = append(got, k) }), opts...)
 
 		var want []cache.ObjectName
 		add := func(obj metav1.Object) {

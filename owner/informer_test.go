@@ -56,12 +56,12 @@ func TestEnqueueHandlerWithSharedInformer(t *testing.T) {
 
 	keys := &keyCounter{}
 	var reports atomic.Int32
-	handler := owner.EnqueueHandler(fooKind, keys.Add, owner.WithHandlerOptions(
+	handler := owner.EnqueueHandler(fooKind, informer.QueueFunc[cache.ObjectName](keys.Add), owner.WithHandlerOptions(
 		informer.WithErrorHandler(func(context.Context, error, string, ...any) { reports.Add(1) })))
-	synced, _, err := informer.Register(ctx, factory.Apps().V1().Deployments().Informer(), handler)
+	reg, err := factory.Apps().V1().Deployments().Informer().AddEventHandler(handler)
 	require.NoError(t, err)
 	factory.Start(ctx.Done())
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), synced))
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), reg.HasSynced))
 
 	fooA := cache.ObjectName{Namespace: "ns", Name: "a"}
 	fooB := cache.ObjectName{Namespace: "ns", Name: "b"}

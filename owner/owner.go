@@ -7,7 +7,7 @@
 // Deployments and reconciles the Foo that controls each one:
 //
 //	fooKind := schema.GroupKind{Group: "samplecontroller.k8s.io", Kind: "Foo"}
-//	deployInformer.Informer().AddEventHandler(owner.EnqueueHandler(fooKind, ctrl.Add))
+//	err := ctrl.Watch(deployInformer.Informer(), owner.EnqueueHandler(fooKind, ctrl))
 //
 // and, inside the reconcile, refuses to touch a Deployment that another
 // controller owns:
@@ -98,13 +98,12 @@ func ControllerOfKind(obj metav1.Object, gk schema.GroupKind) (metav1.OwnerRefer
 	return *ref, true
 }
 
-// Option configures EnqueueHandler.
+// Option configures EnqueueHandler. A nil Option is ignored.
 type Option func(*options)
 
 type options struct {
 	clusterScoped bool
 	handler       []informer.Option
-	enqueueLow    func(cache.ObjectName)
 }
 
 // ClusterScoped declares that the owner kind is cluster-scoped: keys are
@@ -114,28 +113,17 @@ func ClusterScoped() Option {
 	return func(o *options) { o.clusterScoped = true }
 }
 
-// WithLowPriority sends the owners of objects that did not change to
-// enqueueLow instead of enqueue: adds that belong to the informer's initial
-// list, and resyncs (updates whose old and new objects have the same,
-// non-empty resourceVersion). Pair it with a queue that serves such keys
-// after fresh ones, such as queue.Controller's AddLowPriority, so that a
-// controller starting with many owned objects still handles fresh changes
-// first.
-func WithLowPriority(enqueueLow func(cache.ObjectName)) Option {
-	return func(o *options) { o.enqueueLow = enqueueLow }
-}
-
-// WithHandlerOptions passes options (predicates, SkipUnchangedResync, error
-// handling) to the underlying informer handler. Predicates judge the owned
-// object, not the owner.
+// WithHandlerOptions passes options (predicates, error handling) to the
+// underlying informer handler. Predicates judge the owned object, not the
+// owner.
 func WithHandlerOptions(opts ...informer.Option) Option {
 	return func(o *options) { o.handler = append(o.handler, opts...) }
 }
 
 // EnqueueHandler returns an informer event handler that passes the key of
-// the controlling owner of each object to enqueue, for owners of the group
-// and kind gk (see ControllerOfKind). Objects of any type with object
-// metadata are accepted; anything else is reported as described in
+// the controlling owner of each object to q, for owners of the group and
+// kind gk (see ControllerOfKind). Objects of any type with object metadata
+// are accepted; anything else is reported as described in
 // informer.NewHandler.
 //
 //   - On add and delete, the object's controller is enqueued.
@@ -145,55 +133,27 @@ func WithHandlerOptions(opts ...informer.Option) Option {
 //     object's too if it differs: when an object is re-parented, released
 //     or adopted, every owner involved is told; when the controller stayed
 //     the same it is enqueued once.
+//   - Owners of objects that did not change (adds of the informer's initial
+//     list, resyncs with an unchanged resourceVersion) go to
+//     q.AddLowPriority, the others to q.Add, as for
+//     informer.EnqueueMappedHandler.
 //
 // The key's name is the owner reference's name. Its namespace is the
 // object's namespace, or empty with ClusterScoped. A namespaced owner kind
 // cannot control a cluster-scoped object, so such objects enqueue nothing.
-// enqueue is called synchronously from the informer and should be a plain,
-// non-rate-limited add.
-func EnqueueHandler(gk schema.GroupKind, enqueue func(cache.ObjectName), opts ...Option) cache.ResourceEventHandler {
+func EnqueueHandler(gk schema.GroupKind, q informer.Queue[cache.ObjectName], opts ...Option) cache.ResourceEventHandler {
 	var o options
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
-	key := func(obj metav1.Object) (cache.ObjectName, bool) {
-		return controllerKey(obj, gk, o.clusterScoped)
-	}
-	low := enqueue
-	if o.enqueueLow != nil {
-		low = o.enqueueLow
-	}
-	return informer.NewHandler(informer.Funcs[metav1.Object]{
-		AddFunc: func(obj metav1.Object, isInInitialList bool) {
-			if k, ok := key(obj); ok {
-				if isInInitialList {
-					low(k)
-				} else {
-					enqueue(k)
-				}
-			}
-		},
-		UpdateFunc: func(oldObj, newObj metav1.Object) {
-			send := enqueue
-			if rv := newObj.GetResourceVersion(); rv != "" && rv == oldObj.GetResourceVersion() {
-				send = low
-			}
-			newKey, newOK := key(newObj)
-			if newOK {
-				send(newKey)
-			}
-			if oldKey, ok := key(oldObj); ok && (!newOK || oldKey != newKey) {
-				send(oldKey)
-			}
-		},
-		DeleteFunc: func(obj metav1.Object, _ bool) {
-			if k, ok := key(obj); ok {
-				enqueue(k)
-			}
-		},
-	}, o.handler...)
+	return informer.EnqueueMappedHandler(func(obj metav1.Object) []cache.ObjectName {
+		if k, ok := controllerKey(obj, gk, o.clusterScoped); ok {
+			return []cache.ObjectName{k}
+		}
+		return nil
+	}, q, o.handler...)
 }
 
 // controllerKey returns the key of obj's controller of kind gk.

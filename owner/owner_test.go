@@ -158,7 +158,7 @@ func TestEnqueueHandler(t *testing.T) {
 		{name: "handler predicates", opts: []owner.Option{owner.WithHandlerOptions(informer.WithPredicates(
 			informer.ObjectFunc(func(d *appsv1.Deployment) bool { return d.Name != "d" })))},
 			deliver: func(h cache.ResourceEventHandler) { h.OnAdd(a, false) }},
-		{name: "skip resync", opts: []owner.Option{owner.WithHandlerOptions(informer.SkipUnchangedResync())},
+		{name: "resync dropped by a predicate", opts: []owner.Option{owner.WithHandlerOptions(informer.WithPredicates(informer.ResourceVersionChanged()))},
 			deliver: func(h cache.ResourceEventHandler) {
 				d := a.DeepCopy()
 				d.ResourceVersion = "5"
@@ -171,7 +171,7 @@ func TestEnqueueHandler(t *testing.T) {
 			var reports []error
 			opts := append([]owner.Option{owner.WithHandlerOptions(informer.WithErrorHandler(
 				func(_ context.Context, err error, _ string, _ ...any) { reports = append(reports, err) }))}, tt.opts...)
-			h := owner.EnqueueHandler(fooKind, func(k cache.ObjectName) { got = append(got, k) }, opts...)
+			h := owner.EnqueueHandler(fooKind, informer.QueueFunc[cache.ObjectName](func(k cache.ObjectName) { got = append(got, k) }), opts...)
 			require.NotPanics(t, func() { tt.deliver(h) })
 			assert.Equal(t, tt.want, got)
 			assert.Len(t, reports, tt.wantReports)
@@ -179,7 +179,7 @@ func TestEnqueueHandler(t *testing.T) {
 	}
 }
 
-func TestEnqueueHandlerWithLowPriority(t *testing.T) {
+func TestEnqueueHandlerPriorities(t *testing.T) {
 	withRV := func(d *appsv1.Deployment, rv string) *appsv1.Deployment {
 		d.ResourceVersion = rv
 		return d
@@ -233,13 +233,16 @@ func TestEnqueueHandlerWithLowPriority(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var fresh, low []cache.ObjectName
-			h := owner.EnqueueHandler(fooKind,
-				func(k cache.ObjectName) { fresh = append(fresh, k) },
-				owner.WithLowPriority(func(k cache.ObjectName) { low = append(low, k) }))
-			tt.send(h)
-			assert.Equal(t, tt.wantFresh, fresh)
-			assert.Equal(t, tt.wantLow, low)
+			q := &lanes{}
+			tt.send(owner.EnqueueHandler(fooKind, q))
+			assert.Equal(t, tt.wantFresh, q.fresh)
+			assert.Equal(t, tt.wantLow, q.low)
 		})
 	}
 }
+
+// lanes is an informer.Queue that keeps keys by priority.
+type lanes struct{ fresh, low []cache.ObjectName }
+
+func (l *lanes) Add(k cache.ObjectName)            { l.fresh = append(l.fresh, k) }
+func (l *lanes) AddLowPriority(k cache.ObjectName) { l.low = append(l.low, k) }

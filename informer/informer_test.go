@@ -2,7 +2,6 @@ package informer_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -44,7 +43,9 @@ func (s *keySink) count(k cache.ObjectName) int {
 	return n
 }
 
-func TestRegisterWithSharedInformer(t *testing.T) {
+// The handler on a real shared informer, with the registration gating on the
+// initial list.
+func TestEnqueueHandlerWithSharedInformer(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
 	_, ctx := ktesting.NewTestContext(t)
@@ -62,16 +63,15 @@ func TestRegisterWithSharedInformer(t *testing.T) {
 
 	sink := &keySink{}
 	r := &recorder{}
-	handler := informer.EnqueueHandler[*appsv1.Deployment](sink.Add,
-		informer.SkipUnchangedResync(),
+	handler := informer.EnqueueHandler[*appsv1.Deployment](informer.QueueFunc[cache.ObjectName](sink.Add),
+		informer.WithPredicates(informer.ResourceVersionChanged()),
 		informer.WithContext(ctx),
 		informer.WithErrorHandler(r.errorHandler))
-	synced, reg, err := informer.Register(ctx, depInformer.Informer(), handler)
+	reg, err := depInformer.Informer().AddEventHandler(handler)
 	require.NoError(t, err)
-	require.NotNil(t, reg)
 
 	factory.Start(ctx.Done())
-	require.True(t, cache.WaitForCacheSync(ctx.Done(), synced))
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), reg.HasSynced))
 
 	// The registration has synced: the initial list has been delivered.
 	preKey := cache.ObjectName{Namespace: "ns", Name: "pre"}
@@ -114,22 +114,3 @@ func TestRegisterWithSharedInformer(t *testing.T) {
 	require.NoError(t, depInformer.Informer().RemoveEventHandler(reg))
 }
 
-// failingInformer refuses handlers, like a SharedInformer that was stopped.
-type failingInformer struct {
-	cache.SharedInformer
-}
-
-var errStopped = errors.New("informer stopped")
-
-func (failingInformer) AddEventHandlerWithOptions(cache.ResourceEventHandler, cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
-	return nil, errStopped
-}
-
-func TestRegisterError(t *testing.T) {
-	synced, reg, err := informer.Register(context.Background(), failingInformer{},
-		informer.EnqueueHandler[*appsv1.Deployment](func(cache.ObjectName) {}))
-	require.ErrorIs(t, err, errStopped)
-	assert.Nil(t, synced)
-	assert.Nil(t, reg)
-	assert.EqualError(t, err, "informer: add event handler: informer stopped")
-}
