@@ -113,4 +113,3 @@ func TestEnqueueHandlerWithSharedInformer(t *testing.T) {
 
 	require.NoError(t, depInformer.Informer().RemoveEventHandler(reg))
 }
-
