@@ -38,7 +38,7 @@ import (
 // unless WithLogVerbosity says otherwise.
 const DefaultLogVerbosity klog.Level = 0
 
-// Option configures NewRecorder.
+// Option configures NewRecorder. A nil Option is ignored.
 type Option func(*options)
 
 type options struct {
@@ -129,7 +129,9 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface, component str
 	}
 	o := options{logVerbosity: DefaultLogVerbosity}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	scheme, err := buildScheme(o.schemes, o.addToScheme)
 	if err != nil {

@@ -338,6 +338,20 @@ func TestNewRecorderOptions(t *testing.T) {
 		assert.Equal(t, 3, logEntries(logs, "Event occurred")[0].Verbosity)
 	})
 
+	t.Run("nil options are ignored", func(t *testing.T) {
+		ctx, cancel, _ := testContext(t)
+		defer cancel()
+		client := fake.NewClientset()
+		var rec record.EventRecorderLogger
+		require.NotPanics(t, func() {
+			var err error
+			rec, err = events.NewRecorder(ctx, client, "c", nil, events.WithLogVerbosity(3), nil)
+			require.NoError(t, err)
+		})
+		rec.Event(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}, corev1.EventTypeNormal, "Nil", "m")
+		waitForEvent(t, client, "Nil")
+	})
+
 	t.Run("correlator options", func(t *testing.T) {
 		ctx, cancel, _ := testContext(t)
 		defer cancel()
