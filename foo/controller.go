@@ -15,7 +15,7 @@
 //	fooInformers := fooinformers.NewSharedInformerFactory(fooClient, 10*time.Minute)
 //	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
 //		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-//		foo.Options{Workers: 2})
+//		foo.WithQueueOptions(queue.WithWorkers(2)))
 //	if err != nil {
 //		return err
 //	}
@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/ctrlkit/ctrlkit/events"
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -43,12 +42,12 @@ import (
 	foolisters "github.com/ctrlkit/ctrlkit/foo/generated/listers/samplecontroller/v1alpha1"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -74,28 +73,31 @@ const (
 // soon as that Deployment changes or goes.
 var ErrResourceExists = errors.New("deployment exists and is not controlled by this Foo")
 
-// Options configures NewController. Zero values select the defaults of the
-// queue package, and an event recorder wired to the API server.
-type Options struct {
-	// Workers is the number of Foos reconciled at once. Default 1.
-	Workers int
-	// Recorder receives the controller's events. Default: a recorder from
-	// events.NewRecorder that writes to the API server and stops with the
-	// context given to NewController.
-	Recorder record.EventRecorder
-	// Metrics receives the worker loop's measurements. Default: none.
-	Metrics queue.Metrics
-	// RateLimiter decides retry delays. Default queue.DefaultRateLimiter.
-	RateLimiter workqueue.TypedRateLimiter[cache.ObjectName]
-	// ReconcileTimeout bounds one reconcile. Default: no bound.
-	ReconcileTimeout time.Duration
-	// ShutdownTimeout bounds how long Run waits for in-flight reconciles.
-	// Default queue.DefaultShutdownTimeout.
-	ShutdownTimeout time.Duration
+// Option configures NewController. A nil Option is ignored.
+type Option func(*options)
+
+type options struct {
+	recorder record.EventRecorder
+	queue    []queue.Option
+}
+
+// WithRecorder sends the controller's events to r. By default Run records
+// them through events.NewRecorder, to the API server, until Run returns.
+func WithRecorder(r record.EventRecorder) Option {
+	return func(o *options) { o.recorder = r }
+}
+
+// WithQueueOptions passes options (workers, metrics, timeouts, rate
+// limiter) to the controller's queue.Controller.
+func WithQueueOptions(opts ...queue.Option) Option {
+	return func(o *options) { o.queue = append(o.queue, opts...) }
 }
 
 // Controller keeps each Foo's Deployment and status in line with its spec.
+// It is a queue.Controller of Foo keys: Run, HasSynced, Add and Abort are
+// the queue's (Run also runs the default event recorder).
 type Controller struct {
+	*queue.Controller[cache.ObjectName]
 	kube         kubernetes.Interface
 	foos         fooclientset.Interface
 	fooLister    foolisters.FooLister
@@ -104,42 +106,40 @@ type Controller struct {
 	// byDeploymentName files Foos under the Deployment they want.
 	byControllerUID  *informer.Index[*appsv1.Deployment]
 	byDeploymentName *informer.Index[*samplev1alpha1.Foo]
-	recorder         record.EventRecorder
-	queue            *queue.Controller[cache.ObjectName]
-	synced           []cache.InformerSynced
+	// recorder is the recorder of WithRecorder, else set by Run.
+	recorder   record.EventRecorder
+	ownsEvents bool
 }
 
-// NewController wires a Foo controller onto the given informers; it
-// registers its event handlers and an index on the Deployment informer, so
-// it must be called before the informer factories are started. ctx carries
-// the logger and, when Options.Recorder is nil, bounds the default event
-// recorder. Start the factories, then call Run.
+// NewController wires a Foo controller onto the given informers. It adds
+// two indexes to them, so it must be called before the informer factories
+// are started; its event handlers are registered by Run and removed when
+// Run returns, so a controller that is never run leaves nothing behind.
+// ctx carries the logger that reports objects of an unexpected type. Start
+// the factories, then call Run.
 func NewController(
 	ctx context.Context,
 	kubeClient kubernetes.Interface,
 	fooClient fooclientset.Interface,
 	deploymentInformer appsinformers.DeploymentInformer,
 	fooInformer fooinformers.FooInformer,
-	opts Options,
+	opts ...Option,
 ) (*Controller, error) {
 	if kubeClient == nil || fooClient == nil || deploymentInformer == nil || fooInformer == nil {
 		return nil, errors.New("foo: NewController needs both clients and both informers")
 	}
-	recorder := opts.Recorder
-	if recorder == nil {
-		var err error
-		recorder, err = events.NewRecorder(ctx, kubeClient, ControllerName,
-			events.WithAddToScheme(samplev1alpha1.AddToScheme))
-		if err != nil {
-			return nil, fmt.Errorf("foo: event recorder: %w", err)
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
 		}
 	}
-	deployInf := deploymentInformer.Informer()
+	deployInf, fooInf := deploymentInformer.Informer(), fooInformer.Informer()
 	byControllerUID, err := informer.NewIndex(deployInf, controllerUIDIndex, controllerUID)
 	if err != nil {
 		return nil, fmt.Errorf("foo: %w (%s)", err, indexRegistrationHint)
 	}
-	byDeploymentName, err := informer.NewIndex(fooInformer.Informer(), deploymentNameIndex, wantedDeployment)
+	byDeploymentName, err := informer.NewIndex(fooInf, deploymentNameIndex, wantedDeployment)
 	if err != nil {
 		return nil, fmt.Errorf("foo: %w (%s)", err, indexRegistrationHint)
 	}
@@ -150,67 +150,46 @@ func NewController(
 		deployLister:     deploymentInformer.Lister(),
 		byControllerUID:  byControllerUID,
 		byDeploymentName: byDeploymentName,
-		recorder:         recorder,
+		recorder:         o.recorder,
+		ownsEvents:       o.recorder == nil,
 	}
-	q, err := queue.New(ControllerName, reconcile.Reconciler[cache.ObjectName](c), queue.Options[cache.ObjectName]{
-		Workers:          opts.Workers,
-		RateLimiter:      opts.RateLimiter,
-		ReconcileTimeout: opts.ReconcileTimeout,
-		ShutdownTimeout:  opts.ShutdownTimeout,
-		Metrics:          opts.Metrics,
-	})
+	if c.recorder == nil {
+		c.recorder = discardEvents{}
+	}
+	c.Controller, err = queue.New(ControllerName, reconcile.Reconciler[cache.ObjectName](c), o.queue...)
 	if err != nil {
 		return nil, fmt.Errorf("foo: %w", err)
 	}
-	c.queue = q
-
 	// Objects of an unexpected type are reported through ctx's logger.
-	handlerCtx := informer.WithContext(ctx)
-	fooReg, err := fooInformer.Informer().AddEventHandler(informer.EnqueueHandler[*samplev1alpha1.Foo](q, handlerCtx))
-	if err != nil {
-		q.ShutDown()
-		return nil, fmt.Errorf("foo: watching Foos: %w", err)
-	}
+	reports := informer.WithContext(ctx)
 	// A Deployment concerns the Foo that controls it and, whoever controls
 	// it, the Foos that want its name: a Foo refused because of a foreign
 	// Deployment recovers as soon as that Deployment goes.
-	deployReg, err := deployInf.AddEventHandler(informer.EnqueueMappedHandler(c.concernedFoos, q, handlerCtx))
+	err = errors.Join(
+		c.Watch(fooInf, informer.EnqueueHandler[*samplev1alpha1.Foo](c, reports)),
+		c.Watch(deployInf, informer.EnqueueMappedHandler(c.concernedFoos, c, reports)))
 	if err != nil {
-		q.ShutDown()
-		return nil, fmt.Errorf("foo: watching Deployments: %w", err)
-	}
-	c.synced = []cache.InformerSynced{fooReg.HasSynced, deployReg.HasSynced}
-	if err := q.WaitForSync(c.synced...); err != nil {
-		q.ShutDown()
 		return nil, fmt.Errorf("foo: %w", err)
 	}
 	return c, nil
 }
 
 // Run reconciles Foos until ctx is cancelled, then shuts down gracefully
-// (see queue.Controller.Run). Workers start once both informers' initial
-// lists have been handled.
+// (see queue.Controller.Run). Without WithRecorder, it records events
+// through a recorder of its own (events.NewRecorder) that stops once the
+// last reconcile has returned.
 func (c *Controller) Run(ctx context.Context) error {
-	return c.queue.Run(ctx)
-}
-
-// HasSynced reports whether the Foo and Deployment event handlers have seen
-// their informers' initial lists: a readiness signal.
-func (c *Controller) HasSynced() bool {
-	for _, s := range c.synced {
-		if !s() {
-			return false
+	if c.ownsEvents {
+		recCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		rec, err := events.NewRecorder(recCtx, c.kube, ControllerName, events.WithAddToScheme(samplev1alpha1.AddToScheme))
+		if err != nil {
+			return fmt.Errorf("foo: event recorder: %w", err)
 		}
+		c.recorder = rec
 	}
-	return true
+	return c.Controller.Run(ctx)
 }
-
-// ShutDown releases a Controller that will never be run (Run does this
-// itself when it returns).
-func (c *Controller) ShutDown() { c.queue.ShutDown() }
-
-// Enqueue asks for the Foo with the given key to be reconciled.
-func (c *Controller) Enqueue(key cache.ObjectName) { c.queue.Add(key) }
 
 // concernedFoos returns the keys of the Foos a Deployment concerns: the Foo
 // that controls it, and the Foos that want a Deployment of its name.
@@ -222,4 +201,12 @@ func (c *Controller) concernedFoos(d *appsv1.Deployment) []cache.ObjectName {
 		}
 	}
 	return keys
+}
+
+// discardEvents drops events recorded before Run sets up the recorder.
+type discardEvents struct{}
+
+func (discardEvents) Event(runtime.Object, string, string, string)          {}
+func (discardEvents) Eventf(runtime.Object, string, string, string, ...any) {}
+func (discardEvents) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
 }

@@ -2,6 +2,7 @@ package foo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ type fixture struct {
 	fooLister foolisters.FooLister
 }
 
-func newFixture(t *testing.T, opts foo.Options, objects ...runtime.Object) *fixture {
+func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	t.Helper()
 	var kubeObjs, fooObjs []runtime.Object
 	for _, o := range objects {
@@ -60,13 +61,9 @@ func newFixture(t *testing.T, opts foo.Options, objects ...runtime.Object) *fixt
 	kubeInformers := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	fooInformers := fooinformers.NewSharedInformerFactory(f.foos, 0)
 	f.fooLister = fooInformers.Samplecontroller().V1alpha1().Foos().Lister()
-	if opts.Recorder == nil {
-		opts.Recorder = f.recorder
-	}
 	ctrl, err := foo.NewController(reconciletest.Context(t), f.kube, f.foos,
-		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(), opts)
+		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(), foo.WithRecorder(f.recorder))
 	require.NoError(t, err)
-	t.Cleanup(ctrl.ShutDown)
 	f.ctrl = ctrl
 	reconciletest.StartInformers(t, kubeInformers, fooInformers)
 	return f
@@ -323,7 +320,7 @@ func TestReconcile(t *testing.T) {
 			wantWrites: []string{"update samplecontroller.k8s.io/v1alpha1/foos/status default/example-foo"},
 			wantErr: func(t *testing.T, err error) {
 				assert.ErrorIs(t, err, foo.ErrResourceExists)
-				assert.True(t, reconcile.IsTerminal(err), "not retried: the Deployment watch wakes the Foo up")
+				assert.True(t, errors.Is(err, &reconcile.TerminalError{}), "not retried: the Deployment watch wakes the Foo up")
 			},
 			wantEvents: []string{"Warning ErrResourceExists"},
 			wantReady:  metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonErrResourceExists,
@@ -403,7 +400,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, foo.Options{}, tt.objects...)
+			f := newFixture(t, tt.objects...)
 			out := f.run(t, tt.foo)
 			if tt.wantErr != nil {
 				require.Error(t, out.Err)
@@ -451,10 +448,10 @@ func TestInvalidSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, foo.Options{}, tt.foo)
+			f := newFixture(t, tt.foo)
 			out := f.run(t, "bad")
 			require.Error(t, out.Err)
-			assert.True(t, reconcile.IsTerminal(out.Err), "an invalid spec is not retried: %v", out.Err)
+			assert.True(t, errors.Is(out.Err, &reconcile.TerminalError{}), "an invalid spec is not retried: %v", out.Err)
 			assert.Equal(t, []string{"update samplecontroller.k8s.io/v1alpha1/foos/status default/bad"}, reconciletest.Describe(out.Writes),
 				"only the status is written")
 			ev := eventstest.RequireEvent(t, f.recorder, corev1.EventTypeWarning, samplev1alpha1.ReasonInvalidSpec)
@@ -499,10 +496,10 @@ func getFoo(t *testing.T, f *fixture, name string) *samplev1alpha1.Foo {
 // create fail; it is reported as an invalid spec instead of retried.
 func TestNameTooLongForPodLabel(t *testing.T) {
 	name := strings.Repeat("f", samplev1alpha1.MaxNameLength+1)
-	f := newFixture(t, foo.Options{}, newFoo(name, "web", nil))
+	f := newFixture(t, newFoo(name, "web", nil))
 	out := f.run(t, name)
 	require.Error(t, out.Err)
-	assert.True(t, reconcile.IsTerminal(out.Err))
+	assert.True(t, errors.Is(out.Err, &reconcile.TerminalError{}))
 	assert.Equal(t, []string{"update samplecontroller.k8s.io/v1alpha1/foos/status default/" + name}, reconciletest.Describe(out.Writes))
 	ev := eventstest.RequireEvent(t, f.recorder, corev1.EventTypeWarning, samplev1alpha1.ReasonInvalidSpec)
 	assert.Contains(t, ev.Message, "metadata.name")

@@ -17,6 +17,7 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	foofake "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned/fake"
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
+	"github.com/ctrlkit/ctrlkit/queue"
 )
 
 // The controller over fake clientsets: a Foo gets its Deployment. Against a
@@ -34,7 +35,7 @@ func ExampleNewController() {
 
 	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
 		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-		foo.Options{Workers: 2, Recorder: eventstest.NewRecorder()})
+		foo.WithRecorder(eventstest.NewRecorder()), foo.WithQueueOptions(queue.WithWorkers(2)))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -69,7 +69,7 @@ type harness struct {
 
 // harnessOptions configures startHarness.
 type harnessOptions struct {
-	opts foo.Options
+	opts []foo.Option
 	// before runs once the clientsets exist and before anything lists or
 	// watches them: the place to add reactors.
 	before func(h *harness)
@@ -117,20 +117,14 @@ func startHarness(t *testing.T, ho harnessOptions, objects ...runtime.Object) *h
 	h.deployInformer = &capturingInformer{SharedIndexInformer: deployments.Informer()}
 	h.fooInformer = &capturingInformer{SharedIndexInformer: foos.Informer()}
 
-	opts := ho.opts
-	if opts.Recorder == nil {
-		opts.Recorder = h.recorder
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = h.metrics
-	}
+	opts := append([]foo.Option{foo.WithRecorder(h.recorder), foo.WithQueueOptions(queue.WithMetrics(h.metrics))}, ho.opts...)
 	var kube kubernetes.Interface = h.kube
 	if ho.deploymentHook != nil {
 		kube = hookedKube{Interface: h.kube, beforeCreate: ho.deploymentHook}
 	}
 	ctrl, err := foo.NewController(ctx, kube, h.foos,
 		deploymentInformer{DeploymentInformer: deployments, inf: h.deployInformer},
-		fooInformer{FooInformer: foos, inf: h.fooInformer}, opts)
+		fooInformer{FooInformer: foos, inf: h.fooInformer}, opts...)
 	require.NoError(t, err)
 	h.ctrl = ctrl
 	kubeInformers.Start(ctx.Done())
@@ -523,7 +517,7 @@ func TestFaultMatrix(t *testing.T) {
 			in := &injector{err: tt.err, times: failures}
 			ho := harnessOptions{}
 			if tt.block {
-				ho.opts.ReconcileTimeout = 100 * time.Millisecond
+				ho.opts = append(ho.opts, foo.WithQueueOptions(queue.WithReconcileTimeout(100*time.Millisecond)))
 				ho.deploymentHook = func(ctx context.Context, _ *appsv1.Deployment) error {
 					if in.next() {
 						<-ctx.Done()
@@ -784,14 +778,14 @@ func TestWatchClosed(t *testing.T) {
 // which already describes the Deployment, does not flap to a failure.
 func TestCreateRacesTheCache(t *testing.T) {
 	web := newFoo("example-foo", "web", ptr.To[int32](3))
-	f := newFixture(t, foo.Options{}, withStatus(web, 0, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady, readyMsg("web", 0, 3)))
+	f := newFixture(t, withStatus(web, 0, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady, readyMsg("web", 0, 3)))
 	f.kube.PrependReactor("create", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewAlreadyExists(deploymentResource.GroupResource(), "web")
 	})
 	out := f.run(t, "example-foo")
 	require.Error(t, out.Err)
 	assert.True(t, apierrors.IsAlreadyExists(out.Err), "%v", out.Err)
-	assert.False(t, reconcile.IsTerminal(out.Err), "retried until the cache has the Deployment")
+	assert.False(t, errors.Is(out.Err, &reconcile.TerminalError{}), "retried until the cache has the Deployment")
 	assert.Equal(t, []string{"create apps/v1/deployments default/web"}, reconciletest.Describe(out.Writes), "the status is not rewritten")
 	assert.Empty(t, f.recorder.Events())
 }

@@ -27,6 +27,7 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	foofake "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned/fake"
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
+	"github.com/ctrlkit/ctrlkit/queue"
 )
 
 // TestShutdownDuringBurst sends SIGTERM to the process while the controller
@@ -111,7 +112,7 @@ func TestShutdownDuringBurst(t *testing.T) {
 			fooInformers := fooinformers.NewSharedInformerFactory(foos, 0)
 			ctrl, err := foo.NewController(ctx, hookedKube{Interface: kube, beforeCreate: hook}, foos,
 				kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-				foo.Options{Workers: workers, ShutdownTimeout: tt.shutdownTimeout, Recorder: eventstest.NewRecorder()})
+				foo.WithRecorder(eventstest.NewRecorder()), foo.WithQueueOptions(queue.WithWorkers(workers), queue.WithShutdownTimeout(tt.shutdownTimeout)))
 			require.NoError(t, err)
 			kubeInformers.Start(ctx.Done())
 			fooInformers.Start(ctx.Done())

@@ -65,7 +65,7 @@ func newCtrlkitLoop(b *testing.B, workers int, rec *countingReconcile, logger lo
 		rec.do()
 		return reconcile.Result{}, nil
 	})
-	ctrl, err := queue.New("bench", r, queue.Options[string]{Workers: workers})
+	ctrl, err := queue.New("bench", r, queue.WithWorkers(workers))
 	if err != nil {
 		b.Fatal(err)
 	}

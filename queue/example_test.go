@@ -4,28 +4,74 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// A controller over namespace/name keys. Informer event handlers would call
-// ctrl.Add; here a channel source plays their part.
-func ExampleController() {
-	keys := make(chan cache.ObjectName)
+// A controller of ConfigMaps: the handler it watches with enqueues the key
+// of every ConfigMap, and Run reconciles them until its context ends.
+func Example() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	defer factory.Shutdown()
+	configMaps := factory.Core().V1().ConfigMaps()
+
 	done := make(chan struct{})
-	r := reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+	reconciler := reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 		fmt.Println("reconciling", key)
-		if key.Name == "last" {
+		close(done)
+		return reconcile.Result{}, nil
+	})
+
+	stopped := make(chan error)
+	go func() { stopped <- runConfigMaps(ctx, factory, configMaps, reconciler) }()
+	<-done
+	cancel()
+	fmt.Println("stopped:", <-stopped)
+	// Output:
+	// reconciling default/settings
+	// stopped: <nil>
+}
+
+// runConfigMaps wires the controller of Example and runs it.
+func runConfigMaps(ctx context.Context, factory informers.SharedInformerFactory, configMaps coreinformers.ConfigMapInformer,
+	reconciler reconcile.Reconciler[cache.ObjectName]) error {
+	ctrl, err := queue.New("configmaps", reconciler, queue.WithWorkers(2))
+	if err != nil {
+		return err
+	}
+	if err := ctrl.Watch(configMaps.Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	return ctrl.Run(ctx) // blocks until ctx is cancelled and shutdown is complete
+}
+
+// Sources feed a controller from outside its informers: here a channel of
+// notifications, each naming the keys it concerns.
+func ExampleChannel() {
+	type notification struct{ changed []string }
+	notifications := make(chan notification)
+	done := make(chan struct{})
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		fmt.Println("reconciling", key)
+		if key == "last" {
 			close(done)
 		}
 		return reconcile.Result{}, nil
 	})
-	ctrl, err := queue.New("example", r, queue.Options[cache.ObjectName]{
-		Workers: 1,
-		Sources: []queue.Source[cache.ObjectName]{queue.Channel(keys)},
-	})
+	ctrl, err := queue.New("example", r, queue.WithSource(queue.Channel(notifications,
+		func(n notification) []string { return n.changed })))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -35,13 +81,13 @@ func ExampleController() {
 	stopped := make(chan error)
 	go func() { stopped <- ctrl.Run(ctx) }()
 
-	keys <- cache.ObjectName{Namespace: "default", Name: "first"}
-	keys <- cache.ObjectName{Namespace: "default", Name: "last"}
+	notifications <- notification{changed: []string{"first"}}
+	notifications <- notification{changed: []string{"last"}}
 	<-done
 	cancel()
 	fmt.Println("stopped:", <-stopped)
 	// Output:
-	// reconciling default/first
-	// reconciling default/last
+	// reconciling first
+	// reconciling last
 	// stopped: <nil>
 }

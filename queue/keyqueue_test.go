@@ -648,7 +648,8 @@ func runModel(t *testing.T, seed uint64, steps int) {
 // processed, never by two consumers at once, and nothing is left behind.
 func TestKeyQueueConcurrentContract(t *testing.T) {
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Microsecond, time.Millisecond)
-	base, q := newWorkqueue[string]("contract", rl, NoopMetrics{}, nil)
+	base := newKeyQueue[string]("contract", NoopMetrics{}, nil)
+	q := newWorkqueue(base, "contract", rl, NoopMetrics{}, nil)
 	const producers, consumers, rounds, distinct = 8, 4, 300, 50
 	var (
 		mu        sync.Mutex

@@ -1,12 +1,15 @@
 // Package queue runs a reconcile.Reconciler over a rate-limited client-go
 // workqueue: the worker loop every controller needs, done once.
 //
-// A Controller owns one typed workqueue. Informer event handlers feed it with
-// Add (never rate limited); failed reconciles come back through the rate
-// limiter; Sources such as Periodic and Channel feed it from outside. Run waits
-// for the caches it was given, starts the workers, and on cancellation stops
-// taking keys, lets in-flight reconciles finish, and returns only when every
-// goroutine it started is gone.
+// A Controller owns one queue of keys. Informer event handlers registered
+// with Watch feed it (changes with Add, initial-list and resync events with
+// AddLowPriority; neither is rate limited); failed reconciles come back
+// through the rate limiter; Sources such as Periodic and Channel feed it
+// from outside. Run registers the handlers, waits until they have seen
+// their informers' initial lists, starts the workers, and on cancellation
+// stops taking keys, lets in-flight reconciles finish, removes the handlers
+// and returns only when every goroutine it started is gone. New starts
+// nothing, so a Controller that is never run needs no cleanup.
 //
 // The queue is client-go's rate-limiting and delaying workqueue over a base
 // queue that keeps client-go's guarantees (a key is never handed to two
@@ -14,16 +17,16 @@
 // exactly one more run) and adds a low-priority lane for events that carry no
 // change (see AddLowPriority).
 //
-// Example:
+// A controller of ConfigMaps, wired onto a shared informer factory:
 //
-//	ctrl, err := queue.New[cache.ObjectName]("foo", reconciler, queue.Options{
-//		Workers:     2,
-//		WaitForSync: []cache.InformerSynced{registration.HasSynced},
-//	})
+//	ctrl, err := queue.New("configmaps", reconciler, queue.WithWorkers(2))
 //	if err != nil {
 //		return err
 //	}
-//	fooInformer.AddEventHandler(informer.EnqueueHandler[*v1alpha1.Foo](ctrl.Add))
+//	if err := ctrl.Watch(configMaps.Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)); err != nil {
+//		return err
+//	}
+//	factory.Start(ctx.Done())
 //	return ctrl.Run(ctx) // blocks until ctx is cancelled and shutdown is complete
 package queue
 
@@ -39,7 +42,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -49,181 +51,147 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// Defaults applied by New when the corresponding Options field is zero.
-const (
-	// DefaultWorkers is the number of concurrent reconciles.
-	DefaultWorkers = 1
-	// DefaultShutdownTimeout bounds how long Run waits for in-flight
-	// reconciles after its context is cancelled.
-	DefaultShutdownTimeout = 30 * time.Second
-	// DefaultBaseDelay is the first retry delay of a failing key; it doubles
-	// on every further failure of that key.
-	DefaultBaseDelay = 5 * time.Millisecond
-	// DefaultMaxDelay caps the per-key retry delay.
-	DefaultMaxDelay = 1000 * time.Second
-	// DefaultRetryQPS and DefaultRetryBurst size the token bucket shared by
-	// all retries of one controller.
-	DefaultRetryQPS   = 10
-	DefaultRetryBurst = 100
-)
-
 // ErrShutdownTimeout is returned (wrapped) by Run when in-flight reconciles
 // did not return within the shutdown timeout even after their contexts were
 // cancelled.
 var ErrShutdownTimeout = errors.New("reconciles still running after the shutdown timeout")
 
-// DefaultRateLimiter returns the rate limiter used when Options.RateLimiter is
-// nil: per-key exponential backoff from DefaultBaseDelay to DefaultMaxDelay,
-// combined (the larger delay wins) with a token bucket of DefaultRetryQPS and
-// DefaultRetryBurst shared by all keys. The rate limiter is consulted only for
-// retries (failed reconciles); informer events added with Add are never
-// delayed by it.
-func DefaultRateLimiter[K comparable]() workqueue.TypedRateLimiter[K] {
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[K](DefaultBaseDelay, DefaultMaxDelay),
-		&workqueue.TypedBucketRateLimiter[K]{Limiter: rate.NewLimiter(rate.Limit(DefaultRetryQPS), DefaultRetryBurst)},
-	)
-}
+// ErrAborted is returned (wrapped, together with the cause given to Abort)
+// by Run after Abort.
+var ErrAborted = errors.New("aborted")
 
-// Options configures a Controller. The zero value of every field selects the
-// documented default.
-type Options[K comparable] struct {
-	// Workers is the number of keys reconciled concurrently. Default 1.
-	Workers int
-	// RateLimiter decides retry delays. Default DefaultRateLimiter.
-	RateLimiter workqueue.TypedRateLimiter[K]
-	// ReconcileTimeout, when positive, bounds each Reconcile call through its
-	// context. A reconcile whose context expired is counted as timed out and
-	// retried like an error.
-	ReconcileTimeout time.Duration
-	// ShutdownTimeout bounds how long Run waits for in-flight reconciles after
-	// its context is cancelled; then their contexts are cancelled too.
-	// Default DefaultShutdownTimeout.
-	ShutdownTimeout time.Duration
-	// WaitForSync lists functions (informer HasSynced, or better the
-	// HasSynced of each event handler registration) that must all report
-	// true before any worker starts.
-	WaitForSync []cache.InformerSynced
-	// Sources feed keys into the queue from outside the informers. They are
-	// started by Run and stopped before Run returns.
-	Sources []Source[K]
-	// Metrics receives measurements; its workqueue provider is given to this
-	// controller's queue only. Default NoopMetrics.
-	Metrics Metrics
-}
-
-// Controller runs a Reconciler over a workqueue of keys of type K. Create it
+// Controller runs a Reconciler over a queue of keys of type K. Create it
 // with New; a Controller runs once.
 type Controller[K comparable] struct {
-	name       string
-	reconciler reconcile.Reconciler[K]
-	opts       Options[K]
-	queue      workqueue.TypedRateLimitingInterface[K]
-	base       *keyQueue[K]
-	metrics    Metrics
+	name        string
+	reconciler  reconcile.Reconciler[K]
+	cfg         config
+	rateLimiter workqueue.TypedRateLimiter[K]
+	sources     []Source[K]
+	base        *keyQueue[K]
+	metrics     Metrics
+	// timed is false when metrics are discarded, to skip reading the clock.
+	timed bool
 
-	nextID  atomic.Uint64
-	started atomic.Bool
-	syncMu  sync.Mutex // guards opts.WaitForSync against Run
+	// queue is the rate-limiting queue over base, built by Run.
+	queue workqueue.TypedRateLimitingInterface[K]
+	// running holds queue once Run has built it, for AddAfter.
+	running atomic.Pointer[workqueue.TypedRateLimitingInterface[K]]
+
+	mu       sync.Mutex
+	started  bool
+	watches  []*watch
+	delayed  map[K]time.Time // AddAfter before Run: when each key is due
+	aborted  chan struct{}
+	abortErr error
+
+	active atomic.Int64
+	nextID atomic.Uint64
 
 	// Set by Run: the logger carrying the controller name, and logr's
 	// context key (nil if unknown) for reconcile contexts.
 	logger    logr.Logger
 	loggerKey any
-	// timed is false when metrics are discarded, to skip reading the clock.
-	timed bool
+}
+
+// watch is a handler to register on an informer while the controller runs.
+type watch struct {
+	informer cache.SharedInformer
+	handler  cache.ResourceEventHandler
+	reg      atomic.Pointer[cache.ResourceEventHandlerRegistration]
 }
 
 // New returns a Controller named name (used for the queue, metrics and
-// logs) that hands keys to r. Options are validated here so that mistakes
-// surface before Run. Keys may be added before Run starts; they wait until
-// the workers start. A Controller that is never run must be released with
-// ShutDown.
-func New[K comparable](name string, r reconcile.Reconciler[K], opts Options[K]) (*Controller[K], error) {
+// logs) that hands keys to r. Options are checked here, so that mistakes
+// surface before Run. New starts no goroutine and registers nothing: a
+// Controller that is never run needs no cleanup. Keys may be added before
+// Run; they wait until the workers start.
+func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (*Controller[K], error) {
 	if name == "" {
 		return nil, errors.New("queue: controller name must not be empty")
 	}
 	if r == nil {
-		return nil, errors.New("queue: reconciler must not be nil")
+		return nil, fmt.Errorf("queue: controller %q: reconciler must not be nil", name)
 	}
-	if opts.Workers < 0 || opts.ReconcileTimeout < 0 || opts.ShutdownTimeout < 0 {
-		return nil, fmt.Errorf("queue: negative option for %q: workers=%d reconcileTimeout=%s shutdownTimeout=%s",
-			name, opts.Workers, opts.ReconcileTimeout, opts.ShutdownTimeout)
+	cfg, rl, sources, err := options[K](opts)
+	if err != nil {
+		return nil, fmt.Errorf("queue: controller %q: %w", name, err)
 	}
-	if opts.Workers == 0 {
-		opts.Workers = DefaultWorkers
-	}
-	if opts.ShutdownTimeout == 0 {
-		opts.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if opts.RateLimiter == nil {
-		opts.RateLimiter = DefaultRateLimiter[K]()
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = NoopMetrics{}
-	}
-	for i, fn := range opts.WaitForSync {
-		if fn == nil {
-			return nil, fmt.Errorf("queue: sync function %d of %q is nil", i, name)
-		}
-	}
-	for i, s := range opts.Sources {
-		if s == nil {
-			return nil, fmt.Errorf("queue: source %d of %q is nil", i, name)
-		}
-		if v, ok := s.(interface{ Validate() error }); ok {
-			if err := v.Validate(); err != nil {
-				return nil, fmt.Errorf("queue: source %d of %q: %w", i, name, err)
-			}
-		}
-	}
-	_, noop := opts.Metrics.(NoopMetrics)
-	base, q := newWorkqueue(name, opts.RateLimiter, opts.Metrics, nil)
-	return &Controller[K]{name: name, reconciler: r, opts: opts, queue: q, base: base, metrics: opts.Metrics, timed: !noop}, nil
+	_, noop := cfg.metrics.(NoopMetrics)
+	return &Controller[K]{
+		name:        name,
+		reconciler:  r,
+		cfg:         cfg,
+		rateLimiter: rl,
+		sources:     sources,
+		base:        newKeyQueue[K](name, cfg.metrics, nil),
+		metrics:     cfg.metrics,
+		timed:       !noop,
+		delayed:     map[K]time.Time{},
+		aborted:     make(chan struct{}),
+	}, nil
 }
 
 // newWorkqueue builds a controller's queue: client-go's rate-limiting and
-// delaying queues over a keyQueue. clk is nil outside tests.
-func newWorkqueue[K comparable](name string, rl workqueue.TypedRateLimiter[K], provider Metrics, clk clock.WithTicker) (*keyQueue[K], workqueue.TypedRateLimitingInterface[K]) {
-	base := newKeyQueue[K](name, provider, clk)
+// delaying queues over base. clk is nil outside tests.
+func newWorkqueue[K comparable](base *keyQueue[K], name string, rl workqueue.TypedRateLimiter[K], provider Metrics, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[K] {
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[K]{
 		Name:            name,
 		MetricsProvider: provider,
 		Clock:           clk,
 		Queue:           base,
 	})
-	return base, workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[K]{
+	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[K]{
 		Name:            name,
 		MetricsProvider: provider,
 		DelayingQueue:   delaying,
 	})
 }
 
-// WaitForSync adds functions that must all report true before any worker
-// starts, like Options.WaitForSync. It exists because an event handler is
-// usually registered with the Controller's Add, and only then yields the
-// registration's HasSynced. It must be called before Run; afterwards it
-// returns an error and changes nothing.
-func (c *Controller[K]) WaitForSync(synced ...cache.InformerSynced) error {
-	c.syncMu.Lock()
-	defer c.syncMu.Unlock()
-	if c.started.Load() {
-		return fmt.Errorf("queue: controller %q: WaitForSync called after Run", c.name)
+// Watch registers handler on inf for this controller. The registration is
+// made when Run starts and removed when Run returns, so that a controller
+// that never runs, or that failed to be wired, leaves nothing behind on a
+// shared informer. Run starts the workers only once every registration has
+// delivered its informer's initial list. Handlers usually enqueue into the
+// controller itself:
+//
+//	err := ctrl.Watch(deployments.Informer(), informer.EnqueueHandler[*appsv1.Deployment](ctrl))
+//
+// Watch must be called before Run.
+func (c *Controller[K]) Watch(inf cache.SharedInformer, handler cache.ResourceEventHandler) error {
+	if inf == nil || handler == nil {
+		return fmt.Errorf("queue: controller %q: Watch needs an informer and a handler", c.name)
 	}
-	for i, fn := range synced {
-		if fn == nil {
-			return fmt.Errorf("queue: controller %q: sync function %d is nil", c.name, i)
-		}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return fmt.Errorf("queue: controller %q: Watch called after Run", c.name)
 	}
-	c.opts.WaitForSync = append(c.opts.WaitForSync, synced...)
+	c.watches = append(c.watches, &watch{informer: inf, handler: handler})
 	return nil
 }
 
-// ShutDown releases the queue of a Controller that will never be run: New
-// starts the queue's bookkeeping goroutines, and Run stops them when it
-// returns. Keys added after ShutDown are ignored. Calling it more than once,
-// or after Run, is harmless.
-func (c *Controller[K]) ShutDown() { c.queue.ShutDown() }
+// HasSynced reports whether the controller has what it needs to work: while
+// it runs, whether every handler registered by Watch has delivered its
+// informer's initial list (the workers wait for this); before Run, whether
+// every watched informer has synced its cache, so that a standby replica
+// with warm informers reports ready. It is the readiness signal of a
+// controller.
+func (c *Controller[K]) HasSynced() bool {
+	c.mu.Lock()
+	watches := c.watches
+	c.mu.Unlock()
+	for _, w := range watches {
+		if reg := w.reg.Load(); reg != nil {
+			if !(*reg).HasSynced() {
+				return false
+			}
+		} else if !w.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
 
 // Name returns the controller's name.
 func (c *Controller[K]) Name() string { return c.name }
@@ -231,7 +199,8 @@ func (c *Controller[K]) Name() string { return c.name }
 // Add enqueues key for reconciliation now, without rate limiting. A key that
 // is already waiting is not added twice (if it waits in the low-priority
 // lane, it moves ahead); a key that is being reconciled runs once more
-// afterwards. Add is what informer event handlers call for changes.
+// afterwards. Add is what informer event handlers call for changes. Keys
+// added after Run returned are ignored.
 func (c *Controller[K]) Add(key K) { c.base.Add(key) }
 
 // AddLowPriority enqueues key like Add, but in a second lane behind the keys
@@ -249,66 +218,148 @@ func (c *Controller[K]) Add(key K) { c.base.Add(key) }
 // guarantees are those of Add.
 func (c *Controller[K]) AddLowPriority(key K) { c.base.AddLow(key) }
 
-// AddAfter enqueues key once d has passed (at once if d <= 0).
-func (c *Controller[K]) AddAfter(key K, d time.Duration) { c.queue.AddAfter(key, d) }
+// AddAfter enqueues key once d has passed (at once if d <= 0), like Add.
+// Keys added before Run wait for their time to come once Run has started.
+func (c *Controller[K]) AddAfter(key K, d time.Duration) {
+	if q := c.running.Load(); q != nil {
+		(*q).AddAfter(key, d)
+		return
+	}
+	if d <= 0 {
+		c.base.Add(key)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q := c.running.Load(); q != nil {
+		(*q).AddAfter(key, d)
+		return
+	}
+	at := time.Now().Add(d)
+	if old, ok := c.delayed[key]; !ok || at.Before(old) {
+		c.delayed[key] = at
+	}
+}
 
 // Len returns the number of keys waiting to be reconciled (not counting keys
-// whose delay has not passed yet).
-func (c *Controller[K]) Len() int { return c.queue.Len() }
+// whose delay has not passed yet, nor keys being reconciled).
+func (c *Controller[K]) Len() int { return c.base.Len() }
 
-// Run starts the sources, waits for every WaitForSync function, starts the
-// workers and blocks until ctx is cancelled. Then it stops handing out keys,
-// waits up to ShutdownTimeout for in-flight reconciles, cancels their contexts
-// if they are still running, shuts the queue down and returns once every
-// goroutine it started has returned. Keys still queued are dropped: informers
-// deliver them again on the next start.
+// Active returns the number of reconciles running now.
+func (c *Controller[K]) Active() int { return int(c.active.Load()) }
+
+// Abort stops the controller at once: Run stops handing out keys, cancels
+// the contexts of in-flight reconciles with cause (wrapped in ErrAborted)
+// without waiting for them to finish on their own, and returns once they
+// have returned (or after the shutdown timeout, with ErrShutdownTimeout).
+// It is for losing the right to write, such as a lost leader election
+// Lease; a normal stop cancels Run's context instead. Abort may be called at
+// any time, also during a normal stop, and more than once; the first cause
+// counts. Called before Run, it makes Run return at once.
+func (c *Controller[K]) Abort(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.aborted:
+		return
+	default:
+	}
+	c.abortErr = fmt.Errorf("queue: controller %q %w: %w", c.name, ErrAborted, cause)
+	close(c.aborted)
+}
+
+// Run registers the handlers given to Watch, starts the sources, waits
+// until every handler has delivered its informer's initial list, starts the
+// workers and blocks until ctx is cancelled (or Abort is called). Then it
+// stops handing out keys, waits up to the shutdown timeout for in-flight
+// reconciles, cancels their contexts if they are still running and waits as
+// long again, shuts the queue down, removes its handlers and returns once
+// every goroutine it started has returned. Keys still queued are dropped:
+// informers deliver them again on the next start.
 //
-// Run returns nil after a normal shutdown, an error if ctx was cancelled
-// before the caches synced, an error wrapping ErrShutdownTimeout if
-// reconciles ignored their cancelled context for a further ShutdownTimeout,
-// and an error if called a second time.
-func (c *Controller[K]) Run(ctx context.Context) error {
-	c.syncMu.Lock()
-	if !c.started.CompareAndSwap(false, true) {
-		c.syncMu.Unlock()
+// Run returns nil after a normal shutdown; an error if a handler could not
+// be registered, if ctx was cancelled before the handlers synced, or if
+// called a second time; an error wrapping ErrShutdownTimeout if reconciles
+// ignored their cancelled context; an error wrapping ErrAborted after Abort.
+func (c *Controller[K]) Run(ctx context.Context) (err error) {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
 		return fmt.Errorf("queue: controller %q was already started", c.name)
 	}
-	waitFor := c.opts.WaitForSync
-	c.syncMu.Unlock()
+	c.started = true
+	select {
+	case <-c.aborted:
+		c.base.ShutDown()
+		c.mu.Unlock()
+		return c.abortErr
+	default:
+	}
+	q := newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, nil)
+	c.queue = q
+	c.running.Store(&q)
+	now := time.Now()
+	for key, at := range c.delayed {
+		q.AddAfter(key, at.Sub(now))
+	}
+	c.delayed = nil
+	watches := c.watches
+	c.mu.Unlock()
+	// Shutting the queue down also stops its delaying goroutine.
+	defer q.ShutDown()
+
 	logger := klog.FromContext(ctx).WithValues("controller", c.name)
 	ctx = klog.NewContext(ctx, logger)
 	c.logger = logger
 	c.loggerKey = loggerContextKey()
 
+	if err := c.register(logger, watches); err != nil {
+		return err
+	}
+	defer c.unregister(logger, watches)
+
 	// Reconciles get a context that survives ctx's cancellation so that they
 	// can finish during the shutdown grace period.
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-
-	var sources sync.WaitGroup
-	for _, s := range c.opts.Sources {
-		sources.Go(func() { s.Start(ctx, c) })
+	workCtx, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelWork(nil)
+	var background sync.WaitGroup
+	defer background.Wait()
+	// stopCtx ends with ctx or with Abort: the sources, the wait for sync
+	// and the workers follow it.
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	background.Go(func() {
+		select {
+		case <-c.aborted:
+			stop()
+		case <-stopCtx.Done():
+		}
+	})
+	for _, s := range c.sources {
+		background.Go(func() { s.Start(stopCtx, c) })
 	}
-	defer sources.Wait()
-	// Shutting the queue down also stops its delaying goroutine.
-	defer c.queue.ShutDown()
 	stopMetrics := make(chan struct{})
-	var metricsLoop sync.WaitGroup
-	metricsLoop.Go(func() { c.base.runMetrics(stopMetrics) })
-	defer metricsLoop.Wait()
+	background.Go(func() { c.base.runMetrics(stopMetrics) })
 	defer close(stopMetrics)
 
+	synced := make([]cache.InformerSynced, 0, len(watches))
+	for _, w := range watches {
+		synced = append(synced, (*w.reg.Load()).HasSynced)
+	}
 	logger.Info("Waiting for caches to sync")
-	if !cache.WaitForCacheSync(ctx.Done(), waitFor...) {
+	if !cache.WaitForCacheSync(stopCtx.Done(), synced...) {
+		if err := c.abortError(); err != nil {
+			return err
+		}
 		return fmt.Errorf("queue: controller %q stopped before its caches synced: %w", c.name, context.Cause(ctx))
 	}
 
-	c.metrics.SetMaxWorkers(c.name, c.opts.Workers)
-	logger.Info("Starting workers", "count", c.opts.Workers)
+	c.metrics.SetMaxWorkers(c.name, c.cfg.workers)
+	logger.Info("Starting workers", "count", c.cfg.workers)
 	var workers sync.WaitGroup
-	for range c.opts.Workers {
+	for range c.cfg.workers {
 		workers.Go(func() {
-			for c.processNext(ctx, workCtx) {
+			for c.processNext(stopCtx, workCtx) {
 			}
 		})
 	}
@@ -318,45 +369,96 @@ func (c *Controller[K]) Run(ctx context.Context) error {
 		close(workersDone)
 	}()
 
-	<-ctx.Done()
-	logger.Info("Shutting down workers")
-	// Wake idle workers; busy ones see ctx is done after their reconcile.
-	c.queue.ShutDown()
-
-	timer := time.NewTimer(c.opts.ShutdownTimeout)
+	<-stopCtx.Done()
+	// Wake idle workers; busy ones see stopCtx is done after their reconcile.
+	q.ShutDown()
+	timer := time.NewTimer(c.cfg.shutdownTimeout)
 	defer timer.Stop()
 	select {
-	case <-workersDone:
-		logger.Info("All workers finished")
-		return nil
-	case <-timer.C:
+	case <-c.aborted:
+	default:
+		logger.Info("Shutting down workers")
+		select {
+		case <-workersDone:
+			logger.Info("All workers finished")
+			return nil
+		case <-c.aborted:
+			timer.Reset(c.cfg.shutdownTimeout)
+		case <-timer.C:
+			logger.Info("Shutdown timeout reached, cancelling in-flight reconciles", "timeout", c.cfg.shutdownTimeout)
+			timer.Reset(c.cfg.shutdownTimeout)
+		}
 	}
-	logger.Info("Shutdown timeout reached, cancelling in-flight reconciles", "timeout", c.opts.ShutdownTimeout)
-	cancelWork()
-	timer.Reset(c.opts.ShutdownTimeout)
+	if abortErr := c.abortError(); abortErr != nil {
+		logger.Info("Aborting: cancelling in-flight reconciles", "cause", abortErr.Error())
+		cancelWork(abortErr)
+	} else {
+		cancelWork(context.Canceled)
+	}
 	select {
 	case <-workersDone:
-		return nil
+		return c.abortError()
 	case <-timer.C:
-		err := fmt.Errorf("queue: controller %q: %w (%s, then %s after cancelling them)",
-			c.name, ErrShutdownTimeout, c.opts.ShutdownTimeout, c.opts.ShutdownTimeout)
+		err := fmt.Errorf("queue: controller %q: %w (waited %s after cancelling them)",
+			c.name, ErrShutdownTimeout, c.cfg.shutdownTimeout)
 		logger.Error(err, "Returning with reconciles that ignore their context")
-		return err
+		return errors.Join(c.abortError(), err)
+	}
+}
+
+// abortError returns the error Abort recorded, or nil.
+func (c *Controller[K]) abortError() error {
+	select {
+	case <-c.aborted:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.abortErr
+	default:
+		return nil
+	}
+}
+
+// register adds the handlers of watches to their informers; on failure it
+// removes those already added.
+func (c *Controller[K]) register(logger klog.Logger, watches []*watch) error {
+	for i, w := range watches {
+		reg, err := w.informer.AddEventHandlerWithOptions(w.handler, cache.HandlerOptions{Logger: &logger})
+		if err != nil {
+			c.unregister(logger, watches[:i])
+			return fmt.Errorf("queue: controller %q: registering handler %d: %w", c.name, i, err)
+		}
+		w.reg.Store(&reg)
+	}
+	return nil
+}
+
+// unregister removes the handlers of watches from their informers.
+func (c *Controller[K]) unregister(logger klog.Logger, watches []*watch) {
+	for _, w := range watches {
+		reg := w.reg.Swap(nil)
+		if reg == nil {
+			continue
+		}
+		if err := w.informer.RemoveEventHandler(*reg); err != nil {
+			logger.V(2).Info("Could not remove an event handler", "err", err.Error())
+		}
 	}
 }
 
 // processNext takes one key, reconciles it and reports whether the worker
 // should go on.
-func (c *Controller[K]) processNext(ctx, workCtx context.Context) bool {
+func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
-	if ctx.Err() != nil {
+	if stopCtx.Err() != nil || c.abortError() != nil {
 		// Stopping: leave the key; it is not worked on by this process again.
 		return false
 	}
+	c.active.Add(1)
+	defer c.active.Add(-1)
 	c.reconcileKey(workCtx, key)
 	return true
 }
@@ -374,9 +476,9 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 			ctx = klog.NewContext(workCtx, rc.getLogger())
 		}
 	}
-	if c.opts.ReconcileTimeout > 0 {
+	if c.cfg.reconcileTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, c.opts.ReconcileTimeout, errReconcileTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, c.cfg.reconcileTimeout, errReconcileTimeout)
 		defer cancel()
 	}
 
@@ -399,7 +501,7 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 	}
 	// Like controller-runtime, a reconcile counts as timed out when its own
 	// deadline fired, whatever it returned.
-	obs.TimedOut = c.opts.ReconcileTimeout > 0 && errors.Is(context.Cause(ctx), errReconcileTimeout)
+	obs.TimedOut = c.cfg.reconcileTimeout > 0 && errors.Is(context.Cause(ctx), errReconcileTimeout)
 
 	switch {
 	case err == nil && res.RequeueAfter > 0:
@@ -409,7 +511,7 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 	case err == nil:
 		obs.Outcome = OutcomeSuccess
 		c.queue.Forget(key)
-	case reconcile.IsTerminal(err):
+	case errors.Is(err, &reconcile.TerminalError{}):
 		obs.Outcome = OutcomeError
 		obs.Terminal = true
 		c.queue.Forget(key)

@@ -262,7 +262,7 @@ func TestOutcomes(t *testing.T) {
 			limiter := newRecordingLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond))
 			metrics := &fakeMetrics{}
 			logs := &logBuffer{}
-			c, err := queue.New("outcomes", r, queue.Options[string]{RateLimiter: limiter, Metrics: metrics})
+			c, err := queue.New("outcomes", r, queue.WithRateLimiter(limiter), queue.WithMetrics(metrics))
 			require.NoError(t, err)
 			stop := startController(t, logs.context(), c)
 
@@ -303,7 +303,7 @@ func TestTerminalErrorLoggedOnce(t *testing.T) {
 	})
 	metrics := &fakeMetrics{}
 	logs := &logBuffer{}
-	c, err := queue.New("terminal", r, queue.Options[string]{Metrics: metrics})
+	c, err := queue.New("terminal", r, queue.WithMetrics(metrics))
 	require.NoError(t, err)
 	stop := startController(t, logs.context(), c)
 	c.Add("ns/a")
@@ -344,7 +344,7 @@ func TestOneWorkerPerKeyAndCoalescing(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	metrics := &fakeMetrics{}
-	c, err := queue.New("coalesce", r, queue.Options[string]{Workers: 8, Metrics: metrics})
+	c, err := queue.New("coalesce", r, queue.WithWorkers(8), queue.WithMetrics(metrics))
 	require.NoError(t, err)
 	stop := startController(t, context.Background(), c)
 
@@ -370,32 +370,139 @@ func TestOneWorkerPerKeyAndCoalescing(t *testing.T) {
 	assert.Equal(t, 8, metrics.maxWorkers)
 }
 
-func TestWorkersWaitForSync(t *testing.T) {
-	var synced atomic.Bool
-	var polls atomic.Int32
-	hasSynced := func() bool {
-		polls.Add(1)
-		return synced.Load()
+// fakeInformer is a SharedInformer whose registrations sync when told to.
+type fakeInformer struct {
+	cache.SharedInformer
+	mu       sync.Mutex
+	synced   atomic.Bool // the informer's own cache
+	regs     []*fakeRegistration
+	removed  int
+	refuse   error
+	handlers []cache.ResourceEventHandler
+}
+
+type fakeRegistration struct {
+	cache.ResourceEventHandlerRegistration
+	synced atomic.Bool
+}
+
+func (r *fakeRegistration) HasSynced() bool { return r.synced.Load() }
+
+func (f *fakeInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, _ cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse != nil {
+		return nil, f.refuse
 	}
+	r := &fakeRegistration{}
+	f.regs = append(f.regs, r)
+	f.handlers = append(f.handlers, h)
+	return r, nil
+}
+
+func (f *fakeInformer) RemoveEventHandler(reg cache.ResourceEventHandlerRegistration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed++
+	return nil
+}
+
+func (f *fakeInformer) HasSynced() bool { return f.synced.Load() }
+
+// registrations returns how many handlers were added and removed.
+func (f *fakeInformer) registrations() (added, removed int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.regs), f.removed
+}
+
+// syncAll makes every registration report synced.
+func (f *fakeInformer) syncAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.regs {
+		r.synced.Store(true)
+	}
+}
+
+func TestWorkersWaitForWatches(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	var calls atomic.Int32
 	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
 		calls.Add(1)
 		return reconcile.Result{}, nil
 	})
-	c, err := queue.New("sync", r, queue.Options[string]{
-		WaitForSync: []cache.InformerSynced{func() bool { return true }},
-	})
+	c, err := queue.New("sync", r)
 	require.NoError(t, err)
-	require.NoError(t, c.WaitForSync(hasSynced))
-	require.ErrorContains(t, c.WaitForSync(nil), "sync function 0 is nil")
+	a, b := &fakeInformer{}, &fakeInformer{}
+	require.NoError(t, c.Watch(a, cache.ResourceEventHandlerFuncs{}))
+	require.NoError(t, c.Watch(b, cache.ResourceEventHandlerFuncs{}))
+	require.ErrorContains(t, c.Watch(nil, cache.ResourceEventHandlerFuncs{}), "needs an informer and a handler")
+	require.ErrorContains(t, c.Watch(a, nil), "needs an informer and a handler")
+
+	// Before Run: nothing is registered, and HasSynced follows the informers.
+	added, _ := a.registrations()
+	assert.Zero(t, added, "Watch registers nothing before Run")
+	assert.False(t, c.HasSynced())
+	a.synced.Store(true)
+	b.synced.Store(true)
+	assert.True(t, c.HasSynced(), "warm informers make a controller that is not running ready")
+
 	c.Add("ns/a")
 	stop := startController(t, context.Background(), c)
-
-	require.Eventually(t, func() bool { return polls.Load() >= 3 }, waitFor, time.Millisecond)
-	assert.Equal(t, int32(0), calls.Load(), "a worker ran before every sync function reported true")
-	synced.Store(true)
+	require.Eventually(t, func() bool {
+		added, _ := b.registrations()
+		return added == 1
+	}, waitFor, time.Millisecond, "Run registers the handlers")
+	assert.False(t, c.HasSynced(), "while running, HasSynced follows the registrations")
+	a.syncAll()
+	require.Never(t, func() bool { return calls.Load() > 0 }, 50*time.Millisecond, time.Millisecond,
+		"a worker ran before every registration synced")
+	b.syncAll()
 	require.Eventually(t, func() bool { return calls.Load() == 1 }, waitFor, time.Millisecond)
+	assert.True(t, c.HasSynced())
+	require.ErrorContains(t, c.Watch(a, cache.ResourceEventHandlerFuncs{}), "after Run")
 	require.NoError(t, stop())
+	for _, inf := range []*fakeInformer{a, b} {
+		added, removed := inf.registrations()
+		assert.Equal(t, 1, added)
+		assert.Equal(t, 1, removed, "Run removes its handlers when it returns")
+	}
+}
+
+func TestWatchRegistrationFails(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	})
+	c, err := queue.New("refused", r)
+	require.NoError(t, err)
+	ok, refusing := &fakeInformer{}, &fakeInformer{refuse: errors.New("informer stopped")}
+	require.NoError(t, c.Watch(ok, cache.ResourceEventHandlerFuncs{}))
+	require.NoError(t, c.Watch(refusing, cache.ResourceEventHandlerFuncs{}))
+	err = c.Run(context.Background())
+	require.ErrorContains(t, err, "informer stopped")
+	added, removed := ok.registrations()
+	assert.Equal(t, 1, added)
+	assert.Equal(t, 1, removed, "handlers registered before the failure are removed")
+}
+
+// New starts nothing and registers nothing: a controller that is never run
+// needs no cleanup.
+func TestNeverRunNeedsNoCleanup(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	})
+	inf := &fakeInformer{}
+	c, err := queue.New("abandoned", r, queue.WithMetrics(&fakeMetrics{}),
+		queue.WithSource(queue.Periodic(time.Millisecond, func(context.Context) ([]string, error) { return nil, nil })))
+	require.NoError(t, err)
+	require.NoError(t, c.Watch(inf, cache.ResourceEventHandlerFuncs{}))
+	c.Add("a")
+	c.AddAfter("b", time.Hour)
+	added, _ := inf.registrations()
+	assert.Zero(t, added)
 }
 
 func TestCancelledBeforeSync(t *testing.T) {
@@ -403,10 +510,9 @@ func TestCancelledBeforeSync(t *testing.T) {
 		t.Error("reconciled although caches never synced")
 		return reconcile.Result{}, nil
 	})
-	c, err := queue.New("never-synced", r, queue.Options[string]{
-		WaitForSync: []cache.InformerSynced{func() bool { return false }},
-	})
+	c, err := queue.New("never-synced", r)
 	require.NoError(t, err)
+	require.NoError(t, c.Watch(&fakeInformer{}, cache.ResourceEventHandlerFuncs{}))
 	c.Add("ns/a")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -435,7 +541,7 @@ func TestShutdownLetsInFlightReconcilesFinish(t *testing.T) {
 		finished.Store(true)
 		return reconcile.Result{}, nil
 	})
-	c, err := queue.New("graceful", r, queue.Options[string]{ShutdownTimeout: time.Minute})
+	c, err := queue.New("graceful", r, queue.WithShutdownTimeout(time.Minute))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -487,7 +593,7 @@ func TestShutdownTimeout(t *testing.T) {
 				<-stuck
 				return reconcile.Result{}, nil
 			})
-			c, err := queue.New("timeout", r, queue.Options[string]{ShutdownTimeout: 20 * time.Millisecond})
+			c, err := queue.New("timeout", r, queue.WithShutdownTimeout(20*time.Millisecond))
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
@@ -547,11 +653,7 @@ func TestReconcileTimeout(t *testing.T) {
 				return reconcile.Result{}, nil
 			})
 			metrics := &fakeMetrics{}
-			c, err := queue.New("reconcile-timeout", r, queue.Options[string]{
-				ReconcileTimeout: 10 * time.Millisecond,
-				Metrics:          metrics,
-				RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
-			})
+			c, err := queue.New("reconcile-timeout", r, queue.WithReconcileTimeout(10*time.Millisecond), queue.WithMetrics(metrics), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond)))
 			require.NoError(t, err)
 			stop := startController(t, context.Background(), c)
 			c.Add("ns/a")
@@ -582,7 +684,7 @@ func TestReconcileCancelledByShutdown(t *testing.T) {
 	})
 	metrics := &fakeMetrics{}
 	logs := &logBuffer{}
-	c, err := queue.New("cancelled", r, queue.Options[string]{ShutdownTimeout: 10 * time.Millisecond, Metrics: metrics})
+	c, err := queue.New("cancelled", r, queue.WithShutdownTimeout(10*time.Millisecond), queue.WithMetrics(metrics))
 	require.NoError(t, err)
 	stop := startController(t, logs.context(), c)
 	c.Add("ns/a")
@@ -613,7 +715,7 @@ func TestContextualLogger(t *testing.T) {
 	})
 	metrics := &fakeMetrics{}
 	logs := &logBuffer{}
-	c, err := queue.New("logging", r, queue.Options[string]{Metrics: metrics, Workers: 2})
+	c, err := queue.New("logging", r, queue.WithMetrics(metrics), queue.WithWorkers(2))
 	require.NoError(t, err)
 	stop := startController(t, logs.context(), c)
 	c.Add("ns/a")
@@ -642,30 +744,42 @@ func TestContextualLogger(t *testing.T) {
 
 func TestNewValidation(t *testing.T) {
 	r := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	list := func(context.Context) ([]string, error) { return nil, nil }
+	self := func(k string) []string { return []string{k} }
 	tests := []struct {
 		name    string
 		ctrl    string
 		r       reconcile.Reconciler[string]
-		opts    queue.Options[string]
+		opts    []queue.Option
 		wantErr string
 	}{
 		{name: "empty name", r: r, wantErr: "name must not be empty"},
 		{name: "nil reconciler", ctrl: "x", wantErr: "reconciler must not be nil"},
-		{name: "negative workers", ctrl: "x", r: r, opts: queue.Options[string]{Workers: -1}, wantErr: "negative option"},
-		{name: "negative timeout", ctrl: "x", r: r, opts: queue.Options[string]{ReconcileTimeout: -time.Second}, wantErr: "negative option"},
-		{name: "nil sync function", ctrl: "x", r: r, opts: queue.Options[string]{WaitForSync: []cache.InformerSynced{nil}}, wantErr: "sync function 0"},
-		{name: "nil source", ctrl: "x", r: r, opts: queue.Options[string]{Sources: []queue.Source[string]{nil}}, wantErr: "source 0"},
-		{name: "zero interval", ctrl: "x", r: r, opts: queue.Options[string]{Sources: []queue.Source[string]{
-			queue.Periodic(0, func(context.Context) ([]string, error) { return nil, nil })}}, wantErr: "interval must be positive"},
-		{name: "nil list", ctrl: "x", r: r, opts: queue.Options[string]{Sources: []queue.Source[string]{
-			queue.Periodic[string](time.Second, nil)}}, wantErr: "list function must not be nil"},
-		{name: "nil channel", ctrl: "x", r: r, opts: queue.Options[string]{Sources: []queue.Source[string]{
-			queue.Channel[string](nil)}}, wantErr: "channel must not be nil"},
-		{name: "defaults", ctrl: "x", r: r},
+		{name: "zero workers", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(0)}, wantErr: "workers must be at least 1"},
+		{name: "negative reconcile timeout", ctrl: "x", r: r, opts: []queue.Option{queue.WithReconcileTimeout(-time.Second)}, wantErr: "reconcile timeout must be positive"},
+		{name: "zero shutdown timeout", ctrl: "x", r: r, opts: []queue.Option{queue.WithShutdownTimeout(0)}, wantErr: "shutdown timeout must be positive"},
+		{name: "nil metrics", ctrl: "x", r: r, opts: []queue.Option{queue.WithMetrics(nil)}, wantErr: "metrics are nil"},
+		{name: "nil rate limiter", ctrl: "x", r: r, opts: []queue.Option{queue.WithRateLimiter[string](nil)}, wantErr: "rate limiter is nil"},
+		{name: "rate limiter of another key type", ctrl: "x", r: r, opts: []queue.Option{queue.WithRateLimiter(queue.DefaultRateLimiter[int]())},
+			wantErr: "is not for keys of type string"},
+		{name: "source of another key type", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Periodic(time.Second,
+			func(context.Context) ([]int, error) { return nil, nil }))}, wantErr: "source 0"},
+		{name: "nil source", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource[string](nil)}, wantErr: "source is nil"},
+		{name: "zero interval", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Periodic(0, list))}, wantErr: "interval must be positive"},
+		{name: "nil list", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Periodic[string](time.Second, nil))}, wantErr: "list function must not be nil"},
+		{name: "jitter out of range", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Periodic(time.Second, list, queue.Jitter(2)))}, wantErr: "jitter must be between 0 and 1"},
+		{name: "nil channel", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Channel[string](nil, self))}, wantErr: "channel must not be nil"},
+		{name: "nil keys function", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Channel[string, string](make(chan string), nil))}, wantErr: "keys function must not be nil"},
+		{name: "every problem is reported", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(-1), queue.WithShutdownTimeout(-1)},
+			wantErr: "workers must be at least 1, got -1\nshutdown timeout must be positive"},
+		{name: "defaults", ctrl: "x", r: r, opts: []queue.Option{nil}},
+		{name: "all options", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(3), queue.WithReconcileTimeout(time.Second),
+			queue.WithShutdownTimeout(time.Second), queue.WithMetrics(queue.NoopMetrics{}), queue.WithRateLimiter(queue.DefaultRateLimiter[string]()),
+			queue.WithSource(queue.Periodic(time.Second, list, queue.Jitter(0.5), queue.LowPriority(), nil)), queue.WithSource(queue.Channel(make(chan string), self))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := queue.New(tt.ctrl, tt.r, tt.opts)
+			c, err := queue.New(tt.ctrl, tt.r, tt.opts...)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -674,10 +788,6 @@ func TestNewValidation(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.ctrl, c.Name())
-			c.ShutDown()
-			c.ShutDown()
-			c.Add("after shutdown")
-			assert.Equal(t, 0, c.Len(), "keys added after ShutDown are ignored")
 		})
 	}
 }
@@ -685,7 +795,7 @@ func TestNewValidation(t *testing.T) {
 func TestRunTwice(t *testing.T) {
 	r := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
 	metrics := &fakeMetrics{}
-	c, err := queue.New("twice", r, queue.Options[string]{Metrics: metrics})
+	c, err := queue.New("twice", r, queue.WithMetrics(metrics))
 	require.NoError(t, err)
 	stop := startController(t, context.Background(), c)
 	c.Add("a")
@@ -693,8 +803,9 @@ func TestRunTwice(t *testing.T) {
 	err = c.Run(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "already started")
-	require.ErrorContains(t, c.WaitForSync(func() bool { return true }), "after Run")
 	require.NoError(t, stop())
+	c.Add("after")
+	assert.Zero(t, c.Len(), "keys added after Run returned are ignored")
 }
 
 func TestDefaultRateLimiter(t *testing.T) {
@@ -723,17 +834,23 @@ func TestDefaultRateLimiter(t *testing.T) {
 }
 
 func TestAddAfterAndLen(t *testing.T) {
-	r := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
-	c, err := queue.New("len", r, queue.Options[string]{})
+	r := &keyCounter{}
+	c, err := queue.New("len", r)
 	require.NoError(t, err)
 	c.Add("a")
 	c.Add("a")
 	c.Add("b")
 	assert.Equal(t, 2, c.Len(), "duplicate adds of a waiting key are merged")
-	c.AddAfter("c", time.Millisecond)
-	require.Eventually(t, func() bool { return c.Len() == 3 }, waitFor, time.Millisecond)
+	c.AddAfter("now", 0)
+	c.AddAfter("later", time.Millisecond)
+	c.AddAfter("later", time.Hour) // the earlier time counts
+	assert.Equal(t, 3, c.Len(), "a delayed key waits for Run")
 	stop := startController(t, context.Background(), c)
-	require.Eventually(t, func() bool { return c.Len() == 0 }, waitFor, time.Millisecond)
+	require.Eventually(t, func() bool {
+		return c.Len() == 0 && c.Active() == 0 && r.count("later") == 1 && r.count("a") == 1
+	}, waitFor, time.Millisecond)
+	c.AddAfter("running", time.Millisecond)
+	require.Eventually(t, func() bool { return r.count("running") == 1 }, waitFor, time.Millisecond)
 	require.NoError(t, stop())
 }
 
@@ -785,7 +902,7 @@ func TestFreshKeysOvertakeLowPriorityKeys(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	metrics := &fakeMetrics{}
-	c, err := queue.New("lanes", r, queue.Options[string]{Metrics: metrics})
+	c, err := queue.New("lanes", r, queue.WithMetrics(metrics))
 	require.NoError(t, err)
 	stop := startController(t, context.Background(), c)
 	c.Add("block")
@@ -826,10 +943,7 @@ func TestDiscardLogger(t *testing.T) {
 		}
 	})
 	metrics := &fakeMetrics{}
-	c, err := queue.New("discard", r, queue.Options[string]{
-		Metrics:     metrics,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond),
-	})
+	c, err := queue.New("discard", r, queue.WithMetrics(metrics), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond)))
 	require.NoError(t, err)
 	stop := startController(t, logr.NewContext(context.Background(), logr.Discard()), c)
 	c.Add("ns/a")
@@ -838,4 +952,102 @@ func TestDiscardLogger(t *testing.T) {
 	obs := metrics.observations()
 	assert.True(t, obs[1].Panicked)
 	assert.True(t, obs[3].Terminal)
+}
+
+func TestAbort(t *testing.T) {
+	lost := errors.New("lost the Lease")
+	tests := []struct {
+		name string
+		// stop stops the controller once a reconcile is blocked.
+		stop func(c *queue.Controller[string], cancel context.CancelFunc)
+	}{
+		{name: "abort while running", stop: func(c *queue.Controller[string], _ context.CancelFunc) { c.Abort(lost) }},
+		{name: "abort during a graceful stop", stop: func(c *queue.Controller[string], cancel context.CancelFunc) {
+			cancel()
+			c.Abort(lost)
+			c.Abort(errors.New("second cause is ignored"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			entered := make(chan struct{})
+			var cause atomic.Value
+			r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+				close(entered)
+				<-ctx.Done()
+				cause.Store(context.Cause(ctx))
+				return reconcile.Result{}, ctx.Err()
+			})
+			// A long grace period: only the abort can end the reconcile.
+			c, err := queue.New("abort", r, queue.WithShutdownTimeout(time.Hour))
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx) }()
+			c.Add("a")
+			<-entered
+			tt.stop(c, cancel)
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, queue.ErrAborted)
+				require.ErrorIs(t, err, lost)
+			case <-time.After(waitFor):
+				t.Fatal("Run did not return after Abort")
+			}
+			got, _ := cause.Load().(error)
+			assert.ErrorIs(t, got, lost, "the reconcile's context carries the cause")
+		})
+	}
+	t.Run("abort before Run", func(t *testing.T) {
+		defer goleak.VerifyNone(t)
+		c, err := queue.New("abort", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+			t.Error("reconciled after Abort")
+			return reconcile.Result{}, nil
+		}))
+		require.NoError(t, err)
+		c.Add("a")
+		c.Abort(lost)
+		require.ErrorIs(t, c.Run(context.Background()), lost)
+	})
+}
+
+func TestSourcePriorities(t *testing.T) {
+	// The worker is held on "block" while the sources fill both lanes;
+	// the fresh key then overtakes the low-priority ones.
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		if key == "block" {
+			<-release
+		}
+		mu.Lock()
+		order = append(order, key)
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	low := make(chan []string, 1)
+	fresh := make(chan []string, 1)
+	self := func(keys []string) []string { return keys }
+	c, err := queue.New("priorities", r,
+		queue.WithSource(queue.Channel(low, self, queue.LowPriority())),
+		queue.WithSource(queue.Channel(fresh, self)))
+	require.NoError(t, err)
+	c.Add("block")
+	stop := startController(t, context.Background(), c)
+	require.Eventually(t, func() bool { return c.Active() == 1 }, waitFor, time.Millisecond)
+	low <- []string{"resync-1", "resync-2"}
+	require.Eventually(t, func() bool { return c.Len() == 2 }, waitFor, time.Millisecond)
+	fresh <- []string{"change"}
+	require.Eventually(t, func() bool { return c.Len() == 3 }, waitFor, time.Millisecond)
+	close(release)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 4
+	}, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+	assert.Equal(t, []string{"block", "change", "resync-1", "resync-2"}, order)
 }

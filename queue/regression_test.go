@@ -20,8 +20,10 @@ func newIdleController(t *testing.T) *Controller[string] {
 	t.Helper()
 	c, err := New("regression", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
-	}), Options[string]{})
+	}))
 	require.NoError(t, err)
+	// The queue Run would build; the test plays the workers.
+	c.queue = newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, nil)
 	t.Cleanup(func() { c.queue.ShutDown() })
 	return c
 }

@@ -47,7 +47,7 @@ func TestPeriodicSource(t *testing.T) {
 		return []string{"ns/a", "ns/b"}, nil
 	})
 	r := &keyCounter{}
-	c, err := queue.New[string]("periodic", r, queue.Options[string]{Sources: []queue.Source[string]{src}})
+	c, err := queue.New[string]("periodic", r, queue.WithSource(src))
 	require.NoError(t, err)
 	stop := startController(t, context.Background(), c)
 	require.Eventually(t, func() bool { return r.count("ns/a") >= 3 && r.count("ns/b") >= 3 }, waitFor, time.Millisecond)
@@ -68,7 +68,7 @@ func TestChannelSource(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ch := make(chan string)
 			r := &keyCounter{}
-			c, err := queue.New[string]("channel", r, queue.Options[string]{Sources: []queue.Source[string]{queue.Channel(ch)}})
+			c, err := queue.New[string]("channel", r, queue.WithSource(queue.Channel(ch, func(k string) []string { return []string{k} })))
 			require.NoError(t, err)
 			stop := startController(t, context.Background(), c)
 			ch <- "ns/a"
@@ -83,6 +83,30 @@ func TestChannelSource(t *testing.T) {
 	}
 }
 
+// With jitter, the waits of a periodic source vary between interval and
+// interval*(1+factor).
+func TestPeriodicJitter(t *testing.T) {
+	var mu sync.Mutex
+	var ticks []time.Time
+	src := queue.Periodic(2*time.Millisecond, func(ctx context.Context) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ticks = append(ticks, time.Now())
+		return []string{"ns/a"}, nil
+	}, queue.Jitter(1), queue.LowPriority())
+	r := &keyCounter{}
+	c, err := queue.New[string]("jitter", r, queue.WithSource(src))
+	require.NoError(t, err)
+	stop := startController(t, context.Background(), c)
+	require.Eventually(t, func() bool { return r.count("ns/a") >= 5 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(ticks); i++ {
+		assert.GreaterOrEqual(t, ticks[i].Sub(ticks[i-1]), 2*time.Millisecond, "no wait is shorter than the interval")
+	}
+}
+
 func TestSourceFunc(t *testing.T) {
 	r := &keyCounter{}
 	src := queue.SourceFunc[string](func(ctx context.Context, q queue.Enqueuer[string]) {
@@ -90,7 +114,7 @@ func TestSourceFunc(t *testing.T) {
 		q.Add("ns/now")
 		<-ctx.Done()
 	})
-	c, err := queue.New[string]("func", r, queue.Options[string]{Sources: []queue.Source[string]{src}})
+	c, err := queue.New[string]("func", r, queue.WithSource(src))
 	require.NoError(t, err)
 	stop := startController(t, context.Background(), c)
 	require.Eventually(t, func() bool { return r.count("ns/now") == 1 && r.count("ns/later") == 1 }, waitFor, time.Millisecond)

@@ -35,7 +35,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -66,15 +65,11 @@ type Func[K comparable] func(ctx context.Context, key K) (Result, error)
 // Reconcile calls f(ctx, key).
 func (f Func[K]) Reconcile(ctx context.Context, key K) (Result, error) { return f(ctx, key) }
 
-// ErrTerminal matches every error produced by Terminal:
-// errors.Is(err, ErrTerminal) reports whether err (or anything it wraps) is
-// terminal.
-var ErrTerminal = errors.New("terminal error")
-
 // TerminalError marks an error that retrying cannot fix, such as an invalid
 // spec. The worker loop does not requeue a key whose reconcile returns an
 // error that is, or wraps, a *TerminalError; it counts and logs it once.
-// Match it with errors.As, or with errors.Is(err, ErrTerminal).
+// Create it with Terminal; match it with errors.As, which also gives the
+// cause, or with errors.Is(err, &TerminalError{}).
 type TerminalError struct {
 	// Err is the underlying cause; it may be nil.
 	Err error
@@ -88,16 +83,17 @@ func Terminal(err error) error { return &TerminalError{Err: err} }
 // Error returns the cause's message prefixed with "terminal error".
 func (e *TerminalError) Error() string {
 	if e.Err == nil {
-		return ErrTerminal.Error()
+		return "terminal error"
 	}
-	return ErrTerminal.Error() + ": " + e.Err.Error()
+	return "terminal error: " + e.Err.Error()
 }
 
 // Unwrap returns the cause so that errors.Is and errors.As see through it.
 func (e *TerminalError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrTerminal) true for every terminal error.
-func (e *TerminalError) Is(target error) bool { return target == ErrTerminal }
-
-// IsTerminal reports whether err is, or wraps, a terminal error.
-func IsTerminal(err error) bool { return errors.Is(err, ErrTerminal) }
+// Is reports whether target is a *TerminalError, so that
+// errors.Is(err, &TerminalError{}) holds for every terminal error.
+func (e *TerminalError) Is(target error) bool {
+	_, ok := target.(*TerminalError)
+	return ok
+}

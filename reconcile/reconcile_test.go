@@ -34,8 +34,7 @@ func TestTerminalMatching(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.wantTerminal, reconcile.IsTerminal(tt.err))
-			assert.Equal(t, tt.wantTerminal, errors.Is(tt.err, reconcile.ErrTerminal))
+			assert.Equal(t, tt.wantTerminal, errors.Is(tt.err, &reconcile.TerminalError{}))
 			var te *reconcile.TerminalError
 			assert.Equal(t, tt.wantTerminal, errors.As(tt.err, &te))
 			assert.Equal(t, tt.wantCause, errors.Is(tt.err, cause))

@@ -14,73 +14,107 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/foo"
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
+	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
+	"github.com/ctrlkit/ctrlkit/metrics"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/operator"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+// options are the command-line flags.
+type options struct {
+	operator.Flags
+	workers int
+	resync  time.Duration
 }
 
 // run parses args, runs the controller until SIGINT or SIGTERM, and returns
-// the process exit code. A second signal exits at once.
+// the process exit code.
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("foo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	opts := bindFlags(fs)
-	klog.InitFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	o := bindFlags(fs)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
-	if err := opts.validate(); err != nil {
+	if err := errors.Join(o.Validate(), check(o.workers >= 1, "--workers must be at least 1, got %d", o.workers),
+		check(o.resync >= 0, "--resync must not be negative, got %s", o.resync)); err != nil {
 		fmt.Fprintf(stderr, "foo: %v\n", err)
 		return 2
 	}
-	defer klog.Flush()
-
-	ctx, stop := signalContext(context.Background(), stderr)
-	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background().WithName("foo"))
-
-	if err := opts.runController(ctx); err != nil {
-		fmt.Fprintf(stderr, "foo: %v\n", err)
-		return 1
-	}
-	return 0
+	return operator.Main(stderr, "foo", o.runController)
 }
 
-// signalContext returns a context cancelled by the first SIGINT or SIGTERM;
-// a second signal exits the process with status 1 without waiting for a
-// graceful shutdown.
-func signalContext(parent context.Context, stderr io.Writer) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-sigs:
-			klog.Background().Info("Shutting down gracefully; send the signal again to exit at once", "signal", sig.String())
-			cancel()
-		case <-done:
-			return
-		}
-		select {
-		case <-sigs:
-			fmt.Fprintln(stderr, "foo: second signal, exiting now")
-			klog.Flush()
-			os.Exit(1)
-		case <-done:
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(sigs)
-		close(done)
-		cancel()
+// bindFlags registers the flags on fs.
+func bindFlags(fs *flag.FlagSet) *options {
+	// The first sync of N Foos costs about 3N requests: 500 QPS lets the
+	// API server, not the client, set the pace (see README.md).
+	o := &options{Flags: operator.Flags{QPS: 500, Burst: 1000, LeaderElectID: "foo-controller.samplecontroller.k8s.io",
+		MetricsAddr: ":8080", ProbeAddr: ":8081"}}
+	o.Bind(fs)
+	fs.IntVar(&o.workers, "workers", 2, "Number of Foos reconciled at once.")
+	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "How often the informers replay every object to the controller (0 disables). An idle resync writes nothing.")
+	klog.InitFlags(fs)
+	return o
+}
+
+func check(ok bool, format string, args ...any) error {
+	if ok {
+		return nil
 	}
+	return fmt.Errorf(format, args...)
+}
+
+// runController connects to the cluster, checks that it serves the Foo API,
+// and runs the controller with its informers and endpoints.
+func (o *options) runController(ctx context.Context) error {
+	cfg, err := o.RESTConfig("ctrlkit-foo-controller")
+	if err != nil {
+		return err
+	}
+	if err := operator.CheckServed(cfg, samplev1alpha1.SchemeGroupVersion); errors.Is(err, operator.ErrNotServed) {
+		return fmt.Errorf("%w; the Foo CRD is not installed; install it with: kubectl apply -f foo/crd/samplecontroller.k8s.io_foos.yaml", err)
+	} else if err != nil {
+		return err
+	}
+	kubeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	fooClient, err := fooclientset.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	registry := prometheus.NewRegistry()
+	recorder, err := metrics.New(registry)
+	if err != nil {
+		return err
+	}
+	handler, err := metrics.Handler(registry, metrics.WithRuntimeCollectors())
+	if err != nil {
+		return err
+	}
+	kubeInformers := kubeinformers.NewSharedInformerFactory(kubeClient, o.resync)
+	fooInformers := fooinformers.NewSharedInformerFactory(fooClient, o.resync)
+	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
+		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
+		foo.WithQueueOptions(queue.WithWorkers(o.workers), queue.WithMetrics(recorder), queue.WithShutdownTimeout(o.ShutdownTimeout)))
+	if err != nil {
+		return err
+	}
+	return operator.Run(ctx, append(o.Options(kubeClient, handler),
+		operator.WithInformers(kubeInformers, fooInformers), operator.WithControllers(ctrl))...)
 }

@@ -28,8 +28,8 @@ func TestDeploymentGracePeriodCoversShutdown(t *testing.T) {
 	require.Len(t, containers, 1)
 	fs := flag.NewFlagSet("foo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	opts := bindFlags(fs)
+	flags := bindFlags(fs)
 	require.NoError(t, fs.Parse(containers[0].Args))
-	worst := 2*opts.shutdownTimeout + 10*time.Second // and the Lease release, bounded by the renew deadline
+	worst := 2*flags.ShutdownTimeout + flags.RenewDeadline // and the Lease release, bounded by the renew deadline
 	require.Greater(t, grace, worst, "terminationGracePeriodSeconds %s, worst-case stop %s", grace, worst)
 }

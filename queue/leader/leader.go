@@ -1,0 +1,280 @@
+// Package leader runs controllers only while their process holds a
+// coordination.k8s.io/v1 Lease, so that of several replicas exactly one
+// writes at a time.
+//
+// Run campaigns for the Lease and, once it holds it, runs the given
+// Runnables (queue.Controllers, typically) until its context ends. The
+// order of a stop is what keeps two replicas from writing at once:
+//
+//   - a normal stop (ctx cancelled) stops the Runnables first, letting
+//     in-flight reconciles drain while the Lease is still renewed, and
+//     releases the Lease only after every Runnable has returned, so that a
+//     standby replica takes over at once;
+//   - a lost Lease (renewals failed for RenewDeadline) aborts the Runnables
+//     at once: Runnables with an Abort(error) method, such as
+//     queue.Controller, cancel their in-flight reconciles without a grace
+//     period; Run returns an error wrapping ErrLeaseLost once all have
+//     returned, and does not touch the Lease again. The process should exit
+//     and start over as a candidate.
+//
+// Informers are not Run's business: start them before Run, so that a
+// standby replica keeps its caches warm and takes over without listing
+// anything.
+//
+//	err := leader.Run(ctx, leader.Config{Client: kubeClient, Namespace: "foo-system", Name: "foo-controller"}, ctrl)
+//
+// # Timing
+//
+// A leader gives up at most RetryPeriod + RenewDeadline after its last
+// successful renewal; a candidate takes over no sooner than LeaseDuration
+// after it saw that renewal. Run therefore requires LeaseDuration >
+// RenewDeadline + RetryPeriod, and the difference is the time an aborted
+// Runnable has to return before another replica may start: reconcilers must
+// honour their context. The bound assumes the replicas' clocks advance at
+// the same rate; they need not agree on the time of day.
+//
+// # RBAC
+//
+// The identity needs get, create and update on leases in the Lease's
+// namespace (group coordination.k8s.io).
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// Defaults of Config's durations, those of client-go's components.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// ErrLeaseLost is wrapped by the error Run returns when the Lease was lost
+// while the Runnables ran.
+var ErrLeaseLost = errors.New("leader: lost the Lease")
+
+// Runnable is what runs while the Lease is held: Run runs until ctx is
+// cancelled and then stops. A Runnable that also has a method Abort(cause
+// error), such as queue.Controller, is aborted when the Lease is lost.
+type Runnable interface {
+	Run(ctx context.Context) error
+}
+
+// RunnableFunc adapts a function to the Runnable interface.
+type RunnableFunc func(ctx context.Context) error
+
+// Run calls f(ctx).
+func (f RunnableFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// aborter is the optional hard stop of a Runnable.
+type aborter interface{ Abort(cause error) }
+
+// Config describes the Lease and the timing of the election. Zero durations
+// select the defaults.
+type Config struct {
+	// Client reads and writes the Lease.
+	Client kubernetes.Interface
+	// Namespace and Name of the Lease.
+	Namespace, Name string
+	// Identity of this replica in the Lease. Default: the host name and a
+	// random suffix, unique per process.
+	Identity string
+	// LeaseDuration is how long a candidate waits after the last renewal
+	// it saw before taking the Lease over. Default DefaultLeaseDuration.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps retrying to renew before
+	// it gives up. Default DefaultRenewDeadline.
+	RenewDeadline time.Duration
+	// RetryPeriod is how often candidates try to take the Lease and the
+	// leader renews it. Default DefaultRetryPeriod.
+	RetryPeriod time.Duration
+}
+
+// complete fills defaults and checks the configuration.
+func (c Config) complete() (Config, error) {
+	if c.Client == nil || c.Namespace == "" || c.Name == "" {
+		return c, errors.New("leader: Config needs a Client, a Namespace and a Name")
+	}
+	if c.Identity == "" {
+		host, _ := os.Hostname()
+		c.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	c.LeaseDuration = orDefault(c.LeaseDuration, DefaultLeaseDuration)
+	c.RenewDeadline = orDefault(c.RenewDeadline, DefaultRenewDeadline)
+	c.RetryPeriod = orDefault(c.RetryPeriod, DefaultRetryPeriod)
+	if c.LeaseDuration <= c.RenewDeadline+c.RetryPeriod || c.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(c.RetryPeriod)) {
+		return c, fmt.Errorf("leader: need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > %v x retry period",
+			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, leaderelection.JitterFactor)
+	}
+	return c, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Run campaigns for the Lease described by cfg and runs rs while holding it,
+// each in its own goroutine, until ctx is cancelled, the Lease is lost, or a
+// Runnable fails (the first error stops the others). See the package
+// documentation for the order of a stop.
+//
+// Run returns nil when ctx ended (whether or not this replica ever led) and
+// every Runnable returned nil; otherwise the Runnables' errors joined, with
+// ErrLeaseLost if the Lease was lost. A configuration error is returned at
+// once.
+func Run(ctx context.Context, cfg Config, rs ...Runnable) error {
+	cfg, err := cfg.complete()
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx).WithValues("lease", klog.KRef(cfg.Namespace, cfg.Name), "identity", cfg.Identity)
+	ctx = klog.NewContext(ctx, logger)
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metaOf(cfg),
+		Client:     cfg.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}
+	// The election outlives ctx: while the Runnables drain after a normal
+	// stop, the Lease is still renewed.
+	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
+	leading := make(chan context.Context, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+		Name:          cfg.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leaderCtx context.Context) { leading <- leaderCtx },
+			OnStoppedLeading: func() {},
+			OnNewLeader: func(id string) {
+				if id != cfg.Identity {
+					logger.Info("Another replica leads", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader: %w", err)
+	}
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		elector.Run(electCtx)
+	}()
+	stopElection := func() {
+		stopElecting()
+		<-electorDone
+	}
+
+	logger.Info("Waiting to lead")
+	var leaderCtx context.Context
+	select {
+	case leaderCtx = <-leading:
+	case <-ctx.Done():
+		stopElection()
+		select {
+		case <-leading: // won just as ctx ended: run nothing, give the Lease back
+			release(ctx, cfg, lock)
+		default:
+		}
+		return nil
+	}
+	logger.Info("Became the leader")
+	errs, lost := runWhileLeading(ctx, leaderCtx, rs)
+	stopElection()
+	if lost {
+		logger.Info("Lost the Lease; every runnable has stopped")
+		return errors.Join(append([]error{ErrLeaseLost}, errs...)...)
+	}
+	release(ctx, cfg, lock)
+	return errors.Join(errs...)
+}
+
+// runWhileLeading runs rs until ctx ends, one fails, or leaderCtx ends (the
+// Lease is lost), and returns their errors and whether the Lease was lost.
+func runWhileLeading(ctx, leaderCtx context.Context, rs []Runnable) (errs []error, lost bool) {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	results := make(chan error, len(rs))
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Go(func() { results <- r.Run(runCtx) })
+	}
+	pending := len(rs)
+	for pending > 0 {
+		select {
+		case err := <-results:
+			pending--
+			if err != nil {
+				errs = append(errs, err)
+				stop() // the first error stops the others
+			}
+		case <-leaderCtx.Done():
+			if !lost {
+				lost = true
+				klog.FromContext(ctx).Info("Lost the Lease: aborting every runnable")
+				for _, r := range rs {
+					if a, ok := r.(aborter); ok {
+						a.Abort(ErrLeaseLost)
+					}
+				}
+				stop()
+			}
+			leaderCtx = context.Background() // seen; keep collecting results
+		}
+	}
+	wg.Wait()
+	return errs, lost
+}
+
+// release gives the Lease up if this replica still holds it, so that a
+// standby replica takes over without waiting for it to expire.
+func release(ctx context.Context, cfg Config, lock *resourcelock.LeaseLock) {
+	logger := klog.FromContext(ctx)
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.RenewDeadline)
+	defer cancel()
+	rec, _, err := lock.Get(releaseCtx)
+	if err != nil {
+		logger.Error(err, "Could not read the Lease to release it")
+		return
+	}
+	if rec.HolderIdentity != cfg.Identity {
+		return
+	}
+	now := metaNow()
+	err = lock.Update(releaseCtx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions:    rec.LeaderTransitions,
+		LeaseDurationSeconds: 1,
+		RenewTime:            now,
+		AcquireTime:          now,
+	})
+	if err != nil {
+		logger.Error(err, "Could not release the Lease; it expires on its own")
+		return
+	}
+	logger.Info("Released the Lease")
+}
+
+func metaOf(cfg Config) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name}
+}
+
+func metaNow() metav1.Time { return metav1.NewTime(time.Now()) }

@@ -1,0 +1,215 @@
+package operator
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/homedir"
+
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/leader"
+)
+
+// Flags are the command-line flags every operator has. Set the defaults in
+// the struct, then Bind registers the flags with them:
+//
+//	flags := operator.Flags{LeaderElectID: "foo-controller", MetricsAddr: ":8080", ProbeAddr: ":8081"}
+//	flags.Bind(flag.CommandLine)
+//
+// Zero fields get the defaults documented on each flag.
+type Flags struct {
+	// Kubeconfig (--kubeconfig) and Master (--master) locate the cluster;
+	// see RESTConfig.
+	Kubeconfig, Master string
+	// QPS (--kube-api-qps, default 50) and Burst (--kube-api-burst,
+	// default 100) limit the client's requests.
+	QPS   float64
+	Burst int
+	// LeaderElect (--leader-elect) runs the controllers behind leader
+	// election on the Lease LeaderElectNamespace/LeaderElectID
+	// (--leader-elect-namespace, default: the pod's namespace in a
+	// cluster, else "default"; --leader-elect-id).
+	LeaderElect          bool
+	LeaderElectNamespace string
+	LeaderElectID        string
+	// LeaseDuration, RenewDeadline and RetryPeriod
+	// (--leader-elect-lease-duration, --leader-elect-renew-deadline,
+	// --leader-elect-retry-period) default to those of package leader.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MetricsAddr (--metrics-bind-address) and ProbeAddr
+	// (--health-probe-bind-address) are host:port; "0" or empty disables
+	// the endpoint.
+	MetricsAddr, ProbeAddr string
+	// ShutdownTimeout (--shutdown-timeout, default
+	// queue.DefaultShutdownTimeout) bounds how long in-flight reconciles
+	// may run after a stop signal; pass it to queue.WithShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+// Flag defaults not taken from other packages.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
+// Bind registers the flags on fs, with f's values (or the documented
+// defaults) as defaults.
+func (f *Flags) Bind(fs *flag.FlagSet) {
+	if f.QPS == 0 {
+		f.QPS = DefaultQPS
+	}
+	if f.Burst == 0 {
+		f.Burst = DefaultBurst
+	}
+	if f.LeaseDuration == 0 {
+		f.LeaseDuration = leader.DefaultLeaseDuration
+	}
+	if f.RenewDeadline == 0 {
+		f.RenewDeadline = leader.DefaultRenewDeadline
+	}
+	if f.RetryPeriod == 0 {
+		f.RetryPeriod = leader.DefaultRetryPeriod
+	}
+	if f.ShutdownTimeout == 0 {
+		f.ShutdownTimeout = queue.DefaultShutdownTimeout
+	}
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Path to a kubeconfig. Without it: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
+	fs.StringVar(&f.Master, "master", f.Master, "The address of the Kubernetes API server; overrides the server in the kubeconfig.")
+	fs.Float64Var(&f.QPS, "kube-api-qps", f.QPS, "Requests per second the clients may send to the API server.")
+	fs.IntVar(&f.Burst, "kube-api-burst", f.Burst, "Requests the clients may send in a burst above --kube-api-qps.")
+	fs.BoolVar(&f.LeaderElect, "leader-elect", f.LeaderElect, "Elect a leader with a Lease so that only one replica reconciles.")
+	fs.StringVar(&f.LeaderElectNamespace, "leader-elect-namespace", f.LeaderElectNamespace, "Namespace of the leader election Lease (default: the pod's namespace in a cluster, else \"default\").")
+	fs.StringVar(&f.LeaderElectID, "leader-elect-id", f.LeaderElectID, "Name of the leader election Lease.")
+	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", f.LeaseDuration, "How long a non-leader waits after the last renewal before taking over.")
+	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", f.RenewDeadline, "How long the leader keeps retrying a renewal before giving up leadership.")
+	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", f.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", f.MetricsAddr, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
+	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", f.ProbeAddr, "Address of /healthz and /readyz; \"0\" disables them.")
+	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
+}
+
+// Validate reports every flag value that cannot work.
+func (f *Flags) Validate() error {
+	var errs []error
+	if f.QPS <= 0 || f.Burst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", f.QPS, f.Burst))
+	}
+	if f.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", f.ShutdownTimeout))
+	}
+	for name, addr := range map[string]string{"--metrics-bind-address": f.MetricsAddr, "--health-probe-bind-address": f.ProbeAddr} {
+		if enabled(addr) {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not host:port or \"0\": %w", name, addr, err))
+			}
+		}
+	}
+	if f.LeaderElect {
+		if f.LeaderElectID == "" {
+			errs = append(errs, errors.New("--leader-elect-id must not be empty"))
+		}
+		if f.LeaseDuration <= f.RenewDeadline+f.RetryPeriod || f.RenewDeadline <= f.RetryPeriod || f.RetryPeriod <= 0 {
+			errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > retry period > 0",
+				f.LeaseDuration, f.RenewDeadline, f.RetryPeriod))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func enabled(addr string) bool { return addr != "" && addr != "0" }
+
+// RESTConfig finds the cluster: --kubeconfig, else $KUBECONFIG, else the
+// in-cluster config, else ~/.kube/config; --master overrides the server of
+// any of them. The returned config carries the client rate limits of the
+// flags and userAgent. Errors say where the configuration came from.
+func (f *Flags) RESTConfig(userAgent string) (*rest.Config, error) {
+	cfg, err := f.findConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = float32(f.QPS)
+	cfg.Burst = f.Burst
+	cfg.UserAgent = userAgent
+	return cfg, nil
+}
+
+func (f *Flags) findConfig() (*rest.Config, error) {
+	fromFile := func(rules *clientcmd.ClientConfigLoadingRules, source string) (*rest.Config, error) {
+		overrides := &clientcmd.ConfigOverrides{}
+		if f.Master != "" {
+			overrides.ClusterInfo.Server = f.Master
+		}
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading %s: %w", source, err)
+		}
+		return cfg, nil
+	}
+	if f.Kubeconfig != "" {
+		return fromFile(&clientcmd.ClientConfigLoadingRules{ExplicitPath: f.Kubeconfig}, "--kubeconfig "+f.Kubeconfig)
+	}
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		return fromFile(&clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}, "$KUBECONFIG "+env)
+	}
+	if cfg, err := rest.InClusterConfig(); err == nil {
+		if f.Master != "" {
+			cfg.Host = f.Master
+		}
+		return cfg, nil
+	} else if !errors.Is(err, rest.ErrNotInCluster) {
+		return nil, fmt.Errorf("loading the in-cluster config: %w", err)
+	}
+	if home := filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName); fileExists(home) {
+		return fromFile(&clientcmd.ClientConfigLoadingRules{ExplicitPath: home}, home)
+	}
+	if f.Master != "" {
+		return &rest.Config{Host: f.Master}, nil
+	}
+	return nil, errors.New("no cluster configuration: pass --kubeconfig, set $KUBECONFIG, run in a cluster, or create ~/.kube/config")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// serviceAccountNamespace is where a pod finds its namespace.
+var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// Options returns the options of Run that the flags decide: leader election
+// on client, the probes, and the metrics endpoint serving metrics (which
+// may be nil when --metrics-bind-address is disabled).
+func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Option {
+	var opts []Option
+	if f.LeaderElect {
+		ns := f.LeaderElectNamespace
+		if ns == "" {
+			ns = "default"
+			if data, err := os.ReadFile(serviceAccountNamespace); err == nil && len(strings.TrimSpace(string(data))) > 0 {
+				ns = strings.TrimSpace(string(data))
+			}
+		}
+		opts = append(opts, WithLeaderElection(leader.Config{
+			Client: client, Namespace: ns, Name: f.LeaderElectID,
+			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPeriod,
+		}))
+	}
+	if enabled(f.ProbeAddr) {
+		opts = append(opts, WithProbes(f.ProbeAddr))
+	}
+	if enabled(f.MetricsAddr) && metrics != nil {
+		opts = append(opts, WithMetrics(f.MetricsAddr, metrics))
+	}
+	return opts
+}

@@ -1,0 +1,221 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/leader"
+)
+
+func writeKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: ` + server + `
+users:
+- name: u
+  user:
+    token: secret
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	return path
+}
+
+func parse(t *testing.T, f Flags, args ...string) Flags {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.Bind(fs)
+	require.NoError(t, fs.Parse(args))
+	return f
+}
+
+func TestFlagsDefaultsAndValidation(t *testing.T) {
+	f := parse(t, Flags{})
+	assert.Equal(t, float64(DefaultQPS), f.QPS)
+	assert.Equal(t, DefaultBurst, f.Burst)
+	assert.Equal(t, leader.DefaultLeaseDuration, f.LeaseDuration)
+	assert.Equal(t, queue.DefaultShutdownTimeout, f.ShutdownTimeout)
+	require.NoError(t, f.Validate())
+
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "bad qps", args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps and --kube-api-burst must be positive"},
+		{name: "bad shutdown timeout", args: []string{"--shutdown-timeout=0s"}, wantErr: "--shutdown-timeout must be positive"},
+		{name: "bad address", args: []string{"--metrics-bind-address=8080"}, wantErr: "--metrics-bind-address"},
+		{name: "no lease name", args: []string{"--leader-elect"}, wantErr: "--leader-elect-id must not be empty"},
+		{name: "bad lease timing", args: []string{"--leader-elect", "--leader-elect-id=x", "--leader-elect-lease-duration=1s"}, wantErr: "lease duration"},
+		{name: "disabled endpoints", args: []string{"--metrics-bind-address=0", "--health-probe-bind-address="}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := parse(t, Flags{}, tt.args...)
+			err := f.Validate()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+func TestRESTConfig(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	fromFile := writeKubeconfig(t, "https://file.example:6443")
+	fromEnv := writeKubeconfig(t, "https://env.example:6443")
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".kube"), 0o755))
+	require.NoError(t, os.Rename(writeKubeconfig(t, "https://home.example:6443"), filepath.Join(home, ".kube", "config")))
+
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		wantHost string
+		wantErr  string
+	}{
+		{name: "--kubeconfig first", args: []string{"--kubeconfig=" + fromFile}, env: map[string]string{"KUBECONFIG": fromEnv}, wantHost: "https://file.example:6443"},
+		{name: "then $KUBECONFIG", env: map[string]string{"KUBECONFIG": fromEnv}, wantHost: "https://env.example:6443"},
+		{name: "then ~/.kube/config", env: map[string]string{"HOME": home}, wantHost: "https://home.example:6443"},
+		{name: "--master overrides", args: []string{"--kubeconfig=" + fromFile, "--master=https://master.example"}, wantHost: "https://master.example"},
+		{name: "--master alone", args: []string{"--master=https://master.example"}, env: map[string]string{"HOME": t.TempDir()}, wantHost: "https://master.example"},
+		{name: "missing file", args: []string{"--kubeconfig=/nonexistent"}, wantErr: "loading --kubeconfig /nonexistent"},
+		{name: "nothing", env: map[string]string{"HOME": t.TempDir()}, wantErr: "no cluster configuration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", "")
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			f := parse(t, Flags{QPS: 7, Burst: 9}, tt.args...)
+			cfg, err := f.RESTConfig("agent")
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantHost, cfg.Host)
+			assert.Equal(t, float32(7), cfg.QPS)
+			assert.Equal(t, 9, cfg.Burst)
+			assert.Equal(t, "agent", cfg.UserAgent)
+		})
+	}
+}
+
+func TestFlagsOptions(t *testing.T) {
+	client := fake.NewClientset()
+	f := parse(t, Flags{}, "--metrics-bind-address=0")
+	assert.Empty(t, f.Options(client, http.NotFoundHandler()), "nothing enabled")
+
+	dir := t.TempDir()
+	serviceAccountNamespace = filepath.Join(dir, "namespace")
+	t.Cleanup(func() { serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace" })
+	f = parse(t, Flags{}, "--leader-elect", "--leader-elect-id=op", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080")
+	var c config
+	for _, opt := range f.Options(client, http.NotFoundHandler()) {
+		opt(&c)
+	}
+	require.NotNil(t, c.election)
+	assert.Equal(t, "default", c.election.Namespace, "outside a cluster")
+	assert.Equal(t, "op", c.election.Name)
+	assert.Equal(t, ":8081", c.probeAddr)
+	assert.Equal(t, ":8080", c.metricsAddr)
+
+	require.NoError(t, os.WriteFile(serviceAccountNamespace, []byte("ops\n"), 0o600))
+	c = config{}
+	for _, opt := range f.Options(client, nil) {
+		opt(&c)
+	}
+	assert.Equal(t, "ops", c.election.Namespace, "the pod's namespace")
+	assert.Empty(t, c.metricsAddr, "no handler, no endpoint")
+}
+
+func TestCheckServed(t *testing.T) {
+	gv := schema.GroupVersion{Group: "samplecontroller.k8s.io", Version: "v1alpha1"}
+	status := func(code int, reason string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":%q,"code":%d}`, reason, code)
+		}))
+	}
+	served := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"samplecontroller.k8s.io/v1alpha1","resources":[]}`))
+	}))
+	defer served.Close()
+	notFound, denied := status(http.StatusNotFound, "NotFound"), status(http.StatusUnauthorized, "Unauthorized")
+	defer notFound.Close()
+	defer denied.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	require.NoError(t, CheckServed(&rest.Config{Host: served.URL}, gv))
+	err = CheckServed(&rest.Config{Host: notFound.URL}, gv)
+	require.ErrorIs(t, err, ErrNotServed)
+	assert.ErrorContains(t, err, "does not serve samplecontroller.k8s.io/v1alpha1")
+	assert.ErrorContains(t, CheckServed(&rest.Config{Host: denied.URL}, gv), "refused the credentials")
+	assert.ErrorContains(t, CheckServed(&rest.Config{Host: closed}, gv), "cannot reach the API server at "+closed)
+}
+
+func TestMainExitCodes(t *testing.T) {
+	var stderr bytes.Buffer
+	assert.Equal(t, 0, Main(&stderr, "op", func(ctx context.Context) error { return nil }))
+	assert.Equal(t, 1, Main(&stderr, "op", func(ctx context.Context) error { return errors.New("broken") }))
+	assert.Equal(t, "op: broken\n", stderr.String())
+
+	t.Run("signals", func(t *testing.T) {
+		exited := make(chan int, 1)
+		exit = func(code int) { exited <- code }
+		t.Cleanup(func() { exit = os.Exit })
+		var out bytes.Buffer
+		code := Main(&out, "op", func(ctx context.Context) error {
+			require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+			<-ctx.Done() // the first signal stops gracefully
+			require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+			select {
+			case code := <-exited:
+				assert.Equal(t, 1, code, "the second signal exits at once")
+			case <-time.After(20 * time.Second):
+				t.Error("the second signal did not exit")
+			}
+			return nil
+		})
+		assert.Equal(t, 0, code)
+		assert.Contains(t, out.String(), "second signal, exiting now")
+	})
+}

@@ -1,0 +1,243 @@
+// Package operator runs a whole operator in one call: the informer
+// factories its controllers share, the controllers (behind leader election
+// if asked), and the /healthz, /readyz and /metrics endpoints, started and
+// stopped in the right order. It is a function, not a manager object:
+// everything it runs is built by the caller from plain client-go types and
+// the other ctrlkit packages.
+//
+//	return operator.Run(ctx,
+//		operator.WithInformers(kubeInformers),
+//		operator.WithControllers(ctrl),
+//		operator.WithProbes(":8081"),
+//	)
+//
+// Run starts the probe and metrics servers, then the informer factories,
+// waits for their caches, and runs the controllers until ctx ends. On
+// cancellation it stops the controllers first (each drains its in-flight
+// reconciles), then the informers, then the servers. The first error of any
+// part stops all the others and is returned.
+//
+// Flags binds the command-line flags every operator has (kubeconfig, client
+// rate limits, leader election, endpoint addresses, shutdown timeout), and
+// Main runs an operator's main function with a signal-handling context.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/queue/leader"
+)
+
+// Controller is what Run runs. *queue.Controller is one; so is any type
+// with these methods, such as a controller that embeds one.
+type Controller interface {
+	// Run runs until ctx is cancelled, then stops gracefully.
+	Run(ctx context.Context) error
+	// HasSynced reports whether the controller is ready to work; /readyz
+	// reports ready only when every controller's HasSynced does.
+	HasSynced() bool
+}
+
+// InformerFactory is what client-go's and code-generator's shared informer
+// factories have in common.
+type InformerFactory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	Shutdown()
+}
+
+// Option configures Run. A nil Option is ignored.
+type Option func(*config)
+
+type config struct {
+	factories   []InformerFactory
+	controllers []Controller
+	election    *leader.Config
+	readyLeader bool
+	probeAddr   string
+	metricsAddr string
+	metrics     http.Handler
+	checks      []check
+	errs        []error
+}
+
+type check struct {
+	name string
+	fn   func(*http.Request) error
+}
+
+// WithInformers gives Run the informer factories the controllers share.
+// They are started once the servers listen and shut down after the
+// controllers have stopped. Controllers must have requested their informers
+// (by building them with these factories) before Run starts.
+func WithInformers(factories ...InformerFactory) Option {
+	return func(c *config) {
+		for _, f := range factories {
+			if f == nil {
+				c.errs = append(c.errs, errors.New("informer factory is nil"))
+				continue
+			}
+			c.factories = append(c.factories, f)
+		}
+	}
+}
+
+// WithControllers gives Run the controllers to run.
+func WithControllers(controllers ...Controller) Option {
+	return func(c *config) {
+		for _, ctrl := range controllers {
+			if ctrl == nil {
+				c.errs = append(c.errs, errors.New("controller is nil"))
+				continue
+			}
+			c.controllers = append(c.controllers, ctrl)
+		}
+	}
+}
+
+// WithLeaderElection runs the controllers only while this process holds
+// the Lease of cfg (see package leader). The informers and servers run on
+// standby replicas too, so that a takeover finds warm caches. Losing the
+// Lease makes Run return an error wrapping leader.ErrLeaseLost.
+func WithLeaderElection(cfg leader.Config) Option {
+	return func(c *config) { c.election = &cfg }
+}
+
+// WithReadinessOnlyWhenLeading makes /readyz report ready only on the
+// replica that holds the Lease, for a Service that should route to the
+// leader alone. By default a standby replica with synced caches is ready.
+func WithReadinessOnlyWhenLeading() Option {
+	return func(c *config) { c.readyLeader = true }
+}
+
+// WithProbes serves /healthz and /readyz on addr (host:port; ":0" picks a
+// free port). /healthz answers 200 while the process runs; /readyz answers
+// 200 once every controller's HasSynced is true and every check of
+// WithReadyCheck passes, 503 with the reasons otherwise.
+func WithProbes(addr string) Option {
+	return func(c *config) { c.probeAddr = addr }
+}
+
+// WithReadyCheck adds a named check to /readyz.
+func WithReadyCheck(name string, fn func(*http.Request) error) Option {
+	return func(c *config) {
+		if name == "" || fn == nil {
+			c.errs = append(c.errs, errors.New("ready check needs a name and a function"))
+			return
+		}
+		c.checks = append(c.checks, check{name: name, fn: fn})
+	}
+}
+
+// WithMetrics serves handler on addr at /metrics; metrics.Handler builds one
+// for a Prometheus registry.
+func WithMetrics(addr string, handler http.Handler) Option {
+	return func(c *config) {
+		if handler == nil {
+			c.errs = append(c.errs, errors.New("metrics handler is nil"))
+			return
+		}
+		c.metricsAddr, c.metrics = addr, handler
+	}
+}
+
+// Run runs what opts describe until ctx is cancelled or a part fails; see
+// the package documentation for the order of starts and stops. It returns
+// nil after a normal stop, and otherwise every error that stopped it.
+func Run(ctx context.Context, opts ...Option) error {
+	var c config
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	if len(c.controllers) == 0 {
+		c.errs = append(c.errs, errors.New("no controller to run"))
+	}
+	if c.readyLeader && c.election == nil {
+		c.errs = append(c.errs, errors.New("readiness only when leading needs leader election"))
+	}
+	if err := errors.Join(c.errs...); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	logger := klog.FromContext(ctx)
+
+	// stopCtx ends with ctx or with the first failure.
+	stopCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var leading atomic.Bool
+	srv, err := serve(stopCtx, &c, func() bool { return !c.readyLeader || leading.Load() })
+	if err != nil {
+		return err
+	}
+	var errs []error
+	var errsMu sync.Mutex
+	fail := func(err error) {
+		errsMu.Lock()
+		errs = append(errs, err)
+		errsMu.Unlock()
+		stop(err)
+	}
+	srv.start(fail)
+
+	for _, f := range c.factories {
+		f.Start(stopCtx.Done())
+	}
+	synced := true
+	for _, f := range c.factories {
+		for typ, ok := range f.WaitForCacheSync(stopCtx.Done()) {
+			if !ok {
+				synced = false
+				logger.Info("Informer did not sync before the stop", "type", typ.String())
+			}
+		}
+	}
+	if synced {
+		runControllers(stopCtx, &c, &leading, fail)
+	}
+	// The controllers have stopped: now the informers, then the servers.
+	stop(nil)
+	for _, f := range c.factories {
+		f.Shutdown()
+	}
+	srv.shutdown(ctx)
+	return errors.Join(errs...)
+}
+
+// runControllers runs the controllers, behind leader election if asked,
+// until ctx ends or one fails, and returns once all have returned.
+func runControllers(ctx context.Context, c *config, leading *atomic.Bool, fail func(error)) {
+	if c.election != nil {
+		rs := make([]leader.Runnable, 0, len(c.controllers)+1)
+		for _, ctrl := range c.controllers {
+			rs = append(rs, ctrl)
+		}
+		rs = append(rs, leader.RunnableFunc(func(ctx context.Context) error {
+			leading.Store(true)
+			defer leading.Store(false)
+			<-ctx.Done()
+			return nil
+		}))
+		if err := leader.Run(ctx, *c.election, rs...); err != nil {
+			fail(err)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, ctrl := range c.controllers {
+		wg.Go(func() {
+			if err := ctrl.Run(ctx); err != nil {
+				fail(err)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,346 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/metrics"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/leader"
+	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/reconcile"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const waitFor = 20 * time.Second
+
+// freeAddr returns a loopback address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// get returns the status code and body of url ("" and 0 if unreachable).
+func get(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// journal records the order of events from several goroutines.
+type journal struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (j *journal) add(e string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.events = append(j.events, e)
+}
+
+func (j *journal) list() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]string(nil), j.events...)
+}
+
+// loggedFactory notes when its informers are shut down.
+type loggedFactory struct {
+	informers.SharedInformerFactory
+	j *journal
+}
+
+func (f loggedFactory) Shutdown() {
+	f.SharedInformerFactory.Shutdown()
+	f.j.add("informers stopped")
+}
+
+// A whole operator over a fake clientset: a ConfigMap controller on a
+// shared factory, probes and metrics; a stop stops the controller, then the
+// informers, then the servers.
+func TestRun(t *testing.T) {
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
+	j := &journal{}
+	factory := loggedFactory{SharedInformerFactory: informers.NewSharedInformerFactory(client, 0), j: j}
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	require.NoError(t, err)
+	handler, err := metrics.Handler(reg, metrics.WithRuntimeCollectors())
+	require.NoError(t, err)
+
+	probes, metricsAddr := freeAddr(t), freeAddr(t)
+	reconciled := make(chan struct{}, 1)
+	release := make(chan struct{})
+	ctrl, err := queue.New("configmaps", reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+		reconciled <- struct{}{}
+		<-release // drains only when told, to see the servers stay up
+		return reconcile.Result{}, nil
+	}), queue.WithMetrics(m))
+	require.NoError(t, err)
+	require.NoError(t, ctrl.Watch(factory.Core().V1().ConfigMaps().Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx,
+			operator.WithInformers(factory),
+			operator.WithControllers(journaled{ctrl, j}),
+			operator.WithProbes(probes),
+			operator.WithMetrics(metricsAddr, handler),
+			operator.WithReadyCheck("custom", func(*http.Request) error { return nil }),
+			nil)
+	}()
+	<-reconciled
+	require.Eventually(t, func() bool { code, _ := get("http://" + probes + "/readyz"); return code == http.StatusOK }, waitFor, 5*time.Millisecond)
+	code, body := get("http://" + probes + "/healthz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok\n", body)
+	code, body = get("http://" + metricsAddr + "/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `controller_runtime_reconcile_total{controller="configmaps",result="success"}`)
+	assert.Contains(t, body, "go_goroutines", "runtime collectors")
+
+	cancel()
+	// While the controller drains, the servers still answer.
+	code, _ = get("http://" + probes + "/healthz")
+	assert.Equal(t, http.StatusOK, code, "probes answer while the controller drains")
+	close(release)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return")
+	}
+	assert.Equal(t, []string{"controller stopped", "informers stopped"}, j.list())
+	code, _ = get("http://" + probes + "/healthz")
+	assert.Zero(t, code, "the servers are stopped")
+}
+
+// journaled notes when a controller's Run returns.
+type journaled struct {
+	*queue.Controller[cache.ObjectName]
+	j *journal
+}
+
+func (c journaled) Run(ctx context.Context) error {
+	defer c.j.add("controller stopped")
+	return c.Controller.Run(ctx)
+}
+
+// stub is a Controller whose Run and HasSynced are given.
+type stub struct {
+	name   string
+	run    func(ctx context.Context) error
+	synced bool
+}
+
+func (s stub) Run(ctx context.Context) error { return s.run(ctx) }
+func (s stub) HasSynced() bool               { return s.synced }
+func (s stub) Name() string                  { return s.name }
+
+func untilDone(ctx context.Context) error { <-ctx.Done(); return nil }
+
+func TestFirstErrorStopsAll(t *testing.T) {
+	boom := errors.New("boom")
+	var otherStopped bool
+	err := operator.Run(context.Background(), operator.WithControllers(
+		stub{run: func(context.Context) error { return boom }},
+		stub{run: func(ctx context.Context) error { <-ctx.Done(); otherStopped = true; return nil }},
+	))
+	require.ErrorIs(t, err, boom)
+	assert.True(t, otherStopped)
+}
+
+func TestReadinessReportsWhatIsMissing(t *testing.T) {
+	probes := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, operator.WithProbes(probes), operator.WithControllers(
+			stub{name: "lagging", run: untilDone},
+			stub{name: "fine", run: untilDone, synced: true},
+		), operator.WithReadyCheck("database", func(*http.Request) error { return errors.New("unreachable") }))
+	}()
+	var code int
+	var body string
+	require.Eventually(t, func() bool { code, body = get("http://" + probes + "/readyz"); return code != 0 }, waitFor, 5*time.Millisecond)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "controller lagging has not synced\ndatabase: unreachable\n", body)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestListenFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	ran := false
+	err = operator.Run(context.Background(), operator.WithProbes(freeAddr(t)), operator.WithMetrics(ln.Addr().String(), http.NotFoundHandler()),
+		operator.WithControllers(stub{run: func(context.Context) error { ran = true; return nil }}))
+	require.ErrorContains(t, err, "listening on "+ln.Addr().String())
+	assert.False(t, ran, "nothing runs when an endpoint cannot listen")
+}
+
+func TestRunValidation(t *testing.T) {
+	ok := stub{run: untilDone}
+	tests := []struct {
+		name    string
+		opts    []operator.Option
+		wantErr string
+	}{
+		{name: "no controller", wantErr: "no controller to run"},
+		{name: "nil controller", opts: []operator.Option{operator.WithControllers(nil, ok)}, wantErr: "controller is nil"},
+		{name: "nil factory", opts: []operator.Option{operator.WithControllers(ok), operator.WithInformers(nil)}, wantErr: "informer factory is nil"},
+		{name: "nil metrics handler", opts: []operator.Option{operator.WithControllers(ok), operator.WithMetrics(":0", nil)}, wantErr: "metrics handler is nil"},
+		{name: "bad ready check", opts: []operator.Option{operator.WithControllers(ok), operator.WithReadyCheck("", nil)}, wantErr: "ready check needs"},
+		{name: "leader readiness without election", opts: []operator.Option{operator.WithControllers(ok), operator.WithReadinessOnlyWhenLeading()},
+			wantErr: "needs leader election"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorContains(t, operator.Run(context.Background(), tt.opts...), tt.wantErr)
+		})
+	}
+}
+
+// With leader election, a standby replica keeps its informers synced and
+// runs no controller; with WithReadinessOnlyWhenLeading it is not ready.
+func TestStandby(t *testing.T) {
+	other := "other"
+	client := fake.NewClientset(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "op"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &other, LeaseDurationSeconds: ptr.To[int32](3600),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}, AcquireTime: &metav1.MicroTime{Time: time.Now()}},
+	})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	cms := factory.Core().V1().ConfigMaps().Informer()
+	probes := freeAddr(t)
+	ran := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, operator.WithInformers(factory), operator.WithProbes(probes),
+			operator.WithLeaderElection(leader.Config{Client: client, Namespace: "ops", Name: "op", Identity: "me"}),
+			operator.WithReadinessOnlyWhenLeading(),
+			operator.WithControllers(stub{name: "c", synced: true, run: func(ctx context.Context) error { close(ran); return nil }}))
+	}()
+	require.Eventually(t, cms.HasSynced, waitFor, time.Millisecond, "the standby's informers run")
+	var code int
+	var body string
+	require.Eventually(t, func() bool { code, body = get("http://" + probes + "/readyz"); return code != 0 }, waitFor, 5*time.Millisecond)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "not leading\n", body)
+	cancel()
+	require.NoError(t, <-done)
+	select {
+	case <-ran:
+		t.Fatal("a standby ran its controller")
+	default:
+	}
+}
+
+// Once leading, the replica is ready and runs its controllers.
+func TestLeading(t *testing.T) {
+	client := fake.NewClientset()
+	probes := freeAddr(t)
+	running := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, operator.WithProbes(probes), operator.WithReadinessOnlyWhenLeading(),
+			operator.WithLeaderElection(leader.Config{Client: client, Namespace: "ops", Name: "op", Identity: "me",
+				LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}),
+			operator.WithControllers(stub{name: "c", synced: true, run: func(ctx context.Context) error { close(running); return untilDone(ctx) }}))
+	}()
+	<-running
+	require.Eventually(t, func() bool { code, _ := get("http://" + probes + "/readyz"); return code == http.StatusOK }, waitFor, 5*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// client-go's factories are InformerFactories.
+var _ operator.InformerFactory = informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+
+// syncFailure is a factory whose caches never sync.
+type syncFailure struct {
+	informers.SharedInformerFactory
+}
+
+func (syncFailure) Start(<-chan struct{}) {}
+func (syncFailure) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
+	<-stop
+	return map[reflect.Type]bool{reflect.TypeFor[*corev1.ConfigMap](): false}
+}
+func (syncFailure) Shutdown() {}
+
+func TestStopBeforeSync(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := false
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, operator.WithInformers(syncFailure{}),
+			operator.WithControllers(stub{run: func(context.Context) error { ran = true; return nil }}))
+	}()
+	cancel()
+	require.NoError(t, <-done)
+	assert.False(t, ran, "controllers start only once the caches synced")
+}
+
+func ExampleRun() {
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}})
+	kubeInformers := informers.NewSharedInformerFactory(client, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	ctrl, err := queue.New("configmaps", reconcile.Func[cache.ObjectName](func(_ context.Context, key cache.ObjectName) (reconcile.Result, error) {
+		fmt.Println("reconciled", key)
+		cancel() // one is enough for the example
+		return reconcile.Result{}, nil
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := ctrl.Watch(kubeInformers.Core().V1().ConfigMaps().Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = operator.Run(ctx,
+		operator.WithInformers(kubeInformers),
+		operator.WithControllers(ctrl),
+		operator.WithProbes("127.0.0.1:0"),
+	)
+	fmt.Println("stopped:", err)
+	// Output:
+	// reconciled default/settings
+	// stopped: <nil>
+}
