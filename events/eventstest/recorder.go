@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -144,6 +145,31 @@ func RequireEvent(t testing.TB, r *Recorder, eventtype, reason string) Event {
 		return Event{}
 	}
 	return found[0]
+}
+
+// WaitTimeout bounds how long WaitForEvent waits.
+const WaitTimeout = 30 * time.Second
+
+// WaitForEvent waits until r has kept an event that matches eventtype and
+// reason as Find does, and returns the oldest such event; it fails the test
+// with t.Fatalf, listing the events r has kept, if none comes within
+// WaitTimeout. It is for events recorded by a running controller.
+func WaitForEvent(t testing.TB, r *Recorder, eventtype, reason string) Event {
+	t.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	tick := time.NewTicker(time.Millisecond) // polling: the recorder has no notification
+	defer tick.Stop()
+	for {
+		if found := r.Find(eventtype, reason); len(found) > 0 {
+			return found[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no event with type %q and reason %q was recorded within %s; recorded events:%s",
+				eventtype, reason, WaitTimeout, list(r.Events()))
+			return Event{}
+		}
+		<-tick.C
+	}
 }
 
 // RequireNoEvent fails the test with t.Fatalf when r has kept an event that

@@ -207,3 +207,14 @@ func TestRequireNoEvent(t *testing.T) {
 	require.Len(t, tb.failures, 1)
 	assert.Contains(t, tb.failures[0], "Warning Failed ns/a: boom")
 }
+
+func TestWaitForEvent(t *testing.T) {
+	r := eventstest.NewRecorder()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	go func() {
+		r.Event(pod, corev1.EventTypeNormal, "Other", "m")
+		r.Eventf(pod, corev1.EventTypeWarning, "Failed", "attempt %d", 1)
+	}()
+	ev := eventstest.WaitForEvent(t, r, corev1.EventTypeWarning, "Failed")
+	assert.Equal(t, "attempt 1", ev.Message)
+}

@@ -1,6 +1,9 @@
 // Package reconciletest runs a reconcile.Reconciler against fake clientsets
 // in unit tests: it starts and syncs informer factories, runs one reconcile
-// with a test logger, and reports the write requests it made.
+// with a test logger, and reports the write requests it made (see Describe
+// for their form). StrictVersions makes fake clientsets keep
+// resourceVersions and answer stale updates with 409, as an API server does.
+// For tests of a running controller, see package queue/queuetest.
 //
 // A typical table-driven test:
 //
@@ -115,8 +118,16 @@ func WriteActions(recorders ...ActionRecorder) []k8stesting.Action {
 	return out
 }
 
-// Describe renders actions as "verb group/version/resource[/subresource]
-// namespace/name" lines, the easiest form to compare in a table test.
+// Describe renders actions as one line each, the easiest form to compare in
+// a table test:
+//
+//	verb group/version/resource[/subresource] namespace/name
+//
+// For example "create apps/v1/deployments ns/web" and "update
+// samplecontroller.k8s.io/v1alpha1/foos/status ns/example-foo". Resources of
+// the core group have no group part ("delete v1/configmaps ns/settings"),
+// cluster-scoped objects an empty namespace ("create v1/namespaces /team-a"),
+// and actions without an object name an empty name ("list v1/pods ns/").
 func Describe(actions []k8stesting.Action) []string {
 	out := make([]string, 0, len(actions))
 	for _, a := range actions {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
@@ -75,3 +76,20 @@ type fakeT struct {
 
 func (f *fakeT) Fatalf(string, ...any) { f.failed = true }
 func (f *fakeT) Helper()               {}
+
+func TestDescribeForms(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "settings"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
+	actions := []k8stesting.Action{
+		k8stesting.NewDeleteAction(corev1.SchemeGroupVersion.WithResource("configmaps"), "ns", "settings"),
+		k8stesting.NewRootCreateAction(corev1.SchemeGroupVersion.WithResource("namespaces"), ns),
+		k8stesting.NewListAction(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"), "ns", metav1.ListOptions{}),
+		k8stesting.NewUpdateSubresourceAction(corev1.SchemeGroupVersion.WithResource("configmaps"), "status", "ns", cm),
+	}
+	assert.Equal(t, []string{
+		"delete v1/configmaps ns/settings",
+		"create v1/namespaces /team-a",
+		"list v1/pods ns/",
+		"update v1/configmaps/status ns/settings",
+	}, reconciletest.Describe(actions))
+}

@@ -109,7 +109,7 @@ func newCtrlkitPeer(tb testing.TB, keys *keyTable, workers int, m queue.Metrics,
 		fn(key.Name)
 		return reconcile.Result{}, nil
 	})
-	ctrl, err := queue.New("bench-ctrlkit", r, queue.Options[cache.ObjectName]{Workers: workers, Metrics: m})
+	ctrl, err := queue.New("bench-ctrlkit", r, queue.WithWorkers(workers), queue.WithMetrics(m))
 	if err != nil {
 		tb.Fatal(err)
 	}
