@@ -15,6 +15,16 @@
 //	}
 //	recorder.Event(foo, corev1.EventTypeNormal, "Synced", "Foo synced successfully")
 //
+// By default events go to the core/v1 Events API; WithEventsAPI sends them
+// to events.k8s.io/v1 instead, through client-go's tools/events, behind the
+// same recorder interface.
+//
+// # RBAC
+//
+// The recorder needs create and patch on events: in the core group ("")
+// by default, in the events.k8s.io group with WithEventsAPI, in every
+// namespace it records events for (or cluster-wide).
+//
 // Tests that only need to see which events were recorded use the
 // events/eventstest package instead.
 package events
@@ -24,12 +34,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	toolsevents "k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
@@ -47,6 +59,8 @@ type options struct {
 	correlator   record.CorrelatorOptions
 	logVerbosity klog.Level
 	host         string
+	eventsAPI    bool
+	coreOnly     []string // options given that only the core/v1 path has
 }
 
 // WithScheme makes the types registered in s known to the recorder, so that
@@ -71,7 +85,10 @@ func WithAddToScheme(fns ...func(*runtime.Scheme) error) Option {
 // rate limits them before they reach the API server. The zero value, the
 // default, uses client-go's defaults.
 func WithCorrelatorOptions(c record.CorrelatorOptions) Option {
-	return func(o *options) { o.correlator = c }
+	return func(o *options) {
+		o.correlator = c
+		o.coreOnly = append(o.coreOnly, "WithCorrelatorOptions")
+	}
 }
 
 // WithLogVerbosity sets the verbosity at which each event is logged through
@@ -83,7 +100,22 @@ func WithLogVerbosity(v klog.Level) Option {
 // WithHost sets the host recorded as the events' source and reporting
 // instance, usually the pod or node name. It is empty by default.
 func WithHost(host string) Option {
-	return func(o *options) { o.host = host }
+	return func(o *options) {
+		o.host = host
+		o.coreOnly = append(o.coreOnly, "WithHost")
+	}
+}
+
+// WithEventsAPI records events through the events.k8s.io/v1 API (client-go's
+// tools/events) instead of core/v1. The recorder's interface stays
+// record.EventRecorderLogger: each event's action (a field only
+// events.k8s.io has) is its reason, and annotations are kept. Repeated
+// events become an event series, which tools/events maintains; the
+// reporting instance is the component and the host name. It cannot be
+// combined with WithCorrelatorOptions or WithHost, which belong to the
+// core/v1 path.
+func WithEventsAPI() Option {
+	return func(o *options) { o.eventsAPI = true }
 }
 
 // NewRecorder returns an event recorder for component (for example
@@ -139,6 +171,12 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface, component str
 	}
 
 	logger := klog.FromContext(ctx)
+	if o.eventsAPI {
+		if len(o.coreOnly) > 0 {
+			return nil, fmt.Errorf("events: WithEventsAPI cannot be combined with %s", strings.Join(o.coreOnly, " or "))
+		}
+		return newEventsAPIRecorder(ctx, client, component, scheme, o.logVerbosity)
+	}
 	broadcaster := record.NewBroadcaster(
 		record.WithContext(ctx),
 		record.WithCorrelatorOptions(o.correlator),
@@ -231,4 +269,47 @@ func (r *recorder) dropped(object runtime.Object, eventtype, reason string) bool
 		logger.Info("Event dropped: the recorder's context has ended", kv...)
 	}
 	return true
+}
+
+// newEventsAPIRecorder is NewRecorder through events.k8s.io/v1.
+func newEventsAPIRecorder(ctx context.Context, client kubernetes.Interface, component string, scheme *runtime.Scheme, verbosity klog.Level) (record.EventRecorderLogger, error) {
+	logger := klog.FromContext(ctx)
+	broadcaster := toolsevents.NewBroadcaster(&toolsevents.EventSinkImpl{Interface: client.EventsV1()})
+	stopLogging, err := broadcaster.StartLogging(logger.V(int(verbosity)))
+	if err != nil {
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("events: logging events: %w", err)
+	}
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		stopLogging()
+		broadcaster.Shutdown()
+		return nil, fmt.Errorf("events: recording to the events.k8s.io API: %w", err)
+	}
+	context.AfterFunc(ctx, broadcaster.Shutdown)
+	inner := eventsAPIRecorder{broadcaster.NewRecorder(scheme, component).WithLogger(logger)}
+	return &recorder{ctx: ctx, logger: logger, inner: inner}, nil
+}
+
+// eventsAPIRecorder gives a tools/events recorder the interface of
+// record.EventRecorderLogger.
+type eventsAPIRecorder struct{ rec toolsevents.EventRecorderLogger }
+
+func (r eventsAPIRecorder) Event(object runtime.Object, eventtype, reason, message string) {
+	r.rec.Eventf(object, nil, eventtype, reason, reason, "%s", message)
+}
+
+func (r eventsAPIRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	r.rec.Eventf(object, nil, eventtype, reason, reason, messageFmt, args...)
+}
+
+func (r eventsAPIRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	if a, ok := r.rec.(toolsevents.AnnotatedEventRecorder); ok {
+		a.AnnotatedEventf(object, nil, annotations, eventtype, reason, reason, messageFmt, args...)
+		return
+	}
+	r.rec.Eventf(object, nil, eventtype, reason, reason, messageFmt, args...)
+}
+
+func (r eventsAPIRecorder) WithLogger(logger klog.Logger) record.EventRecorderLogger {
+	return eventsAPIRecorder{r.rec.WithLogger(logger)}
 }

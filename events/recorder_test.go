@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -453,4 +454,53 @@ func TestRecorderIsSafeForConcurrentUse(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return len(createdEvents(client)) == n
 	}, waitFor, tick)
+}
+
+// With WithEventsAPI, events go to events.k8s.io/v1, with the reason as
+// their action, and repeated events become a series.
+func TestNewRecorderEventsAPI(t *testing.T) {
+	ctx, cancel, logs := testContext(t)
+	client := fake.NewClientset()
+	rec, err := events.NewRecorder(ctx, client, "foo-controller", events.WithEventsAPI(), events.WithLogVerbosity(2))
+	require.NoError(t, err)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}}
+	rec.Event(pod, corev1.EventTypeNormal, "Synced", "all good")
+	rec.Eventf(pod, corev1.EventTypeWarning, "Failed", "attempt %d", 1)
+	rec.AnnotatedEventf(pod, map[string]string{"k": "v"}, corev1.EventTypeNormal, "Annotated", "with %s", "annotations")
+	rec.WithLogger(klog.FromContext(ctx)).Event(pod, corev1.EventTypeNormal, "Logged", "m")
+
+	var created []*eventsv1.Event
+	require.Eventually(t, func() bool {
+		created = nil
+		for _, a := range client.Actions() {
+			if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource().Group == "events.k8s.io" {
+				created = append(created, c.GetObject().(*eventsv1.Event))
+			}
+		}
+		return len(created) == 4
+	}, waitFor, tick)
+	byReason := map[string]*eventsv1.Event{}
+	for _, ev := range created {
+		byReason[ev.Reason] = ev
+	}
+	require.Contains(t, byReason, "Failed")
+	failed := byReason["Failed"]
+	assert.Equal(t, "Failed", failed.Action)
+	assert.Equal(t, "attempt 1", failed.Note)
+	assert.Equal(t, corev1.EventTypeWarning, failed.Type)
+	assert.Equal(t, "foo-controller", failed.ReportingController)
+	assert.Equal(t, "p", failed.Regarding.Name)
+	assert.Equal(t, "v", byReason["Annotated"].Annotations["k"])
+	assert.Empty(t, createdEvents(client), "nothing went to core/v1")
+	assert.NotEmpty(t, logEntries(logs, "Event occurred"), "events are logged")
+
+	cancel()
+	rec.Event(pod, corev1.EventTypeNormal, "Late", "dropped after the context ended")
+}
+
+func TestNewRecorderEventsAPIConflicts(t *testing.T) {
+	for _, opt := range []events.Option{events.WithHost("h"), events.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 1})} {
+		_, err := events.NewRecorder(context.Background(), fake.NewClientset(), "c", events.WithEventsAPI(), opt)
+		require.ErrorContains(t, err, "WithEventsAPI cannot be combined with")
+	}
 }
