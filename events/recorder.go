@@ -292,7 +292,9 @@ func newEventsAPIRecorder(ctx context.Context, client kubernetes.Interface, comp
 
 // eventsAPIRecorder gives a tools/events recorder the interface of
 // record.EventRecorderLogger.
-type eventsAPIRecorder struct{ rec toolsevents.EventRecorderLogger }
+type eventsAPIRecorder struct {
+	rec toolsevents.EventRecorderLogger
+}
 
 func (r eventsAPIRecorder) Event(object runtime.Object, eventtype, reason, message string) {
 	r.rec.Eventf(object, nil, eventtype, reason, reason, "%s", message)
