@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/ctrlkit/ctrlkit/events"
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -109,6 +110,9 @@ type Controller struct {
 	// recorder is the recorder of WithRecorder, else set by Run.
 	recorder   record.EventRecorder
 	ownsEvents bool
+	// reports remembers, per Foo, the last problem this process reported
+	// (see reported).
+	reports sync.Map
 }
 
 // NewController wires a Foo controller onto the given informers. It adds

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -337,14 +338,15 @@ func TestReconcile(t *testing.T) {
 			wantMsg: `Resource "web" already exists and is not managed by Foo`,
 		},
 		{
-			name: "foreign Deployment already reported: nothing repeats",
+			name: "foreign Deployment reported by an earlier process: the event once more, no write",
 			objects: []runtime.Object{
 				withStatus(web(), 0, metav1.ConditionFalse, samplev1alpha1.ReasonErrResourceExists, `Resource "web" already exists and is not managed by Foo`),
 				foreign(),
 			},
 			foo:        "example-foo",
 			wantWrites: nil,
-			wantEvents: nil,
+			wantErr:    func(t *testing.T, err error) { assert.ErrorIs(t, err, foo.ErrResourceExists) },
+			wantEvents: []string{"Warning ErrResourceExists"},
 			wantReady:  metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonErrResourceExists,
 			wantMsg: `Resource "web" already exists and is not managed by Foo`,
 		},
@@ -503,4 +505,22 @@ func TestNameTooLongForPodLabel(t *testing.T) {
 	assert.Equal(t, []string{"update samplecontroller.k8s.io/v1alpha1/foos/status default/" + name}, reconciletest.Describe(out.Writes))
 	ev := eventstest.RequireEvent(t, f.recorder, corev1.EventTypeWarning, samplev1alpha1.ReasonInvalidSpec)
 	assert.Contains(t, ev.Message, "metadata.name")
+}
+
+// A refusal whose status write fails is retried: the report is not lost.
+func TestRefusalWithFailedStatusWriteIsRetried(t *testing.T) {
+	theirs := deploymentFor(newFoo("example-foo", "web", nil), "web", 1, 1)
+	theirs.OwnerReferences = nil
+	f := newFixture(t, newFoo("example-foo", "web", ptr.To[int32](3)), theirs)
+	f.foos.PrependReactor("update", "foos", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" {
+			return true, nil, apierrors.NewConflict(samplev1alpha1.Resource("foos"), "example-foo", errors.New("changed"))
+		}
+		return false, nil, nil
+	})
+	out := f.run(t, "example-foo")
+	require.Error(t, out.Err)
+	assert.True(t, apierrors.IsConflict(out.Err), "the status write's error: %v", out.Err)
+	assert.False(t, errors.Is(out.Err, &reconcile.TerminalError{}), "retried although the refusal itself is terminal")
+	assert.Contains(t, out.Err.Error(), foo.ErrResourceExists.Error())
 }

@@ -29,6 +29,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	if apierrors.IsNotFound(err) {
 		// Deleted: its Deployments go with garbage collection.
 		logger.V(4).Info("Foo no longer exists")
+		c.reports.Delete(key)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
@@ -53,7 +54,14 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		setReadyFromDeployment(s, deployment)
 	}
 	if err := c.writeStatus(ctx, s); err != nil {
-		return reconcile.Result{}, errors.Join(syncErr, err)
+		if syncErr != nil {
+			// Retried: the status write failed, whatever the refusal was.
+			return reconcile.Result{}, fmt.Errorf("%w (after: %s)", err, syncErr)
+		}
+		return reconcile.Result{}, err
+	}
+	if syncErr == nil {
+		c.reports.Delete(key) // a later refusal is news again
 	}
 	if s.gone || errors.Is(syncErr, errAlreadyReported) {
 		// Deleted while being reconciled, or refused as before: nothing
@@ -85,12 +93,11 @@ type syncState struct {
 // the event and condition once per generation, and returns a terminal error
 // so the key is not retried until the Foo changes.
 func (c *Controller) rejectInvalidSpec(ctx context.Context, s *syncState, msg string) (reconcile.Result, error) {
-	if reported(s, samplev1alpha1.ReasonInvalidSpec, msg) {
+	if c.reported(s, samplev1alpha1.ReasonInvalidSpec, msg) {
 		klog.FromContext(ctx).V(4).Info("Invalid spec already reported", "problem", msg)
 		return reconcile.Result{}, nil
 	}
-	c.recorder.Event(s.foo, corev1.EventTypeWarning, samplev1alpha1.ReasonInvalidSpec, msg)
-	setReady(s, metav1.ConditionFalse, samplev1alpha1.ReasonInvalidSpec, msg)
+	c.report(s, samplev1alpha1.ReasonInvalidSpec, msg)
 	if err := c.writeStatus(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -100,13 +107,30 @@ func (c *Controller) rejectInvalidSpec(ctx context.Context, s *syncState, msg st
 	return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("invalid Foo spec: %s", msg))
 }
 
-// reported reports whether the Foo's status already says Ready=False with
-// this reason and message for its current generation: the problem was
-// reported (event and condition) and nothing changed since.
-func reported(s *syncState, reason, msg string) bool {
+// reported reports whether this problem of the Foo's current generation
+// was reported, by this process, and the Foo's status says so (Ready=False
+// with this reason and message). A refusal is thus reported once per
+// generation, and once more by a new process: a Warning event lost with a
+// killed process is not lost for good.
+func (c *Controller) reported(s *syncState, reason, msg string) bool {
 	cond := meta.FindStatusCondition(s.status.Conditions, samplev1alpha1.ConditionReady)
-	return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == reason && cond.Message == msg &&
+	inStatus := cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == reason && cond.Message == msg &&
 		cond.ObservedGeneration == s.foo.Generation && s.status.ObservedGeneration == s.foo.Generation
+	last, ok := c.reports.Load(cache.MetaObjectToName(s.foo))
+	return inStatus && ok && last == reportOf(s, reason, msg)
+}
+
+// report records a Warning event and the Ready=False condition for a
+// problem, and remembers that this process reported it.
+func (c *Controller) report(s *syncState, reason, msg string) {
+	c.recorder.Event(s.foo, corev1.EventTypeWarning, reason, msg)
+	setReady(s, metav1.ConditionFalse, reason, msg)
+	c.reports.Store(cache.MetaObjectToName(s.foo), reportOf(s, reason, msg))
+}
+
+// reportOf identifies a report of a problem of a Foo's generation.
+func reportOf(s *syncState, reason, msg string) string {
+	return fmt.Sprintf("%d/%s/%s", s.foo.Generation, reason, msg)
 }
 
 // errAlreadyReported stops a reconcile whose problem was reported before;
@@ -142,12 +166,11 @@ func (c *Controller) syncDeployment(ctx context.Context, s *syncState) (*appsv1.
 
 	if owner.Check(existing, foo) != owner.Controlled {
 		msg := fmt.Sprintf(MessageResourceExists, name)
-		if reported(s, samplev1alpha1.ReasonErrResourceExists, msg) {
+		if c.reported(s, samplev1alpha1.ReasonErrResourceExists, msg) {
 			klog.FromContext(ctx).V(4).Info("Foreign Deployment already reported", "deployment", klog.KObj(existing))
 			return nil, errAlreadyReported
 		}
-		c.recorder.Event(foo, corev1.EventTypeWarning, samplev1alpha1.ReasonErrResourceExists, msg)
-		setReady(s, metav1.ConditionFalse, samplev1alpha1.ReasonErrResourceExists, msg)
+		c.report(s, samplev1alpha1.ReasonErrResourceExists, msg)
 		// Retrying cannot help: the Foo is reconciled again when the
 		// Deployment of that name changes or goes, or when the Foo changes.
 		return nil, reconcile.Terminal(fmt.Errorf("Deployment %s/%s: %w", foo.Namespace, name, ErrResourceExists))

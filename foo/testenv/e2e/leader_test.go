@@ -23,10 +23,10 @@ import (
 
 // Leader election timings of TestLeaderElection, short so the test is
 // quick: a candidate takes over 4s after it last saw the Lease renewed; the
-// leader renews every 1s and gives up if it cannot renew for 3s.
+// leader renews every 1s and gives up if it cannot renew for 2.5s.
 const (
 	leLeaseDuration = 4 * time.Second
-	leRenewDeadline = 3 * time.Second
+	leRenewDeadline = 2500 * time.Millisecond
 	leRetryPeriod   = 1 * time.Second
 	leShutdown      = 10 * time.Second
 )

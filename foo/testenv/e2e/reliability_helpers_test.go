@@ -356,22 +356,6 @@ func relByUserAgent(prefix string) audit.Filter {
 	return func(e audit.Event) bool { return strings.HasPrefix(e.UserAgent, prefix) }
 }
 
-// relBackoffAttempts is the most reconciles a key that fails every time can
-// get from the queue's retry schedule within window: the first attempt and
-// then one per per-key delay of 5ms doubling (queue.DefaultBaseDelay),
-// as long as the delays add up to no more than window. The shared bucket
-// (10 retries per second, burst 100) only slows retries down.
-func relBackoffAttempts(window time.Duration) int {
-	const base = 5 * time.Millisecond
-	attempts, elapsed, delay := 1, time.Duration(0), base
-	for elapsed+delay <= window {
-		elapsed += delay
-		delay *= 2
-		attempts++
-	}
-	return attempts
-}
-
 // relFmtDurations renders durations rounded to milliseconds.
 func relFmtDurations(ds []time.Duration) string {
 	parts := make([]string, 0, len(ds))

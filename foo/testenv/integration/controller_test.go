@@ -129,8 +129,8 @@ func TestDriftCorrected(t *testing.T) {
 	}{
 		{"replicas", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }},
 		{"image", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:1.0" }},
-		{"extra container", func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
+		{"its container removed", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "sidecar", Image: "busybox"}}
 		}},
 	}
 	for _, tt := range tests {
@@ -175,6 +175,27 @@ func TestDriftCorrected(t *testing.T) {
 		d, err := h.kube.AppsV1().Deployments(h.ns).Get(t.Context(), "drift-web", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, "frontend", d.Labels["tier"])
+	})
+
+	t.Run("a sidecar others add is left alone", func(t *testing.T) {
+		changed := time.Now()
+		before := h.probe.reconciles.Load()
+		h.updateDeployment("drift-web", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoy:1"})
+		})
+		h.probe.waitReconciles(t, before, 1, "the change is reconciled")
+		h.makeAvailable("drift-web")
+		h.waitReady("drift", 2)
+		h.waitQuiet("drift")
+		assert.Empty(t, audit.Lines(h.controllerWrites(changed, audit.ByResource("apps", "deployments"))), "the Deployment is not rewritten")
+		d, err := h.kube.AppsV1().Deployments(h.ns).Get(t.Context(), "drift-web", metav1.GetOptions{})
+		require.NoError(t, err)
+		var names []string
+		for _, c := range d.Spec.Template.Spec.Containers {
+			names = append(names, c.Name)
+		}
+		assert.Contains(t, names, "proxy")
+		assert.Contains(t, names, "nginx")
 	})
 
 	t.Run("spec fields and annotations the controller does not set are left alone", func(t *testing.T) {
@@ -250,8 +271,15 @@ func TestForeignDeployment(t *testing.T) {
 			assert.Equal(c, wantMsg, cond.Message)
 		}
 	})
-	// It keeps trying, with backoff, in case the Deployment goes away.
-	require.Eventually(t, func() bool { return h.probe.errors.Load() >= 2 }, waitTimeout, pollEvery, "the Foo is retried")
+	// It does not retry: the Deployment watch tells it when the name is
+	// free. A change of the Foo that leaves its spec alone is reconciled
+	// without a second report.
+	before := h.probe.reconciles.Load()
+	h.updateFoo("claimer", func(f *samplev1alpha1.Foo) { f.Labels = map[string]string{"touched": "yes"} })
+	h.probe.waitReconciles(t, before, 1, "the change is reconciled")
+	h.waitQuiet("claimer")
+	assert.Equal(t, int64(1), h.probe.errors.Load(), "the refusal is reported once and not retried")
+	assert.Len(t, h.fooEvents("claimer"), 1, "one Warning event")
 
 	now, err := h.kube.AppsV1().Deployments(h.ns).Get(t.Context(), "taken", metav1.GetOptions{})
 	require.NoError(t, err)
