@@ -386,4 +386,3 @@ func relNames(evs []audit.Event) []string {
 	}
 	return out
 }
-
