@@ -39,8 +39,9 @@ func (f SourceFunc[K]) Start(ctx context.Context, q Enqueuer[K]) { f(ctx, q) }
 type SourceOption func(*sourceConfig)
 
 type sourceConfig struct {
-	low    bool
-	jitter float64
+	low     bool
+	jitter  float64
+	atStart bool
 }
 
 // LowPriority makes a source add its keys with AddLowPriority, behind fresh
@@ -58,6 +59,13 @@ func Jitter(factor float64) SourceOption {
 	return func(c *sourceConfig) { c.jitter = factor }
 }
 
+// AtStart makes a Periodic source list once as soon as it starts (when the
+// controller runs, after a leader election for instance), and then every
+// interval: for a full sync of an external system at start-up.
+func AtStart() SourceOption {
+	return func(c *sourceConfig) { c.atStart = true }
+}
+
 func newSourceConfig(opts []SourceOption) sourceConfig {
 	var c sourceConfig
 	for _, opt := range opts {
@@ -69,7 +77,8 @@ func newSourceConfig(opts []SourceOption) sourceConfig {
 }
 
 // Periodic returns a Source that, every interval, enqueues the keys that list
-// returns. The first tick comes one interval after Start. A list error is
+// returns. The first tick comes one interval after Start (at once with
+// AtStart). A list error is
 // logged and that tick skipped. Typical use: re-check objects whose state
 // depends on the clock, or on something no informer watches (a full resync
 // of an external system, with LowPriority). New rejects a Periodic source
@@ -104,7 +113,11 @@ func (p *periodic[K]) Validate() error {
 // Start enqueues the listed keys on every tick until ctx ends.
 func (p *periodic[K]) Start(ctx context.Context, q Enqueuer[K]) {
 	add := addFunc(q, p.cfg.low)
-	timer := time.NewTimer(p.next())
+	first := p.next()
+	if p.cfg.atStart {
+		first = 0
+	}
+	timer := time.NewTimer(first)
 	defer timer.Stop()
 	for {
 		select {

@@ -107,6 +107,17 @@ func TestPeriodicJitter(t *testing.T) {
 	}
 }
 
+// AtStart lists at once, without waiting for the interval.
+func TestPeriodicAtStart(t *testing.T) {
+	r := &keyCounter{}
+	src := queue.Periodic(time.Hour, func(context.Context) ([]string, error) { return []string{"ns/a"}, nil }, queue.AtStart())
+	c, err := queue.New[string]("at-start", r, queue.WithSource(src))
+	require.NoError(t, err)
+	stop := startController(t, context.Background(), c)
+	require.Eventually(t, func() bool { return r.count("ns/a") == 1 }, waitFor, time.Millisecond)
+	require.NoError(t, stop())
+}
+
 func TestSourceFunc(t *testing.T) {
 	r := &keyCounter{}
 	src := queue.SourceFunc[string](func(ctx context.Context, q queue.Enqueuer[string]) {

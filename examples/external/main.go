@@ -1,0 +1,151 @@
+// Command external runs an operator whose desired state lives outside the
+// cluster: it keeps one ConfigMap (a "Target") per entry of an external
+// system, which pushes change notifications on a channel, with a periodic
+// full resync at low priority behind them. The external system is simulated
+// in-process; --entry fills it and --change-every edits it.
+//
+//	go run ./examples/external --kubeconfig ~/.kube/config --entry web=color=blue --change-every 10s
+//
+// See README.md beside this file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/events"
+	"github.com/ctrlkit/ctrlkit/metrics"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/operator"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+// options are the command-line flags.
+type options struct {
+	operator.Flags
+	namespace   string
+	entries     entryFlag
+	changeEvery time.Duration
+	resync      time.Duration
+	workers     int
+}
+
+// bindFlags registers the flags on fs.
+func bindFlags(fs *flag.FlagSet) *options {
+	o := &options{Flags: operator.Flags{LeaderElectID: "external-targets", MetricsAddr: ":8080", ProbeAddr: ":8081"},
+		entries: entryFlag{}}
+	o.Bind(fs)
+	fs.StringVar(&o.namespace, "namespace", "default", "Namespace of the Targets.")
+	fs.Var(o.entries, "entry", "An entry of the external system, name=key=value[,key=value...]; repeatable.")
+	fs.DurationVar(&o.changeEvery, "change-every", 0, "Edit a random entry this often, as a user of the external system would (0: never).")
+	fs.DurationVar(&o.resync, "resync", time.Minute, "How often every entry and Target is checked, behind the notifications.")
+	fs.IntVar(&o.workers, "workers", 2, "Number of Targets reconciled at once.")
+	klog.InitFlags(fs)
+	return o
+}
+
+// run parses args, runs the operator until SIGINT or SIGTERM, and returns
+// the process exit code.
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("external", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := bindFlags(fs)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	if err := errors.Join(o.Validate(), positive("--workers", o.workers), positive("--resync", o.resync)); err != nil {
+		fmt.Fprintf(stderr, "external: %v\n", err)
+		return 2
+	}
+	return operator.Main(stderr, "external", o.runOperator)
+}
+
+func positive[N int | time.Duration](name string, n N) error {
+	if n <= 0 {
+		return fmt.Errorf("%s must be positive, got %v", name, n)
+	}
+	return nil
+}
+
+// runOperator connects to the cluster and runs the Target controller with
+// its informer, leader election and endpoints.
+func (o *options) runOperator(ctx context.Context) error {
+	cfg, err := o.RESTConfig("ctrlkit-external")
+	if err != nil {
+		return err
+	}
+	if err := operator.CheckServed(cfg, corev1.SchemeGroupVersion); err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	registry := prometheus.NewRegistry()
+	recorder, err := metrics.New(registry)
+	if err != nil {
+		return err
+	}
+	handler, err := metrics.Handler(registry, metrics.WithRuntimeCollectors())
+	if err != nil {
+		return err
+	}
+	eventRecorder, err := events.NewRecorder(ctx, kube, "external-targets")
+	if err != nil {
+		return err
+	}
+	system := NewSystem(o.entries, 1024)
+	if o.changeEvery > 0 {
+		go system.Churn(ctx, o.changeEvery)
+	}
+	// Only the Targets are cached: one namespace, one label.
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedSelector.String() }))
+	ctrl, err := newController(system, kube, factory.Core().V1().ConfigMaps(), eventRecorder, o.namespace, o.resync,
+		queue.WithWorkers(o.workers), queue.WithMetrics(recorder), queue.WithShutdownTimeout(o.ShutdownTimeout))
+	if err != nil {
+		return err
+	}
+	return operator.Run(ctx, append(o.Options(kube, handler), operator.WithInformers(factory), operator.WithControllers(ctrl))...)
+}
+
+// entryFlag collects --entry name=key=value,key=value flags.
+type entryFlag map[string]map[string]string
+
+func (e entryFlag) String() string { return fmt.Sprint(map[string]map[string]string(e)) }
+
+func (e entryFlag) Set(v string) error {
+	name, settings, _ := strings.Cut(v, "=")
+	if name == "" {
+		return fmt.Errorf("want name=key=value[,key=value...], got %q", v)
+	}
+	data := map[string]string{}
+	for kv := range strings.SplitSeq(settings, ",") {
+		if kv == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("setting %q of entry %q: want key=value", kv, name)
+		}
+		data[k] = val
+	}
+	e[name] = data
+	return nil
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/reconcile"
+)
+
+// Targets are ConfigMaps named targetPrefix+entry in one namespace, labelled
+// managedBy, whose data is the entry's settings in the external System.
+const (
+	targetPrefix = "target-"
+	managedBy    = "app.kubernetes.io/managed-by"
+	managerName  = "ctrlkit-external"
+	// ReasonSynced is the reason of the Normal event after a Target was
+	// created or corrected.
+	ReasonSynced = "Synced"
+)
+
+// managedSelector selects the Targets.
+var managedSelector = labels.SelectorFromSet(labels.Set{managedBy: managerName})
+
+// targets keeps one Target per entry of the System in namespace.
+type targets struct {
+	namespace string
+	system    *System
+	kube      kubernetes.Interface
+	lister    corelisters.ConfigMapLister
+	recorder  record.EventRecorder
+}
+
+// newController wires the Target controller: notifications of the System at
+// normal priority, a full sync when it starts and every resync after (with
+// jitter) at low priority, and the Targets' own changes, so that an edit of
+// a Target is undone.
+func newController(system *System, kube kubernetes.Interface, configMaps coreinformers.ConfigMapInformer, recorder record.EventRecorder,
+	namespace string, resync time.Duration, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
+	t := &targets{namespace: namespace, system: system, kube: kube, lister: configMaps.Lister(), recorder: recorder}
+	opts = append(opts,
+		queue.WithSource(queue.Channel(system.Changes(), t.keysOf)),
+		queue.WithSource(queue.Periodic(resync, t.all, queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1))))
+	ctrl, err := queue.New("targets", reconcile.Reconciler[cache.ObjectName](t), opts...)
+	if err != nil {
+		return nil, err
+	}
+	return ctrl, ctrl.Watch(configMaps.Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl,
+		informer.WithPredicates(informer.LabelSelector(managedSelector))))
+}
+
+// keysOf maps changed entries to the keys of their Targets.
+func (t *targets) keysOf(names []string) []cache.ObjectName {
+	keys := make([]cache.ObjectName, 0, len(names))
+	for _, n := range names {
+		keys = append(keys, cache.ObjectName{Namespace: t.namespace, Name: targetPrefix + n})
+	}
+	return keys
+}
+
+// all lists the keys of every entry and of every Target, so that a resync
+// also finds Targets whose entry went while no notification got through.
+func (t *targets) all(context.Context) ([]cache.ObjectName, error) {
+	keys := t.keysOf(t.system.Names())
+	existing, err := t.lister.ConfigMaps(t.namespace).List(managedSelector)
+	if err != nil {
+		return nil, err
+	}
+	for _, cm := range existing {
+		keys = append(keys, cache.MetaObjectToName(cm))
+	}
+	return keys, nil
+}
+
+// Reconcile makes the Target of key match its entry: created, corrected or
+// deleted. Keys outside the namespace, or of ConfigMaps that are not
+// Targets, are ignored.
+func (t *targets) Reconcile(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+	name, ok := strings.CutPrefix(key.Name, targetPrefix)
+	if key.Namespace != t.namespace || !ok {
+		return reconcile.Result{}, nil
+	}
+	want, exists := t.system.Get(name)
+	cm, err := t.lister.ConfigMaps(key.Namespace).Get(key.Name)
+	switch {
+	case apierrors.IsNotFound(err) && !exists:
+		return reconcile.Result{}, nil
+	case apierrors.IsNotFound(err):
+		created, err := t.kube.CoreV1().ConfigMaps(key.Namespace).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{managedBy: managerName}},
+			Data:       want,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("creating Target %s: %w", key, err)
+		}
+		t.recorder.Event(created, corev1.EventTypeNormal, ReasonSynced, "Created from entry "+name)
+		return reconcile.Result{}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	case cm.Labels[managedBy] != managerName:
+		// Somebody else's ConfigMap of that name: leave it alone.
+		klog.FromContext(ctx).Info("Not touching a ConfigMap this controller does not manage")
+		return reconcile.Result{}, nil
+	case !exists:
+		uid := cm.UID
+		err := t.kube.CoreV1().ConfigMaps(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("deleting Target %s: %w", key, err)
+		}
+		return reconcile.Result{}, nil
+	case maps.Equal(cm.Data, want):
+		return reconcile.Result{}, nil
+	}
+	updated := cm.DeepCopy()
+	updated.Data = want
+	updated, err = t.kube.CoreV1().ConfigMaps(key.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("updating Target %s: %w", key, err) // a 409 is retried quietly
+	}
+	t.recorder.Event(updated, corev1.EventTypeNormal, ReasonSynced, "Updated from entry "+name)
+	return reconcile.Result{}, nil
+}
