@@ -100,7 +100,7 @@ var kubeClientLimits = []string{"--kube-api-qps=500", "--kube-api-burst=1000"}
 func BenchmarkConvergence(b *testing.B) {
 	root, err := binaries.RepoRoot()
 	require.NoError(b, err)
-	waitBinary := buildInBackground(b, root, false)
+	waitBinary := buildInBackground(b, root, "foo", false)
 	cp := controlplane.StartT(b, controlplane.Options{
 		Size:    controlplane.Full,
 		CRDDirs: []string{filepath.Join(root, "foo", "crd")},

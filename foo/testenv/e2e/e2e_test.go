@@ -89,7 +89,7 @@ func TestFooController(t *testing.T) {
 	begin := time.Now()
 	root, err := binaries.RepoRoot()
 	require.NoError(t, err)
-	waitBinary := buildInBackground(t, root, true)
+	waitBinary := buildInBackground(t, root, "foo", true)
 	cp := controlplane.StartT(t, controlplane.Options{
 		Size:    controlplane.Full,
 		CRDDirs: []string{filepath.Join(root, "foo", "crd")},

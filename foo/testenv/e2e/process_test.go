@@ -20,20 +20,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// buildBinary builds ./examples/foo of the module at root into dir, as its
-// own module (its go.mod, not this one's) would build it. With race, the
-// race detector is on: a data race then makes the binary exit with status 66.
-func buildBinary(ctx context.Context, root, dir string, race bool) (string, error) {
-	bin := filepath.Join(dir, "foo")
+// buildBinary builds ./examples/<example> of the module at root into dir,
+// as its own module (its go.mod, not this one's) would build it. With race,
+// the race detector is on: a data race then makes the binary exit with
+// status 66.
+func buildBinary(ctx context.Context, root, dir, example string, race bool) (string, error) {
+	bin := filepath.Join(dir, example)
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}
-	cmd := exec.CommandContext(ctx, "go", append(args, "./examples/foo")...)
+	pkg := "./examples/" + example
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build ./examples/foo: %w\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
@@ -41,7 +43,7 @@ func buildBinary(ctx context.Context, root, dir string, race bool) (string, erro
 // buildInBackground starts buildBinary into a temporary directory, so that
 // the build overlaps with a control plane's start-up. The returned function
 // waits for the build, fails the test if it failed, and returns the binary.
-func buildInBackground(tb testing.TB, root string, race bool) func() string {
+func buildInBackground(tb testing.TB, root, example string, race bool) func() string {
 	type built struct {
 		bin string
 		err error
@@ -49,7 +51,7 @@ func buildInBackground(tb testing.TB, root string, race bool) func() string {
 	done := make(chan built, 1)
 	dir := tb.TempDir()
 	go func() {
-		bin, err := buildBinary(tb.Context(), root, dir, race)
+		bin, err := buildBinary(tb.Context(), root, dir, example, race)
 		done <- built{bin, err}
 	}()
 	return func() string {

@@ -79,7 +79,7 @@ func newRelRig(t *testing.T, opts controlplane.Options) *relRig {
 	begin := time.Now()
 	root, err := binaries.RepoRoot()
 	require.NoError(t, err)
-	waitBinary := buildInBackground(t, root, true)
+	waitBinary := buildInBackground(t, root, "foo", true)
 	opts.Size = controlplane.Full
 	opts.CRDDirs = []string{filepath.Join(root, "foo", "crd")}
 	cp := controlplane.StartT(t, opts)
