@@ -36,7 +36,7 @@ func (f QueueFunc[K]) AddLowPriority(key K) { f(key) }
 // (namespace and name) of every added, updated and deleted object of type T
 // to q:
 //
-//	registration, err := fooInformer.Informer().AddEventHandler(informer.EnqueueHandler[*v1alpha1.Foo](ctrl))
+//	err := ctrl.Watch(fooInformer.Informer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl))
 //
 // Adds of the informer's initial list and resyncs (updates with an
 // unchanged resourceVersion) go to q.AddLowPriority, everything else to

@@ -11,8 +11,12 @@
 //	if err != nil {
 //		return err
 //	}
-//	// hand m to each controller as its queue.Metrics, then serve reg:
-//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//	handler, err := metrics.Handler(reg, metrics.WithRuntimeCollectors())
+//	if err != nil {
+//		return err
+//	}
+//	// Give m to each controller (queue.WithMetrics(m)) and serve handler at
+//	// /metrics (operator.WithMetrics(":8080", handler)).
 //
 // # Compatibility with controller-runtime
 //

@@ -19,17 +19,17 @@
 // Example:
 //
 //	r := reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
-//		obj, err := lister.Foos(key.Namespace).Get(key.Name)
+//		cm, err := lister.ConfigMaps(key.Namespace).Get(key.Name)
 //		if apierrors.IsNotFound(err) {
 //			return reconcile.Result{}, nil // deleted: nothing to do
 //		}
 //		if err != nil {
 //			return reconcile.Result{}, err // retried with backoff
 //		}
-//		if !valid(obj) {
-//			return reconcile.Result{}, reconcile.Terminal(errInvalid) // retrying cannot help
+//		if cm.Data["mode"] == "" {
+//			return reconcile.Result{}, reconcile.Terminal(errors.New("no mode set")) // retrying cannot help
 //		}
-//		return reconcile.Result{RequeueAfter: time.Minute}, nil
+//		return reconcile.Result{RequeueAfter: time.Minute}, nil // look again in a minute
 //	})
 package reconcile
 

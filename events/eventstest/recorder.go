@@ -7,8 +7,7 @@
 // many are recorded, and it is safe for concurrent use:
 //
 //	rec := eventstest.NewRecorder()
-//	c := NewController(kubeClient, rec) // takes a record.EventRecorder
-//	c.syncHandler(ctx, key)
+//	refuse(ctx, rec, foo) // the code under test, given rec as its record.EventRecorder
 //	ev := eventstest.RequireEvent(t, rec, corev1.EventTypeWarning, "ErrResourceExists")
 //	assert.Contains(t, ev.Message, "is not controlled by")
 package eventstest

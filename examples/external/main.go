@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/events"
+	"github.com/ctrlkit/ctrlkit/examples/external/system"
 	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
@@ -110,14 +111,14 @@ func (o *options) runOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	system := NewSystem(o.entries, 1024)
+	sys := system.New(o.entries, 1024)
 	if o.changeEvery > 0 {
-		go system.Churn(ctx, o.changeEvery)
+		go sys.Churn(ctx, o.changeEvery)
 	}
 	// Only the Targets are cached: one namespace, one label.
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedSelector.String() }))
-	ctrl, err := newController(system, kube, factory.Core().V1().ConfigMaps(), eventRecorder, o.namespace, o.resync,
+	ctrl, err := newController(sys, kube, factory.Core().V1().ConfigMaps(), eventRecorder, o.namespace, o.resync,
 		queue.WithWorkers(o.workers), queue.WithMetrics(recorder), queue.WithShutdownTimeout(o.ShutdownTimeout))
 	if err != nil {
 		return err

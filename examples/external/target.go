@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/examples/external/system"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/reconcile"
@@ -40,7 +41,7 @@ var managedSelector = labels.SelectorFromSet(labels.Set{managedBy: managerName})
 // targets keeps one Target per entry of the System in namespace.
 type targets struct {
 	namespace string
-	system    *System
+	system    *system.System
 	kube      kubernetes.Interface
 	lister    corelisters.ConfigMapLister
 	recorder  record.EventRecorder
@@ -50,11 +51,11 @@ type targets struct {
 // normal priority, a full sync when it starts and every resync after (with
 // jitter) at low priority, and the Targets' own changes, so that an edit of
 // a Target is undone.
-func newController(system *System, kube kubernetes.Interface, configMaps coreinformers.ConfigMapInformer, recorder record.EventRecorder,
+func newController(sys *system.System, kube kubernetes.Interface, configMaps coreinformers.ConfigMapInformer, recorder record.EventRecorder,
 	namespace string, resync time.Duration, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
-	t := &targets{namespace: namespace, system: system, kube: kube, lister: configMaps.Lister(), recorder: recorder}
+	t := &targets{namespace: namespace, system: sys, kube: kube, lister: configMaps.Lister(), recorder: recorder}
 	opts = append(opts,
-		queue.WithSource(queue.Channel(system.Changes(), t.keysOf)),
+		queue.WithSource(queue.Channel(sys.Changes(), t.keysOf)),
 		queue.WithSource(queue.Periodic(resync, t.all, queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1))))
 	ctrl, err := queue.New("targets", reconcile.Reconciler[cache.ObjectName](t), opts...)
 	if err != nil {

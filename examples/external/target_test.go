@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ctrlkit/ctrlkit/events/eventstest"
+	"github.com/ctrlkit/ctrlkit/examples/external/system"
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
@@ -28,7 +29,7 @@ const ns = "targets"
 
 // fixture runs the Target controller over a strict fake clientset.
 type fixture struct {
-	system   *System
+	system   *system.System
 	kube     *fake.Clientset
 	recorder *eventstest.Recorder
 	// wait waits until the controller is idle.
@@ -37,7 +38,7 @@ type fixture struct {
 
 func start(t *testing.T, resync time.Duration, capacity int, entries map[string]map[string]string, objects ...*corev1.ConfigMap) *fixture {
 	t.Helper()
-	f := &fixture{system: NewSystem(entries, capacity), kube: fake.NewClientset(), recorder: eventstest.NewRecorder()}
+	f := &fixture{system: system.New(entries, capacity), kube: fake.NewClientset(), recorder: eventstest.NewRecorder()}
 	reconciletest.StrictVersions(f.kube)
 	for _, cm := range objects {
 		_, err := f.kube.CoreV1().ConfigMaps(cm.Namespace).Create(context.Background(), cm, metav1.CreateOptions{})
@@ -113,19 +114,6 @@ func TestResyncCatchesUp(t *testing.T) {
 		_, b3 := f.target(t, "b3")
 		return a != nil && a.Data["v"] == "5" && b3
 	}, queuetest.Timeout, time.Millisecond, "the resync finds what the notifications missed")
-}
-
-func TestChurn(t *testing.T) {
-	s := NewSystem(map[string]map[string]string{"a": {"v": "1"}}, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Churn(ctx, time.Millisecond) }()
-	got := <-s.Changes()
-	assert.Equal(t, []string{"a"}, got)
-	data, _ := s.Get("a")
-	assert.NotEmpty(t, data["revision"])
-	cancel()
-	<-done
 }
 
 func TestFlags(t *testing.T) {

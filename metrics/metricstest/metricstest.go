@@ -2,8 +2,9 @@
 // tests, so that a test can assert on what a controller counted:
 //
 //	reg := prometheus.NewRegistry()
-//	m, _ := metrics.New(reg)
-//	// ... run a controller with queue.WithMetrics(m) ...
+//	m, err := metrics.New(reg)
+//	require.NoError(t, err)
+//	runController(t, queue.WithMetrics(m)) // the controller under test
 //	n := metricstest.Value(t, reg, "controller_runtime_reconcile_total",
 //		map[string]string{"controller": "foo", "result": "success"})
 package metricstest

@@ -2,10 +2,10 @@
 // informer factories (fake clientsets, typically) for the rest of a test,
 // and WaitIdle waits until it has nothing left to do.
 //
-//	kube := fake.NewClientset(objects...)
+//	kube := fake.NewClientset()
 //	reconciletest.StrictVersions(kube) // 409 on stale updates, as a real API server
 //	factory := informers.NewSharedInformerFactory(kube, 0)
-//	ctrl := newController(kube, factory) // a *queue.Controller, or one embedding it
+//	ctrl := newMirror(t, kube, factory) // a *queue.Controller, or one embedding it
 //	queuetest.Start(t, ctrl, factory)
 //	queuetest.WaitIdle(t, ctrl, kube)
 //	// assert on the objects in kube

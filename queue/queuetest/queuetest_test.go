@@ -64,14 +64,17 @@ func newMirror(t *testing.T, kube kubernetes.Interface, factory informers.Shared
 func TestStartAndWaitIdle(t *testing.T) {
 	ctx := context.Background()
 	kube := fake.NewClientset()
-	reconciletest.StrictVersions(kube)
-	cms := kube.CoreV1().ConfigMaps("ns")
-	_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	reconciletest.StrictVersions(kube) // 409 on stale updates, as a real API server
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	ctrl := newMirror(t, kube, factory)
-
+	ctrl := newMirror(t, kube, factory) // a *queue.Controller, or one embedding it
 	queuetest.Start(t, ctrl, factory)
+	queuetest.WaitIdle(t, ctrl, kube)
+	// assert on the objects in kube
+	cms := kube.CoreV1().ConfigMaps("ns")
+	_, err := cms.Get(ctx, "a-mirror", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "no source, no mirror")
+	_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	queuetest.WaitIdle(t, ctrl, kube)
 	mirror, err := cms.Get(ctx, "a-mirror", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -7,13 +7,13 @@
 //
 // A typical table-driven test:
 //
-//	kube := kubefake.NewClientset(existingObjects...)
-//	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 0)
-//	r := newMyReconciler(kube, kubeInformers) // registers its listers
-//	reconciletest.StartInformers(t, kubeInformers)
-//	out := reconciletest.Run(t, r, cache.ObjectName{Namespace: "ns", Name: "a"}, &kube.Fake)
+//	client := fake.NewClientset(src, stale)
+//	factory := informers.NewSharedInformerFactory(client, 0)
+//	r := newCopier(client, factory) // the reconciler under test, with listers from factory
+//	reconciletest.StartInformers(t, factory)
+//	out := reconciletest.Run(t, r, cache.ObjectName{Namespace: "ns", Name: "a"}, &client.Fake)
 //	require.NoError(t, out.Err)
-//	assert.Equal(t, []string{"create apps/v1/deployments ns/web"}, reconciletest.Describe(out.Writes))
+//	assert.Equal(t, []string{"create v1/configmaps ns/a-copy", "delete v1/configmaps ns/a-stale"}, reconciletest.Describe(out.Writes))
 package reconciletest
 
 import (

@@ -17,17 +17,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
-// A reconciler that copies a ConfigMap's data into a "-copy" ConfigMap and
-// deletes a "-stale" one.
-func TestRunReportsWrites(t *testing.T) {
-	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: map[string]string{"k": "v"}}
-	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-stale"}}
-	client := fake.NewClientset(src, stale)
-	factory := informers.NewSharedInformerFactory(client, 0)
+// newCopier returns a reconciler that copies a ConfigMap's data into a
+// "-copy" ConfigMap and deletes a "-stale" one.
+func newCopier(client *fake.Clientset, factory informers.SharedInformerFactory) reconcile.Reconciler[cache.ObjectName] {
 	lister := factory.Core().V1().ConfigMaps().Lister()
-	reconciletest.StartInformers(t, factory)
-
-	r := reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+	return reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 		cm, err := lister.ConfigMaps(key.Namespace).Get(key.Name)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -41,11 +35,19 @@ func TestRunReportsWrites(t *testing.T) {
 		}
 		return reconcile.Result{}, client.CoreV1().ConfigMaps(key.Namespace).Delete(ctx, key.Name+"-stale", metav1.DeleteOptions{})
 	})
+}
 
+func TestRunReportsWrites(t *testing.T) {
+	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: map[string]string{"k": "v"}}
+	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-stale"}}
+	client := fake.NewClientset(src, stale)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	r := newCopier(client, factory) // the reconciler under test, with listers from factory
+	reconciletest.StartInformers(t, factory)
 	out := reconciletest.Run(t, r, cache.ObjectName{Namespace: "ns", Name: "a"}, &client.Fake)
 	require.NoError(t, out.Err)
-	assert.True(t, out.Result.IsZero())
 	assert.Equal(t, []string{"create v1/configmaps ns/a-copy", "delete v1/configmaps ns/a-stale"}, reconciletest.Describe(out.Writes))
+	assert.True(t, out.Result.IsZero())
 	created := reconciletest.Object[*corev1.ConfigMap](t, out.Writes[0])
 	assert.Equal(t, map[string]string{"k": "v"}, created.Data)
 

@@ -1,4 +1,7 @@
-package main
+// Package system simulates, in-process, the external system of
+// examples/external: named entries of key/value settings whose changes are
+// announced on a channel.
+package system
 
 import (
 	"context"
@@ -19,10 +22,10 @@ type System struct {
 	changes chan []string
 }
 
-// NewSystem returns a System holding entries, whose notifications wait in
+// New returns a System holding entries, whose notifications wait in
 // a channel of the given capacity; a full channel drops them (a periodic
 // full resync catches up), as a lossy bus would.
-func NewSystem(entries map[string]map[string]string, capacity int) *System {
+func New(entries map[string]map[string]string, capacity int) *System {
 	s := &System{entries: map[string]map[string]string{}, changes: make(chan []string, capacity)}
 	for name, data := range entries {
 		s.entries[name] = maps.Clone(data)

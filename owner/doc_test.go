@@ -1,0 +1,34 @@
+package owner_test
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/owner"
+	"github.com/ctrlkit/ctrlkit/queue"
+)
+
+// watchDeployments and refuseForeign are the package documentation's
+// examples; ExampleEnqueueHandler and ExampleCheck run the same calls.
+func watchDeployments(ctrl *queue.Controller[cache.ObjectName], deployInformer appsinformers.DeploymentInformer) error {
+	fooKind := schema.GroupKind{Group: "samplecontroller.k8s.io", Kind: "Foo"}
+	err := ctrl.Watch(deployInformer.Informer(), owner.EnqueueHandler(fooKind, ctrl))
+	return err
+}
+
+func refuseForeign(deployment *appsv1.Deployment, foo *samplev1alpha1.Foo) error {
+	switch owner.Check(deployment, foo) {
+	case owner.Foreign:
+		return fmt.Errorf("deployment %s is not controlled by foo %s", deployment.Name, foo.Name)
+	case owner.Orphan:
+		// adopt it, or refuse, as the controller's contract says
+	}
+	return nil
+}
+
+var _, _ = watchDeployments, refuseForeign
