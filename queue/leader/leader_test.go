@@ -130,19 +130,21 @@ func TestStopDrainsThenReleases(t *testing.T) {
 // A standby replica runs nothing while another holds the Lease, and takes
 // it over once the Lease expires.
 func TestStandbyThenTakeover(t *testing.T) {
-	client := fake.NewClientset(heldBy("other", time.Now(), 1))
+	client := fake.NewClientset(heldBy("other", time.Now(), 3))
 	r := newRunner(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := runLeader(ctx, fastConfig(client, "me"), r)
-	// While the other's Lease is fresh, nothing runs; renew it a few times.
+	// While the other's Lease is fresh, nothing runs; renew it a few times
+	// (well within its 3 s, which the elector measures from when it saw each
+	// renewal).
 	for range 5 {
 		select {
 		case <-r.started:
 			t.Fatal("a standby replica ran its runnables")
 		case <-time.After(300 * time.Millisecond):
 		}
-		_, err := client.CoordinationV1().Leases(ns).Update(ctx, heldBy("other", time.Now(), 1), metav1.UpdateOptions{})
+		_, err := client.CoordinationV1().Leases(ns).Update(ctx, heldBy("other", time.Now(), 3), metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
 	// The other stops renewing: after the lease duration, this replica leads.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
@@ -88,10 +89,17 @@ func TestStartAndWaitIdle(t *testing.T) {
 		src.Data["v"] = v
 		_, err = cms.Update(ctx, src, metav1.UpdateOptions{})
 		require.NoError(t, err)
-		m, err := cms.Get(ctx, "a-mirror", metav1.GetOptions{})
-		require.NoError(t, err)
-		m.Labels = map[string]string{"touched": string(rune('a' + i))}
-		_, err = cms.Update(ctx, m, metav1.UpdateOptions{})
+		// The controller writes the mirror too: this writer retries on 409
+		// as any client must.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			m, err := cms.Get(ctx, "a-mirror", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			m.Labels = map[string]string{"touched": string(rune('a' + i))}
+			_, err = cms.Update(ctx, m, metav1.UpdateOptions{})
+			return err
+		})
 		require.NoError(t, err)
 	}
 	queuetest.WaitIdle(t, ctrl, kube)
