@@ -4,7 +4,8 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := foo/testenv
 # Packages whose statement coverage must stay at or above COVER_MIN percent.
-CORE_PKGS := reconcile queue informer owner events
+CORE_PKGS := reconcile reconcile/reconciletest queue queue/leader queue/operator queue/queuetest \
+	informer owner events events/eventstest metrics metrics/metricstest foo
 COVER_MIN := 85
 FUZZTIME ?= 60s
 

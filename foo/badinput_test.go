@@ -372,8 +372,8 @@ func TestHandlersRejectWrongTypes(t *testing.T) {
 	h.waitCondition(t, "example-foo", metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady)
 	h.settle(t, 200*time.Millisecond)
 
-	fooHandler := h.fooInformer.handler(t)
-	deployHandler := h.deployInformer.handler(t)
+	fooHandler, fooHandlers := h.fooInformer.handler(t)
+	deployHandler, deployHandlers := h.deployInformer.handler(t)
 	cachedFoo, exists, err := h.fooInformer.GetStore().GetByKey(ns + "/example-foo")
 	require.NoError(t, err)
 	require.True(t, exists)
@@ -388,47 +388,52 @@ func TestHandlersRejectWrongTypes(t *testing.T) {
 	tests := []struct {
 		name    string
 		handler cache.ResourceEventHandler
-		deliver func(cache.ResourceEventHandler)
+		// handlers is how many handlers handler stands for: each reports.
+		handlers int
+		deliver  func(cache.ResourceEventHandler)
 		// reported: the handler reports the object (it has no usable
 		// metadata for the handler); otherwise it is looked at and ignored.
 		reported bool
 	}{
-		{"Foo handler: tombstone holding a Pod", fooHandler, func(h cache.ResourceEventHandler) {
+		{"Foo handler: tombstone holding a Pod", fooHandler, fooHandlers, func(h cache.ResourceEventHandler) {
 			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/example-foo", Obj: pod})
 		}, true},
-		{"Foo handler: tombstone holding a Deployment", fooHandler, func(h cache.ResourceEventHandler) {
+		{"Foo handler: tombstone holding a Deployment", fooHandler, fooHandlers, func(h cache.ResourceEventHandler) {
 			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/example-foo", Obj: cachedDeployment})
 		}, true},
-		{"Foo handler: tombstone pointer holding a Pod", fooHandler, func(h cache.ResourceEventHandler) {
+		{"Foo handler: tombstone pointer holding a Pod", fooHandler, fooHandlers, func(h cache.ResourceEventHandler) {
 			h.OnDelete(&cache.DeletedFinalStateUnknown{Key: ns + "/example-foo", Obj: pod})
 		}, true},
-		{"Foo handler: nil tombstone pointer", fooHandler, func(h cache.ResourceEventHandler) {
+		{"Foo handler: nil tombstone pointer", fooHandler, fooHandlers, func(h cache.ResourceEventHandler) {
 			h.OnDelete((*cache.DeletedFinalStateUnknown)(nil))
 		}, true},
-		{"Foo handler: add of a Pod", fooHandler, func(h cache.ResourceEventHandler) { h.OnAdd(pod, false) }, true},
-		{"Foo handler: update from a Foo to a Deployment", fooHandler, func(h cache.ResourceEventHandler) {
+		{"Foo handler: add of a Pod", fooHandler, fooHandlers, func(h cache.ResourceEventHandler) { h.OnAdd(pod, false) }, true},
+		{"Foo handler: update from a Foo to a Deployment", fooHandler, fooHandlers, func(h cache.ResourceEventHandler) {
 			h.OnUpdate(cachedFoo, cachedDeployment)
 		}, true},
-		{"Foo handler: nil Foo", fooHandler, func(h cache.ResourceEventHandler) {
+		{"Foo handler: nil Foo", fooHandler, fooHandlers, func(h cache.ResourceEventHandler) {
 			h.OnAdd((*samplev1alpha1.Foo)(nil), true)
 		}, true},
-		{"Foo handler: a key instead of an object", fooHandler, func(h cache.ResourceEventHandler) {
+		{"Foo handler: a key instead of an object", fooHandler, fooHandlers, func(h cache.ResourceEventHandler) {
 			h.OnDelete(ns + "/example-foo")
 		}, true},
-		{"Deployment handler: tombstone without an object", deployHandler, func(h cache.ResourceEventHandler) {
+		{"Deployment handler: tombstone without an object", deployHandler, deployHandlers, func(h cache.ResourceEventHandler) {
 			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/web"})
 		}, true},
-		{"Deployment handler: tombstone holding a key", deployHandler, func(h cache.ResourceEventHandler) {
+		{"Deployment handler: tombstone holding a key", deployHandler, deployHandlers, func(h cache.ResourceEventHandler) {
 			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/web", Obj: ns + "/web"})
 		}, true},
-		{"Deployment handler: nil", deployHandler, func(h cache.ResourceEventHandler) { h.OnAdd(nil, false) }, true},
-		{"Deployment handler: update from a nil Deployment", deployHandler, func(h cache.ResourceEventHandler) {
+		{"Deployment handler: nil", deployHandler, deployHandlers, func(h cache.ResourceEventHandler) { h.OnAdd(nil, false) }, true},
+		{"Deployment handler: update from a nil Deployment", deployHandler, deployHandlers, func(h cache.ResourceEventHandler) {
 			h.OnUpdate((*appsv1.Deployment)(nil), cachedDeployment)
 		}, true},
-		{"Deployment handler: tombstone holding a Pod without owner", deployHandler, func(h cache.ResourceEventHandler) {
+		// The owner handler takes any object with metadata and finds no Foo
+		// in a Pod's controller reference; the by-name handler wants
+		// Deployments and reports the Pod.
+		{"Deployment handler: tombstone holding a Pod without owner", deployHandler, deployHandlers - 1, func(h cache.ResourceEventHandler) {
 			h.OnDelete(cache.DeletedFinalStateUnknown{Key: ns + "/" + pod.Name, Obj: pod})
 		}, true},
-		{"Deployment handler: Pod controlled by a ReplicaSet", deployHandler, func(h cache.ResourceEventHandler) {
+		{"Deployment handler: Pod controlled by a ReplicaSet", deployHandler, deployHandlers - 1, func(h cache.ResourceEventHandler) {
 			h.OnAdd(podOfReplicaSet, false)
 		}, true},
 	}
@@ -442,10 +447,12 @@ func TestHandlersRejectWrongTypes(t *testing.T) {
 				assert.Empty(t, got)
 				return
 			}
-			require.Len(t, got, 1, "reported once, through the controller's logger")
-			var typeErr *informer.UnexpectedTypeError
-			require.True(t, errors.As(got[0].Err, &typeErr), "report carries an UnexpectedTypeError: %v", got[0].Err)
-			assert.NotEqual(t, typeErr.Expected, typeErr.Actual)
+			require.Len(t, got, tt.handlers, "reported once by each handler, through the controller's logger")
+			for _, report := range got {
+				var typeErr *informer.UnexpectedTypeError
+				require.True(t, errors.As(report.Err, &typeErr), "report carries an UnexpectedTypeError: %v", report.Err)
+				assert.NotEqual(t, typeErr.Expected, typeErr.Actual)
+			}
 		})
 	}
 	assert.Never(t, func() bool { return h.metrics.reconciles.Load() > before }, 300*time.Millisecond, 5*time.Millisecond,

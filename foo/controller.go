@@ -5,9 +5,12 @@
 // For every Foo it keeps one Deployment named spec.deploymentName in the
 // Foo's namespace, controlled by the Foo, running spec.replicas nginx pods,
 // and mirrors the Deployment's available replicas and readiness into the
-// Foo's status. It writes only when something differs, never touches a
-// Deployment it does not control, and reports invalid specs with a Warning
-// event and a Ready=False condition instead of retrying them.
+// Foo's status. It writes only when something differs, corrects only what
+// it owns (its own container, the replicas, its pod labels), never touches a
+// Deployment it does not control, and reports invalid specs and foreign
+// Deployments with a Warning event and a Ready=False condition, once, instead
+// of retrying them: a Deployment of the wanted name appearing, changing or
+// going wakes the Foo up.
 //
 // Embedding it in another binary:
 //
@@ -15,7 +18,7 @@
 //	fooInformers := fooinformers.NewSharedInformerFactory(fooClient, 10*time.Minute)
 //	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
 //		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-//		foo.WithQueueOptions(queue.WithWorkers(2)))
+//		recorder, queue.WithWorkers(2))
 //	if err != nil {
 //		return err
 //	}
@@ -31,24 +34,26 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/ctrlkit/ctrlkit/events"
-	"github.com/ctrlkit/ctrlkit/informer"
-	"github.com/ctrlkit/ctrlkit/owner"
-	"github.com/ctrlkit/ctrlkit/queue"
-	"github.com/ctrlkit/ctrlkit/reconcile"
-
-	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
-	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
-	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions/samplecontroller/v1alpha1"
-	foolisters "github.com/ctrlkit/ctrlkit/foo/generated/listers/samplecontroller/v1alpha1"
-
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
+	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions/samplecontroller/v1alpha1"
+	foolisters "github.com/ctrlkit/ctrlkit/foo/generated/listers/samplecontroller/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/owner"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -74,143 +79,268 @@ const (
 // soon as that Deployment changes or goes.
 var ErrResourceExists = errors.New("deployment exists and is not controlled by this Foo")
 
-// Option configures NewController. A nil Option is ignored.
-type Option func(*options)
-
-type options struct {
-	recorder record.EventRecorder
-	queue    []queue.Option
-}
-
-// WithRecorder sends the controller's events to r. By default Run records
-// them through events.NewRecorder, to the API server, until Run returns.
-func WithRecorder(r record.EventRecorder) Option {
-	return func(o *options) { o.recorder = r }
-}
-
-// WithQueueOptions passes options (workers, metrics, timeouts, rate
-// limiter) to the controller's queue.Controller.
-func WithQueueOptions(opts ...queue.Option) Option {
-	return func(o *options) { o.queue = append(o.queue, opts...) }
-}
-
 // Controller keeps each Foo's Deployment and status in line with its spec.
-// It is a queue.Controller of Foo keys: Run, HasSynced, Add and Abort are
-// the queue's (Run also runs the default event recorder).
+// It is a queue.Controller of Foo keys: Run, HasSynced, Add and Abort are the
+// queue's.
 type Controller struct {
 	*queue.Controller[cache.ObjectName]
 	kube         kubernetes.Interface
 	foos         fooclientset.Interface
 	fooLister    foolisters.FooLister
 	deployLister appslisters.DeploymentLister
-	// byControllerUID files Deployments under their controller's UID;
-	// byDeploymentName files Foos under the Deployment they want.
-	byControllerUID  *informer.Index[*appsv1.Deployment]
-	byDeploymentName *informer.Index[*samplev1alpha1.Foo]
-	// recorder is the recorder of WithRecorder, else set by Run.
-	recorder   record.EventRecorder
-	ownsEvents bool
-	// reports remembers, per Foo, the last problem this process reported
-	// (see reported).
-	reports sync.Map
+	byOwner      *informer.Index[*appsv1.Deployment]  // Deployments by their controller's UID
+	byWanted     *informer.Index[*samplev1alpha1.Foo] // Foos by the namespace/name of the Deployment they want
+	recorder     record.EventRecorder
+	reports      sync.Map // Foo key -> the last problem this process reported
 }
 
-// NewController wires a Foo controller onto the given informers. It adds
-// two indexes to them, so it must be called before the informer factories
-// are started; its event handlers are registered by Run and removed when
-// Run returns, so a controller that is never run leaves nothing behind.
-// ctx carries the logger that reports objects of an unexpected type. Start
-// the factories, then call Run.
-func NewController(
-	ctx context.Context,
-	kubeClient kubernetes.Interface,
-	fooClient fooclientset.Interface,
-	deploymentInformer appsinformers.DeploymentInformer,
-	fooInformer fooinformers.FooInformer,
-	opts ...Option,
-) (*Controller, error) {
-	if kubeClient == nil || fooClient == nil || deploymentInformer == nil || fooInformer == nil {
-		return nil, errors.New("foo: NewController needs both clients and both informers")
+// NewController wires a Foo controller onto the given informers, reporting
+// through recorder (events.NewRecorder in a binary, eventstest in tests);
+// opts configure its queue.Controller. It adds two indexes to the
+// informers, so it must be called before the factories are started; its
+// event handlers are registered by Run and removed when Run returns, so a
+// controller that is never run leaves nothing behind. ctx carries the logger
+// that reports objects of an unexpected type. Every argument is required.
+func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClient fooclientset.Interface,
+	deployments appsinformers.DeploymentInformer, foos fooinformers.FooInformer, recorder record.EventRecorder, opts ...queue.Option) (*Controller, error) {
+	c := &Controller{kube: kubeClient, foos: fooClient, fooLister: foos.Lister(), deployLister: deployments.Lister(), recorder: recorder}
+	var err error
+	if c.byOwner, err = informer.NewIndex(deployments.Informer(), "ctrlkit.foo/controller-uid", owner.ControllerUID[*appsv1.Deployment]); err != nil {
+		return nil, err
 	}
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+	// Foos are filed under the namespace/name of the Deployment they want.
+	if c.byWanted, err = informer.NewIndex(foos.Informer(), "ctrlkit.foo/deployment-name", func(foo *samplev1alpha1.Foo) []string {
+		return []string{cache.ObjectName{Namespace: foo.Namespace, Name: foo.Spec.DeploymentName}.String()}
+	}); err != nil {
+		return nil, err
 	}
-	deployInf, fooInf := deploymentInformer.Informer(), fooInformer.Informer()
-	byControllerUID, err := informer.NewIndex(deployInf, controllerUIDIndex, controllerUID)
-	if err != nil {
-		return nil, fmt.Errorf("foo: %w (%s)", err, indexRegistrationHint)
+	if c.Controller, err = queue.New(ControllerName, reconcile.Reconciler[cache.ObjectName](c), opts...); err != nil {
+		return nil, err
 	}
-	byDeploymentName, err := informer.NewIndex(fooInf, deploymentNameIndex, wantedDeployment)
-	if err != nil {
-		return nil, fmt.Errorf("foo: %w (%s)", err, indexRegistrationHint)
-	}
-	c := &Controller{
-		kube:             kubeClient,
-		foos:             fooClient,
-		fooLister:        fooInformer.Lister(),
-		deployLister:     deploymentInformer.Lister(),
-		byControllerUID:  byControllerUID,
-		byDeploymentName: byDeploymentName,
-		recorder:         o.recorder,
-		ownsEvents:       o.recorder == nil,
-	}
-	if c.recorder == nil {
-		c.recorder = discardEvents{}
-	}
-	c.Controller, err = queue.New(ControllerName, reconcile.Reconciler[cache.ObjectName](c), o.queue...)
-	if err != nil {
-		return nil, fmt.Errorf("foo: %w", err)
-	}
-	// Objects of an unexpected type are reported through ctx's logger.
-	reports := informer.WithContext(ctx)
 	// A Deployment concerns the Foo that controls it and, whoever controls
 	// it, the Foos that want its name: a Foo refused because of a foreign
 	// Deployment recovers as soon as that Deployment goes.
-	err = errors.Join(
-		c.Watch(fooInf, informer.EnqueueHandler[*samplev1alpha1.Foo](c, reports)),
-		c.Watch(deployInf, informer.EnqueueMappedHandler(c.concernedFoos, c, reports)))
-	if err != nil {
-		return nil, fmt.Errorf("foo: %w", err)
+	reports := informer.WithContext(ctx)
+	if err := errors.Join(c.Watch(foos.Informer(), informer.EnqueueHandler[*samplev1alpha1.Foo](c, reports)),
+		c.Watch(deployments.Informer(), owner.EnqueueHandler(samplev1alpha1.Kind("Foo"), c, owner.WithHandlerOptions(reports))),
+		c.Watch(deployments.Informer(), informer.EnqueueByIndex(c.byWanted, informer.KeyOf[*appsv1.Deployment], c, reports))); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// Run reconciles Foos until ctx is cancelled, then shuts down gracefully
-// (see queue.Controller.Run). Without WithRecorder, it records events
-// through a recorder of its own (events.NewRecorder) that stops once the
-// last reconcile has returned.
-func (c *Controller) Run(ctx context.Context) error {
-	if c.ownsEvents {
-		recCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		defer stop()
-		rec, err := events.NewRecorder(recCtx, c.kube, ControllerName, events.WithAddToScheme(samplev1alpha1.AddToScheme))
-		if err != nil {
-			return fmt.Errorf("foo: event recorder: %w", err)
-		}
-		c.recorder = rec
+// errGone stops a reconcile whose Foo was deleted while it ran: its
+// Deployments go with garbage collection, and nothing is left to retry.
+var errGone = errors.New("the Foo is gone")
+
+// Reconcile brings the Deployment and status of the Foo named by key in line
+// with its spec. It is the controller's reconcile.Reconciler; tests call it
+// directly.
+func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+	// foo is the cache's object: read, never written (writeStatus copies).
+	foo, err := c.fooLister.Foos(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.reports.Delete(key)
+		return reconcile.Result{}, nil
 	}
-	return c.Controller.Run(ctx)
+	if err != nil || foo.DeletionTimestamp != nil {
+		return reconcile.Result{}, err
+	}
+	status := foo.Status.DeepCopy()
+	if errs := samplev1alpha1.ValidateFoo(foo); len(errs) > 0 {
+		msg := errs.ToAggregate().Error()
+		return c.refuse(ctx, foo, status, samplev1alpha1.ReasonInvalidSpec, msg, fmt.Errorf("invalid Foo spec: %s", msg))
+	}
+
+	changed := false
+	deployments := c.kube.AppsV1().Deployments(foo.Namespace)
+	d, err := c.deployLister.Deployments(foo.Namespace).Get(foo.Spec.DeploymentName)
+	switch {
+	case apierrors.IsNotFound(err):
+		if d, err = deployments.Create(ctx, newDeployment(foo), metav1.CreateOptions{}); err != nil {
+			// AlreadyExists: the cache is behind; the retry sees the Deployment.
+			if !apierrors.IsAlreadyExists(err) {
+				setReady(foo, status, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady,
+					fmt.Sprintf("Creating Deployment %q failed: %v", foo.Spec.DeploymentName, err))
+				_, statusErr := c.writeStatus(ctx, foo, status)
+				err = errors.Join(err, statusErr)
+			}
+			return reconcile.Result{}, fmt.Errorf("creating Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
+		}
+		changed = true
+	case err != nil:
+		return reconcile.Result{}, err
+	case owner.Check(d, foo) != owner.Controlled:
+		msg := fmt.Sprintf(MessageResourceExists, d.Name)
+		return c.refuse(ctx, foo, status, samplev1alpha1.ReasonErrResourceExists, msg, fmt.Errorf("Deployment %s/%s: %w", d.Namespace, d.Name, ErrResourceExists))
+	default:
+		if want, drifted := correctDeployment(d, foo); drifted {
+			if d, err = deployments.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
+				return reconcile.Result{}, fmt.Errorf("correcting Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
+			}
+			changed = true
+		}
+	}
+
+	// Deployments this Foo controls under another name are left over from a
+	// rename.
+	controlled, err := c.byOwner.List(string(foo.UID))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, old := range controlled {
+		if old.Namespace != foo.Namespace || old.Name == foo.Spec.DeploymentName || old.DeletionTimestamp != nil {
+			continue
+		}
+		err := deployments.Delete(ctx, old.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("deleting stale Deployment %s/%s: %w", old.Namespace, old.Name, err)
+		}
+		changed = true
+	}
+
+	status.AvailableReplicas = d.Status.AvailableReplicas
+	setReadyFromDeployment(foo, status, d)
+	wrote, err := c.writeStatus(ctx, foo, status)
+	if errors.Is(err, errGone) {
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	c.reports.Delete(key) // a later refusal is news again
+	if changed || wrote {
+		c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
+	}
+	return reconcile.Result{}, nil
 }
 
-// concernedFoos returns the keys of the Foos a Deployment concerns: the Foo
-// that controls it, and the Foos that want a Deployment of its name.
-func (c *Controller) concernedFoos(d *appsv1.Deployment) []cache.ObjectName {
-	keys, _ := c.byDeploymentName.Keys(cache.MetaObjectToName(d).String())
-	if ref, ok := owner.ControllerOfKind(d, samplev1alpha1.Kind("Foo")); ok {
-		if k := (cache.ObjectName{Namespace: d.Namespace, Name: ref.Name}); !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
+// refuse reports a problem the controller cannot act on, with a Warning
+// event and Ready=False, and returns cause as a terminal error: the Foo is
+// reconciled again when it or its Deployment changes. A problem is reported
+// once per generation of the Foo and process: again only if this process did
+// not report it yet (a Warning event lost with a killed process is not lost
+// for good) or the status no longer says so.
+func (c *Controller) refuse(ctx context.Context, foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus, reason, msg string, cause error) (reconcile.Result, error) {
+	key, report := cache.MetaObjectToName(foo), fmt.Sprintf("%d/%s/%s", foo.Generation, reason, msg)
+	cond := meta.FindStatusCondition(status.Conditions, samplev1alpha1.ConditionReady)
+	if last, ok := c.reports.Load(key); ok && last == report && cond != nil && cond.Reason == reason && cond.Message == msg &&
+		cond.ObservedGeneration == foo.Generation && status.ObservedGeneration == foo.Generation {
+		return reconcile.Result{}, nil
 	}
-	return keys
+	c.recorder.Event(foo, corev1.EventTypeWarning, reason, msg)
+	setReady(foo, status, metav1.ConditionFalse, reason, msg)
+	if _, err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err // retried: the report must reach the status
+	}
+	c.reports.Store(key, report)
+	return reconcile.Result{}, reconcile.Terminal(cause)
 }
 
-// discardEvents drops events recorded before Run sets up the recorder.
-type discardEvents struct{}
+// writeStatus updates the Foo's status subresource if status differs from the
+// Foo's, and reports whether it wrote. A Foo deleted since it was read gives
+// errGone.
+func (c *Controller) writeStatus(ctx context.Context, foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus) (bool, error) {
+	status.ObservedGeneration = foo.Generation
+	if equality.Semantic.DeepEqual(*status, foo.Status) {
+		return false, nil
+	}
+	foo = foo.DeepCopy()
+	foo.Status = *status
+	_, err := c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace).UpdateStatus(ctx, foo, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, errGone
+	case err != nil:
+		return false, fmt.Errorf("updating status of Foo %s/%s: %w", foo.Namespace, foo.Name, err)
+	}
+	return true, nil
+}
 
-func (discardEvents) Event(runtime.Object, string, string, string)          {}
-func (discardEvents) Eventf(runtime.Object, string, string, string, ...any) {}
-func (discardEvents) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
+// setReadyFromDeployment derives the Ready condition from the Deployment.
+func setReadyFromDeployment(foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus, d *appsv1.Deployment) {
+	want, available := desiredReplicas(foo), d.Status.AvailableReplicas
+	msg := fmt.Sprintf("Deployment %q has %d of %d replicas available", d.Name, available, want)
+	if d.Generation <= d.Status.ObservedGeneration && d.Status.UpdatedReplicas >= want && available >= want {
+		setReady(foo, status, metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady, msg)
+		return
+	}
+	setReady(foo, status, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady, msg)
+}
+
+func setReady(foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: samplev1alpha1.ConditionReady, Status: s, Reason: reason, Message: msg, ObservedGeneration: foo.Generation,
+	})
+}
+
+func desiredReplicas(foo *samplev1alpha1.Foo) int32 {
+	if foo.Spec.Replicas == nil {
+		return samplev1alpha1.DefaultReplicas
+	}
+	return *foo.Spec.Replicas
+}
+
+// deploymentLabels are the labels of the Deployment's selector and pods.
+func deploymentLabels(foo *samplev1alpha1.Foo) map[string]string {
+	return map[string]string{"app": "nginx", "controller": foo.Name}
+}
+
+// nginxContainer is the controller's own container in the pods.
+func nginxContainer() corev1.Container { return corev1.Container{Name: "nginx", Image: "nginx:latest"} }
+
+// newDeployment returns the Deployment a Foo asks for, controlled by the Foo.
+func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
+	replicas := desiredReplicas(foo)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            foo.Spec.DeploymentName,
+			Namespace:       foo.Namespace,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(foo, samplev1alpha1.SchemeGroupVersion.WithKind("Foo"))},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: deploymentLabels(foo)},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: deploymentLabels(foo)},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{nginxContainer()}},
+			},
+		},
+	}
+}
+
+// correctDeployment compares what the controller owns (replicas, its pod
+// labels, and its own container, found by name: its image) and returns a
+// corrected copy when any of it drifted. A missing container of its own is
+// added after the others. Everything else, including containers others
+// added (a sidecar injected by a policy or by kubectl edit), annotations and
+// fields the API server defaults, is left alone, so a matching Deployment is
+// never rewritten.
+func correctDeployment(existing *appsv1.Deployment, foo *samplev1alpha1.Foo) (*appsv1.Deployment, bool) {
+	d := existing.DeepCopy()
+	drifted := false
+	if want := desiredReplicas(foo); d.Spec.Replicas == nil || *d.Spec.Replicas != want {
+		d.Spec.Replicas = &want
+		drifted = true
+	}
+	for k, v := range deploymentLabels(foo) {
+		if d.Spec.Template.Labels[k] != v {
+			if d.Spec.Template.Labels == nil {
+				d.Spec.Template.Labels = map[string]string{}
+			}
+			d.Spec.Template.Labels[k] = v
+			drifted = true
+		}
+	}
+	want, containers := nginxContainer(), d.Spec.Template.Spec.Containers
+	switch i := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == want.Name }); {
+	case i < 0:
+		d.Spec.Template.Spec.Containers = append(containers, want)
+		drifted = true
+	case containers[i].Image != want.Image:
+		containers[i].Image = want.Image
+		drifted = true
+	}
+	return d, drifted
 }

@@ -6,6 +6,7 @@ import (
 
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/ctrlkit/ctrlkit/foo"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
@@ -15,12 +16,12 @@ import (
 
 // embed is the package documentation's example; ExampleNewController runs
 // the same wiring.
-func embed(ctx context.Context, kubeClient kubernetes.Interface, fooClient fooclientset.Interface) error {
+func embed(ctx context.Context, kubeClient kubernetes.Interface, fooClient fooclientset.Interface, recorder record.EventRecorder) error {
 	kubeInformers := kubeinformers.NewSharedInformerFactory(kubeClient, 10*time.Minute)
 	fooInformers := fooinformers.NewSharedInformerFactory(fooClient, 10*time.Minute)
 	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
 		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-		foo.WithQueueOptions(queue.WithWorkers(2)))
+		recorder, queue.WithWorkers(2))
 	if err != nil {
 		return err
 	}

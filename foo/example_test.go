@@ -35,7 +35,7 @@ func ExampleNewController() {
 
 	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
 		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-		foo.WithRecorder(eventstest.NewRecorder()), foo.WithQueueOptions(queue.WithWorkers(2)))
+		eventstest.NewRecorder(), queue.WithWorkers(2))
 	if err != nil {
 		fmt.Println(err)
 		return

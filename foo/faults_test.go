@@ -69,7 +69,7 @@ type harness struct {
 
 // harnessOptions configures startHarness.
 type harnessOptions struct {
-	opts []foo.Option
+	opts []queue.Option
 	// before runs once the clientsets exist and before anything lists or
 	// watches them: the place to add reactors.
 	before func(h *harness)
@@ -117,14 +117,14 @@ func startHarness(t *testing.T, ho harnessOptions, objects ...runtime.Object) *h
 	h.deployInformer = &capturingInformer{SharedIndexInformer: deployments.Informer()}
 	h.fooInformer = &capturingInformer{SharedIndexInformer: foos.Informer()}
 
-	opts := append([]foo.Option{foo.WithRecorder(h.recorder), foo.WithQueueOptions(queue.WithMetrics(h.metrics))}, ho.opts...)
+	opts := append([]queue.Option{queue.WithMetrics(h.metrics)}, ho.opts...)
 	var kube kubernetes.Interface = h.kube
 	if ho.deploymentHook != nil {
 		kube = hookedKube{Interface: h.kube, beforeCreate: ho.deploymentHook}
 	}
 	ctrl, err := foo.NewController(ctx, kube, h.foos,
 		deploymentInformer{DeploymentInformer: deployments, inf: h.deployInformer},
-		fooInformer{FooInformer: foos, inf: h.fooInformer}, opts...)
+		fooInformer{FooInformer: foos, inf: h.fooInformer}, h.recorder, opts...)
 	require.NoError(t, err)
 	h.ctrl = ctrl
 	kubeInformers.Start(ctx.Done())
@@ -174,13 +174,31 @@ func (c *capturingInformer) record(h cache.ResourceEventHandler) {
 	c.handlers = append(c.handlers, h)
 }
 
-// handler returns the only handler registered so far.
-func (c *capturingInformer) handler(t *testing.T) cache.ResourceEventHandler {
+// handler returns the handlers registered so far as one, which passes
+// every event to each of them, and how many there are.
+func (c *capturingInformer) handler(t *testing.T) (cache.ResourceEventHandler, int) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	require.Len(t, c.handlers, 1, "the controller registers one handler per informer")
-	return c.handlers[0]
+	require.NotEmpty(t, c.handlers, "the controller registers its handlers")
+	all := slices.Clone(c.handlers)
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			for _, h := range all {
+				h.OnAdd(obj, false)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			for _, h := range all {
+				h.OnUpdate(oldObj, newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			for _, h := range all {
+				h.OnDelete(obj)
+			}
+		},
+	}, len(all)
 }
 
 type deploymentInformer struct {
@@ -517,7 +535,7 @@ func TestFaultMatrix(t *testing.T) {
 			in := &injector{err: tt.err, times: failures}
 			ho := harnessOptions{}
 			if tt.block {
-				ho.opts = append(ho.opts, foo.WithQueueOptions(queue.WithReconcileTimeout(100*time.Millisecond)))
+				ho.opts = append(ho.opts, queue.WithReconcileTimeout(100*time.Millisecond))
 				ho.deploymentHook = func(ctx context.Context, _ *appsv1.Deployment) error {
 					if in.next() {
 						<-ctx.Done()

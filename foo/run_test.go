@@ -64,7 +64,7 @@ func TestControllerRun(t *testing.T) {
 	recorder := eventstest.NewRecorder()
 	metrics := &countingMetrics{}
 	ctrl, err := foo.NewController(ctx, kube, foos, kubeInformers.Apps().V1().Deployments(),
-		fooInformers.Samplecontroller().V1alpha1().Foos(), foo.WithRecorder(recorder), foo.WithQueueOptions(queue.WithWorkers(2), queue.WithMetrics(metrics)))
+		fooInformers.Samplecontroller().V1alpha1().Foos(), recorder, queue.WithWorkers(2), queue.WithMetrics(metrics))
 	require.NoError(t, err)
 	assert.False(t, ctrl.HasSynced())
 	kubeInformers.Start(ctx.Done())
@@ -169,7 +169,7 @@ func TestForeignDeploymentRemoved(t *testing.T) {
 	recorder := eventstest.NewRecorder()
 	metrics := &countingMetrics{}
 	ctrl, err := foo.NewController(ctx, kube, foos, kubeInformers.Apps().V1().Deployments(),
-		fooInformers.Samplecontroller().V1alpha1().Foos(), foo.WithRecorder(recorder), foo.WithQueueOptions(queue.WithMetrics(metrics)))
+		fooInformers.Samplecontroller().V1alpha1().Foos(), recorder, queue.WithMetrics(metrics))
 	require.NoError(t, err)
 	kubeInformers.Start(ctx.Done())
 	fooInformers.Start(ctx.Done())

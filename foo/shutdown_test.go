@@ -112,7 +112,7 @@ func TestShutdownDuringBurst(t *testing.T) {
 			fooInformers := fooinformers.NewSharedInformerFactory(foos, 0)
 			ctrl, err := foo.NewController(ctx, hookedKube{Interface: kube, beforeCreate: hook}, foos,
 				kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-				foo.WithRecorder(eventstest.NewRecorder()), foo.WithQueueOptions(queue.WithWorkers(workers), queue.WithShutdownTimeout(tt.shutdownTimeout)))
+				eventstest.NewRecorder(), queue.WithWorkers(workers), queue.WithShutdownTimeout(tt.shutdownTimeout))
 			require.NoError(t, err)
 			kubeInformers.Start(ctx.Done())
 			fooInformers.Start(ctx.Done())

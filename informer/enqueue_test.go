@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -226,7 +227,9 @@ func TestIndex(t *testing.T) {
 	assert.Error(t, err)
 
 	t.Run("EnqueueByIndex", func(t *testing.T) {
-		byRef := func(cm *corev1.ConfigMap) []string { return []string{cm.Namespace + "/" + cm.Name} }
+		byRef := informer.KeyOf[*corev1.ConfigMap]
+		require.Equal(t, []string{"ns/tls"}, byRef(configMap("ns", "tls", "1")))
+		require.Equal(t, []string{"node-a"}, informer.KeyOf(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}), "cluster-scoped")
 		tests := []struct {
 			name    string
 			deliver func(h cache.ResourceEventHandler)

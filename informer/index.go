@@ -82,3 +82,10 @@ func (i *Index[T]) Keys(value string) ([]cache.ObjectName, error) {
 	}
 	return out, nil
 }
+
+// KeyOf files an object under its own key, "namespace/name" (or "name"): the
+// values function of EnqueueByIndex when the referrers' index holds the keys
+// of the objects they refer to.
+func KeyOf[T metav1.Object](obj T) []string {
+	return []string{cache.MetaObjectToName(obj).String()}
+}

@@ -12,17 +12,13 @@ import (
 // wiring is the package documentation's example.
 func wiring() error {
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
+	m, err := metrics.New(reg, metrics.WithRuntimeCollectors())
 	if err != nil {
 		return err
 	}
-	handler, err := metrics.Handler(reg, metrics.WithRuntimeCollectors())
-	if err != nil {
-		return err
-	}
-	// Give m to each controller (queue.WithMetrics(m)) and serve handler at
-	// /metrics (operator.WithMetrics(":8080", handler)).
-	_, _ = m, handler
+	// Give m to each controller (queue.WithMetrics(m)) and serve reg at
+	// /metrics: operator.WithMetrics(":8080", metrics.Handler(reg)).
+	_ = m
 	return nil
 }
 

@@ -7,16 +7,12 @@
 // number of controllers; each controller's series carry its name.
 //
 //	reg := prometheus.NewRegistry()
-//	m, err := metrics.New(reg)
+//	m, err := metrics.New(reg, metrics.WithRuntimeCollectors())
 //	if err != nil {
 //		return err
 //	}
-//	handler, err := metrics.Handler(reg, metrics.WithRuntimeCollectors())
-//	if err != nil {
-//		return err
-//	}
-//	// Give m to each controller (queue.WithMetrics(m)) and serve handler at
-//	// /metrics (operator.WithMetrics(":8080", handler)).
+//	// Give m to each controller (queue.WithMetrics(m)) and serve reg at
+//	// /metrics: operator.WithMetrics(":8080", metrics.Handler(reg)).
 //
 // # Compatibility with controller-runtime
 //
@@ -64,6 +60,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/queue"
@@ -129,8 +126,9 @@ type Recorder struct {
 
 var _ queue.Metrics = (*Recorder)(nil)
 
-// New creates the collectors listed in the package documentation, registers
-// them on reg and returns a Recorder that writes to them. Nothing is
+// New creates the collectors listed in the package documentation (and, with
+// WithRuntimeCollectors, the Go and process collectors), registers them on
+// reg and returns a Recorder that writes to them. Nothing is
 // registered on prometheus.DefaultRegisterer unless reg is that registerer.
 //
 // Calling New again with the same registry (or with registerers that wrap it
@@ -143,13 +141,23 @@ var _ queue.Metrics = (*Recorder)(nil)
 // with one of these names but different labels or help text is already
 // registered (for example controller-runtime's own collectors), or when reg
 // rejects a collector for another reason.
-func New(reg prometheus.Registerer) (*Recorder, error) {
+func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	if reg == nil {
 		return nil, errors.New("metrics: registerer is nil")
+	}
+	var cfg config
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
 	}
 	r := newRecorder()
 	rb := &rollbackRegisterer{reg: reg}
 	var err error
+	if cfg.runtime {
+		registerExisting(rb, collectors.NewGoCollector(), &err)
+		registerExisting(rb, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &err)
+	}
 	register(rb, &r.reconcileTotal, &err)
 	register(rb, &r.reconcileErrors, &err)
 	register(rb, &r.terminalErrors, &err)
@@ -182,6 +190,20 @@ type rollbackRegisterer struct {
 func (r *rollbackRegisterer) rollback() {
 	for _, c := range r.added {
 		r.reg.Unregister(c)
+	}
+}
+
+// registerExisting registers c on rb unless *errp is already set; an equal
+// collector already registered is kept.
+func registerExisting(rb *rollbackRegisterer, c prometheus.Collector, errp *error) {
+	if *errp != nil {
+		return
+	}
+	var already prometheus.AlreadyRegisteredError
+	if err := rb.reg.Register(c); err == nil {
+		rb.added = append(rb.added, c)
+	} else if !errors.As(err, &already) {
+		*errp = fmt.Errorf("metrics: register collector: %w", err)
 	}
 }
 

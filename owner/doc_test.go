@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/owner"
 	"github.com/ctrlkit/ctrlkit/queue"
 )
@@ -32,3 +33,11 @@ func refuseForeign(deployment *appsv1.Deployment, foo *samplev1alpha1.Foo) error
 }
 
 var _, _ = watchDeployments, refuseForeign
+
+// indexByController is ControllerUID's documentation example.
+func indexByController(deployments appsinformers.DeploymentInformer) (*informer.Index[*appsv1.Deployment], error) {
+	index, err := informer.NewIndex(deployments.Informer(), "controller-uid", owner.ControllerUID[*appsv1.Deployment])
+	return index, err
+}
+
+var _ = indexByController

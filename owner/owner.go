@@ -171,3 +171,15 @@ func controllerKey(obj metav1.Object, gk schema.GroupKind, clusterScoped bool) (
 	}
 	return cache.ObjectName{Namespace: ns, Name: ref.Name}, true
 }
+
+// ControllerUID files an object under the UID of its controller (none for an
+// object without one): the index function of informer.NewIndex that finds
+// the objects an owner controls without scanning the cache.
+//
+//	index, err := informer.NewIndex(deployments.Informer(), "controller-uid", owner.ControllerUID[*appsv1.Deployment])
+func ControllerUID[T metav1.Object](obj T) []string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
+}

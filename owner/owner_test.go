@@ -246,3 +246,22 @@ type lanes struct{ fresh, low []cache.ObjectName }
 
 func (l *lanes) Add(k cache.ObjectName)            { l.fresh = append(l.fresh, k) }
 func (l *lanes) AddLowPriority(k cache.ObjectName) { l.low = append(l.low, k) }
+
+func TestControllerUID(t *testing.T) {
+	notController := ref("samplecontroller.k8s.io/v1alpha1", "Foo", "b", "uid-b", false)
+	tests := []struct {
+		name string
+		obj  *appsv1.Deployment
+		want []string
+	}{
+		{"controlled", deployment("ns", "d", fooRef("a")), []string{"uid-a"}},
+		{"controller among other owners", deployment("ns", "d", notController, fooRef("a")), []string{"uid-a"}},
+		{"owned but not controlled", deployment("ns", "d", notController), nil},
+		{"no owner", deployment("ns", "d"), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, owner.ControllerUID(tt.obj))
+		})
+	}
+}

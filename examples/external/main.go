@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/events"
 	"github.com/ctrlkit/ctrlkit/examples/external/system"
@@ -55,33 +53,20 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.changeEvery, "change-every", 0, "Edit a random entry this often, as a user of the external system would (0: never).")
 	fs.DurationVar(&o.resync, "resync", time.Minute, "How often every entry and Target is checked, behind the notifications.")
 	fs.IntVar(&o.workers, "workers", 2, "Number of Targets reconciled at once.")
-	klog.InitFlags(fs)
 	return o
 }
 
-// run parses args, runs the operator until SIGINT or SIGTERM, and returns
-// the process exit code.
+// run runs the operator with args until SIGINT or SIGTERM and returns the
+// process exit code.
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("external", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := bindFlags(fs)
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		return 2
-	}
-	if err := errors.Join(o.Validate(), positive("--workers", o.workers), positive("--resync", o.resync)); err != nil {
-		fmt.Fprintf(stderr, "external: %v\n", err)
-		return 2
-	}
-	return operator.Main(stderr, "external", o.runOperator)
-}
-
-func positive[N int | time.Duration](name string, n N) error {
-	if n <= 0 {
-		return fmt.Errorf("%s must be positive, got %v", name, n)
-	}
-	return nil
+	return o.Main(fs, args, stderr, o.runOperator, func() error {
+		if o.workers < 1 || o.resync <= 0 {
+			return fmt.Errorf("--workers and --resync must be positive, got %d and %s", o.workers, o.resync)
+		}
+		return nil
+	})
 }
 
 // runOperator connects to the cluster and runs the Target controller with
@@ -99,11 +84,7 @@ func (o *options) runOperator(ctx context.Context) error {
 		return err
 	}
 	registry := prometheus.NewRegistry()
-	recorder, err := metrics.New(registry)
-	if err != nil {
-		return err
-	}
-	handler, err := metrics.Handler(registry, metrics.WithRuntimeCollectors())
+	recorder, err := metrics.New(registry, metrics.WithRuntimeCollectors())
 	if err != nil {
 		return err
 	}
@@ -123,7 +104,7 @@ func (o *options) runOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return operator.Run(ctx, append(o.Options(kube, handler), operator.WithInformers(factory), operator.WithControllers(ctrl))...)
+	return operator.Run(ctx, append(o.Options(kube, metrics.Handler(registry)), operator.WithInformers(factory), operator.WithControllers(ctrl))...)
 }
 
 // entryFlag collects --entry name=key=value,key=value flags.

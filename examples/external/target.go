@@ -106,6 +106,9 @@ func (t *targets) Reconcile(ctx context.Context, key cache.ObjectName) (reconcil
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{managedBy: managerName}},
 			Data:       want,
 		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, t.alreadyExists(ctx, key)
+		}
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("creating Target %s: %w", key, err)
 		}
@@ -114,8 +117,8 @@ func (t *targets) Reconcile(ctx context.Context, key cache.ObjectName) (reconcil
 	case err != nil:
 		return reconcile.Result{}, err
 	case cm.Labels[managedBy] != managerName:
-		// Somebody else's ConfigMap of that name: leave it alone.
-		klog.FromContext(ctx).Info("Not touching a ConfigMap this controller does not manage")
+		// Somebody else's ConfigMap of that name (a cache without the
+		// label filter shows it): leave it alone.
 		return reconcile.Result{}, nil
 	case !exists:
 		uid := cm.UID
@@ -135,4 +138,19 @@ func (t *targets) Reconcile(ctx context.Context, key cache.ObjectName) (reconcil
 	}
 	t.recorder.Event(updated, corev1.EventTypeNormal, ReasonSynced, "Updated from entry "+name)
 	return reconcile.Result{}, nil
+}
+
+// alreadyExists explains a create that found a ConfigMap of the Target's
+// name: the cache, which holds only Targets, has not seen it yet (a 409,
+// retried quietly), or it is somebody else's, which is left alone.
+func (t *targets) alreadyExists(ctx context.Context, key cache.ObjectName) error {
+	cm, err := t.kube.CoreV1().ConfigMaps(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading ConfigMap %s: %w", key, err)
+	case cm.Labels[managedBy] == managerName:
+		return apierrors.NewAlreadyExists(corev1.Resource("configmaps"), key.Name)
+	}
+	klog.FromContext(ctx).Info("Not touching a ConfigMap of a Target's name that this operator does not manage")
+	return reconcile.Terminal(fmt.Errorf("ConfigMap %s exists and is not managed by %s", key, managerName))
 }

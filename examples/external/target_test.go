@@ -44,7 +44,8 @@ func start(t *testing.T, resync time.Duration, capacity int, entries map[string]
 		_, err := f.kube.CoreV1().ConfigMaps(cm.Namespace).Create(context.Background(), cm, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(f.kube, 0, informers.WithNamespace(ns))
+	factory := informers.NewSharedInformerFactoryWithOptions(f.kube, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedSelector.String() }))
 	ctrl, err := newController(f.system, f.kube, factory.Core().V1().ConfigMaps(), f.recorder, ns, resync)
 	require.NoError(t, err)
 	queuetest.Start(t, ctrl, factory)
@@ -139,8 +140,8 @@ func TestFlags(t *testing.T) {
 	}{
 		{args: []string{"--help"}, wantCode: 0},
 		{args: []string{"--no-such-flag"}, wantCode: 2, wantMsg: "flag provided but not defined"},
-		{args: []string{"--workers=0"}, wantCode: 2, wantMsg: "--workers must be positive"},
-		{args: []string{"--resync=0s"}, wantCode: 2, wantMsg: "--resync must be positive"},
+		{args: []string{"--workers=0"}, wantCode: 2, wantMsg: "--workers and --resync must be positive"},
+		{args: []string{"--resync=0s"}, wantCode: 2, wantMsg: "--workers and --resync must be positive"},
 		{args: []string{"--kubeconfig=/nonexistent", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, wantCode: 1, wantMsg: "loading --kubeconfig /nonexistent"},
 	}
 	for _, tt := range tests {

@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/events"
 	"github.com/ctrlkit/ctrlkit/foo"
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
@@ -39,23 +39,17 @@ type options struct {
 	resync  time.Duration
 }
 
-// run parses args, runs the controller until SIGINT or SIGTERM, and returns
-// the process exit code.
+// run runs the controller with args until SIGINT or SIGTERM and returns the
+// process exit code.
 func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("foo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := bindFlags(fs)
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		return 2
-	}
-	if err := errors.Join(o.Validate(), check(o.workers >= 1, "--workers must be at least 1, got %d", o.workers),
-		check(o.resync >= 0, "--resync must not be negative, got %s", o.resync)); err != nil {
-		fmt.Fprintf(stderr, "foo: %v\n", err)
-		return 2
-	}
-	return operator.Main(stderr, "foo", o.runController)
+	return o.Main(fs, args, stderr, o.runController, func() error {
+		if o.workers < 1 || o.resync < 0 {
+			return fmt.Errorf("--workers must be at least 1 and --resync not negative, got %d and %s", o.workers, o.resync)
+		}
+		return nil
+	})
 }
 
 // bindFlags registers the flags on fs.
@@ -67,15 +61,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	o.Bind(fs)
 	fs.IntVar(&o.workers, "workers", 2, "Number of Foos reconciled at once.")
 	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "How often the informers replay every object to the controller (0 disables). An idle resync writes nothing.")
-	klog.InitFlags(fs)
 	return o
-}
-
-func check(ok bool, format string, args ...any) error {
-	if ok {
-		return nil
-	}
-	return fmt.Errorf(format, args...)
 }
 
 // runController connects to the cluster, checks that it serves the Foo API,
@@ -86,7 +72,7 @@ func (o *options) runController(ctx context.Context) error {
 		return err
 	}
 	if err := operator.CheckServed(cfg, samplev1alpha1.SchemeGroupVersion); errors.Is(err, operator.ErrNotServed) {
-		return fmt.Errorf("%w; the Foo CRD is not installed; install it with: kubectl apply -f foo/crd/samplecontroller.k8s.io_foos.yaml", err)
+		return fmt.Errorf("%w; install the Foo CRD with: kubectl apply -f foo/crd/samplecontroller.k8s.io_foos.yaml", err)
 	} else if err != nil {
 		return err
 	}
@@ -99,11 +85,11 @@ func (o *options) runController(ctx context.Context) error {
 		return err
 	}
 	registry := prometheus.NewRegistry()
-	recorder, err := metrics.New(registry)
+	m, err := metrics.New(registry, metrics.WithRuntimeCollectors())
 	if err != nil {
 		return err
 	}
-	handler, err := metrics.Handler(registry, metrics.WithRuntimeCollectors())
+	recorder, err := events.NewRecorder(ctx, kubeClient, foo.ControllerName, events.WithAddToScheme(samplev1alpha1.AddToScheme))
 	if err != nil {
 		return err
 	}
@@ -111,10 +97,10 @@ func (o *options) runController(ctx context.Context) error {
 	fooInformers := fooinformers.NewSharedInformerFactory(fooClient, o.resync)
 	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
 		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-		foo.WithQueueOptions(queue.WithWorkers(o.workers), queue.WithMetrics(recorder), queue.WithShutdownTimeout(o.ShutdownTimeout)))
+		recorder, queue.WithWorkers(o.workers), queue.WithMetrics(m), queue.WithShutdownTimeout(o.ShutdownTimeout))
 	if err != nil {
 		return err
 	}
-	return operator.Run(ctx, append(o.Options(kubeClient, handler),
+	return operator.Run(ctx, append(o.Options(kubeClient, metrics.Handler(registry)),
 		operator.WithInformers(kubeInformers, fooInformers), operator.WithControllers(ctrl))...)
 }

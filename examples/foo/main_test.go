@@ -82,18 +82,18 @@ func TestStartupFailures(t *testing.T) {
 		{
 			name:     "CRD not installed",
 			args:     []string{"--kubeconfig=" + writeKubeconfig(t, noCRD.URL), "--metrics-bind-address=0", "--health-probe-bind-address=0"},
-			wantCode: 1, wantMsg: "the Foo CRD is not installed; install it with: kubectl apply -f foo/crd/samplecontroller.k8s.io_foos.yaml",
+			wantCode: 1, wantMsg: "does not serve samplecontroller.k8s.io/v1alpha1 (is its CustomResourceDefinition installed?): not served; install the Foo CRD with: kubectl apply -f foo/crd/samplecontroller.k8s.io_foos.yaml",
 		},
 		{
 			name:     "KUBECONFIG is used without the flag",
 			env:      map[string]string{"KUBECONFIG": writeKubeconfig(t, noCRD.URL)},
 			args:     []string{"--metrics-bind-address=0", "--health-probe-bind-address=0"},
-			wantCode: 1, wantMsg: "the Foo CRD is not installed",
+			wantCode: 1, wantMsg: "install the Foo CRD with",
 		},
 		{
 			name:     "--master overrides the kubeconfig server",
 			args:     []string{"--kubeconfig=" + writeKubeconfig(t, "http://"+closedAddress(t)), "--master=" + noCRD.URL, "--metrics-bind-address=0", "--health-probe-bind-address=0"},
-			wantCode: 1, wantMsg: "the Foo CRD is not installed",
+			wantCode: 1, wantMsg: "install the Foo CRD with",
 		},
 		{
 			name:     "credentials refused",

@@ -29,8 +29,8 @@ func bindFlags() *operator.Flags {
 	return &flags
 }
 
-func main(run func(ctx context.Context) error) {
-	os.Exit(operator.Main(os.Stderr, "foo", run))
+func main(flags *operator.Flags, fs *flag.FlagSet, run func(context.Context) error) {
+	os.Exit(flags.Main(fs, os.Args[1:], os.Stderr, run, nil))
 }
 
 var _, _, _ = runOperator, bindFlags, main

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/homedir"
+	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
@@ -63,7 +64,7 @@ const (
 )
 
 // Bind registers the flags on fs, with f's values (or the documented
-// defaults) as defaults.
+// defaults) as defaults, and klog's flags (-v and the others).
 func (f *Flags) Bind(fs *flag.FlagSet) {
 	if f.QPS == 0 {
 		f.QPS = DefaultQPS
@@ -96,6 +97,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", f.MetricsAddr, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", f.ProbeAddr, "Address of /healthz and /readyz; \"0\" disables them.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
+	klog.InitFlags(fs)
 }
 
 // Validate reports every flag value that cannot work.

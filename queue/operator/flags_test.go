@@ -193,17 +193,43 @@ func TestCheckServed(t *testing.T) {
 }
 
 func TestMainExitCodes(t *testing.T) {
-	var stderr bytes.Buffer
-	assert.Equal(t, 0, Main(&stderr, "op", func(ctx context.Context) error { return nil }))
-	assert.Equal(t, 1, Main(&stderr, "op", func(ctx context.Context) error { return errors.New("broken") }))
-	assert.Equal(t, "op: broken\n", stderr.String())
+	main := func(args []string, run func(ctx context.Context) error, validate func() error) (int, string) {
+		var stderr bytes.Buffer
+		fs := flag.NewFlagSet("op", flag.ContinueOnError)
+		var f Flags
+		f.Bind(fs)
+		return f.Main(fs, args, &stderr, run, validate), stderr.String()
+	}
+	ok := func(context.Context) error { return nil }
+	tests := []struct {
+		name     string
+		args     []string
+		run      func(context.Context) error
+		validate func() error
+		wantCode int
+		wantOut  string
+	}{
+		{name: "success", run: ok, wantCode: 0},
+		{name: "help", args: []string{"-h"}, run: ok, wantCode: 0, wantOut: "-kubeconfig"},
+		{name: "unknown flag", args: []string{"--nope"}, run: ok, wantCode: 2, wantOut: "flag provided but not defined"},
+		{name: "bad operator flag", args: []string{"--shutdown-timeout=0s"}, run: ok, wantCode: 2, wantOut: "op: --shutdown-timeout must be positive"},
+		{name: "bad own flag", run: ok, validate: func() error { return errors.New("--workers is wrong") }, wantCode: 2, wantOut: "op: --workers is wrong"},
+		{name: "klog flags", args: []string{"-v=3"}, run: ok, wantCode: 0},
+		{name: "failure", run: func(context.Context) error { return errors.New("broken") }, wantCode: 1, wantOut: "op: broken\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := main(tt.args, tt.run, tt.validate)
+			assert.Equal(t, tt.wantCode, code, out)
+			assert.Contains(t, out, tt.wantOut)
+		})
+	}
 
 	t.Run("signals", func(t *testing.T) {
 		exited := make(chan int, 1)
 		exit = func(code int) { exited <- code }
 		t.Cleanup(func() { exit = os.Exit })
-		var out bytes.Buffer
-		code := Main(&out, "op", func(ctx context.Context) error {
+		code, out := main(nil, func(ctx context.Context) error {
 			require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 			<-ctx.Done() // the first signal stops gracefully
 			require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
@@ -214,8 +240,8 @@ func TestMainExitCodes(t *testing.T) {
 				t.Error("the second signal did not exit")
 			}
 			return nil
-		})
+		}, nil)
 		assert.Equal(t, 0, code)
-		assert.Contains(t, out.String(), "second signal, exiting now")
+		assert.Contains(t, out, "second signal, exiting now")
 	})
 }

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,19 +18,35 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Main runs fn with a context that the first SIGINT or SIGTERM cancels (a
-// second one exits the process at once, with status 1), writes fn's error
-// to stderr as "name: error", flushes klog, and returns the exit status: 0,
-// or 1 if fn failed. Use it as the whole of main after the flags are
-// parsed:
+// Main is the whole of an operator's main function after its flags are
+// registered on fs (with Bind and the operator's own): it parses args,
+// checks the flags (Validate, then validate if not nil), and runs run with a
+// context that the first SIGINT or SIGTERM cancels (a second one exits the
+// process at once, with status 1) and a logger named after fs. Errors go to
+// stderr as "name: error". It returns the exit status: 0 (also for -h), 1
+// if run failed, 2 for bad flags:
 //
-//	os.Exit(operator.Main(os.Stderr, "foo", run))
-func Main(stderr io.Writer, name string, fn func(ctx context.Context) error) int {
+//	os.Exit(flags.Main(fs, os.Args[1:], os.Stderr, run, nil))
+func (f *Flags) Main(fs *flag.FlagSet, args []string, stderr io.Writer, run func(ctx context.Context) error, validate func() error) int {
 	defer klog.Flush()
+	name := fs.Name()
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	err := f.Validate()
+	if validate != nil {
+		err = errors.Join(err, validate())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
 	ctx, stop := signalContext(context.Background(), stderr, name)
 	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background().WithName(name))
-	if err := fn(ctx); err != nil {
+	if err := run(klog.NewContext(ctx, klog.Background().WithName(name))); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}

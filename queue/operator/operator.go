@@ -19,7 +19,8 @@
 //
 // Flags binds the command-line flags every operator has (kubeconfig, client
 // rate limits, leader election, endpoint addresses, shutdown timeout), and
-// Main runs an operator's main function with a signal-handling context.
+// its Main method runs an operator's main function with a signal-handling
+// context.
 package operator
 
 import (

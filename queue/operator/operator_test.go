@@ -94,10 +94,9 @@ func TestRun(t *testing.T) {
 	j := &journal{}
 	factory := loggedFactory{SharedInformerFactory: informers.NewSharedInformerFactory(client, 0), j: j}
 	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
+	m, err := metrics.New(reg, metrics.WithRuntimeCollectors())
 	require.NoError(t, err)
-	handler, err := metrics.Handler(reg, metrics.WithRuntimeCollectors())
-	require.NoError(t, err)
+	handler := metrics.Handler(reg)
 
 	probes, metricsAddr := freeAddr(t), freeAddr(t)
 	reconciled := make(chan struct{}, 1)

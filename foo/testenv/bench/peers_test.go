@@ -109,7 +109,11 @@ func newCtrlkitPeer(tb testing.TB, keys *keyTable, workers int, m queue.Metrics,
 		fn(key.Name)
 		return reconcile.Result{}, nil
 	})
-	ctrl, err := queue.New("bench-ctrlkit", r, queue.WithWorkers(workers), queue.WithMetrics(m))
+	opts := []queue.Option{queue.WithWorkers(workers)}
+	if m != nil {
+		opts = append(opts, queue.WithMetrics(m))
+	}
+	ctrl, err := queue.New("bench-ctrlkit", r, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -50,7 +50,7 @@ const (
 	shutdownTimeout = 10 * time.Second
 
 	// crdHint is what the binary says when the Foo CRD is missing.
-	crdHint = "the Foo CRD is not installed; install it with: kubectl apply -f foo/crd/samplecontroller.k8s.io_foos.yaml"
+	crdHint = "install the Foo CRD with: kubectl apply -f foo/crd/samplecontroller.k8s.io_foos.yaml"
 
 	waitTimeout = 60 * time.Second
 	pollEvery   = 100 * time.Millisecond

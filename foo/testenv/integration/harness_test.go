@@ -96,7 +96,7 @@ func newHarness(t *testing.T, opts harnessOptions) *harness {
 	deployInformer := kubeInformers.Apps().V1().Deployments()
 	fooInformer := fooInformers.Samplecontroller().V1alpha1().Foos()
 	ctrl, err := foo.NewController(ctx, ctrlKube, ctrlFoos, deployInformer, fooInformer,
-		foo.WithRecorder(h.recorder), foo.WithQueueOptions(queue.WithWorkers(2), queue.WithMetrics(h.probe)))
+		h.recorder, queue.WithWorkers(2), queue.WithMetrics(h.probe))
 	require.NoError(t, err)
 	h.fooLister, h.deployLister = fooInformer.Lister(), deployInformer.Lister()
 	kubeInformers.Start(ctx.Done())
