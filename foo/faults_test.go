@@ -79,6 +79,10 @@ type harnessOptions struct {
 	deploymentHook func(ctx context.Context, d *appsv1.Deployment) error
 	// verbosity of the controller's logger; default 4.
 	verbosity int
+	// plainVersions leaves the fake clientsets as client-go makes them,
+	// for tests that drive the tracker's watches directly; by default they
+	// keep resourceVersions as an API server does (StrictVersions).
+	plainVersions bool
 }
 
 // startHarness starts a controller over fake clientsets holding objects and
@@ -88,6 +92,11 @@ func startHarness(t *testing.T, ho harnessOptions, objects ...runtime.Object) *h
 	t.Helper()
 	var kubeObjs, fooObjs []runtime.Object
 	for _, o := range objects {
+		// Every stored object has a resourceVersion on an API server, so
+		// that StrictVersions answers an update from a stale cache with 409.
+		if m, err := meta.Accessor(o); err == nil && m.GetResourceVersion() == "" && !ho.plainVersions {
+			m.SetResourceVersion("1")
+		}
 		if _, isFoo := o.(*samplev1alpha1.Foo); isFoo {
 			fooObjs = append(fooObjs, o)
 		} else {
@@ -99,6 +108,11 @@ func startHarness(t *testing.T, ho harnessOptions, objects ...runtime.Object) *h
 		foos:     foofake.NewSimpleClientset(fooObjs...),
 		recorder: eventstest.NewRecorder(),
 		metrics:  &countingMetrics{},
+	}
+	if !ho.plainVersions {
+		// As on an API server, a write from a stale cache gets a 409
+		// instead of overwriting newer state (a status set by the test).
+		reconciletest.StrictVersions(h.kube, h.foos)
 	}
 	if ho.before != nil {
 		ho.before(h)
@@ -714,7 +728,7 @@ func TestWatchClosed(t *testing.T) {
 		t.Parallel()
 		var wc *watchControl
 		var lists atomic.Int32
-		h := startHarness(t, harnessOptions{before: func(h *harness) {
+		h := startHarness(t, harnessOptions{plainVersions: true, before: func(h *harness) {
 			wc = &watchControl{tracker: h.foos.Tracker()}
 			h.foos.PrependWatchReactor("foos", wc.react)
 			h.foos.PrependReactor("list", "foos", listCounter(&lists))
@@ -744,7 +758,7 @@ func TestWatchClosed(t *testing.T) {
 		t.Parallel()
 		var wc *watchControl
 		var lists atomic.Int32
-		h := startHarness(t, harnessOptions{before: func(h *harness) {
+		h := startHarness(t, harnessOptions{plainVersions: true, before: func(h *harness) {
 			wc = &watchControl{tracker: h.kube.Tracker()}
 			h.kube.PrependWatchReactor("deployments", wc.react)
 			h.kube.PrependReactor("list", "deployments", listCounter(&lists))
