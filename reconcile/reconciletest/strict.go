@@ -41,8 +41,9 @@ const resourceVersionBase = 1000
 // Watch events and informer caches then carry the versions, and a
 // controller that updates from a stale cache gets the conflict it would get
 // from a real cluster. Objects given to a clientset's constructor keep the
-// resourceVersion they were given until they are first written. Call
-// StrictVersions before the clientsets are used.
+// resourceVersion they were given until they are first written; give them
+// one (any, such as "1"), or an update of them carries none and is
+// unconditional. Call StrictVersions before the clientsets are used.
 func StrictVersions(clientsets ...FakeClientset) {
 	counter := &versionCounter{next: resourceVersionBase}
 	for _, cs := range clientsets {
