@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,7 +36,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 type options struct {
 	operator.Flags
 	namespace   string
-	entries     entryFlag
+	entries     system.Entries
 	changeEvery time.Duration
 	resync      time.Duration
 	workers     int
@@ -46,7 +45,7 @@ type options struct {
 // bindFlags registers the flags on fs.
 func bindFlags(fs *flag.FlagSet) *options {
 	o := &options{Flags: operator.Flags{LeaderElectID: "external-targets", MetricsAddr: ":8080", ProbeAddr: ":8081"},
-		entries: entryFlag{}}
+		entries: system.Entries{}}
 	o.Bind(fs)
 	fs.StringVar(&o.namespace, "namespace", "default", "Namespace of the Targets.")
 	fs.Var(o.entries, "entry", "An entry of the external system, name=key=value[,key=value...]; repeatable.")
@@ -105,29 +104,4 @@ func (o *options) runOperator(ctx context.Context) error {
 		return err
 	}
 	return operator.Run(ctx, append(o.Options(kube, metrics.Handler(registry)), operator.WithInformers(factory), operator.WithControllers(ctrl))...)
-}
-
-// entryFlag collects --entry name=key=value,key=value flags.
-type entryFlag map[string]map[string]string
-
-func (e entryFlag) String() string { return fmt.Sprint(map[string]map[string]string(e)) }
-
-func (e entryFlag) Set(v string) error {
-	name, settings, _ := strings.Cut(v, "=")
-	if name == "" {
-		return fmt.Errorf("want name=key=value[,key=value...], got %q", v)
-	}
-	data := map[string]string{}
-	for kv := range strings.SplitSeq(settings, ",") {
-		if kv == "" {
-			continue
-		}
-		k, val, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("setting %q of entry %q: want key=value", kv, name)
-		}
-		data[k] = val
-	}
-	e[name] = data
-	return nil
 }

@@ -122,7 +122,7 @@ func TestFlags(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	o := bindFlags(fs)
 	require.NoError(t, fs.Parse([]string{"--entry=web=color=blue,size=2", "--entry=empty=", "--namespace=ops"}))
-	assert.Equal(t, entryFlag{"web": {"color": "blue", "size": "2"}, "empty": {}}, o.entries)
+	assert.Equal(t, system.Entries{"web": {"color": "blue", "size": "2"}, "empty": {}}, o.entries)
 	assert.Equal(t, "ops", o.namespace)
 	assert.Equal(t, "external-targets", o.LeaderElectID)
 

@@ -5,9 +5,11 @@ package system
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -102,4 +104,32 @@ func (s *System) Churn(ctx context.Context, interval time.Duration) {
 		s.mu.Unlock()
 		s.notify(name)
 	}
+}
+
+// Entries are the entries of a System, by name; as a flag.Value (the
+// --entry flag of the example) each value sets one entry:
+// name=key=value[,key=value...].
+type Entries map[string]map[string]string
+
+func (e Entries) String() string { return fmt.Sprint(map[string]map[string]string(e)) }
+
+// Set adds the entry v describes.
+func (e Entries) Set(v string) error {
+	name, settings, _ := strings.Cut(v, "=")
+	if name == "" {
+		return fmt.Errorf("want name=key=value[,key=value...], got %q", v)
+	}
+	data := map[string]string{}
+	for kv := range strings.SplitSeq(settings, ",") {
+		if kv == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("setting %q of entry %q: want key=value", kv, name)
+		}
+		data[k] = val
+	}
+	e[name] = data
+	return nil
 }

@@ -2,10 +2,12 @@ package system_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/ctrlkit/ctrlkit/examples/external/system"
@@ -39,4 +41,34 @@ func TestSystem(t *testing.T) {
 	assert.Equal(t, "2", again["v"], "Get returns a copy")
 	_, ok = s.Get("b")
 	assert.False(t, ok)
+}
+
+func TestEntriesFlag(t *testing.T) {
+	tests := []struct {
+		value   string
+		want    map[string]string
+		wantErr string
+	}{
+		{value: "web=color=blue,size=2", want: map[string]string{"color": "blue", "size": "2"}},
+		{value: "empty", want: map[string]string{}},
+		{value: "trailing=a=1,", want: map[string]string{"a": "1"}},
+		{value: "=a=1", wantErr: "want name=key=value"},
+		{value: "bad=novalue", wantErr: `setting "novalue" of entry "bad"`},
+		{value: "bad==1", wantErr: `setting "=1" of entry "bad"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			e := system.Entries{}
+			err := e.Set(tt.value)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				assert.Empty(t, e, "nothing is set from a bad value")
+				return
+			}
+			require.NoError(t, err)
+			name, _, _ := strings.Cut(tt.value, "=")
+			assert.Equal(t, tt.want, e[name])
+			assert.Contains(t, e.String(), name)
+		})
+	}
 }

@@ -8,9 +8,7 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,7 +41,7 @@ func main() {
 		resync, changeEvery, leaseDuration, renewDeadline, retry   time.Duration
 		shutdownTimeout                                            time.Duration
 	)
-	entries := entryFlag{}
+	entries := system.Entries{}
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; \"0\" disables them.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader with a Lease so that only one replica reconciles.")
@@ -112,29 +110,4 @@ func main() {
 		setupLog.Error(err, "problem running the manager")
 		os.Exit(1)
 	}
-}
-
-// entryFlag collects --entry name=key=value,key=value flags.
-type entryFlag map[string]map[string]string
-
-func (e entryFlag) String() string { return fmt.Sprint(map[string]map[string]string(e)) }
-
-func (e entryFlag) Set(v string) error {
-	name, settings, _ := strings.Cut(v, "=")
-	if name == "" {
-		return fmt.Errorf("want name=key=value[,key=value...], got %q", v)
-	}
-	data := map[string]string{}
-	for kv := range strings.SplitSeq(settings, ",") {
-		if kv == "" {
-			continue
-		}
-		k, val, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("setting %q of entry %q: want key=value", kv, name)
-		}
-		data[k] = val
-	}
-	e[name] = data
-	return nil
 }
