@@ -6,10 +6,10 @@
 //
 //	events, err := audit.ReadFile(cp.AuditLogPath())
 //	if err != nil {
-//		t.Fatal(err)
+//		return err
 //	}
 //	writes := audit.Select(events, audit.ByUser("system:serviceaccount:foo:foo-controller"), audit.Writes())
-//	assert.Empty(t, writes)
+//	fmt.Println(len(writes), "writes by the controller")
 package audit
 
 import (

@@ -1,37 +1,55 @@
 // Package binaries pins, locates and builds the programs a test control plane
-// runs: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+// runs (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)
+// and kubectl.
 //
-// Everything is built from source fetched through the Go module proxy by the
-// small modules under foo/testenv/tools; nothing else is downloaded. Builds land
-// in a cache directory keyed by name and version (for example
-// .bin/kube-apiserver-v1.37.1) and are made only when missing, one at a time.
+// Everything is built from source fetched through the Go module proxy; nothing
+// else is downloaded. The build recipes (a go.mod, its go.sum and two tiny
+// main packages) are embedded in this package, so a module that imports it
+// builds the same binaries as this repository does.
 //
-//	set, err := binaries.Ensure(ctx, binaries.Options{Progress: os.Stderr})
+// Builds land in one cache per machine and user, shared by every clone and
+// every module that imports this package: by default
+// <user cache dir>/ctrlkit-testenv/<GOOS>-<GOARCH>, or $CTRLKIT_TESTENV_BIN_DIR.
+// Inside it each recipe has a directory named by its pinned version and a
+// hash of the recipe (for example kube-v1.37.1-1a2b3c4d), so changing a pin
+// builds anew and never mixes versions. Builds are made only when missing,
+// under a file lock: several test processes may call Ensure at once, one
+// builds and the others wait for it.
+//
+//	set, err := binaries.Ensure(ctx, binaries.Options{})
 //	if err != nil {
 //		return err
 //	}
-//	fmt.Println(set.KubeAPIServer) // .../foo/testenv/.bin/kube-apiserver-v1.37.1
+//	fmt.Println(set.Kubectl) // ~/.cache/ctrlkit-testenv/linux-amd64/kube-v1.37.1-.../kubectl
 package binaries
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
-// Pinned versions. They must match the requirements in tools/kube/go.mod and
-// tools/kwok/go.mod; a unit test keeps them in step.
+// Pinned versions. They must match the requirements in the embedded recipes
+// (recipes/kube/go.mod.in and recipes/kwok/go.mod.in); a unit test keeps them
+// in step.
 const (
 	// KubernetesVersion is the k8s.io/kubernetes release the API server,
-	// controller-manager and scheduler are built from.
+	// controller-manager, scheduler and kubectl are built from.
 	KubernetesVersion = "v1.37.1"
 	// StagingVersion is the tag every k8s.io staging module is replaced with
 	// when building KubernetesVersion.
@@ -43,18 +61,25 @@ const (
 	KwokVersion = "v0.8.0"
 )
 
-// Environment variables that override the defaults.
-const (
-	// EnvDir names the cache directory for built binaries.
-	EnvDir = "CTRLKIT_TESTENV_BIN_DIR"
-	// EnvSourceDir names the foo/testenv directory (the one holding tools/).
-	// It is needed only when the source location cannot be derived from the
-	// build, for example in a binary built with -trimpath outside the tree.
-	EnvSourceDir = "CTRLKIT_TESTENV_DIR"
-)
+// EnvDir names the environment variable that overrides the cache directory.
+const EnvDir = "CTRLKIT_TESTENV_BIN_DIR"
 
-// testenvModule is the module path whose go.mod marks the source directory.
-const testenvModule = "github.com/ctrlkit/ctrlkit/foo/testenv"
+// BuildCommand is the command that fills the cache ahead of a test run, for
+// messages and documentation. It works in any module that requires this one.
+const BuildCommand = "go run github.com/ctrlkit/ctrlkit/foo/testenv/cmd/build"
+
+// recipes holds one Go module per recipe directory. Its files carry an ".in"
+// suffix so that the Go tool treats neither the go.mod as a nested module nor
+// the main packages as part of this one.
+//
+//go:embed recipes
+var recipes embed.FS
+
+// Recipe names: the directories under recipes/.
+const (
+	recipeKube = "kube"
+	recipeKwok = "kwok"
+)
 
 // Set holds the absolute paths of every built artifact.
 type Set struct {
@@ -62,6 +87,7 @@ type Set struct {
 	KubeAPIServer         string
 	KubeControllerManager string
 	KubeScheduler         string
+	Kubectl               string
 	Kwok                  string
 	// KwokStages is a YAML stream of kwok Stage objects (node and pod
 	// lifecycle) matching the kwok binary.
@@ -70,14 +96,10 @@ type Set struct {
 
 // Artifact describes one thing to build.
 type Artifact struct {
-	// Name is the program name, e.g. "kube-apiserver".
+	// Name is the file name in the recipe's directory, e.g. "kube-apiserver".
 	Name string
-	// Version is the pinned version; together with Name it forms the file
-	// name in the cache directory.
-	Version string
-	// ModuleDir is the directory of the building module, relative to the
-	// foo/testenv source directory.
-	ModuleDir string
+	// Recipe is the embedded module that builds it.
+	Recipe string
 	// Package is the package to build, or, when Run is set, to run.
 	Package string
 	// LDFlags are passed to the linker.
@@ -85,29 +107,26 @@ type Artifact struct {
 	// Run, when set, means the artifact is the standard output of
 	// `go run Package` rather than a compiled program.
 	Run bool
-	// Ext is appended to the file name (".yaml" for generated files).
-	Ext string
 }
-
-// FileName is the artifact's file name in the cache directory.
-func (a Artifact) FileName() string { return a.Name + "-" + a.Version + a.Ext }
 
 // Artifacts lists everything Ensure builds, in build order: the largest
 // first so later ones reuse its compiled packages.
 func Artifacts() []Artifact {
 	kubeLD := versionLDFlags(KubernetesVersion)
 	return []Artifact{
-		{Name: "kube-apiserver", Version: KubernetesVersion, ModuleDir: "tools/kube", Package: "k8s.io/kubernetes/cmd/kube-apiserver", LDFlags: kubeLD},
-		{Name: "kube-controller-manager", Version: KubernetesVersion, ModuleDir: "tools/kube", Package: "k8s.io/kubernetes/cmd/kube-controller-manager", LDFlags: kubeLD},
-		{Name: "kube-scheduler", Version: KubernetesVersion, ModuleDir: "tools/kube", Package: "k8s.io/kubernetes/cmd/kube-scheduler", LDFlags: kubeLD},
-		{Name: "etcd", Version: EtcdVersion, ModuleDir: "tools/kube", Package: "./etcd"},
-		{Name: "kwok", Version: KwokVersion, ModuleDir: "tools/kwok", Package: "sigs.k8s.io/kwok/cmd/kwok"},
-		{Name: "kwok-stages", Version: KwokVersion, ModuleDir: "tools/kwok", Package: "./stages", Run: true, Ext: ".yaml"},
+		{Name: "kube-apiserver", Recipe: recipeKube, Package: "k8s.io/kubernetes/cmd/kube-apiserver", LDFlags: kubeLD},
+		{Name: "kube-controller-manager", Recipe: recipeKube, Package: "k8s.io/kubernetes/cmd/kube-controller-manager", LDFlags: kubeLD},
+		{Name: "kube-scheduler", Recipe: recipeKube, Package: "k8s.io/kubernetes/cmd/kube-scheduler", LDFlags: kubeLD},
+		{Name: "kubectl", Recipe: recipeKube, Package: "k8s.io/kubernetes/cmd/kubectl", LDFlags: kubeLD},
+		{Name: "etcd", Recipe: recipeKube, Package: "./etcd"},
+		{Name: "kwok", Recipe: recipeKwok, Package: "sigs.k8s.io/kwok/cmd/kwok"},
+		{Name: "kwok-stages.yaml", Recipe: recipeKwok, Package: "./stages", Run: true},
 	}
 }
 
 // versionLDFlags stamps the Kubernetes version into the binaries so that
-// /version and the component logs report it instead of v0.0.0-master.
+// /version, kubectl version and the component logs report it instead of
+// v0.0.0-master.
 func versionLDFlags(v string) string {
 	major, minor := "", ""
 	if parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3); len(parts) >= 2 {
@@ -121,17 +140,54 @@ func versionLDFlags(v string) string {
 	return strings.TrimSpace(b.String())
 }
 
+// recipeVersion is the version a recipe's directory is named after.
+func recipeVersion(recipe string) string {
+	if recipe == recipeKwok {
+		return KwokVersion
+	}
+	return KubernetesVersion
+}
+
+// recipeDir is the directory, relative to the cache, that holds a recipe's
+// artifacts: its version and a hash of its embedded files.
+func recipeDir(recipe string) string {
+	return recipe + "-" + recipeVersion(recipe) + "-" + recipeHash(recipe)
+}
+
+// recipeHash is a short hash of a recipe's files and of the artifacts built
+// from it, so that any change to either gets a directory of its own.
+func recipeHash(recipe string) string {
+	h := sha256.New()
+	var names []string
+	_ = fs.WalkDir(recipes, path.Join("recipes", recipe), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, p)
+		}
+		return nil
+	})
+	sort.Strings(names)
+	for _, n := range names {
+		data, _ := recipes.ReadFile(n)
+		fmt.Fprintf(h, "%s %d\n", n, len(data))
+		h.Write(data)
+	}
+	for _, a := range Artifacts() {
+		if a.Recipe == recipe {
+			fmt.Fprintf(h, "%s %s %s %t\n", a.Name, a.Package, a.LDFlags, a.Run)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
+
 // Options configures Locate and Ensure. The zero value uses the defaults.
 type Options struct {
-	// Dir is the cache directory. Default: $CTRLKIT_TESTENV_BIN_DIR, or
-	// .bin inside the foo/testenv source directory.
+	// Dir is the cache directory. Default: $CTRLKIT_TESTENV_BIN_DIR, else
+	// ctrlkit-testenv/<GOOS>-<GOARCH> in the user's cache directory
+	// (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on Linux).
 	Dir string
-	// SourceDir is the foo/testenv source directory. Default:
-	// $CTRLKIT_TESTENV_DIR, else derived from this package's source location,
-	// else found by walking up from the working directory.
-	SourceDir string
-	// Progress receives one line per build step and a heartbeat while a
-	// build runs. Nil discards it.
+	// Progress receives one line per build step, a heartbeat while a build
+	// runs, and a line while waiting for another process's build. Default
+	// os.Stderr; io.Discard silences it.
 	Progress io.Writer
 	// Heartbeat is the interval of "still building" lines. Default 30s.
 	Heartbeat time.Duration
@@ -144,78 +200,194 @@ type MissingError struct {
 }
 
 func (e *MissingError) Error() string {
-	return fmt.Sprintf("test control plane binaries missing in %s: %s; build them with foo/testenv/hack/build-binaries.sh (or `go run ./cmd/build` in foo/testenv)",
-		e.Dir, strings.Join(e.Missing, ", "))
+	return fmt.Sprintf("test control plane binaries missing in %s: %s; build them with `%s` (the first build takes 10 to 15 minutes on 2 cores) or start with BuildMissing",
+		e.Dir, strings.Join(e.Missing, ", "), BuildCommand)
+}
+
+// DefaultDir is the cache directory used when neither Options.Dir nor
+// $CTRLKIT_TESTENV_BIN_DIR is set.
+func DefaultDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("locating the binary cache: %w; set %s", err, EnvDir)
+	}
+	return filepath.Join(base, "ctrlkit-testenv", runtime.GOOS+"-"+runtime.GOARCH), nil
 }
 
 // Locate returns the paths of the built artifacts. If any is missing it
 // returns a *MissingError naming them and the command that builds them.
 func Locate(opts Options) (Set, error) {
-	dir, err := resolveDir(&opts)
+	dir, err := resolveDir(opts)
 	if err != nil {
 		return Set{}, err
 	}
-	var missing []string
-	for _, a := range Artifacts() {
-		if _, err := os.Stat(filepath.Join(dir, a.FileName())); err != nil {
-			missing = append(missing, a.FileName())
-		}
-	}
-	if len(missing) > 0 {
+	if missing := missingOf(dir, Artifacts()); len(missing) > 0 {
 		return Set{}, &MissingError{Dir: dir, Missing: missing}
 	}
 	return setIn(dir), nil
 }
 
+// artifactPath is where an artifact lives in the cache dir.
+func artifactPath(dir string, a Artifact) string {
+	return filepath.Join(dir, recipeDir(a.Recipe), a.Name)
+}
+
 func setIn(dir string) Set {
-	p := func(name, version, ext string) string { return filepath.Join(dir, name+"-"+version+ext) }
+	paths := map[string]string{}
+	for _, a := range Artifacts() {
+		paths[a.Name] = artifactPath(dir, a)
+	}
 	return Set{
-		Etcd:                  p("etcd", EtcdVersion, ""),
-		KubeAPIServer:         p("kube-apiserver", KubernetesVersion, ""),
-		KubeControllerManager: p("kube-controller-manager", KubernetesVersion, ""),
-		KubeScheduler:         p("kube-scheduler", KubernetesVersion, ""),
-		Kwok:                  p("kwok", KwokVersion, ""),
-		KwokStages:            p("kwok-stages", KwokVersion, ".yaml"),
+		Etcd:                  paths["etcd"],
+		KubeAPIServer:         paths["kube-apiserver"],
+		KubeControllerManager: paths["kube-controller-manager"],
+		KubeScheduler:         paths["kube-scheduler"],
+		Kubectl:               paths["kubectl"],
+		Kwok:                  paths["kwok"],
+		KwokStages:            paths["kwok-stages.yaml"],
 	}
 }
 
-// Ensure builds every missing artifact, sequentially, and returns the paths.
-// Artifacts already present are not touched and not reported. A build writes to a temporary
-// file and renames it into place, so an interrupted build leaves nothing
-// that Locate would accept.
+// Ensure builds every missing artifact and returns the paths. When nothing
+// is missing it returns at once, silently, without taking the lock. Otherwise
+// it holds an exclusive lock on the cache directory while it builds, so that
+// concurrent callers (in this or other processes) build each artifact once;
+// a caller that finds the lock taken reports that it waits and then uses what
+// the other built. A build writes to a temporary file and renames it into
+// place, so an interrupted build leaves nothing that Locate would accept.
+// Cancelling ctx stops a build and a wait.
 func Ensure(ctx context.Context, opts Options) (Set, error) {
-	dir, err := resolveDir(&opts)
+	sources := map[string]string{}
+	return ensure(ctx, opts, Artifacts(), func(ctx context.Context, dir string, a Artifact, target string, progress io.Writer) error {
+		src, ok := sources[a.Recipe]
+		if !ok {
+			var err error
+			if src, err = writeRecipe(dir, a.Recipe); err != nil {
+				return err
+			}
+			sources[a.Recipe] = src
+		}
+		return build(ctx, a, src, target, progress, opts.Heartbeat)
+	})
+}
+
+// buildFunc makes one artifact at target, under the cache lock.
+type buildFunc func(ctx context.Context, dir string, a Artifact, target string, progress io.Writer) error
+
+func ensure(ctx context.Context, opts Options, artifacts []Artifact, buildOne buildFunc) (Set, error) {
+	dir, err := resolveDir(opts)
 	if err != nil {
 		return Set{}, err
 	}
+	if len(missingOf(dir, artifacts)) == 0 {
+		return setIn(dir), nil
+	}
 	progress := opts.Progress
 	if progress == nil {
-		progress = io.Discard
+		progress = os.Stderr
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Set{}, fmt.Errorf("creating binary cache: %w", err)
 	}
-	for _, a := range Artifacts() {
-		target := filepath.Join(dir, a.FileName())
+	unlock, err := lockDir(ctx, dir, progress)
+	if err != nil {
+		return Set{}, err
+	}
+	defer unlock()
+
+	for _, a := range artifacts {
+		target := artifactPath(dir, a)
 		if _, err := os.Stat(target); err == nil {
-			continue
+			continue // present, or built by whoever held the lock before us
 		}
-		src, err := resolveSource(&opts)
-		if err != nil {
-			return Set{}, err
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return Set{}, fmt.Errorf("creating binary cache: %w", err)
 		}
 		start := time.Now()
+		rel := filepath.Join(recipeDir(a.Recipe), a.Name)
 		if a.Run {
-			fmt.Fprintf(progress, "writing  %s (go run %s in %s) ...\n", a.FileName(), a.Package, a.ModuleDir)
+			fmt.Fprintf(progress, "writing  %s (go run %s) ...\n", rel, a.Package)
 		} else {
-			fmt.Fprintf(progress, "building %s from the Go module proxy (%s) ...\n", a.FileName(), a.Package)
+			fmt.Fprintf(progress, "building %s from the Go module proxy (%s) ...\n", rel, a.Package)
 		}
-		if err := build(ctx, a, filepath.Join(src, a.ModuleDir), target, progress, opts.Heartbeat); err != nil {
+		if err := buildOne(ctx, dir, a, target, progress); err != nil {
 			return Set{}, err
 		}
-		fmt.Fprintf(progress, "built    %s in %s\n", a.FileName(), time.Since(start).Round(time.Second))
+		fmt.Fprintf(progress, "built    %s in %s\n", rel, time.Since(start).Round(time.Second))
 	}
 	return setIn(dir), nil
+}
+
+// missingOf names the artifacts not in dir, relative to it.
+func missingOf(dir string, artifacts []Artifact) []string {
+	var missing []string
+	for _, a := range artifacts {
+		if _, err := os.Stat(artifactPath(dir, a)); err != nil {
+			missing = append(missing, filepath.Join(recipeDir(a.Recipe), a.Name))
+		}
+	}
+	return missing
+}
+
+// lockDir takes an exclusive flock on dir/.lock, polling so that ctx can end
+// the wait. The lock goes with the process, so a killed builder never leaves
+// it held.
+func lockDir(ctx context.Context, dir string, progress io.Writer) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking the binary cache: %w", err)
+	}
+	waiting := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, fmt.Errorf("locking the binary cache: %w", err)
+		}
+		if !waiting {
+			waiting = true
+			fmt.Fprintf(progress, "waiting for another process building in %s ...\n", dir)
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for the binary cache lock: %w", ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+// writeRecipe writes a recipe's module into the cache (dropping the ".in"
+// suffixes) and returns its directory.
+func writeRecipe(dir, recipe string) (string, error) {
+	root := path.Join("recipes", recipe)
+	dst := filepath.Join(dir, recipeDir(recipe), "src")
+	err := fs.WalkDir(recipes, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := recipes.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimSuffix(strings.TrimPrefix(p, root+"/"), ".in")
+		out := filepath.Join(dst, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, data, 0o644)
+	})
+	if err != nil {
+		return "", fmt.Errorf("writing the %s recipe: %w", recipe, err)
+	}
+	return dst, nil
 }
 
 // build compiles (or runs) one artifact into target through a temporary file.
@@ -246,7 +418,7 @@ func build(ctx context.Context, a Artifact, moduleDir, target string, progress i
 		cmd = exec.CommandContext(ctx, "go", append(args, a.Package)...)
 	}
 	cmd.Dir = moduleDir
-	// The tools modules are standalone: no workspace, no vendoring, and
+	// The recipe modules are standalone: no workspace, no vendoring, and
 	// go.sum must already hold every checksum.
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
 	var stderr bytes.Buffer
@@ -270,7 +442,7 @@ func build(ctx context.Context, a Artifact, moduleDir, target string, progress i
 			case <-done:
 				return
 			case <-tick.C:
-				fmt.Fprintf(progress, "         still building %s (%s)\n", a.FileName(), time.Since(start).Round(time.Second))
+				fmt.Fprintf(progress, "         still building %s (%s)\n", a.Name, time.Since(start).Round(time.Second))
 			}
 		}
 	}()
@@ -291,86 +463,16 @@ func build(ctx context.Context, a Artifact, moduleDir, target string, progress i
 	return nil
 }
 
-func resolveDir(opts *Options) (string, error) {
-	if opts.Dir == "" {
-		opts.Dir = os.Getenv(EnvDir)
+func resolveDir(opts Options) (string, error) {
+	dir := opts.Dir
+	if dir == "" {
+		dir = os.Getenv(EnvDir)
 	}
-	if opts.Dir == "" {
-		src, err := resolveSource(opts)
-		if err != nil {
+	if dir == "" {
+		var err error
+		if dir, err = DefaultDir(); err != nil {
 			return "", err
 		}
-		opts.Dir = filepath.Join(src, ".bin")
 	}
-	return filepath.Abs(opts.Dir)
-}
-
-func resolveSource(opts *Options) (string, error) {
-	if opts.SourceDir == "" {
-		opts.SourceDir = os.Getenv(EnvSourceDir)
-	}
-	if opts.SourceDir == "" {
-		dir, err := SourceDir()
-		if err != nil {
-			return "", err
-		}
-		opts.SourceDir = dir
-	}
-	return filepath.Abs(opts.SourceDir)
-}
-
-// SourceDir finds the foo/testenv source directory: from this package's
-// compiled-in source location if it still exists, else by walking up from the
-// working directory to the go.mod of the foo/testenv module.
-func SourceDir() (string, error) {
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		dir := filepath.Dir(filepath.Dir(file))
-		if isTestenvDir(dir) {
-			return dir, nil
-		}
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("locating foo/testenv: %w", err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if isTestenvDir(dir) {
-			return dir, nil
-		}
-		if isTestenvDir(filepath.Join(dir, "foo", "testenv")) {
-			return filepath.Join(dir, "foo", "testenv"), nil
-		}
-		if parent := filepath.Dir(dir); parent == dir {
-			break
-		}
-	}
-	return "", errors.New("locating foo/testenv: not found from the working directory; set " + EnvSourceDir)
-}
-
-// RepoRoot returns the root of the ctrlkit repository: the directory two
-// levels above SourceDir, whose go.mod declares github.com/ctrlkit/ctrlkit.
-func RepoRoot() (string, error) {
-	src, err := SourceDir()
-	if err != nil {
-		return "", err
-	}
-	root := filepath.Dir(filepath.Dir(src))
-	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil || !strings.HasPrefix(string(data), "module github.com/ctrlkit/ctrlkit\n") {
-		return "", fmt.Errorf("locating the ctrlkit repository: %s is not its root", root)
-	}
-	return root, nil
-}
-
-func isTestenvDir(dir string) bool {
-	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-	if err != nil {
-		return false
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
-			return f[1] == testenvModule
-		}
-	}
-	return false
+	return filepath.Abs(dir)
 }

@@ -3,35 +3,37 @@
 // kube-scheduler and kwok with one fake node, all bound to 127.0.0.1 on free
 // ports with their state in one directory.
 //
-// The binaries come from package binaries (built from the Go module proxy).
-// The API server authenticates static tokens and authorizes with RBAC, so a
-// test can act as the admin, as extra users, or as a ServiceAccount. Every
-// request is recorded at Metadata level in an audit log that package audit
-// reads.
+// The binaries come from package binaries (built from the Go module proxy
+// into a cache shared by every clone and module on the machine). The API
+// server authenticates static tokens and authorizes with RBAC, so a test can
+// act as the admin, as extra users, or as a ServiceAccount. Every request is
+// recorded at Metadata level in an audit log that package audit reads.
 //
-// In a test:
+// A control plane of its own for one test, stopped when the test ends (and
+// its component logs printed if the test failed):
 //
 //	cp := controlplane.StartT(t, controlplane.Options{Size: controlplane.Full})
-//	cs := kubernetes.NewForConfigOrDie(cp.Config())
-//	// ... create a Deployment; kwok makes its pods Ready ...
+//	ctx := t.Context()
+//	cs, err := kubernetes.NewForConfig(cp.Config())
 //
-// StartT stops every process when the test ends and prints the component
-// logs if it failed. Outside a test (TestMain, a command) use Start and Stop.
+// One for every test of a package: Shared. Outside a test (TestMain, a
+// command) use Start and Stop.
 //
 // # Acting as someone else
 //
-// Options.Users adds static-token users; UserConfig returns a rest.Config
-// for one. ServiceAccountConfig creates a ServiceAccount and returns a
-// rest.Config authenticated by a token the API server issues for it. Either
-// identity starts with no permissions: bind it to a Role or ClusterRole with
-// the admin config first. A least-privilege test therefore looks like:
+// Options.Users adds static-token users, each bound to the ClusterRoles it
+// names; UserConfig returns a rest.Config for one. ServiceAccountConfig
+// creates a ServiceAccount, binds it to ClusterRoles and returns a
+// rest.Config authenticated by a token the API server issues for it. A
+// ClusterRole may be created after the binding (from the operator's own RBAC
+// manifests, with KubectlCommand), so a least-privilege test looks like:
 //
-//	cfg, err := cp.ServiceAccountConfig(ctx, "foo-system", "foo-controller")
-//	// apply the controller's ClusterRole and ClusterRoleBinding for
-//	// system:serviceaccount:foo-system:foo-controller as admin, run the
-//	// controller with cfg, then assert no 403 in the audit log:
-//	events, _ := audit.ReadFile(cp.AuditLogPath())
-//	denied := audit.Select(events, audit.ByUser("system:serviceaccount:foo-system:foo-controller"), audit.ByCode(403))
+//	cfg, err := cp.ServiceAccountConfig(ctx, "foo-system", "foo-controller", "foo-controller")
+//	require.NoError(t, err)
+//	// run the controller with cfg, then:
+//	events, err := cp.AuditEvents()
+//	require.NoError(t, err)
+//	assert.Zero(t, audit.Count(events, audit.ByUser("system:serviceaccount:foo-system:foo-controller"), audit.ByCode(403)))
 package controlplane
 
 import (
@@ -42,6 +44,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,6 +53,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,6 +148,10 @@ type User struct {
 	Groups []string
 	// Token is the bearer token; generated when empty.
 	Token string
+	// ClusterRoles are bound to the user cluster-wide before Start returns.
+	// A ClusterRole need not exist yet: the binding takes effect once it is
+	// created (for instance from the operator's own RBAC manifests).
+	ClusterRoles []string
 }
 
 // Options configures Start. The zero value starts an APIServerOnly control
@@ -163,12 +171,11 @@ type Options struct {
 	StateDir string
 	// KeepStateDir keeps a temporary StateDir after Stop.
 	KeepStateDir bool
-	// CRDDirs are directories whose *.yaml, *.yml and *.json files hold
-	// CustomResourceDefinitions to install once the API server is ready,
-	// before the other components start (so the garbage collector knows
-	// their kinds at once); Start returns after they are Established and
-	// served.
-	CRDDirs []string
+	// CRDs are files and directories of CustomResourceDefinitions (see
+	// ReadCRDs) to install once the API server is ready, before the other
+	// components start (so the garbage collector knows their kinds at
+	// once); Start returns after they are Established and served.
+	CRDs []string
 	// Users are extra static-token identities; see UserConfig.
 	Users []User
 	// Controllers overrides DefaultControllers (Full only).
@@ -204,15 +211,54 @@ type ControlPlane struct {
 	stopErr      error
 	apiServerURL string
 	testOwned    bool // the state dir is removed by StartT's cleanup
+	kubectl      string
+}
+
+// maxStartAttempts bounds how often Start tries new ports after one was
+// taken by another process.
+const maxStartAttempts = 3
+
+// portTaken reports whether a component of the current attempt exited
+// because its address was in use.
+func (cp *ControlPlane) portTaken() bool {
+	for _, p := range cp.processes() {
+		if p.exited() && strings.Contains(p.tail(40), "address already in use") {
+			return true
+		}
+	}
+	return false
+}
+
+// discardAttempt stops the processes of a failed start, sets their logs
+// aside (as <name>.log.failed) and removes etcd's data, so that the next
+// attempt starts clean.
+func (cp *ControlPlane) discardAttempt() error {
+	procs := cp.processes()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop(cp.stopGrace)
+		_ = os.Rename(procs[i].logPath, procs[i].logPath+".failed")
+	}
+	cp.procsMu.Lock()
+	cp.procs = nil
+	cp.procsMu.Unlock()
+	if err := os.RemoveAll(cp.path("etcd", "data")); err != nil {
+		return fmt.Errorf("starting again: %w", err)
+	}
+	return nil
 }
 
 // Start starts a control plane and waits until it is ready: /readyz answers
 // ok, and for Full the fake node is Ready, the default ServiceAccount exists
 // and controller-manager and scheduler report healthy. CRDs from
-// Options.CRDDirs are installed before it returns. On error everything
+// Options.CRDs are installed before it returns. On error everything
 // started is stopped again and the error includes the failing component's
 // log tail. ctx bounds the start-up only; the processes run until Stop.
-func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
+	return start(ctx, opts, freePorts)
+}
+
+// start is Start with the choice of ports left to pickPorts.
+func start(ctx context.Context, opts Options, pickPorts func(n int) ([]int, error)) (_ *ControlPlane, err error) {
 	begin := time.Now()
 	logger := klog.FromContext(ctx)
 	if opts.StartTimeout <= 0 {
@@ -236,7 +282,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 
-	cp := &ControlPlane{size: opts.Size, stopGrace: opts.StopGrace, users: map[string]User{}}
+	cp := &ControlPlane{size: opts.Size, stopGrace: opts.StopGrace, users: map[string]User{}, kubectl: bins.Kubectl}
 	if opts.StateDir == "" {
 		dir, err := os.MkdirTemp("", "ctrlkit-controlplane-")
 		if err != nil {
@@ -302,102 +348,134 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, fmt.Errorf("writing audit policy: %w", err)
 	}
 
-	ports, err := freePorts(5)
-	if err != nil {
-		return nil, err
-	}
-	etcdClient, etcdPeer, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-	env := os.Environ()
-
-	// etcd.
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	etcd, err := cp.start(Etcd, bins.Etcd, append([]string{
-		"--name=default",
-		"--data-dir=" + cp.path("etcd", "data"),
-		"--listen-client-urls=" + etcdURL,
-		"--advertise-client-urls=" + etcdURL,
-		"--listen-peer-urls=" + peerURL,
-		"--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=default=" + peerURL,
-		"--unsafe-no-fsync=true",
-		"--log-level=warn",
-	}, opts.ExtraArgs[Etcd]...), env)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitFor(ctx, "etcd to be healthy", []*process{etcd}, func(ctx context.Context) (bool, error) {
-		return httpOK(ctx, etcdURL+"/health")
-	}); err != nil {
-		return nil, err
-	}
-	logger.V(1).Info("etcd is healthy", "pid", etcd.pid(), "elapsed", time.Since(begin))
-
-	// kube-apiserver.
-	cp.apiServerURL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	certDir := cp.path("apiserver", "certs")
-	apiserver, err := cp.start(KubeAPIServer, bins.KubeAPIServer, append([]string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(apiPort),
-		"--cert-dir=" + certDir,
-		"--token-auth-file=" + tokenFile,
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + saPub,
-		"--service-account-signing-key-file=" + saKey,
-		"--service-cluster-ip-range=10.0.0.0/16",
-		// A loopback address must not appear in the kubernetes Service's
-		// endpoints; nothing here needs them.
-		"--endpoint-reconciler-type=none",
-		"--audit-policy-file=" + policyFile,
-		"--audit-log-path=" + cp.AuditLogPath(),
-		"--audit-log-format=json",
-		// Every event is on disk before the response is sent, so a test may
-		// read the log right after a request.
-		"--audit-log-mode=blocking",
-		// No rotation: the audit package reads only the current file, and
-		// a size of 0 would mean the 100 MB default.
-		"--audit-log-maxsize=100000",
-	}, opts.ExtraArgs[KubeAPIServer]...), env)
-	if err != nil {
-		return nil, err
-	}
-	// The API server writes its self-signed serving certificate (with the CA
-	// that signed it) before it listens. It is read again on every attempt
-	// in case the first read caught it half written.
-	caFile := filepath.Join(certDir, "apiserver.crt")
-	if err := waitFor(ctx, "kube-apiserver to be ready", []*process{etcd, apiserver}, func(ctx context.Context) (bool, error) {
-		caData, err := os.ReadFile(caFile)
+	// Free ports are picked here and bound by the components later; a test
+	// process starting another control plane at the same moment may take
+	// one in between. Such a start is retried on new ports.
+	launch := func() error {
+		ports, err := pickPorts(5)
 		if err != nil {
-			return false, nil
+			return err
 		}
-		cp.admin = cp.configFor(cp.users[AdminUser].Token, caData)
-		return apiReady(ctx, cp.admin)
-	}); err != nil {
-		return nil, err
-	}
-	cp.kubeconfig = cp.path("kubeconfig")
-	if err := WriteKubeconfig(cp.kubeconfig, cp.admin, "ctrlkit-testenv"); err != nil {
-		return nil, err
-	}
-	logger.V(1).Info("kube-apiserver is ready", "pid", apiserver.pid(), "url", cp.apiServerURL, "elapsed", time.Since(begin))
+		etcdClient, etcdPeer, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+		env := os.Environ()
 
-	// CRDs go in before kube-controller-manager starts: its garbage
-	// collector reads discovery at start-up and then only every 30 seconds,
-	// so owners of a kind installed later are not collected until then.
-	if len(opts.CRDDirs) > 0 {
-		if err := cp.InstallCRDs(ctx, opts.CRDDirs...); err != nil {
+		// etcd.
+		etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+		peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+		etcd, err := cp.start(Etcd, bins.Etcd, append([]string{
+			"--name=default",
+			"--data-dir=" + cp.path("etcd", "data"),
+			"--listen-client-urls=" + etcdURL,
+			"--advertise-client-urls=" + etcdURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=default=" + peerURL,
+			"--unsafe-no-fsync=true",
+			"--log-level=warn",
+		}, opts.ExtraArgs[Etcd]...), env)
+		if err != nil {
+			return err
+		}
+		if err := waitFor(ctx, "etcd to be healthy", []*process{etcd}, func(ctx context.Context) (bool, error) {
+			// The port must be this etcd's, not another test's that took it.
+			if !listensOn(etcd.pid(), etcdClient) {
+				return false, nil
+			}
+			return httpOK(ctx, etcdURL+"/health")
+		}); err != nil {
+			return err
+		}
+		logger.V(1).Info("etcd is healthy", "pid", etcd.pid(), "elapsed", time.Since(begin))
+
+		// kube-apiserver.
+		cp.apiServerURL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+		certDir := cp.path("apiserver", "certs")
+		apiserver, err := cp.start(KubeAPIServer, bins.KubeAPIServer, append([]string{
+			"--etcd-servers=" + etcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(apiPort),
+			"--cert-dir=" + certDir,
+			"--token-auth-file=" + tokenFile,
+			"--authorization-mode=RBAC",
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + saPub,
+			"--service-account-signing-key-file=" + saKey,
+			"--service-cluster-ip-range=10.0.0.0/16",
+			// A loopback address must not appear in the kubernetes Service's
+			// endpoints; nothing here needs them.
+			"--endpoint-reconciler-type=none",
+			"--audit-policy-file=" + policyFile,
+			"--audit-log-path=" + cp.AuditLogPath(),
+			"--audit-log-format=json",
+			// Every event is on disk before the response is sent, so a test may
+			// read the log right after a request.
+			"--audit-log-mode=blocking",
+			// No rotation: the audit package reads only the current file, and
+			// a size of 0 would mean the 100 MB default.
+			"--audit-log-maxsize=100000",
+		}, opts.ExtraArgs[KubeAPIServer]...), env)
+		if err != nil {
+			return err
+		}
+		// The API server writes its self-signed serving certificate (with the CA
+		// that signed it) before it listens. It is read again on every attempt
+		// in case the first read caught it half written.
+		caFile := filepath.Join(certDir, "apiserver.crt")
+		if err := waitFor(ctx, "kube-apiserver to be ready", []*process{etcd, apiserver}, func(ctx context.Context) (bool, error) {
+			caData, err := os.ReadFile(caFile)
+			if err != nil {
+				return false, nil
+			}
+			cp.admin = cp.configFor(cp.users[AdminUser].Token, caData)
+			if !listensOn(apiserver.pid(), apiPort) {
+				return false, nil
+			}
+			return apiReady(ctx, cp.admin)
+		}); err != nil {
+			return err
+		}
+		cp.kubeconfig = cp.path("kubeconfig")
+		if err := WriteKubeconfig(cp.kubeconfig, cp.admin, "ctrlkit-testenv"); err != nil {
+			return err
+		}
+		logger.V(1).Info("kube-apiserver is ready", "pid", apiserver.pid(), "url", cp.apiServerURL, "elapsed", time.Since(begin))
+		for _, u := range opts.Users {
+			subject := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u.Name}
+			if err := cp.bindClusterRoles(ctx, subject, u.ClusterRoles); err != nil {
+				return err
+			}
+		}
+
+		// CRDs go in before kube-controller-manager starts: its garbage
+		// collector reads discovery at start-up and then only every 30 seconds,
+		// so owners of a kind installed later are not collected until then.
+		if len(opts.CRDs) > 0 {
+			if err := cp.InstallCRDs(ctx, opts.CRDs...); err != nil {
+				return err
+			}
+		}
+
+		if opts.Size == Full {
+			if err := cp.startFull(ctx, opts, bins, caFile, saKey, kcmPort, schedPort, env); err != nil {
+				return err
+			}
+			logger.V(1).Info("Controllers, scheduler and node are ready", "elapsed", time.Since(begin))
+		}
+		return nil
+	}
+	for attempt := 1; ; attempt++ {
+		err = launch()
+		if err == nil {
+			break
+		}
+		if attempt == maxStartAttempts || ctx.Err() != nil || !cp.portTaken() {
 			return nil, err
 		}
-	}
-
-	if opts.Size == Full {
-		if err := cp.startFull(ctx, opts, bins, caFile, saKey, kcmPort, schedPort, env); err != nil {
+		logger.Info("A port was taken before a component bound it; starting again on new ports", "attempt", attempt, "err", err)
+		if err := cp.discardAttempt(); err != nil {
 			return nil, err
 		}
-		logger.V(1).Info("Controllers, scheduler and node are ready", "elapsed", time.Since(begin))
 	}
 	cp.startupTime = time.Since(begin)
 	logger.V(1).Info("Control plane ready", "size", opts.Size, "elapsed", cp.startupTime, "kubeconfig", cp.kubeconfig)
@@ -422,7 +500,7 @@ func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binari
 	if len(controllers) == 0 {
 		controllers = DefaultControllers
 	}
-	if _, err := cp.start(KubeControllerManager, bins.KubeControllerManager, append([]string{
+	kcm, err := cp.start(KubeControllerManager, bins.KubeControllerManager, append([]string{
 		"--kubeconfig=" + kcmConfig,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(kcmPort),
@@ -437,10 +515,11 @@ func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binari
 		// tests with hundreds of objects.
 		"--kube-api-qps=300",
 		"--kube-api-burst=600",
-	}, opts.ExtraArgs[KubeControllerManager]...), env); err != nil {
+	}, opts.ExtraArgs[KubeControllerManager]...), env)
+	if err != nil {
 		return err
 	}
-	if _, err := cp.start(KubeScheduler, bins.KubeScheduler, append([]string{
+	sched, err := cp.start(KubeScheduler, bins.KubeScheduler, append([]string{
 		"--kubeconfig=" + schedConfig,
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(schedPort),
@@ -448,7 +527,8 @@ func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binari
 		"--leader-elect=false",
 		"--kube-api-qps=300",
 		"--kube-api-burst=600",
-	}, opts.ExtraArgs[KubeScheduler]...), env); err != nil {
+	}, opts.ExtraArgs[KubeScheduler]...), env)
+	if err != nil {
 		return err
 	}
 
@@ -481,7 +561,10 @@ func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binari
 		return err
 	}
 	if err := waitFor(ctx, "kube-controller-manager and kube-scheduler to be healthy", all, func(ctx context.Context) (bool, error) {
-		for _, port := range []int{kcmPort, schedPort} {
+		for p, port := range map[*process]int{kcm: kcmPort, sched: schedPort} {
+			if !listensOn(p.pid(), port) {
+				return false, nil
+			}
 			if ok, err := componentHealthy(ctx, cp.users[AdminUser].Token, port); !ok || err != nil {
 				return false, err
 			}
@@ -632,11 +715,12 @@ func (cp *ControlPlane) TokenConfig(token string) *rest.Config {
 }
 
 // ServiceAccountConfig creates the ServiceAccount namespace/name if it does
-// not exist (the namespace must exist), requests a one-hour token for it and
-// returns a rest.Config using that token. The API server signs and checks
-// the token itself, so this works for APIServerOnly too. The user name the
-// audit log and RBAC see is system:serviceaccount:<namespace>:<name>.
-func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+// not exist (the namespace must exist), binds it to clusterRoles, requests a
+// one-hour token for it and returns a rest.Config using that token. The API
+// server signs and checks the token itself, so this works for APIServerOnly
+// too. The user name the audit log and RBAC see is
+// system:serviceaccount:<namespace>:<name>.
+func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, name string, clusterRoles ...string) (*rest.Config, error) {
 	cs, err := kubernetes.NewForConfig(cp.admin)
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
@@ -644,6 +728,10 @@ func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, nam
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}
+	if err := cp.bindClusterRoles(ctx, subject, clusterRoles); err != nil {
+		return nil, err
 	}
 	expiration := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
@@ -653,6 +741,43 @@ func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, nam
 		return nil, fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", namespace, name, err)
 	}
 	return cp.TokenConfig(tr.Status.Token), nil
+}
+
+// bindClusterRoles binds each ClusterRole to subject with a
+// ClusterRoleBinding named ctrlkit-testenv:<subject>:<role>; an existing
+// binding of that name is left as it is.
+func (cp *ControlPlane) bindClusterRoles(ctx context.Context, subject rbacv1.Subject, roles []string) error {
+	if len(roles) == 0 {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfig(cp.admin)
+	if err != nil {
+		return fmt.Errorf("admin client: %w", err)
+	}
+	who := subject.Name
+	if subject.Kind == rbacv1.ServiceAccountKind {
+		who = "serviceaccount:" + subject.Namespace + ":" + subject.Name
+	}
+	for _, role := range roles {
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "ctrlkit-testenv:" + who + ":" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{subject},
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("binding ClusterRole %s to %s: %w", role, who, err)
+		}
+	}
+	return nil
+}
+
+// KubectlCommand returns a kubectl command, built with the other binaries,
+// that acts on this control plane as AdminUser (through KubeconfigPath).
+// The caller sets its input and output and runs it.
+func (cp *ControlPlane) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, cp.kubectl, append([]string{"--kubeconfig", cp.kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.kubeconfig)
+	return cmd
 }
 
 // DumpLogs writes the last lines of every component's log to w.
@@ -754,7 +879,13 @@ func waitFor(ctx context.Context, what string, procs []*process, cond func(conte
 	return fmt.Errorf("waiting for %s: %w", what, err)
 }
 
+// probeTimeout bounds one readiness request: a port held by something that
+// accepts and never answers must not stall the start.
+const probeTimeout = 3 * time.Second
+
 func httpOK(ctx context.Context, url string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false, err
@@ -771,6 +902,8 @@ func httpOK(ctx context.Context, url string) (bool, error) {
 }
 
 func apiReady(ctx context.Context, cfg *rest.Config) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return false, err
@@ -787,6 +920,8 @@ func apiReady(ctx context.Context, cfg *rest.Config) (bool, error) {
 // verification; the port is on loopback and the only credential sent is the
 // admin token of this throwaway control plane.
 func componentHealthy(ctx context.Context, token string, port int) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/healthz", port), nil)
 	if err != nil {
 		return false, err

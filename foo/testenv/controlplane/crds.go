@@ -18,29 +18,49 @@ import (
 	"k8s.io/client-go/discovery"
 )
 
-// ReadCRDs reads every CustomResourceDefinition from the *.yaml, *.yml and
-// *.json files directly in dir (not in subdirectories), in file name order.
-// A file may hold several YAML documents; empty documents are skipped and
-// any other kind of object is an error.
-func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// ReadCRDs reads every CustomResourceDefinition from the given files and
+// directories. A directory contributes its *.yaml, *.yml and *.json files
+// (not those in subdirectories) in file name order; a file is read whatever
+// its name. A file may hold several YAML documents; empty documents are
+// skipped and any other kind of object is an error.
+func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading CRDs: %w", err)
+		}
+		files := []string{p}
+		if info.IsDir() {
+			if files, err = crdFilesIn(p); err != nil {
+				return nil, err
+			}
+		}
+		for _, f := range files {
+			got, err := readCRDFile(f)
+			if err != nil {
+				return nil, err
+			}
+			crds = append(crds, got...)
+		}
+	}
+	return crds, nil
+}
+
+// crdFilesIn lists the manifest files directly in dir, in name order.
+func crdFilesIn(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading CRDs: %w", err)
 	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
+	var files []string
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if e.IsDir() || !slices.Contains([]string{".yaml", ".yml", ".json"}, ext) {
-			continue
+		if !e.IsDir() && slices.Contains([]string{".yaml", ".yml", ".json"}, ext) {
+			files = append(files, filepath.Join(dir, e.Name()))
 		}
-		path := filepath.Join(dir, e.Name())
-		got, err := readCRDFile(path)
-		if err != nil {
-			return nil, err
-		}
-		crds = append(crds, got...)
 	}
-	return crds, nil
+	return files, nil
 }
 
 func readCRDFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
@@ -70,18 +90,14 @@ func readCRDFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, erro
 }
 
 // InstallCRDs creates (or updates) the CustomResourceDefinitions found in
-// the directories (see ReadCRDs) and waits until each is Established and its
+// the files and directories (see ReadCRDs) and waits until each is Established and its
 // served versions appear in discovery, so clients and informers can use them
 // at once. Note that the API server holds any create of a custom resource
 // for 2 seconds while its CRD has been Established for less than that.
-func (cp *ControlPlane) InstallCRDs(ctx context.Context, dirs ...string) error {
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, d := range dirs {
-		got, err := ReadCRDs(d)
-		if err != nil {
-			return err
-		}
-		crds = append(crds, got...)
+func (cp *ControlPlane) InstallCRDs(ctx context.Context, paths ...string) error {
+	crds, err := ReadCRDs(paths...)
+	if err != nil {
+		return err
 	}
 	client, err := apiextensionsclient.NewForConfig(cp.admin)
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 func ExampleStart() {
 	ctx := context.Background()
 	cp, err := controlplane.Start(ctx, controlplane.Options{
-		Size:    controlplane.Full,
-		CRDDirs: []string{"testdata/crds"},
+		Size: controlplane.Full,
+		CRDs: []string{"testdata/crds"},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -135,6 +135,18 @@ spec:
 	}
 	_, err := ReadCRDs(filepath.Join(t.TempDir(), "missing"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	t.Run("files and directories in the order given", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(crdA), 0o644))
+		file := filepath.Join(t.TempDir(), "gadget.crd") // any name
+		require.NoError(t, os.WriteFile(file, []byte(crdB), 0o644))
+		crds, err := ReadCRDs(file, dir)
+		require.NoError(t, err)
+		require.Len(t, crds, 2)
+		assert.Equal(t, "gadgets.example.com", crds[0].Name)
+		assert.Equal(t, "widgets.example.com", crds[1].Name)
+	})
 }
 
 // stop must take down the whole process group, including children the

@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 func TestReadAndCreateObjects(t *testing.T) {
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	require.NoError(t, err)
 	objs, err := ReadObjects(filepath.Join(root, "examples", "foo", "deploy", "rbac.yaml"))
 	require.NoError(t, err)

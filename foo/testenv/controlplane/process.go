@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -138,4 +139,45 @@ func processAlive(pid int) bool {
 // copyTail writes a header and the last n lines of the log to w.
 func (p *process) copyTail(w io.Writer, n int) {
 	fmt.Fprintf(w, "===== %s (pid %d, last %d lines of %s) =====\n%s\n", p.name, p.pid(), n, p.logPath, p.tail(n))
+}
+
+// listensOn reports whether the process pid holds a listening TCP socket on
+// 127.0.0.1:port. A port chosen free may be taken by another process before
+// the component binds it; this tells the component's own socket from
+// someone else's. It reads /proc, so it sees only processes of this user.
+func listensOn(pid, port int) bool {
+	inodes := listeningInodes(port)
+	if len(inodes) == 0 {
+		return false
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && inodes[target] {
+			return true
+		}
+	}
+	return false
+}
+
+// listeningInodes returns the socket inodes ("socket:[N]") listening on
+// 127.0.0.1:port, from /proc/net/tcp.
+func listeningInodes(port int) map[string]bool {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return nil
+	}
+	local := fmt.Sprintf("0100007F:%04X", port)
+	out := map[string]bool{}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		f := strings.Fields(line)
+		if len(f) >= 10 && f[1] == local && f[3] == "0A" {
+			out["socket:["+f[9]+"]"] = true
+		}
+	}
+	return out
 }

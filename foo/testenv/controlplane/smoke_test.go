@@ -37,10 +37,21 @@ import (
 // write the component pids to the named file and crash without any cleanup.
 const crashPidFile = "CTRLKIT_CONTROLPLANE_CRASH_PIDFILE"
 
+// childReport, when set, makes the test binary start a control plane of
+// size childSize, use it, stop it and write what it saw to the named file,
+// like a test package of its own.
+const (
+	childReport = "CTRLKIT_CONTROLPLANE_CHILD_REPORT"
+	childSize   = "CTRLKIT_CONTROLPLANE_CHILD_SIZE"
+)
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv(crashPidFile); path != "" {
 		crashWithControlPlane(path)
 		return
+	}
+	if path := os.Getenv(childReport); path != "" {
+		os.Exit(childControlPlane(path, os.Getenv(childSize)))
 	}
 	goleak.VerifyTestMain(m,
 		// Idle keep-alive connections of client-go's shared transports.
@@ -70,6 +81,46 @@ func crashWithControlPlane(pidFile string) {
 	// call, no t.Cleanup, no Stop. This goroutine waits for it forever.
 	go panic("simulated crash of a test binary")
 	select {}
+}
+
+// childControlPlane is one side of TestParallelTestProcesses.
+func childControlPlane(report, size string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	opts := controlplane.Options{BuildMissing: true}
+	if size == controlplane.Full.String() {
+		opts.Size = controlplane.Full
+	}
+	cp, err := controlplane.Start(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	defer cp.Stop()
+	cs, err := kubernetes.NewForConfig(cp.Config())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 4
+	}
+	// The same name in both: it only works if each has its own API.
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "parallel"}}, metav1.CreateOptions{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 5
+	}
+	var b strings.Builder
+	fmt.Fprintln(&b, cp.Config().Host)
+	fmt.Fprintln(&b, cp.StateDir())
+	for _, pid := range cp.Pids() {
+		fmt.Fprintln(&b, pid)
+	}
+	if err := os.WriteFile(report, []byte(b.String()), 0o644); err != nil {
+		return 6
+	}
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 7
+	}
+	return 0
 }
 
 const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
@@ -106,11 +157,16 @@ func assertAllGone(t *testing.T, pids map[string]int) {
 func TestAPIServerOnly(t *testing.T) {
 	crdDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(crdDir, "widgets.yaml"), []byte(widgetCRD), 0o644))
+	gadgetFile := filepath.Join(t.TempDir(), "gadget-crd.yaml")
+	require.NoError(t, os.WriteFile(gadgetFile, []byte(strings.NewReplacer("widget", "gadget", "Widget", "Gadget").Replace(widgetCRD)), 0o644))
 
 	cp := controlplane.StartT(t, controlplane.Options{
-		Size:    controlplane.APIServerOnly,
-		CRDDirs: []string{crdDir},
-		Users:   []controlplane.User{{Name: "alice"}},
+		Size: controlplane.APIServerOnly,
+		CRDs: []string{crdDir, gadgetFile},
+		Users: []controlplane.User{
+			{Name: "alice"},
+			{Name: "bob", ClusterRoles: []string{"namespace-reader"}},
+		},
 	})
 	ctx := t.Context()
 	cs, err := kubernetes.NewForConfig(cp.Config())
@@ -182,6 +238,66 @@ func TestAPIServerOnly(t *testing.T) {
 		assert.Error(t, err)
 	})
 
+	t.Run("a user's ClusterRoles are bound and take effect once the role exists", func(t *testing.T) {
+		cfg, err := cp.UserConfig("bob")
+		require.NoError(t, err)
+		bob, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		_, err = bob.CoreV1().Namespaces().Get(ctx, "smoke", metav1.GetOptions{})
+		require.True(t, apierrors.IsForbidden(err), "no role yet: want 403, got %v", err)
+
+		_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "namespace-reader"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			_, err := bob.CoreV1().Namespaces().Get(ctx, "smoke", metav1.GetOptions{})
+			assert.NoError(c, err)
+		}, 10*time.Second, 50*time.Millisecond)
+		_, err = bob.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "only get was granted: want 403, got %v", err)
+
+		sa, err := cp.ServiceAccountConfig(ctx, "smoke", "reader", "namespace-reader")
+		require.NoError(t, err)
+		robot, err := kubernetes.NewForConfig(sa)
+		require.NoError(t, err)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			_, err := robot.CoreV1().Namespaces().Get(ctx, "smoke", metav1.GetOptions{})
+			assert.NoError(c, err)
+		}, 10*time.Second, 50*time.Millisecond)
+	})
+
+	t.Run("a ServiceAccount bound to a ClusterRole", func(t *testing.T) {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "foo-system"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		cfg, err := cp.ServiceAccountConfig(ctx, "foo-system", "foo-controller", "foo-controller")
+		require.NoError(t, err)
+		// run the controller with cfg, then:
+		events, err := cp.AuditEvents()
+		require.NoError(t, err)
+		assert.Zero(t, audit.Count(events, audit.ByUser("system:serviceaccount:foo-system:foo-controller"), audit.ByCode(403)))
+
+		binding, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, "ctrlkit-testenv:serviceaccount:foo-system:foo-controller:foo-controller", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "foo-controller", binding.RoleRef.Name)
+		assert.Equal(t, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "foo-system", Name: "foo-controller"}}, binding.Subjects)
+		assert.NotEmpty(t, cfg.BearerToken)
+	})
+
+	t.Run("kubectl acts as the admin", func(t *testing.T) {
+		out, err := cp.KubectlCommand(ctx, "get", "namespace", "smoke", "-o", "name").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, "namespace/smoke\n", string(out))
+
+		apply := cp.KubectlCommand(ctx, "apply", "-n", "smoke", "-f", "-")
+		apply.Stdin = strings.NewReader("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n")
+		out, err = apply.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		_, err = cs.CoreV1().ConfigMaps("smoke").Get(ctx, "applied", metav1.GetOptions{})
+		assert.NoError(t, err)
+	})
+
 	t.Run("a ServiceAccount token authenticates as the ServiceAccount", func(t *testing.T) {
 		cfg, err := cp.ServiceAccountConfig(ctx, "smoke", "robot")
 		require.NoError(t, err)
@@ -211,6 +327,11 @@ func TestAPIServerOnly(t *testing.T) {
 		require.NoError(t, err)
 		_, err = widgets.Create(ctx, w(0), metav1.CreateOptions{})
 		assert.True(t, apierrors.IsInvalid(err), "want 422, got %v", err)
+
+		// The CRD given as a file is served too.
+		gadgets := dyn.Resource(schema.GroupVersionResource{Group: "smoke.ctrlkit.dev", Version: "v1", Resource: "gadgets"}).Namespace("smoke")
+		_, err = gadgets.List(ctx, metav1.ListOptions{})
+		assert.NoError(t, err)
 
 		// Installing again updates in place.
 		require.NoError(t, cp.InstallCRDs(ctx, crdDir))
@@ -312,6 +433,43 @@ func TestNoOrphansWhenTestBinaryCrashes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 20*time.Millisecond, "pid %d outlived the crashed test binary", pid)
 	}
+}
+
+// Two test processes (as go test runs two packages) start control planes at
+// the same moment with the same binary cache: each gets its own ports and
+// state directory, and each leaves nothing behind.
+func TestParallelTestProcesses(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	sizes := []controlplane.Size{controlplane.APIServerOnly, controlplane.Full}
+	reports := make([]string, len(sizes))
+	cmds := make([]*exec.Cmd, len(sizes))
+	outputs := make([]*strings.Builder, len(sizes))
+	for i, size := range sizes {
+		reports[i] = filepath.Join(t.TempDir(), "report")
+		outputs[i] = &strings.Builder{}
+		cmds[i] = exec.Command(exe, "-test.run=^$")
+		cmds[i].Env = append(os.Environ(), childReport+"="+reports[i], childSize+"="+size.String())
+		cmds[i].Stdout, cmds[i].Stderr = outputs[i], outputs[i]
+		require.NoError(t, cmds[i].Start())
+	}
+	hosts, dirs := map[string]bool{}, map[string]bool{}
+	for i, cmd := range cmds {
+		require.NoError(t, cmd.Wait(), "%s child: %s", sizes[i], outputs[i])
+		data, err := os.ReadFile(reports[i])
+		require.NoError(t, err)
+		lines := strings.Fields(string(data))
+		require.GreaterOrEqual(t, len(lines), 4, "host, state dir, pids")
+		hosts[lines[0]], dirs[lines[1]] = true, true
+		assert.NoDirExists(t, lines[1], "the state directory is removed")
+		for _, p := range lines[2:] {
+			pid, err := strconv.Atoi(p)
+			require.NoError(t, err)
+			assert.False(t, alive(pid), "pid %d of the %s child is left", pid, sizes[i])
+		}
+	}
+	assert.Len(t, hosts, 2, "two API servers")
+	assert.Len(t, dirs, 2, "two state directories")
 }
 
 // alive reports whether pid runs; a zombie (ended, waiting to be reaped by

@@ -1,9 +1,10 @@
-// Package docs checks that every Go code block of the library's doc
+// Package docs checks that every Go code block of the project's doc
 // comments and READMEs compiles: each must stand, line for line, in Go code
 // that the tests compile. A block in a doc comment must stand in a _test.go
-// file of its own package (an Example, usually); a block in a README must
-// stand in a Go file of this package (readme_test.go), which builds it with
-// the library as another module would.
+// file of its own package (an Example, usually) or, when a README shows it
+// too, of this package; a block in a README must stand in a Go file of this
+// package (readme_test.go, readme_testenv_test.go), which builds it with the
+// library as another module would.
 package docs
 
 import (
@@ -22,7 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 // block is a code block found in a doc comment or README.
@@ -31,11 +32,10 @@ type block struct {
 	lines []string
 }
 
-// skipDir reports directories whose Go files are not the library's own
-// writing: generated code, and the nested test modules.
+// skipDir reports directories whose Go files are not the project's own
+// writing: generated code, and hidden directories.
 func skipDir(rel string) bool {
-	return rel == "foo/generated" || strings.HasPrefix(rel, "foo/generated/") ||
-		rel == "foo/testenv" || strings.HasPrefix(rel, "foo/testenv/") || strings.HasPrefix(filepath.Base(rel), ".")
+	return rel == "foo/generated" || strings.HasPrefix(rel, "foo/generated/") || strings.HasPrefix(filepath.Base(rel), ".")
 }
 
 // normalize trims each line and drops empty ones, so that indentation does
@@ -141,11 +141,15 @@ func readmeBlocks(t *testing.T, root string) []block {
 	return out
 }
 
-// TestDocCommentBlocksCompile checks every Go code block of the library's
-// doc comments against the _test.go files of its package.
+// TestDocCommentBlocksCompile checks every Go code block of the doc
+// comments against the _test.go files of its package, or of this package for
+// a block that is also in a README (one with its own TestMain, say).
 func TestDocCommentBlocksCompile(t *testing.T) {
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	require.NoError(t, err)
+	here, err := os.Getwd()
+	require.NoError(t, err)
+	readmeCode := testCode(t, here, "_test.go")
 	checked := 0
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
@@ -159,7 +163,7 @@ func TestDocCommentBlocksCompile(t *testing.T) {
 		if len(blocks) == 0 {
 			return nil
 		}
-		code := testCode(t, path, "_test.go")
+		code := append(testCode(t, path, "_test.go"), readmeCode...)
 		for _, b := range blocks {
 			checked++
 			assert.True(t, contains(code, b.lines), "%s: the code block does not stand in a _test.go file of its package:\n\t%s",
@@ -175,7 +179,7 @@ func TestDocCommentBlocksCompile(t *testing.T) {
 // TestREADMEBlocksCompile checks every ```go block of the repository's
 // Markdown files against readme_test.go of this package.
 func TestREADMEBlocksCompile(t *testing.T) {
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	require.NoError(t, err)
 	dir, err := os.Getwd()
 	require.NoError(t, err)

@@ -35,8 +35,8 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
-	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 var (
@@ -98,13 +98,13 @@ var kubeClientLimits = []string{"--kube-api-qps=500", "--kube-api-burst=1000"}
 // available one status update mirrors it into its Foo. That is the least
 // work that reaches the same end state.
 func BenchmarkConvergence(b *testing.B) {
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	require.NoError(b, err)
 	waitBinary := buildInBackground(b, root, "foo", false)
 	cp := controlplane.StartT(b, controlplane.Options{
-		Size:    controlplane.Full,
-		CRDDirs: []string{filepath.Join(root, "foo", "crd")},
-		Users:   []controlplane.User{{Name: benchControllerUser}},
+		Size:  controlplane.Full,
+		CRDs:  []string{filepath.Join(root, "foo", "crd")},
+		Users: []controlplane.User{{Name: benchControllerUser}},
 		ExtraArgs: map[string][]string{
 			controlplane.KubeControllerManager: kubeClientLimits,
 			controlplane.KubeScheduler:         kubeClientLimits,

@@ -31,8 +31,8 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
-	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 const (
@@ -87,12 +87,12 @@ type suite struct {
 // fail ends the test.
 func TestFooController(t *testing.T) {
 	begin := time.Now()
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	require.NoError(t, err)
 	waitBinary := buildInBackground(t, root, "foo", true)
 	cp := controlplane.StartT(t, controlplane.Options{
-		Size:    controlplane.Full,
-		CRDDirs: []string{filepath.Join(root, "foo", "crd")},
+		Size: controlplane.Full,
+		CRDs: []string{filepath.Join(root, "foo", "crd")},
 	})
 	bin := waitBinary()
 	t.Logf("control plane and binary ready after %s", time.Since(begin).Round(time.Millisecond))

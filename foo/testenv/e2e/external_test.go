@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
-	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 // The external example's deployment: its namespace and Lease.
@@ -34,7 +34,7 @@ const (
 // no replica writes outside its own leadership.
 func TestExternalLeaderElection(t *testing.T) {
 	begin := time.Now()
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	require.NoError(t, err)
 	waitBinary := buildInBackground(t, root, "external", true)
 	users := []string{"external-0", "external-1"}

@@ -25,8 +25,8 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
-	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 // The reliability tests (chaos, leader election, bad input, least
@@ -72,16 +72,16 @@ func relOptions(users ...string) controlplane.Options {
 	return opts
 }
 
-// newRelRig starts a full control plane with opts (Size and CRDDirs are set
+// newRelRig starts a full control plane with opts (Size and CRDs are set
 // here) while the binary builds.
 func newRelRig(t *testing.T, opts controlplane.Options) *relRig {
 	t.Helper()
 	begin := time.Now()
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	require.NoError(t, err)
 	waitBinary := buildInBackground(t, root, "foo", true)
 	opts.Size = controlplane.Full
-	opts.CRDDirs = []string{filepath.Join(root, "foo", "crd")}
+	opts.CRDs = []string{filepath.Join(root, "foo", "crd")}
 	cp := controlplane.StartT(t, opts)
 	bin := waitBinary()
 	t.Logf("control plane and binary ready after %s", time.Since(begin).Round(time.Millisecond))

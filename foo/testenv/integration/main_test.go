@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 // controllerUser is the static-token identity the controller under test
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	root, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -44,8 +44,8 @@ func runTests(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp, err = controlplane.Start(ctx, controlplane.Options{
-		CRDDirs: []string{filepath.Join(repoRoot, "foo", "crd")},
-		Users:   []controlplane.User{{Name: controllerUser}},
+		CRDs:  []string{filepath.Join(repoRoot, "foo", "crd")},
+		Users: []controlplane.User{{Name: controllerUser}},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)

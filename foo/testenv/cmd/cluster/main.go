@@ -30,6 +30,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 // EnvDir overrides the default state directory.
@@ -54,7 +55,7 @@ func main() {
 	timeout := fs.Duration("timeout", 3*time.Minute, "up: how long to wait for the control plane, binaries excluded")
 	_ = fs.Parse(os.Args[2:])
 	if *dir == "" {
-		src, err := binaries.SourceDir()
+		src, err := repo.TestenvDir()
 		if err != nil {
 			fail(err)
 		}
@@ -83,6 +84,13 @@ func main() {
 	}
 }
 
+// printTry shows how to reach the cluster with the kubectl built beside
+// the control-plane binaries: one command, and the environment for a shell.
+func printTry(kubectl, kubeconfig string) {
+	fmt.Fprintf(os.Stderr, "  try: %s --kubeconfig %s get foos,deployments,pods\n", kubectl, kubeconfig)
+	fmt.Fprintf(os.Stderr, "  or:  export KUBECONFIG=%s PATH=%s:$PATH\n", kubeconfig, filepath.Dir(kubectl))
+}
+
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: cluster up|down|status [--dir DIR] [--timeout D]")
 	os.Exit(2)
@@ -99,6 +107,9 @@ func up(dir string, timeout time.Duration) error {
 	if pid, ok := running(dir); ok {
 		kubeconfig, _ := os.ReadFile(filepath.Join(dir, readyFile))
 		fmt.Fprintf(os.Stderr, "cluster already running (pid %d)\n", pid)
+		if set, err := binaries.Locate(binaries.Options{}); err == nil {
+			printTry(set.Kubectl, strings.TrimSpace(string(kubeconfig)))
+		}
 		fmt.Println(strings.TrimSpace(string(kubeconfig)))
 		return nil
 	}
@@ -108,7 +119,8 @@ func up(dir string, timeout time.Duration) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := binaries.Ensure(ctx, binaries.Options{Progress: os.Stderr}); err != nil {
+	set, err := binaries.Ensure(ctx, binaries.Options{})
+	if err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -161,7 +173,7 @@ func up(dir string, timeout time.Duration) error {
 		}
 		if kubeconfig, err := os.ReadFile(filepath.Join(dir, readyFile)); err == nil {
 			fmt.Fprintf(os.Stderr, "cluster ready in %s; stop it with `make cluster-down`\n", time.Since(start).Round(100*time.Millisecond))
-			fmt.Fprintf(os.Stderr, "  export KUBECONFIG=%s\n", strings.TrimSpace(string(kubeconfig)))
+			printTry(set.Kubectl, strings.TrimSpace(string(kubeconfig)))
 			fmt.Println(strings.TrimSpace(string(kubeconfig)))
 			return nil
 		}
@@ -179,14 +191,14 @@ func serve(dir string, timeout time.Duration) error {
 
 	// The cluster is for trying the Foo controller: install its CRD.
 	var crdDirs []string
-	if src, err := binaries.SourceDir(); err == nil {
+	if src, err := repo.TestenvDir(); err == nil {
 		crdDirs = append(crdDirs, filepath.Join(src, "..", "crd"))
 	}
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		Size:         controlplane.Full,
 		StateDir:     filepath.Join(dir, cpDir),
 		StartTimeout: timeout,
-		CRDDirs:      crdDirs,
+		CRDs:         crdDirs,
 	})
 	if err != nil {
 		_ = os.WriteFile(filepath.Join(dir, errorFile), []byte(err.Error()+"\n"), 0o644)

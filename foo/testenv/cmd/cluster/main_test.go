@@ -71,6 +71,15 @@ func TestUpStatusDown(t *testing.T) {
 	require.True(t, ok, "up failed: %s", stderr)
 	assert.Equal(t, filepath.Join(dir, cpDir, "kubeconfig"), kubeconfig)
 	assert.Contains(t, stderr, "export KUBECONFIG="+kubeconfig)
+	t.Run("the printed kubectl command works", func(t *testing.T) {
+		_, try, found := strings.Cut(stderr, "try: ")
+		require.True(t, found, "no command printed: %s", stderr)
+		try, _, _ = strings.Cut(try, "\n")
+		args := strings.Fields(try)
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		require.NoError(t, err, "%s: %s", try, out)
+		assert.Contains(t, string(out), "No resources found")
+	})
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	require.NoError(t, err)

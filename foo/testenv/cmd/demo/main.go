@@ -40,6 +40,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/foo/testenv/binaries"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
+	"github.com/ctrlkit/ctrlkit/foo/testenv/internal/repo"
 )
 
 var fooResource = schema.GroupVersionResource{Group: "samplecontroller.k8s.io", Version: "v1alpha1", Resource: "foos"}
@@ -65,7 +66,7 @@ func step(format string, args ...any) {
 }
 
 func run(ctx context.Context, once bool, readyTimeout time.Duration) (err error) {
-	repo, err := binaries.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}
@@ -77,9 +78,9 @@ func run(ctx context.Context, once bool, readyTimeout time.Duration) (err error)
 
 	step("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on 127.0.0.1")
 	cp, err := controlplane.Start(ctx, controlplane.Options{
-		Size:    controlplane.Full,
-		CRDDirs: []string{filepath.Join(repo, "foo", "crd")},
-		Users:   []controlplane.User{{Name: "foo-controller", Groups: []string{"system:masters"}}},
+		Size:  controlplane.Full,
+		CRDs:  []string{filepath.Join(root, "foo", "crd")},
+		Users: []controlplane.User{{Name: "foo-controller", Groups: []string{"system:masters"}}},
 	})
 	if err != nil {
 		return err
@@ -95,13 +96,13 @@ func run(ctx context.Context, once bool, readyTimeout time.Duration) (err error)
 		}
 	}()
 	fmt.Printf("    ready in %s; state and logs in %s\n", cp.StartupDuration().Round(100*time.Millisecond), cp.StateDir())
-	fmt.Printf("    try: KUBECONFIG=%s kubectl get foos,deployments,pods\n", cp.KubeconfigPath())
+	fmt.Printf("    try: %s\n", cp.KubectlCommand(ctx, "get", "foos,deployments,pods"))
 	step("Installed the Foo CRD (foo/crd/samplecontroller.k8s.io_foos.yaml)")
 
 	step("Building and starting the controller (examples/foo)")
 	bin := filepath.Join(cp.StateDir(), "foo-controller")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/foo")
-	build.Dir = repo
+	build.Dir = root
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building examples/foo: %w", err)
@@ -158,7 +159,7 @@ func run(ctx context.Context, once bool, readyTimeout time.Duration) (err error)
 		return err
 	}
 	step("Applying examples/foo/example-foo.yaml")
-	fooObj, err := readObject(filepath.Join(repo, "examples", "foo", "example-foo.yaml"))
+	fooObj, err := readObject(filepath.Join(root, "examples", "foo", "example-foo.yaml"))
 	if err != nil {
 		return err
 	}
