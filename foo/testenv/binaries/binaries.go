@@ -200,8 +200,12 @@ type MissingError struct {
 }
 
 func (e *MissingError) Error() string {
-	return fmt.Sprintf("test control plane binaries missing in %s: %s; build them with `%s` (the first build takes 10 to 15 minutes on 2 cores) or start with BuildMissing",
-		e.Dir, strings.Join(e.Missing, ", "), BuildCommand)
+	what := strings.Join(e.Missing, ", ")
+	if len(e.Missing) == len(Artifacts()) {
+		what = "none is built yet"
+	}
+	return fmt.Sprintf("test control plane binaries missing in %s: %s; build them with `%s` (the first build on a machine takes 10 to 15 minutes on 2 cores) or start with BuildMissing",
+		e.Dir, what, BuildCommand)
 }
 
 // DefaultDir is the cache directory used when neither Options.Dir nor

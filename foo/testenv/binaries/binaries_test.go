@@ -182,6 +182,11 @@ func TestLocate(t *testing.T) {
 			require.True(t, errors.As(err, &missing), "error %v", err)
 			assert.Len(t, missing.Missing, tt.wantMissing)
 			assert.Contains(t, err.Error(), BuildCommand)
+			if tt.wantMissing == 1 {
+				assert.Contains(t, err.Error(), filepath.Join(recipeDir(Artifacts()[0].Recipe), Artifacts()[0].Name))
+			} else {
+				assert.Contains(t, err.Error(), "none is built yet")
+			}
 		})
 	}
 }
