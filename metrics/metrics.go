@@ -57,6 +57,9 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -122,6 +125,55 @@ type Recorder struct {
 	unfinished     *prometheus.GaugeVec
 	longestRunning *prometheus.GaugeVec
 	retries        *prometheus.CounterVec
+
+	// perController holds each controller's series of the reconcile
+	// metrics, looked up once: WithLabelValues hashes the label values on
+	// every call, which the worker loop would pay for every key.
+	perController   atomic.Pointer[map[string]*controllerSeries]
+	perControllerMu sync.Mutex // serializes additions to perController
+}
+
+// controllerSeries are one controller's series of the reconcile metrics.
+// The histogram's series is made by the first reconcile, so that it is not
+// exported (with a zero count) before there is one, as the other libraries
+// do.
+type controllerSeries struct {
+	success, requeueAfter, errorOutcome prometheus.Counter
+	errors, terminal, panics, timeouts  prometheus.Counter
+	active                              prometheus.Gauge
+	time                                func() prometheus.Observer
+}
+
+// seriesOf returns the controller's series, creating them on first use.
+func (r *Recorder) seriesOf(controller string) *controllerSeries {
+	if m := r.perController.Load(); m != nil {
+		if cs, ok := (*m)[controller]; ok {
+			return cs
+		}
+	}
+	r.perControllerMu.Lock()
+	defer r.perControllerMu.Unlock()
+	next := map[string]*controllerSeries{}
+	if old := r.perController.Load(); old != nil {
+		if cs, ok := (*old)[controller]; ok {
+			return cs
+		}
+		next = maps.Clone(*old)
+	}
+	cs := &controllerSeries{
+		success:      r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeSuccess)),
+		requeueAfter: r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeRequeueAfter)),
+		errorOutcome: r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeError)),
+		errors:       r.reconcileErrors.WithLabelValues(controller),
+		terminal:     r.terminalErrors.WithLabelValues(controller),
+		panics:       r.reconcilePanics.WithLabelValues(controller),
+		timeouts:     r.reconcileTimeouts.WithLabelValues(controller),
+		active:       r.activeWorkers.WithLabelValues(controller),
+		time:         sync.OnceValue(func() prometheus.Observer { return r.reconcileTime.WithLabelValues(controller) }),
+	}
+	next[controller] = cs
+	r.perController.Store(&next)
+	return cs
 }
 
 var _ queue.Metrics = (*Recorder)(nil)
@@ -333,26 +385,36 @@ func newRecorder() *Recorder {
 // counters, and observes its duration in
 // controller_runtime_reconcile_time_seconds.
 func (r *Recorder) ObserveReconcile(controller string, o queue.Observation) {
-	r.reconcileTotal.WithLabelValues(controller, string(o.Outcome)).Inc()
+	cs := r.seriesOf(controller)
+	switch o.Outcome {
+	case queue.OutcomeSuccess:
+		cs.success.Inc()
+	case queue.OutcomeRequeueAfter:
+		cs.requeueAfter.Inc()
+	case queue.OutcomeError:
+		cs.errorOutcome.Inc()
+	default:
+		r.reconcileTotal.WithLabelValues(controller, string(o.Outcome)).Inc()
+	}
 	if o.Outcome == queue.OutcomeError {
-		r.reconcileErrors.WithLabelValues(controller).Inc()
+		cs.errors.Inc()
 	}
 	if o.Terminal {
-		r.terminalErrors.WithLabelValues(controller).Inc()
+		cs.terminal.Inc()
 	}
 	if o.Panicked {
-		r.reconcilePanics.WithLabelValues(controller).Inc()
+		cs.panics.Inc()
 	}
 	if o.TimedOut {
-		r.reconcileTimeouts.WithLabelValues(controller).Inc()
+		cs.timeouts.Inc()
 	}
-	r.reconcileTime.WithLabelValues(controller).Observe(o.Duration.Seconds())
+	cs.time().Observe(o.Duration.Seconds())
 }
 
 // AddActiveWorkers adds delta to controller_runtime_active_workers of
 // controller.
 func (r *Recorder) AddActiveWorkers(controller string, delta int) {
-	r.activeWorkers.WithLabelValues(controller).Add(float64(delta))
+	r.seriesOf(controller).active.Add(float64(delta))
 }
 
 // SetMaxWorkers sets controller_runtime_max_concurrent_reconciles of

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/metrics"
+	"github.com/ctrlkit/ctrlkit/metrics/metricstest"
 	"github.com/ctrlkit/ctrlkit/queue"
 )
 
@@ -473,30 +474,35 @@ func TestNewConflictsWithDifferentCollector(t *testing.T) {
 	assert.Empty(t, tracking.live)
 }
 
+// Controllers appear and record from many goroutines at once: every
+// reconcile is counted under its own controller.
 func TestRecorderIsSafeForConcurrentUse(t *testing.T) {
 	rec, reg := newRecorder(t)
-	rec.SetMaxWorkers("c", 8)
+	rec.SetMaxWorkers("c0", 8)
 	done := make(chan struct{})
-	for range 8 {
+	for i := range 9 {
 		go func() {
 			defer func() { done <- struct{}{} }()
+			controller := "c" + strconv.Itoa(i%3) // c1 and c2 first appear here, concurrently
 			for range 100 {
-				rec.AddActiveWorkers("c", 1)
-				rec.ObserveReconcile("c", queue.Observation{Outcome: queue.OutcomeSuccess, Duration: time.Millisecond})
-				rec.AddActiveWorkers("c", -1)
+				rec.AddActiveWorkers(controller, 1)
+				rec.ObserveReconcile(controller, queue.Observation{Outcome: queue.OutcomeSuccess, Duration: time.Millisecond})
+				rec.AddActiveWorkers(controller, -1)
 			}
 		}()
 	}
-	for range 8 {
+	for range 9 {
 		<-done
 	}
-	count, _, _, ok := histogram(t, reg, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": "c"})
-	require.True(t, ok)
-	assert.Equal(t, uint64(800), count)
-	want := `
-# HELP controller_runtime_active_workers ` + helpActive + `
-# TYPE controller_runtime_active_workers gauge
-controller_runtime_active_workers{controller="c"} 0
-`
+	want := "\n# HELP controller_runtime_active_workers " + helpActive + "\n# TYPE controller_runtime_active_workers gauge\n"
+	for c := range 3 {
+		controller := "c" + strconv.Itoa(c)
+		count, _, _, ok := histogram(t, reg, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": controller})
+		require.True(t, ok, controller)
+		assert.Equal(t, uint64(300), count, controller)
+		assert.Equal(t, 300.0, metricstest.Value(t, reg, "controller_runtime_reconcile_total",
+			map[string]string{"controller": controller, "result": "success"}), controller)
+		want += `controller_runtime_active_workers{controller="` + controller + `"} 0` + "\n"
+	}
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "controller_runtime_active_workers"))
 }

@@ -55,7 +55,7 @@ type keyQueue[K comparable] struct {
 	shuttingDown bool
 	drain        bool
 
-	m *keyQueueMetrics[K] // nil when metrics are discarded
+	m *keyQueueMetrics // nil when metrics are discarded
 }
 
 // keyStatus is where a key is.
@@ -78,6 +78,10 @@ type keyState struct {
 	status keyStatus
 	// seq identifies the key's low-lane entry while it is waitingLow.
 	seq uint64
+	// addedAt is when the key last became due, startedAt when it was last
+	// handed out, on the metrics clock; both stay zero without metrics.
+	// Keeping them here spares the two maps per queue that client-go keeps.
+	addedAt, startedAt int64
 }
 
 // freshPerLow is how many fresh keys are served for each low-priority key
@@ -95,7 +99,7 @@ func newKeyQueue[K comparable](name string, provider workqueue.MetricsProvider, 
 	q := &keyQueue[K]{keys: map[K]keyState{}}
 	q.cond.L = &q.mu
 	if _, noop := provider.(NoopMetrics); name != "" && provider != nil && !noop {
-		q.m = newKeyQueueMetrics[K](name, provider, clk)
+		q.m = newKeyQueueMetrics(name, provider, clk)
 	}
 	return q
 }
@@ -116,8 +120,7 @@ func (q *keyQueue[K]) add(key K, low bool) {
 	s, ok := q.keys[key]
 	switch {
 	case !ok:
-		q.m.added(key)
-		q.push(key, low)
+		q.push(key, low, q.m.added())
 		q.cond.Signal()
 		return
 	case s.status == waitingLow && !low:
@@ -125,10 +128,10 @@ func (q *keyQueue[K]) add(key K, low bool) {
 		q.lowWaiting--
 		q.lowStale++
 		q.fresh.push(entry[K]{key: key})
-		q.keys[key] = keyState{status: waitingFresh}
+		q.keys[key] = keyState{status: waitingFresh, addedAt: s.addedAt}
 		q.dropStaleLow()
 	case s.status == processing:
-		q.m.added(key)
+		s.addedAt = q.m.added()
 		s.status = processingFresh
 		if low {
 			s.status = processingLow
@@ -141,16 +144,16 @@ func (q *keyQueue[K]) add(key K, low bool) {
 	// Otherwise the key already waits or will wait at least as high.
 }
 
-// push puts a key that is not waiting into its lane.
-func (q *keyQueue[K]) push(key K, low bool) {
+// push puts a key that is not waiting, due since addedAt, into its lane.
+func (q *keyQueue[K]) push(key K, low bool, addedAt int64) {
 	if low {
 		q.seq++
 		q.low.push(entry[K]{key: key, seq: q.seq})
 		q.lowWaiting++
-		q.keys[key] = keyState{status: waitingLow, seq: q.seq}
+		q.keys[key] = keyState{status: waitingLow, seq: q.seq, addedAt: addedAt}
 	} else {
 		q.fresh.push(entry[K]{key: key})
-		q.keys[key] = keyState{status: waitingFresh}
+		q.keys[key] = keyState{status: waitingFresh, addedAt: addedAt}
 	}
 }
 
@@ -194,9 +197,8 @@ func (q *keyQueue[K]) Get() (key K, shutdown bool) {
 		return key, true
 	}
 	key = q.pop()
-	q.keys[key] = keyState{status: processing}
+	q.keys[key] = keyState{status: processing, startedAt: q.m.handedOut(q.keys[key].addedAt)}
 	q.processing++
-	q.m.handedOut(key)
 	return key, false
 }
 
@@ -236,11 +238,11 @@ func (q *keyQueue[K]) Done(key K) {
 	if !ok || s.status < processing {
 		return
 	}
-	q.m.done(key)
+	q.m.done(s.startedAt)
 	q.processing--
 	switch s.status {
 	case processingFresh, processingLow:
-		q.push(key, s.status == processingLow)
+		q.push(key, s.status == processingLow, s.addedAt)
 		q.cond.Signal()
 	default:
 		delete(q.keys, key)
@@ -354,68 +356,63 @@ func (f *fifo[K]) filter(keep func(entry[K]) bool) {
 // or added while processing), latency is the time from that add to the key
 // being handed out, work duration the time from hand-out to Done, and the
 // unfinished-work gauges describe the keys being processed.
-type keyQueueMetrics[K comparable] struct {
+type keyQueueMetrics struct {
 	clock        clock.WithTicker
+	epoch        time.Time // times are kept as nanoseconds since epoch
 	depth        workqueue.GaugeMetric
 	adds         workqueue.CounterMetric
 	latency      workqueue.HistogramMetric
 	workDuration workqueue.HistogramMetric
 	unfinished   workqueue.SettableGaugeMetric
 	longest      workqueue.SettableGaugeMetric
-
-	addTimes   map[K]time.Time
-	startTimes map[K]time.Time
 }
 
-func newKeyQueueMetrics[K comparable](name string, p workqueue.MetricsProvider, clk clock.WithTicker) *keyQueueMetrics[K] {
+func newKeyQueueMetrics(name string, p workqueue.MetricsProvider, clk clock.WithTicker) *keyQueueMetrics {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &keyQueueMetrics[K]{
+	return &keyQueueMetrics{
 		clock:        clk,
+		epoch:        clk.Now(),
 		depth:        p.NewDepthMetric(name),
 		adds:         p.NewAddsMetric(name),
 		latency:      p.NewLatencyMetric(name),
 		workDuration: p.NewWorkDurationMetric(name),
 		unfinished:   p.NewUnfinishedWorkSecondsMetric(name),
 		longest:      p.NewLongestRunningProcessorSecondsMetric(name),
-		addTimes:     map[K]time.Time{},
-		startTimes:   map[K]time.Time{},
 	}
 }
 
-func (m *keyQueueMetrics[K]) added(key K) {
+func (m *keyQueueMetrics) now() int64 { return int64(m.clock.Since(m.epoch)) }
+
+// added counts a key that became due and returns the time it did.
+func (m *keyQueueMetrics) added() int64 {
 	if m == nil {
-		return
+		return 0
 	}
 	m.adds.Inc()
 	m.depth.Inc()
-	if _, ok := m.addTimes[key]; !ok {
-		m.addTimes[key] = m.clock.Now()
-	}
+	return m.now()
 }
 
-func (m *keyQueueMetrics[K]) handedOut(key K) {
+// handedOut records the wait of a key due since addedAt and returns the
+// time it was handed out.
+func (m *keyQueueMetrics) handedOut(addedAt int64) int64 {
 	if m == nil {
-		return
+		return 0
 	}
 	m.depth.Dec()
-	now := m.clock.Now()
-	m.startTimes[key] = now
-	if t, ok := m.addTimes[key]; ok {
-		m.latency.Observe(now.Sub(t).Seconds())
-		delete(m.addTimes, key)
-	}
+	now := m.now()
+	m.latency.Observe(time.Duration(now - addedAt).Seconds())
+	return now
 }
 
-func (m *keyQueueMetrics[K]) done(key K) {
+// done records the work on a key handed out at startedAt.
+func (m *keyQueueMetrics) done(startedAt int64) {
 	if m == nil {
 		return
 	}
-	if t, ok := m.startTimes[key]; ok {
-		m.workDuration.Observe(m.clock.Since(t).Seconds())
-		delete(m.startTimes, key)
-	}
+	m.workDuration.Observe(time.Duration(m.now() - startedAt).Seconds())
 }
 
 // unfinishedWorkPeriod is how often the unfinished-work gauges are updated,
@@ -444,8 +441,12 @@ func (q *keyQueue[K]) updateUnfinishedWork() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var total, oldest float64
-	for _, t := range q.m.startTimes {
-		age := q.m.clock.Since(t).Seconds()
+	now := q.m.now()
+	for _, s := range q.keys {
+		if s.status < processing {
+			continue
+		}
+		age := time.Duration(now - s.startedAt).Seconds()
 		total += age
 		oldest = max(oldest, age)
 	}

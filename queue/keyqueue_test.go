@@ -317,6 +317,27 @@ func TestKeyQueueMetrics(t *testing.T) {
 	q.Done("a")
 	assert.Equal(t, []float64{3}, p.observations("work"))
 	assert.Equal(t, 2.0, p.value("depth"), "a and b wait")
+
+	clk.Step(time.Second)
+	k, _ = q.Get()
+	require.Equal(t, "b", k)
+	k, _ = q.Get()
+	require.Equal(t, "a", k)
+	assert.Equal(t, []float64{2, 6, 4}, p.observations("latency"),
+		"b waited since its add; a since its add while it was processed, not since Done")
+	q.Done("a")
+	q.Done("b")
+
+	q.AddLow("c")
+	clk.Step(time.Second)
+	q.Add("c") // promoted: still due since the first add
+	clk.Step(time.Second)
+	k, _ = q.Get()
+	require.Equal(t, "c", k)
+	assert.Equal(t, []float64{2, 6, 4, 2}, p.observations("latency"))
+	clk.Step(500 * time.Millisecond)
+	q.Done("c")
+	assert.Equal(t, []float64{3, 0, 0, 0.5}, p.observations("work"), "a, then a and b done as soon as handed out, then c")
 }
 
 // timerClock is a fake clock that counts the timers made from it. Between
