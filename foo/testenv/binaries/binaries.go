@@ -155,7 +155,8 @@ func recipeDir(recipe string) string {
 }
 
 // recipeHash is a short hash of a recipe's files and of the artifacts built
-// from it, so that any change to either gets a directory of its own.
+// from it, so that any change to either gets a directory of its own. The
+// platform is in the cache directory's name.
 func recipeHash(recipe string) string {
 	h := sha256.New()
 	var names []string
@@ -301,7 +302,7 @@ func ensure(ctx context.Context, opts Options, artifacts []Artifact, buildOne bu
 
 	for _, a := range artifacts {
 		target := artifactPath(dir, a)
-		if _, err := os.Stat(target); err == nil {
+		if len(missingOf(dir, []Artifact{a})) == 0 {
 			continue // present, or built by whoever held the lock before us
 		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
@@ -326,7 +327,8 @@ func ensure(ctx context.Context, opts Options, artifacts []Artifact, buildOne bu
 func missingOf(dir string, artifacts []Artifact) []string {
 	var missing []string
 	for _, a := range artifacts {
-		if _, err := os.Stat(artifactPath(dir, a)); err != nil {
+		// An empty file is what a crash between create and write leaves.
+		if info, err := os.Stat(artifactPath(dir, a)); err != nil || info.Size() == 0 {
 			missing = append(missing, filepath.Join(recipeDir(a.Recipe), a.Name))
 		}
 	}
@@ -423,8 +425,16 @@ func build(ctx context.Context, a Artifact, moduleDir, target string, progress i
 	}
 	cmd.Dir = moduleDir
 	// The recipe modules are standalone: no workspace, no vendoring, and
-	// go.sum must already hold every checksum.
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
+	// go.sum must already hold every checksum; the caller's GOFLAGS do not
+	// apply. The target is the running platform, which names the cache
+	// directory, whatever GOOS and GOARCH the environment exports.
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false",
+		"GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
+	// go run leaves its program running if only go is killed: cancelling
+	// ctx kills the whole process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if !a.Run {
@@ -461,10 +471,24 @@ func build(ctx context.Context, a Artifact, moduleDir, target string, progress i
 			return fmt.Errorf("building %s: %w", a.Name, err)
 		}
 	}
+	// On disk before it gets the name Locate accepts.
+	if err := syncFile(tmp); err != nil {
+		return fmt.Errorf("building %s: %w", a.Name, err)
+	}
 	if err := os.Rename(tmp, target); err != nil {
 		return fmt.Errorf("building %s: %w", a.Name, err)
 	}
-	return nil
+	return syncFile(filepath.Dir(target))
+}
+
+// syncFile flushes a file or directory to disk.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 func resolveDir(opts Options) (string, error) {

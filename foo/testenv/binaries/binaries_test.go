@@ -396,3 +396,14 @@ func TestVersionLDFlags(t *testing.T) {
 		assert.Contains(t, got, want)
 	}
 }
+
+// An empty file (what a crash between create and write leaves) is missing.
+func TestEmptyFileIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	present(t, dir, 0)
+	require.NoError(t, os.WriteFile(artifactPath(dir, Artifacts()[0]), nil, 0o755))
+	_, err := Locate(Options{Dir: dir})
+	var missing *MissingError
+	require.ErrorAs(t, err, &missing)
+	assert.Equal(t, []string{filepath.Join(recipeDir(Artifacts()[0].Recipe), Artifacts()[0].Name)}, missing.Missing)
+}

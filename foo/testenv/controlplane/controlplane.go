@@ -46,6 +46,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,15 +230,16 @@ func (cp *ControlPlane) portTaken() bool {
 	return false
 }
 
-// discardAttempt stops the processes of a failed start, sets their logs
-// aside (as <name>.log.failed) and removes etcd's data, so that the next
-// attempt starts clean.
+// discardAttempt stops the processes of a failed start, sets their logs and
+// the audit log aside (as <name>.failed) and removes etcd's data, so that the
+// next attempt starts clean.
 func (cp *ControlPlane) discardAttempt() error {
 	procs := cp.processes()
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].stop(cp.stopGrace)
 		_ = os.Rename(procs[i].logPath, procs[i].logPath+".failed")
 	}
+	_ = os.Rename(cp.AuditLogPath(), cp.AuditLogPath()+".failed")
 	cp.procsMu.Lock()
 	cp.procs = nil
 	cp.procsMu.Unlock()
@@ -378,8 +380,8 @@ func start(ctx context.Context, opts Options, pickPorts func(n int) ([]int, erro
 		}
 		if err := waitFor(ctx, "etcd to be healthy", []*process{etcd}, func(ctx context.Context) (bool, error) {
 			// The port must be this etcd's, not another test's that took it.
-			if !listensOn(etcd.pid(), etcdClient) {
-				return false, nil
+			if err := ownsPort(etcd.pid(), etcdClient); err != nil {
+				return false, err
 			}
 			return httpOK(ctx, etcdURL+"/health")
 		}); err != nil {
@@ -428,8 +430,8 @@ func start(ctx context.Context, opts Options, pickPorts func(n int) ([]int, erro
 				return false, nil
 			}
 			cp.admin = cp.configFor(cp.users[AdminUser].Token, caData)
-			if !listensOn(apiserver.pid(), apiPort) {
-				return false, nil
+			if err := ownsPort(apiserver.pid(), apiPort); err != nil {
+				return false, err
 			}
 			return apiReady(ctx, cp.admin)
 		}); err != nil {
@@ -473,8 +475,8 @@ func start(ctx context.Context, opts Options, pickPorts func(n int) ([]int, erro
 			return nil, err
 		}
 		logger.Info("A port was taken before a component bound it; starting again on new ports", "attempt", attempt, "err", err)
-		if err := cp.discardAttempt(); err != nil {
-			return nil, err
+		if discardErr := cp.discardAttempt(); discardErr != nil {
+			return nil, errors.Join(err, discardErr)
 		}
 	}
 	cp.startupTime = time.Since(begin)
@@ -562,8 +564,8 @@ func (cp *ControlPlane) startFull(ctx context.Context, opts Options, bins binari
 	}
 	if err := waitFor(ctx, "kube-controller-manager and kube-scheduler to be healthy", all, func(ctx context.Context) (bool, error) {
 		for p, port := range map[*process]int{kcm: kcmPort, sched: schedPort} {
-			if !listensOn(p.pid(), port) {
-				return false, nil
+			if err := ownsPort(p.pid(), port); err != nil {
+				return false, err
 			}
 			if ok, err := componentHealthy(ctx, cp.users[AdminUser].Token, port); !ok || err != nil {
 				return false, err
@@ -744,8 +746,9 @@ func (cp *ControlPlane) ServiceAccountConfig(ctx context.Context, namespace, nam
 }
 
 // bindClusterRoles binds each ClusterRole to subject with a
-// ClusterRoleBinding named ctrlkit-testenv:<subject>:<role>; an existing
-// binding of that name is left as it is.
+// ClusterRoleBinding named ctrlkit-testenv:user:<name>:<role> or
+// ctrlkit-testenv:serviceaccount:<namespace>:<name>:<role>. An existing
+// binding of that name is kept if it binds the same role to the subject.
 func (cp *ControlPlane) bindClusterRoles(ctx context.Context, subject rbacv1.Subject, roles []string) error {
 	if len(roles) == 0 {
 		return nil
@@ -754,7 +757,7 @@ func (cp *ControlPlane) bindClusterRoles(ctx context.Context, subject rbacv1.Sub
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
-	who := subject.Name
+	who := "user:" + subject.Name
 	if subject.Kind == rbacv1.ServiceAccountKind {
 		who = "serviceaccount:" + subject.Namespace + ":" + subject.Name
 	}
@@ -764,7 +767,15 @@ func (cp *ControlPlane) bindClusterRoles(ctx context.Context, subject rbacv1.Sub
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 			Subjects:   []rbacv1.Subject{subject},
 		}
-		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var existing *rbacv1.ClusterRoleBinding
+			existing, err = cs.RbacV1().ClusterRoleBindings().Get(ctx, binding.Name, metav1.GetOptions{})
+			if err == nil && (existing.RoleRef != binding.RoleRef || !slices.Contains(existing.Subjects, subject)) {
+				err = fmt.Errorf("ClusterRoleBinding %s exists and binds something else", binding.Name)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("binding ClusterRole %s to %s: %w", role, who, err)
 		}
 	}
@@ -773,9 +784,11 @@ func (cp *ControlPlane) bindClusterRoles(ctx context.Context, subject rbacv1.Sub
 
 // KubectlCommand returns a kubectl command, built with the other binaries,
 // that acts on this control plane as AdminUser (through KubeconfigPath).
-// The caller sets its input and output and runs it.
+// Its discovery cache is in the state directory, not shared with other
+// control planes that reuse the same port later. The caller sets its input
+// and output and runs it.
 func (cp *ControlPlane) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, cp.kubectl, append([]string{"--kubeconfig", cp.kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, cp.kubectl, append([]string{"--kubeconfig", cp.kubeconfig, "--cache-dir", cp.path("kubectl-cache")}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.kubeconfig)
 	return cmd
 }

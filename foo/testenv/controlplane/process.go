@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -141,36 +142,38 @@ func (p *process) copyTail(w io.Writer, n int) {
 	fmt.Fprintf(w, "===== %s (pid %d, last %d lines of %s) =====\n%s\n", p.name, p.pid(), n, p.logPath, p.tail(n))
 }
 
-// listensOn reports whether the process pid holds a listening TCP socket on
-// 127.0.0.1:port. A port chosen free may be taken by another process before
-// the component binds it; this tells the component's own socket from
-// someone else's. It reads /proc, so it sees only processes of this user.
-func listensOn(pid, port int) bool {
+// ownsPort returns nil when the process pid listens on 127.0.0.1:port,
+// and an error saying who does otherwise. A port chosen free may be taken by
+// another process before the component binds it; this tells the component's
+// own socket from someone else's. It reads /proc, so it sees only the
+// sockets of this user's processes.
+func ownsPort(pid, port int) error {
 	inodes := listeningInodes(port)
 	if len(inodes) == 0 {
-		return false
+		return fmt.Errorf("nothing listens on 127.0.0.1:%d yet", port)
 	}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
-		return false
+		return fmt.Errorf("reading the sockets of pid %d: %w", pid, err)
 	}
 	for _, fd := range fds {
 		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
 		if err == nil && inodes[target] {
-			return true
+			return nil
 		}
 	}
-	return false
+	return fmt.Errorf("127.0.0.1:%d is held by another process, not pid %d", port, pid)
 }
 
 // listeningInodes returns the socket inodes ("socket:[N]") listening on
-// 127.0.0.1:port, from /proc/net/tcp.
+// 127.0.0.1:port, from /proc/net/tcp, which prints the address as the hex of
+// its four bytes read as one native-endian word.
 func listeningInodes(port int) map[string]bool {
 	data, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
 		return nil
 	}
-	local := fmt.Sprintf("0100007F:%04X", port)
+	local := fmt.Sprintf("%08X:%04X", binary.NativeEndian.Uint32([]byte{127, 0, 0, 1}), port)
 	out := map[string]bool{}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -58,9 +59,15 @@ func TestSharedGet(t *testing.T) {
 // A port taken between the choice and the bind (by another test process
 // starting a control plane, say) costs one more attempt, not the start.
 func TestStartRetriesWhenPortTaken(t *testing.T) {
+	// The port's holder answers etcd's health check: only the check that
+	// etcd itself listens tells it from the etcd that failed to bind.
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer taken.Close()
+	impostor := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"health":"true"}`))
+	})}
+	go func() { _ = impostor.Serve(taken) }()
+	defer impostor.Close()
 	takenPort := taken.Addr().(*net.TCPAddr).Port
 
 	var picks int
@@ -82,13 +89,13 @@ func TestStartRetriesWhenPortTaken(t *testing.T) {
 	assert.True(t, ready)
 }
 
-func TestListensOn(t *testing.T) {
+func TestOwnsPort(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := l.Addr().(*net.TCPAddr).Port
-	assert.True(t, listensOn(os.Getpid(), port), "this process's listener")
-	assert.False(t, listensOn(os.Getpid(), port+1), "another port")
-	assert.False(t, listensOn(1, port), "another process")
+	assert.NoError(t, ownsPort(os.Getpid(), port), "this process's listener")
+	assert.ErrorContains(t, ownsPort(os.Getpid(), port+1), "nothing listens", "another port")
+	assert.ErrorContains(t, ownsPort(1, port), "held by another process", "another process")
 	require.NoError(t, l.Close())
-	assert.False(t, listensOn(os.Getpid(), port), "closed")
+	assert.Error(t, ownsPort(os.Getpid(), port), "closed")
 }

@@ -87,7 +87,7 @@ func crashWithControlPlane(pidFile string) {
 func childControlPlane(report, size string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	opts := controlplane.Options{BuildMissing: true}
+	var opts controlplane.Options
 	if size == controlplane.Full.String() {
 		opts.Size = controlplane.Full
 	}
@@ -452,6 +452,7 @@ func TestParallelTestProcesses(t *testing.T) {
 		cmds[i].Env = append(os.Environ(), childReport+"="+reports[i], childSize+"="+size.String())
 		cmds[i].Stdout, cmds[i].Stderr = outputs[i], outputs[i]
 		require.NoError(t, cmds[i].Start())
+		t.Cleanup(func() { _ = cmds[i].Process.Kill() })
 	}
 	hosts, dirs := map[string]bool{}, map[string]bool{}
 	for i, cmd := range cmds {

@@ -99,7 +99,8 @@ func (s *Shared) Run(m *testing.M) int {
 }
 
 // Get returns the package's control plane, starting it on the first call
-// (bounded by Options.StartTimeout). If it cannot start, Get fails t, and
+// (bounded by Options.StartTimeout, which does not count a build of missing
+// binaries with BuildMissing). If it cannot start, Get fails t, and
 // every later call fails its test at once with the same error. Get fails t
 // when TestMain did not hand the tests to Run, since nothing would stop the
 // control plane then.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,7 @@ func TestWidgetGetsItsConfigMap(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	ns := newNamespace(t, cp.Config(), "basic")
 
+	waitAllowed(t, cp.Config(), controllerUser, "list", "example.com", "widgets")
 	cfg, err := cp.UserConfig(controllerUser)
 	require.NoError(t, err)
 	runController(t, cfg)
@@ -70,8 +72,8 @@ func TestWidgetGetsItsConfigMap(t *testing.T) {
 	require.NoError(t, err)
 	mine := []audit.Filter{audit.ByUser(controllerUser), audit.ByNamespace(ns)}
 	assert.Zero(t, audit.Count(events, audit.ByUser(controllerUser), audit.ByCode(403)), "refused requests")
-	assert.Equal(t, 1, audit.Count(events, append(mine, audit.ByVerb("create"), audit.ByResource("", "configmaps"))...))
-	assert.Equal(t, 1, audit.Count(events, append(mine, audit.ByVerb("update"), audit.ByResource("", "configmaps"))...))
+	assert.Equal(t, 1, audit.Count(events, append(mine, audit.ByVerb("create"), audit.ByResource("", "configmaps"), audit.Succeeded())...))
+	assert.Equal(t, 1, audit.Count(events, append(mine, audit.ByVerb("update"), audit.ByResource("", "configmaps"), audit.Succeeded())...))
 	assert.Equal(t, 2, audit.Count(events, append(mine, audit.ByVerb("update"), audit.ByResource("example.com", "widgets"), audit.BySubresource("status"), audit.Succeeded())...))
 	// A status update from a cache that has not seen the previous one yet
 	// gets a 409 and is retried; those are not counted here.
@@ -98,6 +100,24 @@ func TestConfigMapGoesWithItsWidget(t *testing.T) {
 		_, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "short-lived", metav1.GetOptions{})
 		assert.True(c, apierrors.IsNotFound(err), "ConfigMap still there: %v", err)
 	}, time.Minute, 100*time.Millisecond)
+}
+
+// waitAllowed waits until RBAC lets user do verb on resource: the API
+// server's authorizer sees a new ClusterRole a moment after it is created.
+// It asks as the admin, so the user's own audit trail stays clean.
+func waitAllowed(t *testing.T, admin *rest.Config, user, verb, group, resource string) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(admin)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		review, err := kube.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               user,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(c, err)
+		assert.True(c, review.Status.Allowed, "%s may not %s %s yet", user, verb, resource)
+	}, 10*time.Second, 50*time.Millisecond)
 }
 
 // runController runs the widget controller with cfg until the test ends.
