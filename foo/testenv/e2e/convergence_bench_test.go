@@ -16,6 +16,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -32,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlkit/ctrlkit/foo"
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
@@ -57,6 +60,10 @@ const (
 	// benchControllerUser is the static-token identity of the controller,
 	// bound to the ClusterRole of examples/foo/deploy.
 	benchControllerUser = "foo-controller-bench"
+	// benchCRUser is the identity of the controller-runtime peer, bound to
+	// the same ClusterRole and to events.k8s.io events, which its manager's
+	// recorder writes instead of core/v1 ones.
+	benchCRUser = "foo-controller-cr-bench"
 
 	convergeTimeout        = 15 * time.Minute
 	namespaceDeleteTimeout = 10 * time.Minute
@@ -71,9 +78,10 @@ const (
 // replica set controllers do not set the pace of both peers alike.
 var kubeClientLimits = []string{"--kube-api-qps=500", "--kube-api-burst=1000"}
 
-// BenchmarkConvergence runs benchmark 3 (impl=ctrlkit) and its floor,
-// benchmark 5 (impl=apiserver-floor), on one full control plane shared by
-// every iteration. Each iteration uses a new namespace and waits until it is
+// BenchmarkConvergence runs benchmark 3 (impl=ctrlkit, and the same
+// controller written with controller-runtime, impl=controller-runtime) and
+// its floor, benchmark 5 (impl=apiserver-floor), on one full control plane
+// shared by every iteration. Each iteration uses a new namespace and waits until it is
 // deleted again.
 //
 // impl=ctrlkit: the examples/foo binary runs with its default flags (apart
@@ -92,6 +100,9 @@ var kubeClientLimits = []string{"--kube-api-qps=500", "--kube-api-burst=1000"}
 // the following resync period (at least one period long, and until every
 // Foo has been reconciled again by the resync). Both goals are 0.
 //
+// impl=controller-runtime: bench/cmd/crfoo, measured the same way, as a
+// user of its own with the same ClusterRole plus events.k8s.io Events.
+//
 // impl=apiserver-floor: no controller; the same 32 goroutines create each
 // Foo and then its Deployment (with the controller owner reference and the
 // template the controller would use), and as soon as a Deployment is
@@ -101,38 +112,73 @@ func BenchmarkConvergence(b *testing.B) {
 	root, err := repo.Root()
 	require.NoError(b, err)
 	waitBinary := buildInBackground(b, root, "foo", false)
+	crDir := b.TempDir()
+	crBuilt := make(chan error, 1)
+	go func() { crBuilt <- buildBenchCommand(b.Context(), root, crDir, "crfoo") }()
 	cp := controlplane.StartT(b, controlplane.Options{
-		Size:  controlplane.Full,
-		CRDs:  []string{filepath.Join(root, "foo", "crd")},
-		Users: []controlplane.User{{Name: benchControllerUser}},
+		Size: controlplane.Full,
+		CRDs: []string{filepath.Join(root, "foo", "crd")},
+		Users: []controlplane.User{
+			{Name: benchControllerUser},
+			{Name: benchCRUser, ClusterRoles: []string{"events.k8s.io-writer"}},
+		},
 		ExtraArgs: map[string][]string{
 			controlplane.KubeControllerManager: kubeClientLimits,
 			controlplane.KubeScheduler:         kubeClientLimits,
 		},
 	})
 	bin := waitBinary()
+	require.NoError(b, <-crBuilt)
 
-	e := &convergenceEnv{cp: cp, bin: bin, foos: *convergenceFoos, admin: unlimited(cp.Config())}
+	e := &convergenceEnv{cp: cp, foos: *convergenceFoos, admin: unlimited(cp.Config())}
 	e.kube, err = kubernetes.NewForConfig(e.admin)
 	require.NoError(b, err)
 	e.fooClient, err = fooclientset.NewForConfig(e.admin)
 	require.NoError(b, err)
-	ctrlCfg, err := cp.UserConfig(benchControllerUser)
+	_, err = e.kube.RbacV1().ClusterRoles().Create(b.Context(), &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "events.k8s.io-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}}},
+	}, metav1.CreateOptions{})
 	require.NoError(b, err)
-	grantControllerRole(b.Context(), b, e.kube, root, benchControllerUser, ctrlCfg)
-	e.kubeconfig = writeUserKubeconfig(b, ctrlCfg, benchControllerUser, b.TempDir())
+	peers := []controllerPeer{
+		{impl: "ctrlkit", bin: bin, user: benchControllerUser, controller: foo.ControllerName},
+		{impl: "controller-runtime", bin: filepath.Join(crDir, "crfoo"), user: benchCRUser, controller: "foo"},
+	}
+	for i, p := range peers {
+		cfg, err := cp.UserConfig(p.user)
+		require.NoError(b, err)
+		grantControllerRole(b.Context(), b, e.kube, root, p.user, cfg)
+		peers[i].kubeconfig = writeUserKubeconfig(b, cfg, p.user, b.TempDir())
+	}
 	e.warmUp(b)
 
-	b.Run("impl=ctrlkit", func(b *testing.B) { e.run(b, e.ctrlkitIteration) })
+	for _, p := range peers {
+		b.Run("impl="+p.impl, func(b *testing.B) { e.run(b, e.controllerIteration(p)) })
+	}
 	b.Run("impl=apiserver-floor", func(b *testing.B) { e.run(b, e.floorIteration) })
+}
+
+// controllerPeer is a Foo controller binary and the identity it runs as.
+type controllerPeer struct {
+	impl, bin, user, kubeconfig string
+	// controller is the "controller" label of its metrics.
+	controller string
+}
+
+// buildBenchCommand builds foo/testenv/bench/cmd/<name> into dir.
+func buildBenchCommand(ctx context.Context, root, dir, name string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+	cmd.Dir = filepath.Join(root, "foo", "testenv", "bench")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
+	}
+	return nil
 }
 
 // convergenceEnv is what the iterations of BenchmarkConvergence share.
 type convergenceEnv struct {
-	cp         *controlplane.ControlPlane
-	bin        string
-	kubeconfig string
-	foos       int
+	cp   *controlplane.ControlPlane
+	foos int
 	// admin has no client-side rate limit.
 	admin     *rest.Config
 	kube      kubernetes.Interface
@@ -229,19 +275,19 @@ func (e *convergenceEnv) warmUp(b *testing.B) {
 		e.cp.StartupDuration().Round(time.Millisecond), convergenceClients, time.Since(begin).Round(time.Millisecond))
 }
 
-// startController runs the binary with its default flags apart from the
-// kubeconfig, the ports, and extra.
-func (e *convergenceEnv) startController(tb testing.TB, name string, extra ...string) *process {
+// startController runs the peer's binary with its default flags apart from
+// the kubeconfig, the ports, and extra.
+func (e *convergenceEnv) startController(tb testing.TB, peer controllerPeer, name string, extra ...string) *process {
 	tb.Helper()
 	metrics, health := freeAddress(tb), freeAddress(tb)
 	args := append([]string{
-		"--kubeconfig=" + e.kubeconfig,
+		"--kubeconfig=" + peer.kubeconfig,
 		"--metrics-bind-address=" + metrics,
 		"--health-probe-bind-address=" + health,
 	}, strings.Fields(*convergenceControllerArgs)...)
 	args = append(args, extra...)
-	p := startProcess(tb, name, e.bin, args...)
-	p.metricsURL, p.healthURL = "http://"+metrics, "http://"+health
+	p := startProcess(tb, name, peer.bin, args...)
+	p.metricsURL, p.healthURL, p.controller = "http://"+metrics, "http://"+health, peer.controller
 	waitControllerReady(tb.Context(), tb, p)
 	return p
 }
@@ -270,12 +316,17 @@ func (e *convergenceEnv) createFoos(ctx context.Context, namespace string, then 
 	})
 }
 
-func (e *convergenceEnv) ctrlkitIteration(b *testing.B, tb testing.TB) convergenceResult {
+// controllerIteration is one iteration of a controller peer.
+func (e *convergenceEnv) controllerIteration(peer controllerPeer) func(*testing.B, testing.TB) convergenceResult {
+	return func(b *testing.B, tb testing.TB) convergenceResult { return e.peerIteration(b, tb, peer) }
+}
+
+func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer controllerPeer) convergenceResult {
 	ctx := tb.Context()
-	ns := e.namespace("ctrlkit")
+	ns := e.namespace(peer.impl)
 	createNamespace(ctx, tb, e.kube, ns, namespaceDeleteTimeout)
 	watch := watchConvergence(ctx, tb, e.admin, ns, e.foos, nil)
-	ctrl := e.startController(tb, "foo controller")
+	ctrl := e.startController(tb, peer, peer.impl+" foo controller")
 	offset := auditSize(tb, e.cp.AuditLogPath())
 
 	b.StartTimer()
@@ -296,7 +347,7 @@ func (e *convergenceEnv) ctrlkitIteration(b *testing.B, tb testing.TB) convergen
 	// and one resync period.
 	restartAt := time.Now()
 	resync := *convergenceResync
-	again := e.startController(tb, "foo controller, restarted", "--resync="+resync.String())
+	again := e.startController(tb, peer, peer.impl+" foo controller, restarted", "--resync="+resync.String())
 	settled := waitControllerSettled(ctx, tb, again, float64(e.foos), 5*time.Minute)
 	idleStart := time.Now()
 	var last controllerState
@@ -314,7 +365,7 @@ func (e *convergenceEnv) ctrlkitIteration(b *testing.B, tb testing.TB) convergen
 	terminate(tb, again, controllerStopTimeout)
 
 	events := auditFrom(tb, e.cp.AuditLogPath(), offset)
-	byController := []audit.Filter{audit.ByUser(benchControllerUser), audit.Writes()}
+	byController := []audit.Filter{audit.ByUser(peer.user), audit.Writes()}
 	firstSync := audit.Select(events, append(byController, audit.Since(start), before(restartAt))...)
 	late := audit.Select(firstSync, audit.Since(convergedAt), func(e audit.Event) bool { return e.Resource != "events" })
 	restart := audit.Select(events, append(byController, audit.Since(restartAt), before(idleStart))...)

@@ -89,6 +89,9 @@ type process struct {
 	waitErr error // valid once done is closed
 	// metricsURL and healthURL are the base URLs of its endpoints.
 	metricsURL, healthURL string
+	// controller is the "controller" label of its metrics; default
+	// foo.ControllerName.
+	controller string
 }
 
 // startProcess runs bin with args; stdout and stderr are captured together.
