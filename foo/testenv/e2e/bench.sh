@@ -168,8 +168,8 @@ EOF
 		"$tmp/Convergence.txt"
 	cat <<EOF
 - \`writes/foo\`: write requests for Foos and Deployments per Foo, by the
-  controller (ctrlkit, from the first create until it is stopped after
-  settling) or by the floor's client (Foo creates not counted): Deployment
+  controller (from the first create until it is stopped after settling)
+  or by the floor's client (Foo creates not counted): Deployment
   creates, Foo status updates and any other write to either kind, failed ones
   included. Events are not counted here.
 - \`total-writes/foo\`: the same with the controller's Event creates and
@@ -178,8 +178,8 @@ EOF
   (the Foo creates, the kube controllers, the scheduler, kwok, events) from
   the first create until convergence.
 
-The controller's writes in detail, and after convergence (ctrlkit only). The
-idle phase restarts the binary with \`--resync 30s\` (\`-convergence.resync\`):
+Each controller's writes in detail, and after convergence. The idle phase
+restarts the binary with \`--resync 30s\` (\`-convergence.resync\`):
 \`restart-writes\` are its writes until it has reconciled every Foo of the
 initial list and settled; \`idle-writes\` those of the following resync
 period (at least one period, and until a resync has reconciled every Foo
@@ -197,10 +197,10 @@ Goals (on medians, and on every run where it says so):
 
 - converge-s: ctrlkit / apiserver-floor = ${ratio}×, controller-runtime /
   apiserver-floor = ${cr_ratio}× (reported).
-- At most 3 Foo and Deployment writes per Foo before availability (events
+- ctrlkit: at most 3 Foo and Deployment writes per Foo before availability (events
   not counted): median $writes_median, largest run $writes_max, most for
   any one Foo $worst_foo: $(verdict "$worst_foo" 3).
-- No writes during an idle resync period: largest run $idle_max: $(verdict "$idle_max" 0)
+- ctrlkit: no writes during an idle resync period: largest run $idle_max: $(verdict "$idle_max" 0)
   (restart: largest run $restart_max).
 
 <details><summary>benchstat output</summary>
