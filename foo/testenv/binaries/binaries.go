@@ -40,6 +40,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -157,28 +158,36 @@ func recipeDir(recipe string) string {
 // recipeHash is a short hash of a recipe's files and of the artifacts built
 // from it, so that any change to either gets a directory of its own. The
 // platform is in the cache directory's name.
-func recipeHash(recipe string) string {
-	h := sha256.New()
-	var names []string
-	_ = fs.WalkDir(recipes, path.Join("recipes", recipe), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			names = append(names, p)
+func recipeHash(recipe string) string { return recipeHashes()[recipe] }
+
+// recipeHashes computes every recipe's hash once: the embedded files do not
+// change while the program runs.
+var recipeHashes = sync.OnceValue(func() map[string]string {
+	out := map[string]string{}
+	for _, recipe := range []string{recipeKube, recipeKwok} {
+		h := sha256.New()
+		var names []string
+		_ = fs.WalkDir(recipes, path.Join("recipes", recipe), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				names = append(names, p)
+			}
+			return nil
+		})
+		sort.Strings(names)
+		for _, n := range names {
+			data, _ := recipes.ReadFile(n)
+			fmt.Fprintf(h, "%s %d\n", n, len(data))
+			h.Write(data)
 		}
-		return nil
-	})
-	sort.Strings(names)
-	for _, n := range names {
-		data, _ := recipes.ReadFile(n)
-		fmt.Fprintf(h, "%s %d\n", n, len(data))
-		h.Write(data)
-	}
-	for _, a := range Artifacts() {
-		if a.Recipe == recipe {
-			fmt.Fprintf(h, "%s %s %s %t\n", a.Name, a.Package, a.LDFlags, a.Run)
+		for _, a := range Artifacts() {
+			if a.Recipe == recipe {
+				fmt.Fprintf(h, "%s %s %s %t\n", a.Name, a.Package, a.LDFlags, a.Run)
+			}
 		}
+		out[recipe] = hex.EncodeToString(h.Sum(nil))[:8]
 	}
-	return hex.EncodeToString(h.Sum(nil))[:8]
-}
+	return out
+})
 
 // Options configures Locate and Ensure. The zero value uses the defaults.
 type Options struct {
