@@ -1,7 +1,6 @@
 package binaries
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -328,24 +326,6 @@ func helperEnsure(dir, gate string) int {
 	return 0
 }
 
-// syncBuffer is a bytes.Buffer safe for a process's output and a poller.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // Two processes ensuring the same cache at once: one builds each artifact,
 // the other waits for it and uses the result; nothing is built twice.
 func TestEnsureAcrossProcesses(t *testing.T) {
@@ -354,27 +334,36 @@ func TestEnsureAcrossProcesses(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 
-	var outputs [2]*syncBuffer
+	// Each process writes its progress to a file of its own, which the
+	// test reads while the process runs.
+	var outputs [2]string
 	var cmds [2]*exec.Cmd
 	for i := range cmds {
-		outputs[i] = &syncBuffer{}
+		outputs[i] = filepath.Join(t.TempDir(), "stderr")
+		out, err := os.Create(outputs[i])
+		require.NoError(t, err)
+		defer out.Close()
 		cmds[i] = exec.Command(exe, "-test.run=^$")
 		cmds[i].Env = append(os.Environ(), helperDirEnv+"="+dir, helperGateEnv+"="+gate)
-		cmds[i].Stderr = outputs[i]
+		cmds[i].Stderr = out
 		require.NoError(t, cmds[i].Start())
 		t.Cleanup(func() { _ = cmds[i].Process.Kill() })
+	}
+	output := func(i int) string {
+		data, _ := os.ReadFile(outputs[i])
+		return string(data)
 	}
 
 	// Hold the gate until one process builds and the other waits for it.
 	require.Eventually(t, func() bool {
-		a, b := outputs[0].String(), outputs[1].String()
+		a, b := output(0), output(1)
 		return (strings.Contains(a, "building") && strings.Contains(b, "waiting for another process")) ||
 			(strings.Contains(b, "building") && strings.Contains(a, "waiting for another process"))
-	}, 30*time.Second, 20*time.Millisecond, "outputs: %q / %q", outputs[0], outputs[1])
+	}, 30*time.Second, 20*time.Millisecond, "outputs: %q / %q", output(0), output(1))
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 
 	for i, cmd := range cmds {
-		assert.NoError(t, cmd.Wait(), "process %d: %s", i, outputs[i])
+		assert.NoError(t, cmd.Wait(), "process %d: %s", i, output(i))
 	}
 	log, err := os.ReadFile(filepath.Join(dir, "builds.log"))
 	require.NoError(t, err)
