@@ -12,6 +12,32 @@
 // of retrying them: a Deployment of the wanted name appearing, changing or
 // going wakes the Foo up.
 //
+// # Writes and events
+//
+// Every write is one a user would miss. A new Foo costs three writes: the
+// Deployment's create, a status update when the Foo is first seen
+// (Ready=False with reason DeploymentNotReady, "0 of N replicas available",
+// and the observedGeneration that says this spec was seen) and one when the
+// Deployment becomes available (Ready=True). Both status updates are Ready
+// transitions: the first is what a user sees if the pods never come up,
+// and together they tell how long the Foo took to become ready. Later
+// status updates happen only when the Deployment's available replicas or
+// readiness change. A reconcile that runs before the informer has seen the
+// controller's own last status update of the Foo writes nothing: the write
+// would meet a conflict, and the update's watch event brings the Foo back.
+//
+// Events are for what the status cannot say:
+//   - a Warning (InvalidSpec, ErrResourceExists) for a problem the user must
+//     fix, once per generation of the Foo, beside Ready=False with the same
+//     reason;
+//   - a Normal Synced event when the controller overrode someone else's
+//     change: it corrected a Deployment that drifted from the Foo, or
+//     deleted one the Foo controlled under an earlier deploymentName.
+//
+// Creating the Deployment and mirroring its availability are not events:
+// the Foo's status and the Deployment's controller reference record them,
+// and an event per Foo would add a third more writes to a large rollout.
+//
 // Embedding it in another binary:
 //
 //	kubeInformers := kubeinformers.NewSharedInformerFactory(kubeClient, 10*time.Minute)
@@ -62,7 +88,7 @@ const ControllerName = "foo-controller"
 // Event reasons and messages, as sample-controller emits them.
 const (
 	// ReasonSynced is the reason of the Normal event sent after the controller
-	// changed something for a Foo.
+	// corrected a drifted Deployment or deleted a stale one for a Foo.
 	ReasonSynced = "Synced"
 	// MessageSynced is the message of the Synced event.
 	MessageSynced = "Foo synced successfully"
@@ -92,6 +118,10 @@ type Controller struct {
 	byWanted     *informer.Index[*samplev1alpha1.Foo] // Foos by the namespace/name of the Deployment they want
 	recorder     record.EventRecorder
 	reports      sync.Map // Foo key -> the last problem this process reported
+	// replaced maps a Foo key to the resourceVersion of the Foo that this
+	// process's last status update of it replaced, until the cache has
+	// moved past that version.
+	replaced sync.Map
 }
 
 // NewController wires a Foo controller onto the given informers, reporting
@@ -141,10 +171,20 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	foo, err := c.fooLister.Foos(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.reports.Delete(key)
+		c.replaced.Delete(key)
 		return reconcile.Result{}, nil
 	}
 	if err != nil || foo.DeletionTimestamp != nil {
 		return reconcile.Result{}, err
+	}
+	// The cache still holds the Foo this process's own status update
+	// replaced: whatever this reconcile wrote would fail with a conflict.
+	// The update's watch event brings the Foo back to the queue.
+	if rv, ok := c.replaced.Load(key); ok {
+		if rv == foo.ResourceVersion {
+			return reconcile.Result{}, nil
+		}
+		c.replaced.Delete(key)
 	}
 	status := foo.Status.DeepCopy()
 	if errs := samplev1alpha1.ValidateFoo(foo); len(errs) > 0 {
@@ -152,7 +192,8 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		return c.refuse(ctx, foo, status, samplev1alpha1.ReasonInvalidSpec, msg, fmt.Errorf("invalid Foo spec: %s", msg))
 	}
 
-	changed := false
+	// overrode: the controller undid or removed what someone else changed.
+	overrode := false
 	deployments := c.kube.AppsV1().Deployments(foo.Namespace)
 	d, err := c.deployLister.Deployments(foo.Namespace).Get(foo.Spec.DeploymentName)
 	switch {
@@ -167,7 +208,6 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 			}
 			return reconcile.Result{}, fmt.Errorf("creating Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
 		}
-		changed = true
 	case err != nil:
 		return reconcile.Result{}, err
 	case owner.Check(d, foo) != owner.Controlled:
@@ -178,7 +218,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 			if d, err = deployments.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
 				return reconcile.Result{}, fmt.Errorf("correcting Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
 			}
-			changed = true
+			overrode = true
 		}
 	}
 
@@ -196,19 +236,18 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		if err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("deleting stale Deployment %s/%s: %w", old.Namespace, old.Name, err)
 		}
-		changed = true
+		overrode = true
 	}
 
 	status.AvailableReplicas = d.Status.AvailableReplicas
 	setReadyFromDeployment(foo, status, d)
-	wrote, err := c.writeStatus(ctx, foo, status)
-	if errors.Is(err, errGone) {
+	if _, err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
 		return reconcile.Result{}, nil
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
 	c.reports.Delete(key) // a later refusal is news again
-	if changed || wrote {
+	if overrode {
 		c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
 	}
 	return reconcile.Result{}, nil
@@ -248,12 +287,15 @@ func (c *Controller) writeStatus(ctx context.Context, foo *samplev1alpha1.Foo, s
 	}
 	foo = foo.DeepCopy()
 	foo.Status = *status
-	_, err := c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace).UpdateStatus(ctx, foo, metav1.UpdateOptions{})
+	updated, err := c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace).UpdateStatus(ctx, foo, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, errGone
 	case err != nil:
 		return false, fmt.Errorf("updating status of Foo %s/%s: %w", foo.Namespace, foo.Name, err)
+	}
+	if foo.ResourceVersion != "" && updated.ResourceVersion != foo.ResourceVersion {
+		c.replaced.Store(cache.MetaObjectToName(foo), foo.ResourceVersion)
 	}
 	return true, nil
 }

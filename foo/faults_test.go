@@ -821,3 +821,66 @@ func TestCreateRacesTheCache(t *testing.T) {
 	assert.Equal(t, []string{"create apps/v1/deployments default/web"}, reconciletest.Describe(out.Writes), "the status is not rewritten")
 	assert.Empty(t, f.recorder.Events())
 }
+
+// TestNoStatusWriteFromItsOwnStaleCache reconciles a Foo again before the
+// informer has seen the controller's own status update of it, as happens
+// when the Deployment's status changes right after that update: the write
+// would fail with a conflict, so it is not sent; once the cache has the
+// update, the status is written.
+func TestNoStatusWriteFromItsOwnStaleCache(t *testing.T) {
+	web := newFoo("example-foo", "web", ptr.To[int32](1))
+	web.ResourceVersion = "1"
+	kube := kubefake.NewClientset()
+	// The informer lists and watches cached, which is never told about the
+	// controller's writes to server until the test copies them over.
+	cached, server := foofake.NewSimpleClientset(web.DeepCopy()), foofake.NewSimpleClientset(web.DeepCopy())
+	reconciletest.StrictVersions(kube, cached, server)
+	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 0)
+	fooInformers := fooinformers.NewSharedInformerFactory(cached, 0)
+	deployments := kubeInformers.Apps().V1().Deployments()
+	fooLister := fooInformers.Samplecontroller().V1alpha1().Foos().Lister()
+	ctrl, err := foo.NewController(reconciletest.Context(t), kube, server,
+		deployments, fooInformers.Samplecontroller().V1alpha1().Foos(), eventstest.NewRecorder())
+	require.NoError(t, err)
+	reconciletest.StartInformers(t, kubeInformers, fooInformers)
+	key := cache.ObjectName{Namespace: ns, Name: "example-foo"}
+	reconcileFoo := func() reconciletest.Outcome {
+		return reconciletest.Run(t, reconcile.Reconciler[cache.ObjectName](ctrl), key, &kube.Fake, &server.Fake)
+	}
+
+	out := reconcileFoo()
+	require.NoError(t, out.Err)
+	require.Equal(t, []string{"create apps/v1/deployments default/web", "update samplecontroller.k8s.io/v1alpha1/foos/status default/example-foo"},
+		reconciletest.Describe(out.Writes))
+
+	// The Deployment becomes available; the cache still has the Foo as it
+	// was before the status update.
+	d, err := kube.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}
+	_, err = kube.AppsV1().Deployments(ns).UpdateStatus(t.Context(), d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, err := deployments.Lister().Deployments(ns).Get("web")
+		return err == nil && d.Status.AvailableReplicas == 1
+	}, eventually, time.Millisecond, "the Deployment's cache sees it available")
+	out = reconcileFoo()
+	require.NoError(t, out.Err)
+	assert.Empty(t, reconciletest.Describe(out.Writes), "no write that would meet a conflict")
+
+	// The cache catches up with the status update; now the status is
+	// written, and succeeds.
+	current, err := server.SamplecontrollerV1alpha1().Foos(ns).Get(t.Context(), "example-foo", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, cached.Tracker().Update(fooResource, current, ns))
+	require.Eventually(t, func() bool {
+		f, err := fooLister.Foos(ns).Get("example-foo")
+		return err == nil && f.ResourceVersion == current.ResourceVersion
+	}, eventually, time.Millisecond, "the Foo's cache catches up")
+	out = reconcileFoo()
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{"update samplecontroller.k8s.io/v1alpha1/foos/status default/example-foo"}, reconciletest.Describe(out.Writes))
+	final, err := server.SamplecontrollerV1alpha1().Foos(ns).Get(t.Context(), "example-foo", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), final.Status.AvailableReplicas)
+}

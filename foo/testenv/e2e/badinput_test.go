@@ -352,6 +352,13 @@ func (r *relRig) waitFooConvergedWith(t *testing.T, ns, name string, check func(
 		require.NoError(c, err)
 		require.True(c, relControlledBy(d, f))
 		assert.Equal(c, *f.Spec.Replicas, ptr.Deref(d.Spec.Replicas, -1))
+		// Settled, not only available: a rollout still under way (surge
+		// pods, an old ReplicaSet scaling down) changes the available
+		// replicas again, and the Foo's status with them.
+		assert.Equal(c, d.Generation, d.Status.ObservedGeneration, "the Deployment's rollout is observed")
+		assert.Equal(c, []int32{*f.Spec.Replicas, *f.Spec.Replicas, *f.Spec.Replicas},
+			[]int32{d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas}, "the Deployment's replicas, updated and available")
+		assert.Equal(c, d.Status.AvailableReplicas, f.Status.AvailableReplicas, "the status mirrors the settled Deployment")
 		check(c, d)
 	}, waitTimeout, relPoll, "Foo %s/%s converges", ns, name)
 	return f, d
