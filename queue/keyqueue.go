@@ -188,18 +188,35 @@ func (q *keyQueue[K]) Len() int {
 // waiting keys are still handed out after ShutDown; shutdown is reported
 // once none is left.
 func (q *keyQueue[K]) Get() (key K, shutdown bool) {
+	key, _, shutdown = q.getTimed()
+	return key, shutdown
+}
+
+// getTimed is Get that also returns when the key was handed out, on the
+// metrics clock (zero without metrics), for the worker loop to time the
+// reconcile without reading the clock again.
+func (q *keyQueue[K]) getTimed() (key K, startedAt int64, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.fresh.len()+q.lowWaiting == 0 && !q.shuttingDown {
 		q.cond.Wait()
 	}
 	if q.fresh.len()+q.lowWaiting == 0 {
-		return key, true
+		return key, 0, true
 	}
 	key = q.pop()
-	q.keys[key] = keyState{status: processing, startedAt: q.m.handedOut(q.keys[key].addedAt)}
+	startedAt = q.m.handedOut(q.keys[key].addedAt)
+	q.keys[key] = keyState{status: processing, startedAt: startedAt}
 	q.processing++
-	return key, false
+	return key, startedAt, false
+}
+
+// now reads the metrics clock; it returns zero without metrics.
+func (q *keyQueue[K]) now() int64 {
+	if q.m == nil {
+		return 0
+	}
+	return q.m.now()
 }
 
 func (q *keyQueue[K]) pop() K {
@@ -231,14 +248,18 @@ func (q *keyQueue[K]) pop() K {
 // Done marks key as no longer being processed. If it was added meanwhile it
 // waits again, in the lane its adds asked for. Done of a key that is not
 // being processed does nothing.
-func (q *keyQueue[K]) Done(key K) {
+func (q *keyQueue[K]) Done(key K) { q.doneAt(key, q.now()) }
+
+// doneAt is Done with the time the work ended, read by the caller from
+// now.
+func (q *keyQueue[K]) doneAt(key K, end int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s, ok := q.keys[key]
 	if !ok || s.status < processing {
 		return
 	}
-	q.m.done(s.startedAt)
+	q.m.done(s.startedAt, end)
 	q.processing--
 	switch s.status {
 	case processingFresh, processingLow:
@@ -407,12 +428,12 @@ func (m *keyQueueMetrics) handedOut(addedAt int64) int64 {
 	return now
 }
 
-// done records the work on a key handed out at startedAt.
-func (m *keyQueueMetrics) done(startedAt int64) {
+// done records the work on a key handed out at startedAt and done at end.
+func (m *keyQueueMetrics) done(startedAt, end int64) {
 	if m == nil {
 		return
 	}
-	m.workDuration.Observe(time.Duration(m.now() - startedAt).Seconds())
+	m.workDuration.Observe(time.Duration(end - startedAt).Seconds())
 }
 
 // unfinishedWorkPeriod is how often the unfinished-work gauges are updated,

@@ -24,7 +24,9 @@ const (
 type Observation struct {
 	// Outcome is how the reconcile ended.
 	Outcome Outcome
-	// Duration is the wall time spent in Reconcile.
+	// Duration is the wall time from the worker taking the key to the end
+	// of Reconcile (the same clock readings as the workqueue's
+	// work_duration); zero when the metrics are NoopMetrics.
 	Duration time.Duration
 	// Terminal is set when the error was terminal (not retried).
 	Terminal bool

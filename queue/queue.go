@@ -70,8 +70,6 @@ type Controller[K comparable] struct {
 	sources     []Source[K]
 	base        *keyQueue[K]
 	metrics     Metrics
-	// timed is false when metrics are discarded, to skip reading the clock.
-	timed bool
 
 	// queue is the rate-limiting queue over base, built by Run.
 	queue workqueue.TypedRateLimitingInterface[K]
@@ -117,7 +115,6 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 	if err != nil {
 		return nil, fmt.Errorf("queue: controller %q: %w", name, err)
 	}
-	_, noop := cfg.metrics.(NoopMetrics)
 	return &Controller[K]{
 		name:        name,
 		reconciler:  r,
@@ -126,7 +123,6 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 		sources:     sources,
 		base:        newKeyQueue[K](name, cfg.metrics, nil),
 		metrics:     cfg.metrics,
-		timed:       !noop,
 		delayed:     map[K]time.Time{},
 		aborted:     make(chan struct{}),
 	}, nil
@@ -448,23 +444,34 @@ func (c *Controller[K]) unregister(logger klog.Logger, watches []*watch) {
 // processNext takes one key, reconciles it and reports whether the worker
 // should go on.
 func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
-	key, shutdown := c.queue.Get()
+	// The metrics clock is read when the key is handed out and when the
+	// reconcile ends; both readings serve the queue's metrics and the
+	// reconcile's duration. Without metrics it is not read at all.
+	key, startedAt, shutdown := c.base.getTimed()
 	if shutdown {
 		return false
 	}
-	defer c.queue.Done(key)
+	end, timed := int64(0), false
+	defer func() {
+		if !timed {
+			end = c.base.now()
+		}
+		c.base.doneAt(key, end)
+	}()
 	if stopCtx.Err() != nil || c.abortError() != nil {
 		// Stopping: leave the key; it is not worked on by this process again.
 		return false
 	}
 	c.active.Add(1)
 	defer c.active.Add(-1)
-	c.reconcileKey(workCtx, key)
+	end, timed = c.reconcileKey(workCtx, key, startedAt), true
 	return true
 }
 
-// reconcileKey runs one reconcile and applies its outcome to the queue.
-func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
+// reconcileKey runs one reconcile of a key handed out at startedAt, applies
+// its outcome to the queue, and returns when the reconcile ended (both on
+// the metrics clock).
+func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt int64) (end int64) {
 	// A logger that discards everything needs no per-key values: skip the
 	// per-reconcile context and its allocation.
 	var rc *reconcileContext[K]
@@ -483,21 +490,15 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 	}
 
 	c.metrics.AddActiveWorkers(c.name, 1)
-	var start time.Time
-	if c.timed {
-		start = time.Now()
-	}
 	res, panicked, err := c.safeReconcile(ctx, rc, key)
-	obs := Observation{Panicked: panicked}
-	if c.timed {
-		obs.Duration = time.Since(start)
-	}
+	end = c.base.now()
+	obs := Observation{Panicked: panicked, Duration: time.Duration(end - startedAt)}
 	c.metrics.AddActiveWorkers(c.name, -1)
 	if err != nil && workCtx.Err() != nil {
 		// The shutdown cancelled the reconcile: it did not fail, and the
 		// queue is shutting down, so there is nothing to retry or count.
 		c.keyLogger(rc).V(2).Info("Reconcile cancelled by the shutdown", "err", err.Error())
-		return
+		return end
 	}
 	// Like controller-runtime, a reconcile counts as timed out when its own
 	// deadline fired, whatever it returned.
@@ -528,6 +529,7 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K) {
 		}
 	}
 	c.metrics.ObserveReconcile(c.name, obs)
+	return end
 }
 
 // keyLogger returns the logger of one reconcile: with the key and reconcile
