@@ -25,6 +25,7 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
@@ -35,8 +36,9 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 // options are the command-line flags.
 type options struct {
 	operator.Flags
-	workers int
-	resync  time.Duration
+	workers            int
+	resync             time.Duration
+	stripManagedFields bool
 }
 
 // run runs the controller with args until SIGINT or SIGTERM and returns the
@@ -61,6 +63,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	o.Bind(fs)
 	fs.IntVar(&o.workers, "workers", 2, "Number of Foos reconciled at once.")
 	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "How often the informers replay every object to the controller (0 disables). An idle resync writes nothing.")
+	fs.BoolVar(&o.stripManagedFields, "strip-managed-fields", true, "Drop metadata.managedFields from cached Foos and Deployments, which the controller never reads (about a third of the cache's memory).")
 	return o
 }
 
@@ -93,8 +96,14 @@ func (o *options) runController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kubeInformers := kubeinformers.NewSharedInformerFactory(kubeClient, o.resync)
-	fooInformers := fooinformers.NewSharedInformerFactory(fooClient, o.resync)
+	var kubeOpts []kubeinformers.SharedInformerOption
+	var fooOpts []fooinformers.SharedInformerOption
+	if o.stripManagedFields {
+		kubeOpts = append(kubeOpts, kubeinformers.WithTransform(informer.StripManagedFields))
+		fooOpts = append(fooOpts, fooinformers.WithTransform(informer.StripManagedFields))
+	}
+	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync, kubeOpts...)
+	fooInformers := fooinformers.NewSharedInformerFactoryWithOptions(fooClient, o.resync, fooOpts...)
 	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
 		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
 		recorder, queue.WithWorkers(o.workers), queue.WithMetrics(m), queue.WithShutdownTimeout(o.ShutdownTimeout))

@@ -51,6 +51,10 @@ type Flags struct {
 	// (--health-probe-bind-address) are host:port; "0" or empty disables
 	// the endpoint.
 	MetricsAddr, ProbeAddr string
+	// PprofAddr (--pprof-bind-address) serves Go's runtime profiles at
+	// /debug/pprof/ (see WithProfiling); "0" or empty, the default,
+	// disables them.
+	PprofAddr string
 	// ShutdownTimeout (--shutdown-timeout, default
 	// queue.DefaultShutdownTimeout) bounds how long in-flight reconciles
 	// may run after a stop signal; pass it to queue.WithShutdownTimeout.
@@ -96,6 +100,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", f.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", f.MetricsAddr, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", f.ProbeAddr, "Address of /healthz and /readyz; \"0\" disables them.")
+	fs.StringVar(&f.PprofAddr, "pprof-bind-address", f.PprofAddr, "Address of Go's runtime profiles at /debug/pprof/; \"0\" or empty disables them. Serve them only on a protected address.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	klog.InitFlags(fs)
 }
@@ -109,7 +114,7 @@ func (f *Flags) Validate() error {
 	if f.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", f.ShutdownTimeout))
 	}
-	for name, addr := range map[string]string{"--metrics-bind-address": f.MetricsAddr, "--health-probe-bind-address": f.ProbeAddr} {
+	for name, addr := range map[string]string{"--metrics-bind-address": f.MetricsAddr, "--health-probe-bind-address": f.ProbeAddr, "--pprof-bind-address": f.PprofAddr} {
 		if enabled(addr) {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %q is not host:port or \"0\": %w", name, addr, err))
@@ -190,8 +195,8 @@ func fileExists(path string) bool {
 var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // Options returns the options of Run that the flags decide: leader election
-// on client, the probes, and the metrics endpoint serving metrics (which
-// may be nil when --metrics-bind-address is disabled).
+// on client, the probes, the metrics endpoint serving metrics (which may be
+// nil when --metrics-bind-address is disabled) and the profiles.
 func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Option {
 	var opts []Option
 	if f.LeaderElect {
@@ -212,6 +217,9 @@ func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Opt
 	}
 	if enabled(f.MetricsAddr) && metrics != nil {
 		opts = append(opts, WithMetrics(f.MetricsAddr, metrics))
+	}
+	if enabled(f.PprofAddr) {
+		opts = append(opts, WithProfiling(f.PprofAddr))
 	}
 	return opts
 }

@@ -73,6 +73,7 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 		{name: "bad qps", args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps and --kube-api-burst must be positive"},
 		{name: "bad shutdown timeout", args: []string{"--shutdown-timeout=0s"}, wantErr: "--shutdown-timeout must be positive"},
 		{name: "bad address", args: []string{"--metrics-bind-address=8080"}, wantErr: "--metrics-bind-address"},
+		{name: "bad profiling address", args: []string{"--pprof-bind-address=localhost"}, wantErr: "--pprof-bind-address"},
 		{name: "no lease name", args: []string{"--leader-elect"}, wantErr: "--leader-elect-id must not be empty"},
 		{name: "bad lease timing", args: []string{"--leader-elect", "--leader-elect-id=x", "--leader-elect-lease-duration=1s"}, wantErr: "lease duration"},
 		{name: "disabled endpoints", args: []string{"--metrics-bind-address=0", "--health-probe-bind-address="}},
@@ -142,7 +143,7 @@ func TestFlagsOptions(t *testing.T) {
 	dir := t.TempDir()
 	serviceAccountNamespace = filepath.Join(dir, "namespace")
 	t.Cleanup(func() { serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace" })
-	f = parse(t, Flags{}, "--leader-elect", "--leader-elect-id=op", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080")
+	f = parse(t, Flags{}, "--leader-elect", "--leader-elect-id=op", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080", "--pprof-bind-address=127.0.0.1:6060")
 	var c config
 	for _, opt := range f.Options(client, http.NotFoundHandler()) {
 		opt(&c)
@@ -152,6 +153,7 @@ func TestFlagsOptions(t *testing.T) {
 	assert.Equal(t, "op", c.election.Name)
 	assert.Equal(t, ":8081", c.probeAddr)
 	assert.Equal(t, ":8080", c.metricsAddr)
+	assert.Equal(t, "127.0.0.1:6060", c.pprofAddr)
 
 	require.NoError(t, os.WriteFile(serviceAccountNamespace, []byte("ops\n"), 0o600))
 	c = config{}

@@ -66,6 +66,7 @@ type config struct {
 	probeAddr   string
 	metricsAddr string
 	metrics     http.Handler
+	pprofAddr   string
 	checks      []check
 	errs        []error
 }
@@ -148,6 +149,15 @@ func WithMetrics(addr string, handler http.Handler) Option {
 		}
 		c.metricsAddr, c.metrics = addr, handler
 	}
+}
+
+// WithProfiling serves Go's runtime profiles (net/http/pprof: CPU, heap,
+// goroutines, ...) under /debug/pprof/ on addr, which may be the metrics or
+// probe address. Profiles reveal the process's internals and a CPU profile
+// costs CPU while it runs: serve them on a loopback or otherwise protected
+// address.
+func WithProfiling(addr string) Option {
+	return func(c *config) { c.pprofAddr = addr }
 }
 
 // Run runs what opts describe until ctx is cancelled or a part fails; see

@@ -117,6 +117,7 @@ func TestRun(t *testing.T) {
 			operator.WithControllers(journaled{ctrl, j}),
 			operator.WithProbes(probes),
 			operator.WithMetrics(metricsAddr, handler),
+			operator.WithProfiling(metricsAddr),
 			operator.WithReadyCheck("custom", func(*http.Request) error { return nil }),
 			nil)
 	}()
@@ -129,6 +130,11 @@ func TestRun(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, `controller_runtime_reconcile_total{controller="configmaps",result="success"}`)
 	assert.Contains(t, body, "go_goroutines", "runtime collectors")
+	code, body = get("http://" + metricsAddr + "/debug/pprof/heap?debug=1")
+	assert.Equal(t, http.StatusOK, code, "profiles beside the metrics")
+	assert.Contains(t, body, "# HeapAlloc = ", "a heap profile")
+	code, _ = get("http://" + probes + "/debug/pprof/")
+	assert.Equal(t, http.StatusNotFound, code, "profiles only where asked for")
 
 	cancel()
 	// While the controller drains, the servers still answer.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,14 @@ func serve(ctx context.Context, c *config, leading func() bool) (*servers, error
 	}
 	if c.metricsAddr != "" {
 		mux(c.metricsAddr).Handle("/metrics", c.metrics)
+	}
+	if c.pprofAddr != "" {
+		m := mux(c.pprofAddr)
+		m.HandleFunc("/debug/pprof/", pprof.Index)
+		m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		m.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	for addr, m := range muxes {
 		ln, err := net.Listen("tcp", addr)
