@@ -22,7 +22,7 @@ help:
 	@echo "make cluster          start a full control plane in the background; prints the kubeconfig path"
 	@echo "make cluster-down     stop it"
 	@echo "make fuzz             run every fuzz target for FUZZTIME (default 60s) each"
-	@echo "make bench            all benchmarks with their peers, written to BENCHMARKS.md (about 40 minutes)"
+	@echo "make bench            all benchmarks with their peers, written to BENCHMARKS.md (about 90 minutes)"
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
 
 test: vet verify-generate unit cover-check test-testenv demo-once
@@ -92,12 +92,13 @@ fuzz:
 
 # Every benchmark of issue-level interest, side by side with its peers, into
 # BENCHMARKS.md: the worker loop, fresh events during a storm and informer
-# memory (foo/testenv/bench), and convergence of 1,000 Foos on the full
-# control plane with the API server's own floor (foo/testenv/e2e).
+# memory (foo/testenv/bench), and convergence of 1,000 Foos (3 rounds) and
+# 10,000 Foos (1 round) on the full control plane with the API server's own
+# floor (foo/testenv/e2e).
 bench: testenv-binaries
 	mkdir -p _output
 	bash $(TESTENV)/bench/run.sh $(CURDIR)/_output/bench-peers.md
-	bash $(TESTENV)/e2e/bench.sh $(CURDIR)/_output/bench-convergence.md 5
+	bash $(TESTENV)/e2e/bench.sh $(CURDIR)/_output/bench-convergence.md 3
 	cd $(TESTENV) && $(GO) test -run '^$$' -bench BenchmarkStart -benchtime 5x ./controlplane/ | tee $(CURDIR)/_output/bench-startup.txt
 	{ echo "# Benchmarks"; echo; \
 	  echo "Written by \`make bench\`; every table compares peers measured in the same run."; echo; \

@@ -121,8 +121,9 @@ const (
 const NodeName = "kwok-node-0"
 
 // NodePodCapacity is the fake node's pod capacity (status.capacity and
-// status.allocatable).
-const NodePodCapacity = 10000
+// status.allocatable): room for 10,000 Foos of one replica each while the
+// pods of an earlier test still terminate.
+const NodePodCapacity = 30000
 
 // DefaultControllers are the kube-controller-manager controllers a Full
 // control plane runs. The node lifecycle controller is left out on purpose:

@@ -16,6 +16,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,10 @@ var (
 		"--resync of the restarted controller whose idle resync BenchmarkConvergence measures")
 	convergenceControllerArgs = flag.String("convergence.controller-args", "",
 		"extra flags for the controller, separated by spaces, for experiments (the benchmark proper runs it with its defaults)")
+	convergenceProfileDir = flag.String("convergence.profile-dir", "",
+		"if set, a directory where each controller peer's iteration saves CPU profiles of the controller and of kube-apiserver, taken from the first create on")
+	convergenceProfileSeconds = flag.Int("convergence.profile-seconds", 20,
+		"length of the CPU profiles of -convergence.profile-dir")
 )
 
 const (
@@ -142,13 +147,23 @@ func BenchmarkConvergence(b *testing.B) {
 	require.NoError(b, err)
 	peers := []controllerPeer{
 		{impl: "ctrlkit", bin: bin, user: benchControllerUser, controller: foo.ControllerName},
+		{impl: "ctrlkit-managed-fields", bin: bin, user: benchControllerUser, controller: foo.ControllerName,
+			args: []string{"--strip-managed-fields=false"}},
 		{impl: "controller-runtime", bin: filepath.Join(crDir, "crfoo"), user: benchCRUser, controller: "foo"},
 	}
+	if *convergenceProfileDir != "" {
+		require.NoError(b, os.MkdirAll(*convergenceProfileDir, 0o755))
+		e.profiler = &profiler{dir: *convergenceProfileDir, seconds: *convergenceProfileSeconds, kube: e.kube}
+	}
+	kubeconfigs := map[string]string{} // by user: two peers may share one
 	for i, p := range peers {
-		cfg, err := cp.UserConfig(p.user)
-		require.NoError(b, err)
-		grantControllerRole(b.Context(), b, e.kube, root, p.user, cfg)
-		peers[i].kubeconfig = writeUserKubeconfig(b, cfg, p.user, b.TempDir())
+		if kubeconfigs[p.user] == "" {
+			cfg, err := cp.UserConfig(p.user)
+			require.NoError(b, err)
+			grantControllerRole(b.Context(), b, e.kube, root, p.user, cfg)
+			kubeconfigs[p.user] = writeUserKubeconfig(b, cfg, p.user, b.TempDir())
+		}
+		peers[i].kubeconfig = kubeconfigs[p.user]
 	}
 	e.warmUp(b)
 
@@ -158,9 +173,11 @@ func BenchmarkConvergence(b *testing.B) {
 	b.Run("impl=apiserver-floor", func(b *testing.B) { e.run(b, e.floorIteration) })
 }
 
-// controllerPeer is a Foo controller binary and the identity it runs as.
+// controllerPeer is a Foo controller binary, its flags beyond the defaults,
+// and the identity it runs as.
 type controllerPeer struct {
 	impl, bin, user, kubeconfig string
+	args                        []string
 	// controller is the "controller" label of its metrics.
 	controller string
 }
@@ -186,6 +203,8 @@ type convergenceEnv struct {
 
 	// setup says how long the control plane and the warm-up took.
 	setup string
+	// profiler, if set, profiles each controller peer's convergence.
+	profiler *profiler
 
 	mu         sync.Mutex
 	iterations int
@@ -199,9 +218,14 @@ type convergenceResult struct {
 	apiWrites int
 	// lateWrites are object writes after convergence.
 	lateWrites int
-	// restartWrites and idleWrites are set for impl=ctrlkit only.
+	// restartWrites and idleWrites are set for controller peers only.
 	restartWrites, idleWrites int
 	withIdle                  bool
+	// The controller process's CPU seconds from the first create until it
+	// settled, its peak RSS and its live heap after settling (bytes), and
+	// its CPU seconds in one resync period of the idle phase.
+	cpuSeconds, idleCPUSeconds float64
+	peakRSS, liveHeap          int64
 }
 
 // run runs b.N iterations, each with its own cleanup, and reports the mean
@@ -229,6 +253,10 @@ func (e *convergenceEnv) run(b *testing.B, iteration func(*testing.B, testing.TB
 		sum.restartWrites += r.restartWrites
 		sum.idleWrites += r.idleWrites
 		sum.withIdle = r.withIdle
+		sum.cpuSeconds += r.cpuSeconds
+		sum.idleCPUSeconds += r.idleCPUSeconds
+		sum.peakRSS += r.peakRSS
+		sum.liveHeap += r.liveHeap
 	}
 	n := float64(b.N)
 	perFoo := n * float64(e.foos)
@@ -248,6 +276,11 @@ func (e *convergenceEnv) run(b *testing.B, iteration func(*testing.B, testing.TB
 	if sum.withIdle {
 		b.ReportMetric(float64(sum.restartWrites)/n, "restart-writes")
 		b.ReportMetric(float64(sum.idleWrites)/n, "idle-writes")
+		const mib = 1 << 20
+		b.ReportMetric(sum.cpuSeconds/n, "cpu-s")
+		b.ReportMetric(float64(sum.peakRSS)/n/mib, "peak-rss-MiB")
+		b.ReportMetric(float64(sum.liveHeap)/n/mib, "heap-MiB")
+		b.ReportMetric(sum.idleCPUSeconds/n, "idle-cpu-s")
 	}
 }
 
@@ -276,18 +309,20 @@ func (e *convergenceEnv) warmUp(b *testing.B) {
 }
 
 // startController runs the peer's binary with its default flags apart from
-// the kubeconfig, the ports, and extra.
+// the kubeconfig, the ports (profiles served on loopback), the peer's own
+// flags and extra.
 func (e *convergenceEnv) startController(tb testing.TB, peer controllerPeer, name string, extra ...string) *process {
 	tb.Helper()
-	metrics, health := freeAddress(tb), freeAddress(tb)
+	metrics, health, pprof := freeAddress(tb), freeAddress(tb), freeAddress(tb)
 	args := append([]string{
 		"--kubeconfig=" + peer.kubeconfig,
 		"--metrics-bind-address=" + metrics,
 		"--health-probe-bind-address=" + health,
-	}, strings.Fields(*convergenceControllerArgs)...)
-	args = append(args, extra...)
+		"--pprof-bind-address=" + pprof,
+	}, peer.args...)
+	args = append(append(args, strings.Fields(*convergenceControllerArgs)...), extra...)
 	p := startProcess(tb, name, peer.bin, args...)
-	p.metricsURL, p.healthURL, p.controller = "http://"+metrics, "http://"+health, peer.controller
+	p.metricsURL, p.healthURL, p.pprofURL, p.controller = "http://"+metrics, "http://"+health, "http://"+pprof, peer.controller
 	waitControllerReady(tb.Context(), tb, p)
 	return p
 }
@@ -329,8 +364,16 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	ctrl := e.startController(tb, peer, peer.impl+" foo controller")
 	offset := auditSize(tb, e.cp.AuditLogPath())
 
+	pid := ctrl.cmd.Process.Pid
+	atStart, err := readUsage(pid)
+	require.NoError(tb, err)
+
 	b.StartTimer()
 	start := time.Now()
+	profiled := func() error { return nil }
+	if e.profiler != nil {
+		profiled = e.profiler.start(ctx, ns, ctrl.pprofURL)
+	}
 	require.NoError(tb, e.createFoos(ctx, ns, nil))
 	created := time.Now()
 	convergedAt := watch.wait(tb, convergeTimeout, running(ctrl))
@@ -341,6 +384,11 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	// are sent asynchronously), then stop it: every write of the first
 	// sync is in the audit log once it has exited.
 	waitControllerSettled(ctx, tb, ctrl, float64(e.foos), 5*time.Minute)
+	settledUsage, err := readUsage(pid)
+	require.NoError(tb, err)
+	heap, err := liveHeap(ctx, ctrl.pprofURL)
+	require.NoError(tb, err)
+	require.NoError(tb, profiled(), "CPU profiles")
 	terminate(tb, ctrl, controllerStopTimeout)
 
 	// The idle phase: a restart (its initial list reconciles every Foo)
@@ -350,8 +398,10 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	again := e.startController(tb, peer, peer.impl+" foo controller, restarted", "--resync="+resync.String())
 	settled := waitControllerSettled(ctx, tb, again, float64(e.foos), 5*time.Minute)
 	idleStart := time.Now()
+	idleFrom, err := readUsage(again.cmd.Process.Pid)
+	require.NoError(tb, err)
 	var last controllerState
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*resync+5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*resync+5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		s, err := readControllerState(ctx, again)
 		if err != nil {
 			return false, nil
@@ -362,6 +412,8 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	require.NoError(tb, err, "a resync reconciles every Foo again within the timeout (last state %+v, before %+v)", last, settled)
 	final := waitControllerSettled(ctx, tb, again, settled.reconciles+float64(e.foos), 5*time.Minute)
 	idleEnd := time.Now()
+	idleTo, err := readUsage(again.cmd.Process.Pid)
+	require.NoError(tb, err)
 	terminate(tb, again, controllerStopTimeout)
 
 	events := auditFrom(tb, e.cp.AuditLogPath(), offset)
@@ -380,6 +432,11 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 		restartWrites: len(restart),
 		idleWrites:    len(idle),
 		withIdle:      true,
+		cpuSeconds:    (settledUsage.cpu - atStart.cpu).Seconds(),
+		peakRSS:       settledUsage.peakRSS,
+		liveHeap:      heap,
+		// The idle window is at least one resync period: scaled to one.
+		idleCPUSeconds: (idleTo.cpu - idleFrom.cpu).Seconds() * resync.Seconds() / idleEnd.Sub(idleStart).Seconds(),
 	}
 	tb.Logf("%s: %d Foos created in %s, converged after %s; controller's first sync: %d writes (%s), %d Foo or Deployment writes after convergence",
 		ns, e.foos, created.Sub(start).Round(time.Millisecond), convergedAt.Sub(start).Round(time.Millisecond),
@@ -387,6 +444,8 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	tb.Logf("%s: restart: %.0f reconciles in %s, %d writes (%s); idle for %s with %.0f reconciles (resync %s): %d writes (%s)",
 		ns, settled.reconciles, idleStart.Sub(restartAt).Round(time.Millisecond), len(restart), audit.FormatTally(audit.Tally(restart)),
 		idleEnd.Sub(idleStart).Round(time.Millisecond), final.reconciles-settled.reconciles, resync, len(idle), audit.FormatTally(audit.Tally(idle)))
+	tb.Logf("%s: controller CPU %.1fs until settled, peak RSS %d MiB, live heap %d MiB; idle CPU %.2fs in %s",
+		ns, r.cpuSeconds, r.peakRSS>>20, r.liveHeap>>20, (idleTo.cpu - idleFrom.cpu).Seconds(), idleEnd.Sub(idleStart).Round(time.Millisecond))
 	tb.Logf("%s: writes in the namespace until convergence, by user, verb and resource (count, first-last): %s", ns, timeline(api, start))
 	return r
 }

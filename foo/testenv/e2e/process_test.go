@@ -87,8 +87,9 @@ type process struct {
 	out     *syncBuffer
 	done    chan struct{}
 	waitErr error // valid once done is closed
-	// metricsURL and healthURL are the base URLs of its endpoints.
-	metricsURL, healthURL string
+	// metricsURL, healthURL and pprofURL are the base URLs of its
+	// endpoints.
+	metricsURL, healthURL, pprofURL string
 	// controller is the "controller" label of its metrics; default
 	// foo.ControllerName.
 	controller string

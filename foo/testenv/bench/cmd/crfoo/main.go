@@ -34,15 +34,16 @@ func init() {
 
 func main() {
 	var (
-		metricsAddr, probeAddr, leaseNamespace, leaseID string
-		leaderElect                                     bool
-		workers, burst                                  int
-		qps                                             float64
-		resync, leaseDuration, renewDeadline, retry     time.Duration
-		shutdownTimeout                                 time.Duration
+		metricsAddr, probeAddr, pprofAddr, leaseNamespace, leaseID string
+		leaderElect                                                bool
+		workers, burst                                             int
+		qps                                                        float64
+		resync, leaseDuration, renewDeadline, retry                time.Duration
+		shutdownTimeout                                            time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; \"0\" disables them.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's runtime profiles at /debug/pprof/; empty or \"0\" disables them.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader with a Lease so that only one replica reconciles.")
 	flag.StringVar(&leaseNamespace, "leader-elect-namespace", "", "Namespace of the leader election Lease.")
 	flag.StringVar(&leaseID, "leader-elect-id", "foo-controller.samplecontroller.k8s.io", "Name of the leader election Lease.")
@@ -74,6 +75,7 @@ func main() {
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        probeAddr,
+		PprofBindAddress:              pprofAddr,
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              leaseID,
 		LeaderElectionNamespace:       leaseNamespace,
