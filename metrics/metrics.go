@@ -131,6 +131,9 @@ type Recorder struct {
 	// every call, which the worker loop would pay for every key.
 	perController   atomic.Pointer[map[string]*controllerSeries]
 	perControllerMu sync.Mutex // serializes additions to perController
+	// last is the series looked up last: a Recorder usually serves one
+	// controller, whose name then is compared, not hashed, on every call.
+	last atomic.Pointer[controllerSeries]
 }
 
 // controllerSeries are one controller's series of the reconcile metrics.
@@ -138,6 +141,7 @@ type Recorder struct {
 // exported (with a zero count) before there is one, as the other libraries
 // do.
 type controllerSeries struct {
+	controller                          string
 	success, requeueAfter, errorOutcome prometheus.Counter
 	errors, terminal, panics, timeouts  prometheus.Counter
 	active                              prometheus.Gauge
@@ -146,8 +150,12 @@ type controllerSeries struct {
 
 // seriesOf returns the controller's series, creating them on first use.
 func (r *Recorder) seriesOf(controller string) *controllerSeries {
+	if cs := r.last.Load(); cs != nil && cs.controller == controller {
+		return cs
+	}
 	if m := r.perController.Load(); m != nil {
 		if cs, ok := (*m)[controller]; ok {
+			r.last.Store(cs)
 			return cs
 		}
 	}
@@ -161,6 +169,7 @@ func (r *Recorder) seriesOf(controller string) *controllerSeries {
 		next = maps.Clone(*old)
 	}
 	cs := &controllerSeries{
+		controller:   controller,
 		success:      r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeSuccess)),
 		requeueAfter: r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeRequeueAfter)),
 		errorOutcome: r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeError)),
@@ -173,6 +182,7 @@ func (r *Recorder) seriesOf(controller string) *controllerSeries {
 	}
 	next[controller] = cs
 	r.perController.Store(&next)
+	r.last.Store(cs)
 	return cs
 }
 
