@@ -98,7 +98,7 @@ fuzz:
 bench: testenv-binaries
 	mkdir -p _output
 	bash $(TESTENV)/bench/run.sh $(CURDIR)/_output/bench-peers.md
-	bash $(TESTENV)/e2e/bench.sh $(CURDIR)/_output/bench-convergence.md 3
+	PROFILE_DIR=$(CURDIR)/_output/profiles bash $(TESTENV)/e2e/bench.sh $(CURDIR)/_output/bench-convergence.md 3
 	cd $(TESTENV) && $(GO) test -run '^$$' -bench BenchmarkStart -benchtime 5x ./controlplane/ | tee $(CURDIR)/_output/bench-startup.txt
 	{ echo "# Benchmarks"; echo; \
 	  echo "Written by \`make bench\`; every table compares peers measured in the same run."; echo; \

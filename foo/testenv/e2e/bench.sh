@@ -21,7 +21,9 @@
 # CONVERGENCE_ARGS adds flags to every run, e.g. for a quick check of the
 # script: CONVERGENCE_ARGS='-convergence.resync=5s' SMALL_FOOS=50 LARGE_FOOS=100.
 # PROFILE_DIR, if set, keeps CPU profiles of each controller and of
-# kube-apiserver during convergence there (-convergence.profile-dir).
+# kube-apiserver, taken during the first 20 seconds of convergence in the
+# last round at 1,000 Foos, there (-convergence.profile-dir), and the report
+# shows where the CPU time went.
 set -euo pipefail
 
 # shellcheck source=../bench/lib.sh
@@ -44,6 +46,7 @@ large_count=${LARGE_COUNT:-1}
 profile_args=()
 if [[ -n ${PROFILE_DIR:-} ]]; then
 	mkdir -p "$PROFILE_DIR"
+	rm -f "$PROFILE_DIR"/*.pprof
 	profile_args=(-convergence.profile-dir "$(realpath "$PROFILE_DIR")")
 fi
 
@@ -62,11 +65,16 @@ rounds() {
 	failed[$foos]=0
 	for ((i = 1; i <= n; i++)); do
 		echo "+ round $i of $n at $foos Foos: BenchmarkConvergence" >&2
+		# Profiling costs the profiled processes a little: only one round.
+		local profile=()
+		if ((foos == small && i == n)); then
+			profile=("${profile_args[@]}")
+		fi
 		# Like go test, run the binary in the package directory.
 		# shellcheck disable=SC2086 # CONVERGENCE_ARGS holds several flags
 		if ! (cd e2e && "$tmp/e2e.test" -test.run '^$' -test.bench '^BenchmarkConvergence$' \
 			-test.benchtime 1x -test.count 1 -test.timeout 4h -convergence.foos "$foos" \
-			"${profile_args[@]}" ${CONVERGENCE_ARGS:-}) |
+			"${profile[@]}" ${CONVERGENCE_ARGS:-}) |
 			tee -a "$tmp/Convergence-$foos.txt" >&2; then
 			failed[$foos]=$((failed[$foos] + 1))
 			echo "+ round $i failed" >&2
@@ -171,6 +179,30 @@ MD
 	echo
 }
 
+# profiles: the heaviest functions of each CPU profile in PROFILE_DIR.
+profiles() {
+	cat <<MD
+### Where the CPU time goes ($small Foos, last round)
+
+CPU profiles of each controller and of kube-apiserver over the first 20
+seconds after the first create (\`-convergence.profile-dir\`), kept in
+\`$PROFILE_DIR\`. The top functions by cumulative time (\`go tool pprof -top -cum\`):
+
+MD
+	local f
+	for f in "$PROFILE_DIR"/*.pprof; do
+		[[ -e $f ]] || continue
+		echo "<details><summary>$(basename "$f" .pprof)</summary>"
+		echo
+		echo '```'
+		go tool pprof -top -cum -nodecount 25 "$f" 2>/dev/null | sed -n '1,40p'
+		echo '```'
+		echo
+		echo "</details>"
+		echo
+	done
+}
+
 {
 	cat <<MD
 ## Convergence on a real control plane, and the API server's floor
@@ -273,5 +305,8 @@ MD
 	for foos in "${sizes[@]}"; do
 		section "$foos"
 	done
+	if [[ -n ${PROFILE_DIR:-} ]]; then
+		profiles
+	fi
 } >"$out"
 echo "Wrote $out" >&2
