@@ -118,10 +118,7 @@ type Controller struct {
 	byWanted     *informer.Index[*samplev1alpha1.Foo] // Foos by the namespace/name of the Deployment they want
 	recorder     record.EventRecorder
 	reports      sync.Map // Foo key -> the last problem this process reported
-	// replaced maps a Foo key to the resourceVersion of the Foo that this
-	// process's last status update of it replaced, until the cache has
-	// moved past that version.
-	replaced sync.Map
+	statusWrites informer.OwnWrites[cache.ObjectName]
 }
 
 // NewController wires a Foo controller onto the given informers, reporting
@@ -171,7 +168,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	foo, err := c.fooLister.Foos(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.reports.Delete(key)
-		c.replaced.Delete(key)
+		c.statusWrites.Forget(key)
 		return reconcile.Result{}, nil
 	}
 	if err != nil || foo.DeletionTimestamp != nil {
@@ -180,11 +177,8 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	// The cache still holds the Foo this process's own status update
 	// replaced: whatever this reconcile wrote would fail with a conflict.
 	// The update's watch event brings the Foo back to the queue.
-	if rv, ok := c.replaced.Load(key); ok {
-		if rv == foo.ResourceVersion {
-			return reconcile.Result{}, nil
-		}
-		c.replaced.Delete(key)
+	if c.statusWrites.Stale(key, foo.ResourceVersion) {
+		return reconcile.Result{}, nil
 	}
 	status := foo.Status.DeepCopy()
 	if errs := samplev1alpha1.ValidateFoo(foo); len(errs) > 0 {
@@ -294,9 +288,7 @@ func (c *Controller) writeStatus(ctx context.Context, foo *samplev1alpha1.Foo, s
 	case err != nil:
 		return false, fmt.Errorf("updating status of Foo %s/%s: %w", foo.Namespace, foo.Name, err)
 	}
-	if foo.ResourceVersion != "" && updated.ResourceVersion != foo.ResourceVersion {
-		c.replaced.Store(cache.MetaObjectToName(foo), foo.ResourceVersion)
-	}
+	c.statusWrites.Replaced(cache.MetaObjectToName(foo), foo.ResourceVersion, updated.ResourceVersion)
 	return true, nil
 }
 

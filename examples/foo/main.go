@@ -25,7 +25,6 @@ import (
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
-	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
@@ -36,9 +35,8 @@ func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 // options are the command-line flags.
 type options struct {
 	operator.Flags
-	workers            int
-	resync             time.Duration
-	stripManagedFields bool
+	workers int
+	resync  time.Duration
 }
 
 // run runs the controller with args until SIGINT or SIGTERM and returns the
@@ -63,7 +61,6 @@ func bindFlags(fs *flag.FlagSet) *options {
 	o.Bind(fs)
 	fs.IntVar(&o.workers, "workers", 2, "Number of Foos reconciled at once.")
 	fs.DurationVar(&o.resync, "resync", 10*time.Minute, "How often the informers replay every object to the controller (0 disables). An idle resync writes nothing.")
-	fs.BoolVar(&o.stripManagedFields, "strip-managed-fields", true, "Drop metadata.managedFields from cached Foos and Deployments, which the controller never reads (about a third of the cache's memory).")
 	return o
 }
 
@@ -96,14 +93,8 @@ func (o *options) runController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var kubeOpts []kubeinformers.SharedInformerOption
-	var fooOpts []fooinformers.SharedInformerOption
-	if o.stripManagedFields {
-		kubeOpts = append(kubeOpts, kubeinformers.WithTransform(informer.StripManagedFields))
-		fooOpts = append(fooOpts, fooinformers.WithTransform(informer.StripManagedFields))
-	}
-	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync, kubeOpts...)
-	fooInformers := fooinformers.NewSharedInformerFactoryWithOptions(fooClient, o.resync, fooOpts...)
+	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync, kubeinformers.WithTransform(o.Transform()))
+	fooInformers := fooinformers.NewSharedInformerFactoryWithOptions(fooClient, o.resync, fooinformers.WithTransform(o.Transform()))
 	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
 		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
 		recorder, queue.WithWorkers(o.workers), queue.WithMetrics(m), queue.WithShutdownTimeout(o.ShutdownTimeout))

@@ -13,10 +13,12 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/homedir"
 	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
@@ -59,6 +61,9 @@ type Flags struct {
 	// queue.DefaultShutdownTimeout) bounds how long in-flight reconciles
 	// may run after a stop signal; pass it to queue.WithShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// KeepManagedFields (--keep-managed-fields) keeps metadata.managedFields
+	// in the informer caches; by default Transform drops them.
+	KeepManagedFields bool
 }
 
 // Flag defaults not taken from other packages.
@@ -101,6 +106,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", f.MetricsAddr, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", f.ProbeAddr, "Address of /healthz and /readyz; \"0\" disables them.")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", f.PprofAddr, "Address of Go's runtime profiles at /debug/pprof/; \"0\" or empty disables them. Serve them only on a protected address.")
+	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	klog.InitFlags(fs)
 }
@@ -222,4 +228,14 @@ func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Opt
 		opts = append(opts, WithProfiling(f.PprofAddr))
 	}
 	return opts
+}
+
+// Transform returns the transform for the informer factories
+// (informers.WithTransform): informer.StripManagedFields, or nil with
+// --keep-managed-fields.
+func (f *Flags) Transform() cache.TransformFunc {
+	if f.KeepManagedFields {
+		return nil
+	}
+	return informer.StripManagedFields
 }

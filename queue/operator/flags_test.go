@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -64,6 +66,11 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 	assert.Equal(t, leader.DefaultLeaseDuration, f.LeaseDuration)
 	assert.Equal(t, queue.DefaultShutdownTimeout, f.ShutdownTimeout)
 	require.NoError(t, f.Validate())
+	stripped, err := f.Transform()(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}})
+	require.NoError(t, err)
+	assert.Empty(t, stripped.(*corev1.ConfigMap).ManagedFields, "managedFields dropped by default")
+	keep := parse(t, Flags{}, "--keep-managed-fields")
+	assert.Nil(t, keep.Transform(), "--keep-managed-fields: no transform")
 
 	tests := []struct {
 		name    string

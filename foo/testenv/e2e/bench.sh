@@ -250,17 +250,20 @@ the Foo's status mirrors it (\`availableReplicas\` 1, current
 
 - \`ctrlkit\`: the \`examples/foo\` binary (built without the race detector)
   runs with its default flags (\`--workers 2\`, \`--kube-api-qps 500\`,
-  \`--kube-api-burst 1000\`, \`--resync 10m\`, \`--strip-managed-fields\`;
-  only the kubeconfig and the ports are set) as a static-token user bound
+  \`--kube-api-burst 1000\`, \`--resync 10m\`, managedFields dropped from
+  its caches; only the kubeconfig and the ports are set) as a static-token user bound
   to the ClusterRole of \`examples/foo/deploy\`. It is started, and ready,
   before the first create.
-- \`ctrlkit-managed-fields\`: the same with \`--strip-managed-fields=false\`:
+- \`ctrlkit-managed-fields\`: the same with \`--keep-managed-fields\`:
   its informers keep every object's managedFields.
 - \`controller-runtime\`: \`bench/cmd/crfoo\`, the same controller written
   with controller-runtime as its documentation teaches (\`For(Foo)\`,
   \`Owns(Deployment)\`, default options, the manager's event recorder,
   which writes events.k8s.io Events), with the same flags, as a user bound to
-  the same ClusterRole and to events.k8s.io Events.
+  the same ClusterRole and to events.k8s.io Events. It runs with
+  \`--keep-managed-fields\`, so that its caches are controller-runtime's
+  default ones (its default drops managedFields with
+  \`cache.TransformStripManagedFields\`, as ctrlkit's does).
 - \`apiserver-floor\`: no controller. The same goroutines create each Foo and
   right after it its Deployment (the controller's template and controller
   owner reference); as soon as a Deployment is available, one status update

@@ -148,8 +148,10 @@ func BenchmarkConvergence(b *testing.B) {
 	peers := []controllerPeer{
 		{impl: "ctrlkit", bin: bin, user: benchControllerUser, controller: foo.ControllerName},
 		{impl: "ctrlkit-managed-fields", bin: bin, user: benchControllerUser, controller: foo.ControllerName,
-			args: []string{"--strip-managed-fields=false"}},
-		{impl: "controller-runtime", bin: filepath.Join(crDir, "crfoo"), user: benchCRUser, controller: "foo"},
+			args: []string{"--keep-managed-fields"}},
+		// Its caches as controller-runtime's defaults make them.
+		{impl: "controller-runtime", bin: filepath.Join(crDir, "crfoo"), user: benchCRUser, controller: "foo",
+			args: []string{"--keep-managed-fields"}},
 	}
 	if *convergenceProfileDir != "" {
 		require.NoError(b, os.MkdirAll(*convergenceProfileDir, 0o755))

@@ -35,7 +35,7 @@ func init() {
 func main() {
 	var (
 		metricsAddr, probeAddr, pprofAddr, leaseNamespace, leaseID string
-		leaderElect                                                bool
+		leaderElect, keepManagedFields                             bool
 		workers, burst                                             int
 		qps                                                        float64
 		resync, leaseDuration, renewDeadline, retry                time.Duration
@@ -44,6 +44,7 @@ func main() {
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; \"0\" disables them.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's runtime profiles at /debug/pprof/; empty or \"0\" disables them.")
+	flag.BoolVar(&keepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields in the informer caches.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader with a Lease so that only one replica reconciles.")
 	flag.StringVar(&leaseNamespace, "leader-elect-namespace", "", "Namespace of the leader election Lease.")
 	flag.StringVar(&leaseID, "leader-elect-id", "foo-controller.samplecontroller.k8s.io", "Name of the leader election Lease.")
@@ -71,6 +72,10 @@ func main() {
 		setupLog.Error(err, "the API server does not serve Foos; install the Foo CRD with: kubectl apply -f foo/crd/samplecontroller.k8s.io_foos.yaml")
 		os.Exit(1)
 	}
+	cacheOpts := cache.Options{SyncPeriod: &resync}
+	if !keepManagedFields {
+		cacheOpts.DefaultTransform = cache.TransformStripManagedFields()
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
@@ -84,7 +89,7 @@ func main() {
 		RenewDeadline:                 &renewDeadline,
 		RetryPeriod:                   &retry,
 		GracefulShutdownTimeout:       &shutdownTimeout,
-		Cache:                         cache.Options{SyncPeriod: &resync},
+		Cache:                         cacheOpts,
 	})
 	if err != nil {
 		setupLog.Error(err, "unable to create the manager")
