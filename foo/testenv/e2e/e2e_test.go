@@ -403,7 +403,9 @@ func (s *suite) garbageCollection(t *testing.T) {
 
 	events := s.auditEvents(t)
 	onDeployment := []audit.Filter{audit.ByVerb("delete"), audit.ByResource("apps", "deployments"), audit.ByObject(s.ns, "example-foo"), audit.Since(deleted)}
-	assert.Equal(t, 1, audit.Count(events, append(onDeployment, audit.ByUser(gcUser), audit.Succeeded())...), "deleted by the garbage collector")
+	// The garbage collector may send its delete again while the first one
+	// is still being carried out (a loaded API server answers 200 to both).
+	assert.Positive(t, audit.Count(events, append(onDeployment, audit.ByUser(gcUser), audit.Succeeded())...), "deleted by the garbage collector")
 	assert.Zero(t, audit.Count(events, append(onDeployment, audit.ByUser(controllerUser))...), "not by the controller")
 }
 
