@@ -114,6 +114,7 @@ EOF
 		-goal 'ns/key:ctrlkit<=1.10*handwritten' \
 		-goal 'ns/key:ctrlkit<controller-runtime' \
 		-goal 'ns/key:ctrlkit-prometheus<controller-runtime' \
+		-goal 'ns/key:ctrlkit-prometheus<=1.5*handwritten' \
 		"$tmp/WorkerLoop.txt"
 	cat <<'EOF'
 ### Benchmark 2: fresh events during a storm
