@@ -197,7 +197,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 			if !apierrors.IsAlreadyExists(err) {
 				setReady(foo, status, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady,
 					fmt.Sprintf("Creating Deployment %q failed: %v", foo.Spec.DeploymentName, err))
-				_, statusErr := c.writeStatus(ctx, foo, status)
+				statusErr := c.writeStatus(ctx, foo, status)
 				err = errors.Join(err, statusErr)
 			}
 			return reconcile.Result{}, fmt.Errorf("creating Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
@@ -235,7 +235,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 
 	status.AvailableReplicas = d.Status.AvailableReplicas
 	setReadyFromDeployment(foo, status, d)
-	if _, err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
+	if err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
 		return reconcile.Result{}, nil
 	} else if err != nil {
 		return reconcile.Result{}, err
@@ -262,7 +262,7 @@ func (c *Controller) refuse(ctx context.Context, foo *samplev1alpha1.Foo, status
 	}
 	c.recorder.Event(foo, corev1.EventTypeWarning, reason, msg)
 	setReady(foo, status, metav1.ConditionFalse, reason, msg)
-	if _, err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
+	if err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
 		return reconcile.Result{}, nil
 	} else if err != nil {
 		return reconcile.Result{}, err // retried: the report must reach the status
@@ -272,24 +272,23 @@ func (c *Controller) refuse(ctx context.Context, foo *samplev1alpha1.Foo, status
 }
 
 // writeStatus updates the Foo's status subresource if status differs from the
-// Foo's, and reports whether it wrote. A Foo deleted since it was read gives
-// errGone.
-func (c *Controller) writeStatus(ctx context.Context, foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus) (bool, error) {
+// Foo's. A Foo deleted since it was read gives errGone.
+func (c *Controller) writeStatus(ctx context.Context, foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus) error {
 	status.ObservedGeneration = foo.Generation
 	if equality.Semantic.DeepEqual(*status, foo.Status) {
-		return false, nil
+		return nil
 	}
 	foo = foo.DeepCopy()
 	foo.Status = *status
 	updated, err := c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace).UpdateStatus(ctx, foo, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return false, errGone
+		return errGone
 	case err != nil:
-		return false, fmt.Errorf("updating status of Foo %s/%s: %w", foo.Namespace, foo.Name, err)
+		return fmt.Errorf("updating status of Foo %s/%s: %w", foo.Namespace, foo.Name, err)
 	}
 	c.statusWrites.Replaced(cache.MetaObjectToName(foo), foo.ResourceVersion, updated.ResourceVersion)
-	return true, nil
+	return nil
 }
 
 // setReadyFromDeployment derives the Ready condition from the Deployment.
