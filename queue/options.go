@@ -50,6 +50,7 @@ type config struct {
 	shutdownTimeout  time.Duration
 	metrics          Metrics
 	sources          []any // Source[K]
+	ownership        any   // Ownership[K]
 	errs             []error
 }
 
@@ -127,8 +128,20 @@ func WithSource[K comparable](s Source[K]) Option {
 	}
 }
 
+// OptionError returns an Option that makes New fail with err, for option
+// constructors outside this package whose own setup failed, so that the
+// failure is reported where the queue's own option errors are. A nil err
+// makes an Option that does nothing.
+func OptionError(err error) Option {
+	return func(c *config) {
+		if err != nil {
+			c.errs = append(c.errs, err)
+		}
+	}
+}
+
 // options applies opts for a controller with keys of type K and checks them.
-func options[K comparable](opts []Option) (config, workqueue.TypedRateLimiter[K], []Source[K], error) {
+func options[K comparable](opts []Option) (config, workqueue.TypedRateLimiter[K], []Source[K], Ownership[K], error) {
 	c := config{workers: DefaultWorkers, shutdownTimeout: DefaultShutdownTimeout, metrics: NoopMetrics{}}
 	for _, opt := range opts {
 		if opt != nil {
@@ -157,5 +170,15 @@ func options[K comparable](opts []Option) (config, workqueue.TypedRateLimiter[K]
 		}
 		sources = append(sources, typed)
 	}
-	return c, rl, sources, errors.Join(c.errs...)
+	var ownership Ownership[K]
+	if c.ownership != nil {
+		typed, ok := c.ownership.(Ownership[K])
+		if !ok {
+			c.errs = append(c.errs, fmt.Errorf("ownership %T is not for keys of type %T", c.ownership, *new(K)))
+		} else {
+			ownership = typed
+			sources = append(sources, typed)
+		}
+	}
+	return c, rl, sources, ownership, errors.Join(c.errs...)
 }

@@ -68,6 +68,7 @@ type Controller[K comparable] struct {
 	cfg         config
 	rateLimiter workqueue.TypedRateLimiter[K]
 	sources     []Source[K]
+	ownership   Ownership[K] // nil: every key is this process's
 	base        *keyQueue[K]
 	metrics     Metrics
 
@@ -111,7 +112,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 	if r == nil {
 		return nil, fmt.Errorf("queue: controller %q: reconciler must not be nil", name)
 	}
-	cfg, rl, sources, err := options[K](opts)
+	cfg, rl, sources, ownership, err := options[K](opts)
 	if err != nil {
 		return nil, fmt.Errorf("queue: controller %q: %w", name, err)
 	}
@@ -121,6 +122,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 		cfg:         cfg,
 		rateLimiter: rl,
 		sources:     sources,
+		ownership:   ownership,
 		base:        newKeyQueue[K](name, cfg.metrics, nil),
 		metrics:     cfg.metrics,
 		delayed:     map[K]time.Time{},
@@ -196,8 +198,16 @@ func (c *Controller[K]) Name() string { return c.name }
 // is already waiting is not added twice (if it waits in the low-priority
 // lane, it moves ahead); a key that is being reconciled runs once more
 // afterwards. Add is what informer event handlers call for changes. Keys
-// added after Run returned are ignored.
-func (c *Controller[K]) Add(key K) { c.base.Add(key) }
+// added after Run returned, and keys this process does not own (see
+// WithOwnership), are ignored.
+func (c *Controller[K]) Add(key K) {
+	if c.owns(key) {
+		c.base.Add(key)
+	}
+}
+
+// owns reports whether key is this process's to reconcile.
+func (c *Controller[K]) owns(key K) bool { return c.ownership == nil || c.ownership.Owns(key) }
 
 // AddLowPriority enqueues key like Add, but in a second lane behind the keys
 // added with Add (and behind retries and delayed adds): for events that carry
@@ -212,11 +222,18 @@ func (c *Controller[K]) Add(key K) { c.base.Add(key) }
 // also added with Add since then (before or after this call, also while it
 // is being reconciled), it waits in the fresh lane. All other queue
 // guarantees are those of Add.
-func (c *Controller[K]) AddLowPriority(key K) { c.base.AddLow(key) }
+func (c *Controller[K]) AddLowPriority(key K) {
+	if c.owns(key) {
+		c.base.AddLow(key)
+	}
+}
 
 // AddAfter enqueues key once d has passed (at once if d <= 0), like Add.
 // Keys added before Run wait for their time to come once Run has started.
 func (c *Controller[K]) AddAfter(key K, d time.Duration) {
+	if !c.owns(key) {
+		return
+	}
 	if q := c.running.Load(); q != nil {
 		(*q).AddAfter(key, d)
 		return
@@ -462,6 +479,16 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		// Stopping: leave the key; it is not worked on by this process again.
 		return false
 	}
+	if c.ownership != nil {
+		claimCtx, release, ok := c.ownership.Claim(workCtx, key)
+		if !ok {
+			// Another replica's key now: drop it, with its backoff.
+			c.queue.Forget(key)
+			return true
+		}
+		defer release()
+		workCtx = claimCtx
+	}
 	c.active.Add(1)
 	defer c.active.Add(-1)
 	end, timed = c.reconcileKey(workCtx, key, startedAt), true
@@ -495,9 +522,14 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	obs := Observation{Panicked: panicked, Duration: time.Duration(end - startedAt)}
 	c.metrics.AddActiveWorkers(c.name, -1)
 	if err != nil && workCtx.Err() != nil {
-		// The shutdown cancelled the reconcile: it did not fail, and the
-		// queue is shutting down, so there is nothing to retry or count.
-		c.keyLogger(rc).V(2).Info("Reconcile cancelled by the shutdown", "err", err.Error())
+		// The shutdown, or the key's move to another replica, cancelled the
+		// reconcile: it did not fail, and the key is not this process's to
+		// retry, so there is nothing to retry or count.
+		msg, cause := "Reconcile cancelled by the shutdown", context.Cause(workCtx)
+		if !errors.Is(cause, context.Canceled) && !errors.Is(cause, ErrAborted) {
+			msg = "Reconcile cancelled: its key is no longer this process's"
+		}
+		c.keyLogger(rc).V(2).Info(msg, "cause", cause.Error(), "err", err.Error())
 		return end
 	}
 	// Like controller-runtime, a reconcile counts as timed out when its own
