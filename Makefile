@@ -4,14 +4,14 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := foo/testenv
 # Packages whose statement coverage must stay at or above COVER_MIN percent.
-CORE_PKGS := reconcile reconcile/reconciletest queue queue/leader queue/operator queue/queuetest \
+CORE_PKGS := reconcile reconcile/reconciletest queue queue/leader queue/operator queue/queuetest queue/shard \
 	informer owner events events/eventstest metrics metrics/metricstest foo
 COVER_MIN := 85
 FUZZTIME ?= 60s
 
 .PHONY: all help test vet verify-generate generate unit cover-check \
 	testenv-binaries test-testenv demo demo-once cluster cluster-down \
-	fuzz bench bench-queue
+	fuzz bench bench-queue bench-shard
 
 all: test
 
@@ -106,6 +106,10 @@ bench: testenv-binaries
 	  echo "## Test control plane start-up (foo/testenv, binaries built, 5 starts each)"; echo; \
 	  echo '```'; grep '^Benchmark' _output/bench-startup.txt; echo '```'; } > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"
+
+bench-shard: testenv-binaries
+	mkdir -p _output
+	cd $(TESTENV)/e2e && $(GO) test -run '^$$' -bench BenchmarkShardedConvergence -benchtime 1x -timeout 2h -convergence.foos $${SHARD_FOOS:-3000} . | tee $(CURDIR)/_output/bench-shard.txt
 
 bench-queue:
 	mkdir -p _output

@@ -4,7 +4,8 @@
 //
 // New registers one set of collectors on a Registerer chosen by the caller
 // and returns a Recorder, which implements queue.Metrics and serves any
-// number of controllers; each controller's series carry its name.
+// number of controllers; each controller's series carry its name. It also
+// implements shard.Metrics (see Sharding below).
 //
 //	reg := prometheus.NewRegistry()
 //	m, err := metrics.New(reg, metrics.WithRuntimeCollectors())
@@ -48,6 +49,17 @@
 // the controller's name; priority is always empty, as for controller-runtime
 // queues without priorities. The two duration histograms also carry
 // controller-runtime's native-histogram settings.
+//
+// # Sharding
+//
+// For a replica that shares its keys with others (package queue/shard,
+// Config.Metrics), the Recorder also keeps series of its own, which
+// controller-runtime has no counterpart for:
+//
+//	ctrlkit_shard_members{group}                 gauge
+//	ctrlkit_shard_owned_keys{group, controller}  gauge
+//	ctrlkit_shard_handoffs_total{group}          counter
+//	ctrlkit_shard_takeover_seconds{group}        histogram
 //
 // The help texts are ctrlkit's own. Prometheus refuses two collectors with
 // the same name and different help texts on one registry, so a registry
@@ -125,6 +137,8 @@ type Recorder struct {
 	unfinished     *prometheus.GaugeVec
 	longestRunning *prometheus.GaugeVec
 	retries        *prometheus.CounterVec
+
+	shard shardCollectors
 
 	// perController holds each controller's series of the reconcile
 	// metrics, looked up once: WithLabelValues hashes the label values on
@@ -235,6 +249,10 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	register(rb, &r.unfinished, &err)
 	register(rb, &r.longestRunning, &err)
 	register(rb, &r.retries, &err)
+	register(rb, &r.shard.members, &err)
+	register(rb, &r.shard.ownedKeys, &err)
+	register(rb, &r.shard.handoffs, &err)
+	register(rb, &r.shard.takeover, &err)
 	if err != nil {
 		rb.rollback()
 		return nil, err
@@ -297,6 +315,7 @@ func newRecorder() *Recorder {
 	controller := []string{labelController}
 	queueLabels := []string{labelName, labelController}
 	return &Recorder{
+		shard: newShardCollectors(),
 		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: controllerRuntimeNamespace,
 			Name:      "reconcile_total",

@@ -116,6 +116,10 @@ func TestMetricFamilies(t *testing.T) {
 	rec.NewUnfinishedWorkSecondsMetric("c").Set(1)
 	rec.NewLongestRunningProcessorSecondsMetric("c").Set(1)
 	rec.NewRetriesMetric("c").Inc()
+	rec.SetMembers("g", 3)
+	rec.SetOwnedKeys("g", "c", 10)
+	rec.IncHandoffs("g")
+	rec.ObserveTakeover("g", 5*time.Second)
 
 	want := map[string]string{
 		"controller_runtime_reconcile_total":                 "COUNTER controller,result",
@@ -133,6 +137,10 @@ func TestMetricFamilies(t *testing.T) {
 		"workqueue_unfinished_work_seconds":                  "GAUGE controller,name",
 		"workqueue_longest_running_processor_seconds":        "GAUGE controller,name",
 		"workqueue_retries_total":                            "COUNTER controller,name",
+		"ctrlkit_shard_members":                              "GAUGE group",
+		"ctrlkit_shard_owned_keys":                           "GAUGE controller,group",
+		"ctrlkit_shard_handoffs_total":                       "COUNTER group",
+		"ctrlkit_shard_takeover_seconds":                     "HISTOGRAM group",
 	}
 	families, err := reg.Gather()
 	require.NoError(t, err)

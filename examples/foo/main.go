@@ -28,6 +28,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
@@ -95,9 +96,10 @@ func (o *options) runController(ctx context.Context) error {
 	}
 	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync, kubeinformers.WithTransform(o.Transform()))
 	fooInformers := fooinformers.NewSharedInformerFactoryWithOptions(fooClient, o.resync, fooinformers.WithTransform(o.Transform()))
-	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
-		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-		recorder, queue.WithWorkers(o.workers), queue.WithMetrics(m), queue.WithShutdownTimeout(o.ShutdownTimeout))
+	foos := fooInformers.Samplecontroller().V1alpha1().Foos()
+	ctrl, err := foo.NewController(ctx, kubeClient, fooClient, kubeInformers.Apps().V1().Deployments(), foos, recorder,
+		queue.WithWorkers(o.workers), queue.WithMetrics(m), queue.WithShutdownTimeout(o.ShutdownTimeout),
+		operator.ShardGate(&o.Flags, kubeClient, m, shard.ObjectNames(foos.Informer())))
 	if err != nil {
 		return err
 	}

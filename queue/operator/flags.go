@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -21,6 +22,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
+	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
 
 // Flags are the command-line flags every operator has. Set the defaults in
@@ -64,6 +66,14 @@ type Flags struct {
 	// KeepManagedFields (--keep-managed-fields) keeps metadata.managedFields
 	// in the informer caches; by default Transform drops them.
 	KeepManagedFields bool
+	// Sharded (--sharded) shares the keys with the other replicas run with
+	// --sharded and the same --leader-elect-id, each on a Lease of its own
+	// in the leader election namespace, with the leader election timing
+	// (see ShardGate and package shard). It excludes --leader-elect.
+	Sharded bool
+
+	// membership is the replica's, built by ShardGate, for Options.
+	membership *shard.Membership
 }
 
 // Flag defaults not taken from other packages.
@@ -98,6 +108,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.Float64Var(&f.QPS, "kube-api-qps", f.QPS, "Requests per second the clients may send to the API server.")
 	fs.IntVar(&f.Burst, "kube-api-burst", f.Burst, "Requests the clients may send in a burst above --kube-api-qps.")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", f.LeaderElect, "Elect a leader with a Lease so that only one replica reconciles.")
+	fs.BoolVar(&f.Sharded, "sharded", f.Sharded, "Share the keys with the other replicas run with --sharded and the same --leader-elect-id: each reconciles its share, and takes over the shares of replicas that stop. Excludes --leader-elect.")
 	fs.StringVar(&f.LeaderElectNamespace, "leader-elect-namespace", f.LeaderElectNamespace, "Namespace of the leader election Lease (default: the pod's namespace in a cluster, else \"default\").")
 	fs.StringVar(&f.LeaderElectID, "leader-elect-id", f.LeaderElectID, "Name of the leader election Lease.")
 	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", f.LeaseDuration, "How long a non-leader waits after the last renewal before taking over.")
@@ -127,9 +138,17 @@ func (f *Flags) Validate() error {
 			}
 		}
 	}
-	if f.LeaderElect {
+	if f.LeaderElect && f.Sharded {
+		errs = append(errs, errors.New("--leader-elect and --sharded exclude each other"))
+	}
+	if f.LeaderElect || f.Sharded {
 		if f.LeaderElectID == "" {
 			errs = append(errs, errors.New("--leader-elect-id must not be empty"))
+		}
+		if f.Sharded {
+			for _, msg := range validation.IsValidLabelValue(f.LeaderElectID) {
+				errs = append(errs, fmt.Errorf("--leader-elect-id %q names the shard group, a label value: %s", f.LeaderElectID, msg))
+			}
 		}
 		if f.LeaseDuration <= f.RenewDeadline+f.RetryPeriod || f.RenewDeadline <= f.RetryPeriod || f.RetryPeriod <= 0 {
 			errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > retry period > 0",
@@ -201,20 +220,16 @@ func fileExists(path string) bool {
 var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // Options returns the options of Run that the flags decide: leader election
-// on client, the probes, the metrics endpoint serving metrics (which may be
+// on client, or the shard membership ShardGate created, the probes, the metrics endpoint serving metrics (which may be
 // nil when --metrics-bind-address is disabled) and the profiles.
 func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Option {
 	var opts []Option
+	if f.membership != nil {
+		opts = append(opts, WithSharding(f.membership))
+	}
 	if f.LeaderElect {
-		ns := f.LeaderElectNamespace
-		if ns == "" {
-			ns = "default"
-			if data, err := os.ReadFile(serviceAccountNamespace); err == nil && len(strings.TrimSpace(string(data))) > 0 {
-				ns = strings.TrimSpace(string(data))
-			}
-		}
 		opts = append(opts, WithLeaderElection(leader.Config{
-			Client: client, Namespace: ns, Name: f.LeaderElectID,
+			Client: client, Namespace: f.leaseNamespace(), Name: f.LeaderElectID,
 			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPeriod,
 		}))
 	}
@@ -228,6 +243,41 @@ func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Opt
 		opts = append(opts, WithProfiling(f.PprofAddr))
 	}
 	return opts
+}
+
+// leaseNamespace is --leader-elect-namespace or its default.
+func (f *Flags) leaseNamespace() string {
+	if f.LeaderElectNamespace != "" {
+		return f.LeaderElectNamespace
+	}
+	if data, err := os.ReadFile(serviceAccountNamespace); err == nil && len(strings.TrimSpace(string(data))) > 0 {
+		return strings.TrimSpace(string(data))
+	}
+	return "default"
+}
+
+// ShardGate returns the queue option that restricts a controller to the
+// keys this replica owns when --sharded is set, and nil (which queue.New
+// ignores) otherwise. The first call creates the replica's membership
+// (package shard, on client, with metrics unless nil) and Options runs it;
+// every controller of the operator gets its own Gate on it, for its keys.
+// If the membership cannot be created, the option makes queue.New fail
+// with the reason.
+func ShardGate[K comparable](f *Flags, client kubernetes.Interface, metrics shard.Metrics, keys shard.Keys[K]) queue.Option {
+	if !f.Sharded {
+		return nil
+	}
+	if f.membership == nil {
+		m, err := shard.New(shard.Config{
+			Client: client, Namespace: f.leaseNamespace(), Group: f.LeaderElectID, Metrics: metrics,
+			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPeriod,
+		})
+		if err != nil {
+			return queue.OptionError(err)
+		}
+		f.membership = m
+	}
+	return queue.WithOwnership(shard.NewGate(f.membership, keys))
 }
 
 // Transform returns the transform for the informer factories

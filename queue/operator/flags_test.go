@@ -26,6 +26,8 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
+	"github.com/ctrlkit/ctrlkit/queue/shard"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 func writeKubeconfig(t *testing.T, server string) string {
@@ -83,6 +85,10 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 		{name: "bad profiling address", args: []string{"--pprof-bind-address=localhost"}, wantErr: "--pprof-bind-address"},
 		{name: "no lease name", args: []string{"--leader-elect"}, wantErr: "--leader-elect-id must not be empty"},
 		{name: "bad lease timing", args: []string{"--leader-elect", "--leader-elect-id=x", "--leader-elect-lease-duration=1s"}, wantErr: "lease duration"},
+		{name: "sharded without a group", args: []string{"--sharded"}, wantErr: "--leader-elect-id must not be empty"},
+		{name: "sharded and leader election", args: []string{"--sharded", "--leader-elect", "--leader-elect-id=x"}, wantErr: "exclude each other"},
+		{name: "group not a label value", args: []string{"--sharded", "--leader-elect-id=foo/bar"}, wantErr: "names the shard group"},
+		{name: "sharded", args: []string{"--sharded", "--leader-elect-id=foo-controller.samplecontroller.k8s.io"}},
 		{name: "disabled endpoints", args: []string{"--metrics-bind-address=0", "--health-probe-bind-address="}},
 	}
 	for _, tt := range tests {
@@ -169,6 +175,28 @@ func TestFlagsOptions(t *testing.T) {
 	}
 	assert.Equal(t, "ops", c.election.Namespace, "the pod's namespace")
 	assert.Empty(t, c.metricsAddr, "no handler, no endpoint")
+
+	strings := shard.Keys[string]{String: func(k string) string { return k }, List: func() []string { return nil }}
+	assert.Nil(t, ShardGate(&f, client, nil, strings), "not sharded")
+	f = parse(t, Flags{}, "--sharded", "--leader-elect-id=op")
+	newController := func(opt queue.Option) error {
+		_, err := queue.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }), opt)
+		return err
+	}
+	require.NoError(t, newController(ShardGate(&f, client, nil, strings)), "the option fits a controller of the same keys")
+	m := f.membership
+	require.NotNil(t, m)
+	require.NoError(t, newController(ShardGate(&f, client, nil, strings)))
+	assert.Same(t, m, f.membership, "one membership per process")
+	bad := parse(t, Flags{}, "--sharded", "--leader-elect-id=op", "--leader-elect-lease-duration=1s")
+	require.ErrorContains(t, newController(ShardGate(&bad, client, nil, strings)), "lease duration", "queue.New reports why the membership failed")
+	assert.Regexp(t, `^op-[0-9a-f]{12}$`, m.Name())
+	c = config{}
+	for _, opt := range f.Options(client, nil) {
+		opt(&c)
+	}
+	assert.Same(t, m, c.sharding, "Options runs the membership")
+	assert.Nil(t, c.election)
 }
 
 func TestCheckServed(t *testing.T) {

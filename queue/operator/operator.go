@@ -35,6 +35,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/queue/leader"
+	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
 
 // Controller is what Run runs. *queue.Controller is one; so is any type
@@ -62,6 +63,7 @@ type config struct {
 	factories   []InformerFactory
 	controllers []Controller
 	election    *leader.Config
+	sharding    *shard.Membership
 	readyLeader bool
 	probeAddr   string
 	metricsAddr string
@@ -111,6 +113,23 @@ func WithControllers(controllers ...Controller) Option {
 // Lease makes Run return an error wrapping leader.ErrLeaseLost.
 func WithLeaderElection(cfg leader.Config) Option {
 	return func(c *config) { c.election = &cfg }
+}
+
+// WithSharding runs the replica's membership m (see package shard) beside
+// the controllers, whose Gates it feeds, for an operator whose replicas
+// share the keys. The membership starts with the controllers and stops
+// after them, so that a normal stop drains first and then hands the keys
+// over at once. /readyz reports ready only once the replica owns keys. A
+// lost membership Lease stops Run with an error wrapping
+// shard.ErrLeaseLost. Sharding and leader election exclude each other.
+func WithSharding(m *shard.Membership) Option {
+	return func(c *config) {
+		if m == nil {
+			c.errs = append(c.errs, errors.New("membership is nil"))
+			return
+		}
+		c.sharding = m
+	}
 }
 
 // WithReadinessOnlyWhenLeading makes /readyz report ready only on the
@@ -176,6 +195,9 @@ func Run(ctx context.Context, opts ...Option) error {
 	if c.readyLeader && c.election == nil {
 		c.errs = append(c.errs, errors.New("readiness only when leading needs leader election"))
 	}
+	if c.sharding != nil && c.election != nil {
+		c.errs = append(c.errs, errors.New("sharding and leader election exclude each other"))
+	}
 	if err := errors.Join(c.errs...); err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
@@ -226,6 +248,21 @@ func Run(ctx context.Context, opts ...Option) error {
 // runControllers runs the controllers, behind leader election if asked,
 // until ctx ends or one fails, and returns once all have returned.
 func runControllers(ctx context.Context, c *config, leading *atomic.Bool, fail func(error)) {
+	if c.sharding != nil {
+		// The membership outlives the controllers' drain.
+		memberCtx, stopMember := context.WithCancel(context.WithoutCancel(ctx))
+		memberDone := make(chan struct{})
+		go func() {
+			defer close(memberDone)
+			if err := c.sharding.Run(memberCtx); err != nil {
+				fail(err)
+			}
+		}()
+		defer func() {
+			stopMember()
+			<-memberDone
+		}()
+	}
 	if c.election != nil {
 		rs := make([]leader.Runnable, 0, len(c.controllers)+1)
 		for _, ctrl := range c.controllers {

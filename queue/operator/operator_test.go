@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -29,6 +31,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/queue/shard"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -231,6 +234,9 @@ func TestRunValidation(t *testing.T) {
 		{name: "bad ready check", opts: []operator.Option{operator.WithControllers(ok), operator.WithReadyCheck("", nil)}, wantErr: "ready check needs"},
 		{name: "leader readiness without election", opts: []operator.Option{operator.WithControllers(ok), operator.WithReadinessOnlyWhenLeading()},
 			wantErr: "needs leader election"},
+		{name: "nil membership", opts: []operator.Option{operator.WithControllers(ok), operator.WithSharding(nil)}, wantErr: "membership is nil"},
+		{name: "sharding and leader election", opts: []operator.Option{operator.WithControllers(ok), operator.WithSharding(testMembership(t, fake.NewClientset())),
+			operator.WithLeaderElection(leader.Config{Client: fake.NewClientset(), Namespace: "ops", Name: "op"})}, wantErr: "exclude each other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,6 +298,44 @@ func TestLeading(t *testing.T) {
 	require.Eventually(t, func() bool { code, _ := get("http://" + probes + "/readyz"); return code == http.StatusOK }, waitFor, 5*time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+func testMembership(t *testing.T, client *fake.Clientset) *shard.Membership {
+	t.Helper()
+	m, err := shard.New(shard.Config{Client: client, Namespace: "ops", Group: "op", Identity: "me",
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond})
+	require.NoError(t, err)
+	return m
+}
+
+// A sharded replica is ready once its membership owns keys; its
+// controllers stop before the membership, which then deletes its Lease.
+func TestSharded(t *testing.T) {
+	client := fake.NewClientset()
+	m := testMembership(t, client)
+	probes := freeAddr(t)
+	running := make(chan struct{})
+	var leaseAtStop atomic.Bool
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, operator.WithProbes(probes), operator.WithSharding(m),
+			operator.WithControllers(stub{name: "c", synced: true, run: func(ctx context.Context) error {
+				close(running)
+				err := untilDone(ctx)
+				_, getErr := client.CoordinationV1().Leases("ops").Get(context.Background(), m.Name(), metav1.GetOptions{})
+				leaseAtStop.Store(getErr == nil)
+				return err
+			}}))
+	}()
+	<-running
+	require.Eventually(t, func() bool { code, _ := get("http://" + probes + "/readyz"); return code == http.StatusOK }, waitFor, 5*time.Millisecond)
+	assert.True(t, m.HasSynced())
+	cancel()
+	require.NoError(t, <-done)
+	assert.True(t, leaseAtStop.Load(), "the membership outlives the controllers")
+	_, err := client.CoordinationV1().Leases("ops").Get(context.Background(), m.Name(), metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the Lease is deleted after the stop, got %v", err)
 }
 
 // client-go's factories are InformerFactories.

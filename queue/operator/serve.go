@@ -108,6 +108,9 @@ func ready(w http.ResponseWriter, r *http.Request, c *config, leading func() boo
 	if !leading() {
 		problems = append(problems, "not leading")
 	}
+	if c.sharding != nil && !c.sharding.HasSynced() {
+		problems = append(problems, "shard membership has not synced")
+	}
 	for _, ck := range c.checks {
 		if err := ck.fn(r); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", ck.name, err))

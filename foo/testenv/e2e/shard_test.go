@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
+	"github.com/ctrlkit/ctrlkit/queue/shard"
+)
+
+// Membership timings of TestSharding, short so the test is quick: the
+// others take a replica's keys 4s after they last saw its Lease renewed;
+// replicas renew every 1s and stop if they cannot renew for 2.5s.
+const (
+	shLeaseDuration = 4 * time.Second
+	shRenewDeadline = 2500 * time.Millisecond
+	shRetryPeriod   = 1 * time.Second
+	shGroup         = "foo-shard"
+)
+
+var shJoined = regexp.MustCompile(`"Joined the group" .*member="([^"]+)"`)
+
+// TestSharding runs examples/foo replicas with --sharded, each as its own
+// static-token user so the audit log tells them apart, and shows: every
+// Foo is written by the replica rendezvous hashing gives it, and the split
+// is even; a fourth replica joining while settled takes about a quarter of
+// the Foos; kill -9 of a replica during convergence and of another when
+// settled hands their Foos to the survivors, and Foos created after a kill
+// converge within the lease duration and a few seconds; and, for every Foo,
+// no two replicas wrote it in overlapping windows.
+//
+// The overlap check: for each Foo, the writes of the controller users
+// that concern it (its status, and its Deployment, which has the Foo's
+// name) are grouped by user; each user's window runs from its first to its
+// last such write (times the API server received them). A key that moved
+// from A to B must show A's window ending before B's begins: any two
+// windows of one Foo must be disjoint.
+func TestSharding(t *testing.T) {
+	begin := time.Now()
+	users := []string{"foo-shard-0", "foo-shard-1", "foo-shard-2", "foo-shard-3"}
+	r := newRelRig(t, relOptions(users...))
+	ctx := t.Context()
+	r.grantControllerRoles(users...)
+	ns := r.createNamespace("sharded")
+
+	args := []string{
+		"--sharded",
+		"--leader-elect-id=" + shGroup,
+		"--leader-elect-namespace=" + relLeaseNamespace,
+		"--leader-elect-lease-duration=" + shLeaseDuration.String(),
+		"--leader-elect-renew-deadline=" + shRenewDeadline.String(),
+		"--leader-elect-retry-period=" + shRetryPeriod.String(),
+		"--resync=30s",
+		"--workers=2",
+		"--shutdown-timeout=10s",
+	}
+	replicas := make([]*process, len(users))
+	member := map[string]string{} // user -> Lease name
+	userOf := map[string]string{} // Lease name -> user
+	start := func(i int) {
+		replicas[i] = r.startFoo(t, users[i], r.userKubeconfig(users[i]), args...)
+	}
+	joined := func(i int) {
+		relWaitReadyz(t, replicas[i])
+		m := shJoined.FindStringSubmatch(replicas[i].out.String())
+		require.NotNil(t, m, "%s logged its member name", users[i])
+		member[users[i]], userOf[m[1]] = m[1], users[i]
+	}
+	membersOf := func(idx ...int) []string {
+		var names []string
+		for _, i := range idx {
+			names = append(names, member[users[i]])
+		}
+		return names
+	}
+	// waitMembers waits until the group's Leases are those of idx.
+	waitMembers := func(idx ...int) {
+		t.Helper()
+		want := membersOf(idx...)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			leases, err := r.kube.CoordinationV1().Leases(relLeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: shard.LabelGroup + "=" + shGroup})
+			require.NoError(c, err)
+			var names []string
+			for _, l := range leases.Items {
+				names = append(names, l.Name)
+			}
+			assert.ElementsMatch(c, want, names)
+		}, waitTimeout, relPoll, "members %v", want)
+	}
+	ownerOf := func(members []string, name string) string {
+		return userOf[shard.Owner(members, ns+"/"+name)]
+	}
+
+	var all []string
+	createFoos := func(prefix string, n int) []string {
+		t.Helper()
+		names := make([]string, n)
+		for i := range n {
+			names[i] = fmt.Sprintf("%s-%d", prefix, i)
+			_, err := r.foos.SamplecontrollerV1alpha1().Foos(ns).Create(ctx, relNewFoo(names[i], names[i], int32(i%2)), metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		all = append(all, names...)
+		return names
+	}
+	convergeAll := func(names []string) time.Time {
+		t.Helper()
+		for _, name := range names {
+			r.waitFooConverged(t, ns, name, waitTimeout)
+		}
+		return time.Now()
+	}
+	// writers returns, per Foo, the controller users that wrote it since.
+	writers := func(since time.Time) map[string][]string {
+		out := map[string][]string{}
+		for _, e := range shFooWrites(r.auditLog(), ns, users) {
+			if !e.Time.Before(since) && !slices.Contains(out[e.Name], e.User) {
+				out[e.Name] = append(out[e.Name], e.User)
+			}
+		}
+		return out
+	}
+
+	// Three replicas; 60 Foos.
+	for i := range 3 {
+		start(i)
+	}
+	for i := range 3 {
+		joined(i)
+	}
+	waitMembers(0, 1, 2)
+	three := membersOf(0, 1, 2)
+	first := createFoos("first", 60)
+	convergeAll(first)
+	split := map[string]int{}
+	for name, ws := range writers(begin) {
+		require.Len(t, ws, 1, "Foo %s written by one replica", name)
+		assert.Equal(t, ownerOf(three, name), ws[0], "Foo %s written by its owner", name)
+		split[ws[0]]++
+	}
+	t.Logf("split of %d Foos over 3 replicas: %v", len(first), split)
+	for _, u := range users[:3] {
+		assert.Greater(t, split[u], len(first)/6, "%s has a fair share", u)
+	}
+
+	// A fourth replica joins while settled; then every Foo changes, so that
+	// each owner writes.
+	start(3)
+	joined(3)
+	waitMembers(0, 1, 2, 3)
+	four := membersOf(0, 1, 2, 3)
+	moved := 0
+	for _, name := range first {
+		if ownerOf(three, name) != ownerOf(four, name) {
+			moved++
+			assert.Equal(t, users[3], ownerOf(four, name), "a Foo moves only to the replica that joined")
+		}
+	}
+	t.Logf("the fourth replica joined: %d of %d Foos (%.0f%%) moved to it", moved, len(first), 100*float64(moved)/float64(len(first)))
+	assert.InDelta(t, len(first)/4, moved, float64(len(first))/4*0.7, "about a quarter of the Foos move")
+	// Once the handoff is complete, every replica sees four members and
+	// the replicas own every Foo exactly once between them; then change
+	// every Foo.
+	shWaitHandoff(t, replicas, len(first), 0, 1, 2, 3)
+	changed := time.Now()
+	for _, name := range first {
+		f, err := r.foos.SamplecontrollerV1alpha1().Foos(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		f.Spec.Replicas = ptr.To(1 - *f.Spec.Replicas)
+		_, err = r.foos.SamplecontrollerV1alpha1().Foos(ns).Update(ctx, f, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	convergeAll(first)
+	for name, ws := range writers(changed) {
+		assert.Equal(t, []string{ownerOf(four, name)}, ws, "after the join, Foo %s is written by its owner only", name)
+	}
+
+	// kill -9 of replica 0 while new Foos converge.
+	during := createFoos("during", 30)
+	killed := time.Now()
+	relKillHard(t, replicas[0])
+	convergedDuring := convergeAll(during)
+	afterKill := createFoos("after-kill", 20)
+	convergeAll(afterKill)
+	t.Logf("kill -9 of %s during convergence: the %d Foos created before it converged %s after the kill",
+		users[0], len(during), convergedDuring.Sub(killed).Round(time.Millisecond))
+	takeover := shTakeover(t, r.auditLog(), ns, users, killed, users[0], func(name string) bool { return ownerOf(four, name) == users[0] })
+	t.Logf("first write by a survivor to a Foo of %s: %s after the kill", users[0], takeover.Round(time.Millisecond))
+	assert.Less(t, takeover, shLeaseDuration+5*time.Second, "takeover after kill -9 within the lease duration and a few seconds")
+	waitMembers(1, 2, 3) // the survivors delete its Lease after two lease durations
+
+	// kill -9 of replica 1 when settled; Foos created after it that hash to
+	// it converge within the lease duration and a few seconds.
+	survivors := membersOf(1, 2, 3)
+	killed = time.Now()
+	relKillHard(t, replicas[1])
+	orphans := createFoos("orphan", 20)
+	var late []time.Duration
+	for _, name := range orphans {
+		r.waitFooConverged(t, ns, name, waitTimeout)
+		if ownerOf(survivors, name) == users[1] {
+			late = append(late, time.Since(killed))
+		}
+	}
+	takeover = shTakeover(t, r.auditLog(), ns, users, killed, users[1], func(name string) bool { return ownerOf(survivors, name) == users[1] })
+	t.Logf("kill -9 of %s when settled: first write to one of its Foos %s after the kill; its %d new Foos converged by %s",
+		users[1], takeover.Round(time.Millisecond), len(late), relFmtDurations(late))
+	assert.Less(t, takeover, shLeaseDuration+5*time.Second, "takeover after kill -9 within the lease duration and a few seconds")
+
+	// For every Foo, the writers' windows are disjoint.
+	events := shFooWrites(r.auditLog(), ns, users)
+	overlaps := shOverlaps(events)
+	assert.Empty(t, overlaps, "Foos written by two replicas in overlapping windows")
+	tally := map[string]int{}
+	for _, e := range events {
+		tally[e.User]++
+	}
+	t.Logf("%d Foos; writes per replica: %v", len(all), tally)
+	relAssertNoDataRace(t, replicas...)
+	t.Logf("done after %s", time.Since(begin).Round(time.Millisecond))
+}
+
+// shWaitHandoff waits until the replicas idx each see len(idx) members and
+// own keys Foos between them (ctrlkit_shard_members and
+// ctrlkit_shard_owned_keys on /metrics).
+func shWaitHandoff(t *testing.T, replicas []*process, keys int, idx ...int) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		owned := 0.0
+		for _, i := range idx {
+			code, text, err := httpGet(t.Context(), replicas[i].metricsURL+"/metrics")
+			require.NoError(c, err)
+			require.Equal(c, 200, code)
+			members, _ := metricSum(text, "ctrlkit_shard_members", map[string]string{"group": shGroup})
+			assert.Equal(c, float64(len(idx)), members, "members seen by %s", replicas[i].name)
+			n, _ := metricSum(text, "ctrlkit_shard_owned_keys", map[string]string{"group": shGroup})
+			owned += n
+		}
+		assert.Equal(c, float64(keys), owned, "keys owned by the replicas together")
+	}, waitTimeout, relPoll, "handoff to %d replicas", len(idx))
+}
+
+// shFooWrites returns the writes of users that concern a Foo of ns: its
+// status (named after the Foo) and its Deployment (the tests name it after
+// the Foo), with Name the Foo's name, in the order the API server received
+// them.
+func shFooWrites(events []audit.Event, ns string, users []string) []audit.Event {
+	var out []audit.Event
+	for _, e := range audit.Select(events, audit.Writes(), audit.Succeeded()) {
+		if e.Namespace != ns || e.Name == "" || !slices.Contains(users, e.User) {
+			continue
+		}
+		if (e.APIGroup == "samplecontroller.k8s.io" && e.Resource == "foos") || (e.APIGroup == "apps" && e.Resource == "deployments") {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
+// shOverlaps describes every Foo whose writers' windows intersect.
+func shOverlaps(events []audit.Event) []string {
+	type window struct{ from, to time.Time }
+	windows := map[string]map[string]*window{} // Foo -> user -> window
+	for _, e := range events {
+		if windows[e.Name] == nil {
+			windows[e.Name] = map[string]*window{}
+		}
+		w := windows[e.Name][e.User]
+		if w == nil {
+			windows[e.Name][e.User] = &window{e.Time, e.Time}
+			continue
+		}
+		w.to = e.Time
+	}
+	var out []string
+	for name, byUser := range windows {
+		users := make([]string, 0, len(byUser))
+		for u := range byUser {
+			users = append(users, u)
+		}
+		sort.Strings(users)
+		for i, a := range users {
+			for _, b := range users[i+1:] {
+				wa, wb := byUser[a], byUser[b]
+				if !wa.to.Before(wb.from) && !wb.to.Before(wa.from) {
+					out = append(out, fmt.Sprintf("%s: %s %s..%s and %s %s..%s", name,
+						a, wa.from.Format(time.StampMilli), wa.to.Format(time.StampMilli),
+						b, wb.from.Format(time.StampMilli), wb.to.Format(time.StampMilli)))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// shTakeover returns how long after killed a survivor first wrote a Foo
+// that belonged to the killed user.
+func shTakeover(t *testing.T, events []audit.Event, ns string, users []string, killed time.Time, dead string, belonged func(string) bool) time.Duration {
+	t.Helper()
+	for _, e := range shFooWrites(events, ns, users) {
+		if e.Time.After(killed) && e.User != dead && belonged(e.Name) {
+			return e.Time.Sub(killed)
+		}
+	}
+	t.Fatalf("no survivor wrote a Foo of %s after the kill", dead)
+	return 0
+}

@@ -1,0 +1,189 @@
+package shard
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/queue"
+)
+
+// Gate restricts one queue.Controller to the keys its replica owns; give
+// it to the controller with queue.WithOwnership. When keys become this
+// replica's, the Gate adds them to the controller at low priority.
+type Gate[K comparable] struct {
+	m    *Membership
+	key  func(K) string
+	list func() []K
+	wake chan struct{}
+
+	mu     sync.Mutex
+	claims map[*claim]struct{}
+}
+
+// claim is one reconcile's hold on its key.
+type claim struct {
+	hash     uint64
+	cancel   context.CancelCauseFunc
+	released chan struct{}
+}
+
+var _ queue.Ownership[string] = (*Gate[string])(nil)
+
+// Keys describes a controller's keys to a Gate.
+type Keys[K comparable] struct {
+	// String returns a key's string form, which is what is hashed: every
+	// replica must compute it alike.
+	String func(K) string
+	// List returns every key the controller could be asked to reconcile,
+	// typically from its primary informer's cache.
+	List func() []K
+}
+
+// NewGate returns a Gate of m for a controller with the given keys.
+func NewGate[K comparable](m *Membership, keys Keys[K]) *Gate[K] {
+	g := &Gate[K]{m: m, key: keys.String, list: keys.List, wake: make(chan struct{}, 1), claims: map[*claim]struct{}{}}
+	m.register(g)
+	return g
+}
+
+// Owns reports whether this replica may reconcile key now.
+func (g *Gate[K]) Owns(key K) bool { return g.m.view.Load().owns(hashKey(g.key(key))) }
+
+// Claim reports whether key is owned now and, if so, holds it until
+// release is called: a change of ownership that takes the key away
+// cancels claimCtx (with a cause saying the key moved) and waits for
+// release before this replica lets another have the key.
+func (g *Gate[K]) Claim(ctx context.Context, key K) (claimCtx context.Context, release func(), ok bool) {
+	h := hashKey(g.key(key))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// A process that was paused may run before its membership notices
+	// that its renewals stopped: no new claim after RenewDeadline.
+	if !g.m.view.Load().owns(h) || time.Since(time.Unix(0, g.m.lastRenew.Load())) > g.m.cfg.RenewDeadline {
+		return nil, nil, false
+	}
+	claimCtx, cancel := context.WithCancelCause(ctx)
+	c := &claim{hash: h, cancel: cancel, released: make(chan struct{})}
+	g.claims[c] = struct{}{}
+	return claimCtx, func() {
+		g.mu.Lock()
+		delete(g.claims, c)
+		g.mu.Unlock()
+		cancel(context.Canceled)
+		close(c.released)
+	}, true
+}
+
+// restrict cancels the claims v does not allow.
+func (g *Gate[K]) restrict(v *view) (wait func()) {
+	g.mu.Lock()
+	var pending []chan struct{}
+	for c := range g.claims {
+		if !v.owns(c.hash) {
+			c.cancel(errMoved)
+			pending = append(pending, c.released)
+		}
+	}
+	g.mu.Unlock()
+	return func() {
+		for _, ch := range pending {
+			<-ch
+		}
+	}
+}
+
+func (g *Gate[K]) changed() { signal(g.wake) }
+
+// Start adds every key that becomes this replica's to q at low priority,
+// until ctx is cancelled. The Controller runs it (the Gate is a
+// queue.Source). The count of owned keys (Metrics.SetOwnedKeys) is taken
+// at every change of ownership and every ownedRecount.
+func (g *Gate[K]) Start(ctx context.Context, q queue.Enqueuer[K]) {
+	name := ""
+	if n, ok := q.(interface{ Name() string }); ok {
+		name = n.Name()
+	}
+	recount := time.NewTicker(ownedRecount)
+	defer recount.Stop()
+	var last *view
+	signal(g.wake)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.wake:
+		case <-recount.C:
+		}
+		v := g.m.view.Load()
+		owned := 0
+		for _, key := range g.list() {
+			h := hashKey(g.key(key))
+			if !v.owns(h) {
+				continue
+			}
+			owned++
+			if v != last && !last.owns(h) {
+				q.AddLowPriority(key)
+			}
+		}
+		last = v
+		g.m.cfg.Metrics.SetOwnedKeys(g.m.cfg.Group, name, owned)
+	}
+}
+
+// ownedRecount is how often a Gate counts its keys between changes of
+// ownership, as objects come and go.
+const ownedRecount = 10 * time.Second
+
+// ObjectNames returns the Keys of a controller keyed by cache.ObjectName
+// whose objects are those in inf's cache (its store must be keyed by
+// cache.MetaNamespaceKeyFunc, as client-go's shared informers are): their
+// string form is "namespace/name".
+func ObjectNames(inf cache.SharedInformer) Keys[cache.ObjectName] {
+	return Keys[cache.ObjectName]{String: cache.ObjectName.String, List: func() []cache.ObjectName {
+		keys := inf.GetStore().ListKeys()
+		names := make([]cache.ObjectName, 0, len(keys))
+		for _, k := range keys {
+			if n, err := cache.ParseObjectName(k); err == nil {
+				names = append(names, n)
+			}
+		}
+		return names
+	}}
+}
+
+// Metrics receives a membership's measurements; metrics.Recorder
+// implements it as Prometheus series.
+type Metrics interface {
+	// SetMembers records how many live members this replica sees, itself
+	// included.
+	SetMembers(group string, n int)
+	// SetOwnedKeys records how many keys of a controller this replica owns.
+	SetOwnedKeys(group, controller string, n int)
+	// IncHandoffs counts a change of the member list this replica works
+	// under, published after its released keys were let go.
+	IncHandoffs(group string)
+	// ObserveTakeover records how long after a member that left was last
+	// seen this replica confirmed a member list without it.
+	ObserveTakeover(group string, d time.Duration)
+}
+
+// NoopMetrics discards every measurement.
+type NoopMetrics struct{}
+
+var _ Metrics = NoopMetrics{}
+
+// SetMembers discards n.
+func (NoopMetrics) SetMembers(string, int) {}
+
+// SetOwnedKeys discards n.
+func (NoopMetrics) SetOwnedKeys(string, string, int) {}
+
+// IncHandoffs discards the count.
+func (NoopMetrics) IncHandoffs(string) {}
+
+// ObserveTakeover discards d.
+func (NoopMetrics) ObserveTakeover(string, time.Duration) {}

@@ -1,0 +1,158 @@
+package shard
+
+import (
+	"slices"
+	"strings"
+)
+
+// hashKey is the 64-bit FNV-1a hash of a key's string form.
+func hashKey(s string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= prime
+	}
+	return h
+}
+
+// weight is a member's rendezvous weight for a key: the member's seed and
+// the key's hash, mixed by the SplitMix64 finaliser so that every bit of
+// both moves the result.
+func weight(seed, key uint64) uint64 {
+	z := seed ^ key
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Owner returns which of members owns key (its string form) by rendezvous
+// hashing, the rule every member of a group applies; "" if members is
+// empty. It is exported for tools and simulations that predict a group's
+// split.
+func Owner(members []string, key string) string {
+	h := hashKey(key)
+	best, owner := uint64(0), ""
+	for _, m := range members {
+		if w := weight(hashKey(m), h); owner == "" || w > best || (w == best && m < owner) {
+			best, owner = w, m
+		}
+	}
+	return owner
+}
+
+// member is one member of a list as a view checks it.
+type member struct {
+	name string
+	seed uint64
+	// self: this replica. claimant: another live member that published
+	// this list, and so may be reconciling the keys the list gives it.
+	self, claimant bool
+}
+
+// memberList is a list of members with the roles they play in a view.
+type memberList struct {
+	members []member
+	// mustOwn: the list is this replica's current or confirmed published
+	// list, so a key it may reconcile must be its own under it.
+	mustOwn bool
+}
+
+// owner returns the index in l.members of the owner of a key hash.
+func (l *memberList) owner(h uint64) int {
+	best, idx := uint64(0), -1
+	for i := range l.members {
+		m := &l.members[i]
+		if w := weight(m.seed, h); idx < 0 || w > best || (w == best && m.name < l.members[idx].name) {
+			best, idx = w, i
+		}
+	}
+	return idx
+}
+
+// view is an immutable snapshot of what this replica may reconcile.
+type view struct {
+	// lists are the distinct member lists to check, see owns.
+	lists []memberList
+	// fingerprint identifies the view's content.
+	fingerprint string
+}
+
+// owns reports whether a key with hash h may be reconciled: it must belong
+// to this replica under the list it works under and under the list it
+// published and saw confirmed, and to no other live member under the list
+// that member published. A nil view owns nothing.
+func (v *view) owns(h uint64) bool {
+	if v == nil {
+		return false
+	}
+	for i := range v.lists {
+		l := &v.lists[i]
+		o := l.owner(h)
+		if o < 0 {
+			return false
+		}
+		if m := &l.members[o]; (l.mustOwn && !m.self) || m.claimant {
+			return false
+		}
+	}
+	return true
+}
+
+// newView builds the view of replica self working under target, having
+// published confirmed (nil: nothing confirmed yet, so nothing is owned),
+// with claims holding the list each other live member published.
+func newView(self string, target, confirmed []string, claims map[string][]string) *view {
+	if confirmed == nil {
+		return nil
+	}
+	type entry struct {
+		names     []string
+		mustOwn   bool
+		claimants []string
+	}
+	var entries []*entry
+	find := func(names []string) *entry {
+		for _, e := range entries {
+			if slices.Equal(e.names, names) {
+				return e
+			}
+		}
+		e := &entry{names: names}
+		entries = append(entries, e)
+		return e
+	}
+	find(target).mustOwn = true
+	find(confirmed).mustOwn = true
+	for _, name := range sortedKeys(claims) {
+		if names := claims[name]; slices.Contains(names, name) {
+			e := find(names)
+			e.claimants = append(e.claimants, name)
+		}
+	}
+	v := &view{}
+	var fp strings.Builder
+	for _, e := range entries {
+		l := memberList{mustOwn: e.mustOwn}
+		for _, n := range e.names {
+			l.members = append(l.members, member{name: n, seed: hashKey(n), self: n == self, claimant: slices.Contains(e.claimants, n)})
+		}
+		v.lists = append(v.lists, l)
+		fp.WriteString(strings.Join(e.names, ","))
+		if e.mustOwn {
+			fp.WriteString("!")
+		}
+		fp.WriteString("/" + strings.Join(e.claimants, ",") + ";")
+	}
+	v.fingerprint = fp.String()
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
