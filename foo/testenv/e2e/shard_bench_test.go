@@ -90,7 +90,12 @@ func BenchmarkShardedConvergence(b *testing.B) {
 				for _, p := range procs {
 					st, err := readControllerState(b.Context(), p)
 					require.NoError(b, err)
-					shares = append(shares, fmt.Sprintf("%.0f", st.reconciles))
+					code, text, err := httpGet(b.Context(), p.metricsURL+"/metrics")
+					require.NoError(b, err)
+					require.Equal(b, 200, code)
+					members, _ := metricSum(text, "ctrlkit_shard_members", nil)
+					owned, _ := metricSum(text, "ctrlkit_shard_owned_keys", nil)
+					shares = append(shares, fmt.Sprintf("%.0f (members %.0f, owned keys %.0f)", st.reconciles, members, owned))
 				}
 				b.Logf("%s: %d Foos converged in %s with %d replicas; reconciles per replica: %s", ns, foos,
 					converged.Sub(start).Round(time.Millisecond), replicas, strings.Join(shares, ", "))
