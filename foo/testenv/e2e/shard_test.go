@@ -156,6 +156,7 @@ func TestSharding(t *testing.T) {
 	// each owner writes.
 	start(3)
 	joined(3)
+	joinedAt := time.Now()
 	waitMembers(0, 1, 2, 3)
 	four := membersOf(0, 1, 2, 3)
 	moved := 0
@@ -171,6 +172,8 @@ func TestSharding(t *testing.T) {
 	// the replicas own every Foo exactly once between them; then change
 	// every Foo.
 	shWaitHandoff(t, replicas, len(first), 0, 1, 2, 3)
+	t.Logf("handoff to the fourth replica complete (every replica sees 4 members, each Foo owned once) %s after it was ready",
+		time.Since(joinedAt).Round(time.Millisecond))
 	changed := time.Now()
 	for _, name := range first {
 		f, err := r.foos.SamplecontrollerV1alpha1().Foos(ns).Get(ctx, name, metav1.GetOptions{})
