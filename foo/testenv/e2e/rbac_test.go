@@ -209,8 +209,15 @@ func TestLeastPrivilege(t *testing.T) {
 			{"delete a Foo", func() error {
 				return foos.SamplecontrollerV1alpha1().Foos(ns).Delete(ctx, "least", metav1.DeleteOptions{})
 			}},
-			{"delete the Lease", func() error {
-				return kube.CoordinationV1().Leases(relLeaseNamespace).Delete(ctx, relLeaseName, metav1.DeleteOptions{})
+			// The Role allows what leader election and sharding do (get, list,
+			// watch, create, update, delete), not patch, nor deleting every
+			// Lease at once.
+			{"delete every Lease", func() error {
+				return kube.CoordinationV1().Leases(relLeaseNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+			}},
+			{"patch the Lease", func() error {
+				_, err := kube.CoordinationV1().Leases(relLeaseNamespace).Patch(ctx, relLeaseName, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
+				return err
 			}},
 			{"get a Lease in another namespace", func() error {
 				_, err := kube.CoordinationV1().Leases("kube-node-lease").Get(ctx, "kwok-node-0", metav1.GetOptions{})
