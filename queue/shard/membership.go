@@ -311,7 +311,7 @@ func (m *Membership) Run(ctx context.Context) error {
 			// Keep renewing until every claim is released.
 			m.apply(nil)()
 			stopWriter()
-			m.deleteOwn(ctx, leases)
+			m.deleteOwn(ctx)
 			logger.Info("Left the group")
 			return nil
 		case err := <-lost:
@@ -425,12 +425,10 @@ func (m *Membership) renew(ctx context.Context, lease *coordinationv1.Lease, los
 }
 
 // deleteOwn deletes this replica's Lease after a normal stop.
-func (m *Membership) deleteOwn(ctx context.Context, leases interface {
-	Delete(context.Context, string, metav1.DeleteOptions) error
-}) {
+func (m *Membership) deleteOwn(ctx context.Context) {
 	delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.RenewDeadline)
 	defer cancel()
-	if err := leases.Delete(delCtx, m.lease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(delCtx, m.lease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).Error(err, "Could not delete the membership Lease; it expires on its own")
 	}
 }
