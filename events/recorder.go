@@ -134,10 +134,32 @@ func WithEventsAPI() Option {
 //   - errors of the recorder itself are logged through klog.FromContext(ctx),
 //     or through the logger passed to the recorder's WithLogger.
 //
-// Recording never blocks the caller: events are queued in memory (client-go
-// holds up to 1000) and written by a background goroutine, which retries
-// failed writes; when the queue is full, new events are dropped and an
-// error is logged.
+// Recording does not wait for the API server, and an event may be lost on
+// its way there without a trace. client-go's broadcaster takes each event
+// into a queue of up to 1000 and copies it from there into a buffer of
+// 1000 events for each of its two consumers, the API writer and the
+// logger. The API writer writes one event at a time and retries a failed
+// write up to 12 times, about 10 seconds apart; while it is behind, for
+// example because the API server is down, its buffer fills up and the
+// events that do not fit are dropped silently, although they are still
+// logged. A logger that falls behind loses events from the log the same
+// way. Only when the first queue is full, which the copying goroutine
+// rarely lets happen, is the dropped event logged as an error. The
+// aggregation and spam filtering merge or drop similar events silently
+// too.
+//
+// With WithEventsAPI (client-go's tools/events) each recorded event is
+// handed to a goroutine of its own, which waits until the broadcaster
+// takes it: recording never waits and nothing is dropped before the
+// buffers, but the events of a burst may be written in another order than
+// they were recorded. The API writer starts another goroutine for every
+// event, which writes it with the same retries; a slow API server
+// therefore costs goroutines instead of events. The logger's buffer drops
+// silently as above.
+//
+// No metric counts these losses: they happen inside client-go, whose
+// broadcaster drops without telling the recorder, so this package cannot
+// see them.
 //
 // When ctx ends, the broadcaster is shut down and its goroutines exit (an API
 // request already under way is allowed to finish first). Events recorded

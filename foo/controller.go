@@ -34,6 +34,11 @@
 //     change: it corrected a Deployment that drifted from the Foo, or
 //     deleted one the Foo controlled under an earlier deploymentName.
 //
+// Each event is recorded when what it reports happens, before the status
+// update that follows: a status update that fails is retried without
+// recording the event again, and the retry, which finds nothing left to
+// override, does not lose it.
+//
 // Creating the Deployment and mirroring its availability are not events:
 // the Foo's status and the Deployment's controller reference record them,
 // and an event per Foo would add a third more writes to a large rollout.
@@ -100,9 +105,9 @@ const (
 
 // ErrResourceExists is wrapped by the terminal error returned for a Foo
 // whose Deployment is controlled by something else. It is reported (Warning
-// event, Ready=False) once per generation of the Foo and not retried: the
-// controller watches Deployments by name, so the Foo is reconciled again as
-// soon as that Deployment changes or goes.
+// event, Ready=False) once per generation of the Foo and, once the status
+// says so, not retried: the controller watches Deployments by name, so the
+// Foo is reconciled again as soon as that Deployment changes or goes.
 var ErrResourceExists = errors.New("deployment exists and is not controlled by this Foo")
 
 // Controller keeps each Foo's Deployment and status in line with its spec.
@@ -186,8 +191,16 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		return c.refuse(ctx, foo, status, samplev1alpha1.ReasonInvalidSpec, msg, fmt.Errorf("invalid Foo spec: %s", msg))
 	}
 
-	// overrode: the controller undid or removed what someone else changed.
+	// overrode records the Synced event for an override as soon as the
+	// write that overrode succeeded, once per reconcile: the status write
+	// after it may fail, and its retry finds nothing left to override.
 	overrode := false
+	override := func() {
+		if !overrode {
+			overrode = true
+			c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
+		}
+	}
 	deployments := c.kube.AppsV1().Deployments(foo.Namespace)
 	d, err := c.deployLister.Deployments(foo.Namespace).Get(foo.Spec.DeploymentName)
 	switch {
@@ -212,7 +225,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 			if d, err = deployments.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
 				return reconcile.Result{}, fmt.Errorf("correcting Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
 			}
-			overrode = true
+			override()
 		}
 	}
 
@@ -230,44 +243,50 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		if err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("deleting stale Deployment %s/%s: %w", old.Namespace, old.Name, err)
 		}
-		overrode = true
+		override()
 	}
 
+	c.reports.Delete(key) // the problem is gone: a later refusal is news again
 	status.AvailableReplicas = d.Status.AvailableReplicas
 	setReadyFromDeployment(foo, status, d)
-	if err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
-		return reconcile.Result{}, nil
-	} else if err != nil {
+	if err := c.writeStatus(ctx, foo, status); err != nil && !errors.Is(err, errGone) {
 		return reconcile.Result{}, err
-	}
-	c.reports.Delete(key) // a later refusal is news again
-	if overrode {
-		c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
 	}
 	return reconcile.Result{}, nil
 }
 
 // refuse reports a problem the controller cannot act on, with a Warning
 // event and Ready=False, and returns cause as a terminal error: the Foo is
-// reconciled again when it or its Deployment changes. A problem is reported
-// once per generation of the Foo and process: again only if this process did
-// not report it yet (a Warning event lost with a killed process is not lost
-// for good) or the status no longer says so.
+// reconciled again when it or its Deployment changes. The Warning is
+// recorded once per generation of the Foo, problem and process (a Warning
+// lost with a killed process is recorded again by the next one). The
+// condition is written whenever the status does not say so; a failed
+// status write is retried without a new Warning. A problem already
+// reported and in the status gives no error: it was logged once.
 func (c *Controller) refuse(ctx context.Context, foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus, reason, msg string, cause error) (reconcile.Result, error) {
 	key, report := cache.MetaObjectToName(foo), fmt.Sprintf("%d/%s/%s", foo.Generation, reason, msg)
+	last, ok := c.reports.Load(key)
+	reported := ok && last == report
 	cond := meta.FindStatusCondition(status.Conditions, samplev1alpha1.ConditionReady)
-	if last, ok := c.reports.Load(key); ok && last == report && cond != nil && cond.Reason == reason && cond.Message == msg &&
+	if reported && cond != nil && cond.Reason == reason && cond.Message == msg &&
 		cond.ObservedGeneration == foo.Generation && status.ObservedGeneration == foo.Generation {
 		return reconcile.Result{}, nil
 	}
-	c.recorder.Event(foo, corev1.EventTypeWarning, reason, msg)
+	// What was reported is remembered when the Warning is recorded, not
+	// after the status write: a status write that keeps failing (a 500, a
+	// timeout, a missing permission) is retried, and each retry would
+	// record the Warning again. Recording before the write, rather than
+	// after it, tells the user even when the status cannot be written.
+	if !reported {
+		c.recorder.Event(foo, corev1.EventTypeWarning, reason, msg)
+		c.reports.Store(key, report)
+	}
 	setReady(foo, status, metav1.ConditionFalse, reason, msg)
 	if err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
 		return reconcile.Result{}, nil
 	} else if err != nil {
 		return reconcile.Result{}, err // retried: the report must reach the status
 	}
-	c.reports.Store(key, report)
 	return reconcile.Result{}, reconcile.Terminal(cause)
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -42,6 +43,8 @@ type fixture struct {
 	ctrl      *foo.Controller
 	recorder  *eventstest.Recorder
 	fooLister foolisters.FooLister
+	// deployLister reads the controller's Deployment cache.
+	deployLister appslisters.DeploymentLister
 }
 
 func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
@@ -62,6 +65,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	kubeInformers := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	fooInformers := fooinformers.NewSharedInformerFactory(f.foos, 0)
 	f.fooLister = fooInformers.Samplecontroller().V1alpha1().Foos().Lister()
+	f.deployLister = kubeInformers.Apps().V1().Deployments().Lister()
 	ctrl, err := foo.NewController(reconciletest.Context(t), f.kube, f.foos,
 		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(), f.recorder)
 	require.NoError(t, err)

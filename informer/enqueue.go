@@ -42,9 +42,9 @@ func (f QueueFunc[K]) AddLowPriority(key K) { f(key) }
 // unchanged resourceVersion) go to q.AddLowPriority, everything else to
 // q.Add. A tombstone is enqueued under the key of the object inside it,
 // after the predicates have judged that object. A tombstone without an
-// object (the informer knew only its key) cannot be judged: its key is
-// enqueued anyway, since a needless reconcile is harmless and a lost delete
-// is not.
+// object (the informer knew only its key; Obj is nil or a nil pointer)
+// cannot be judged: its key is enqueued anyway, since a needless reconcile
+// is harmless and a lost delete is not.
 func EnqueueHandler[T metav1.Object](q Queue[cache.ObjectName], opts ...Option) cache.ResourceEventHandler {
 	h := EnqueueMappedHandler(func(obj T) []cache.ObjectName {
 		return []cache.ObjectName{cache.MetaObjectToName(obj)}
@@ -113,21 +113,30 @@ func EnqueueMappedHandler[T metav1.Object, K comparable](keys func(obj T) []K, q
 // returns the Deployment's own namespace/name enqueues every Foo that wants
 // it, when it appears, changes or goes.
 //
-// On update, the referrers of both the old and the new object are enqueued
-// (each once), so a change of the value a referrer matches tells both sides.
+// Each referrer is enqueued once per event, however many of the object's
+// values it is filed under. On update, the referrers of both the old and
+// the new object are enqueued (each once), so a change of the value a
+// referrer matches tells both sides.
 // A tombstone is unwrapped first; its last known state is looked up. Events
 // are routed to q's two priorities as by EnqueueMappedHandler.
 func EnqueueByIndex[S, T metav1.Object](idx *Index[T], values func(obj S) []string, q Queue[cache.ObjectName], opts ...Option) cache.ResourceEventHandler {
 	o := newOptions(opts)
 	referrers := func(obj S) []cache.ObjectName {
 		var out []cache.ObjectName
+		seen := map[cache.ObjectName]bool{}
 		for _, v := range values(obj) {
 			keys, err := idx.Keys(v)
 			if err != nil {
 				o.report(o.ctx, err, "Looking up referrers failed", "index", idx.Name(), "value", v)
 				continue
 			}
-			out = append(out, keys...)
+			// A referrer filed under several of the values is one referrer.
+			for _, k := range keys {
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
 		}
 		return out
 	}

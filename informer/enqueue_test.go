@@ -2,6 +2,7 @@ package informer_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,6 +56,16 @@ func TestEnqueueHandler(t *testing.T) {
 		{name: "pointer tombstone without object", deliver: func(h cache.ResourceEventHandler) {
 			h.OnDelete(&cache.DeletedFinalStateUnknown{Key: "gone"})
 		}, want: []string{"+gone"}},
+		{name: "tombstone with a nil pointer enqueues its key",
+			opts:    []informer.Option{informer.WithPredicates(informer.LabelSelector(mustSelector(t, "app=web")))},
+			deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/gone", (*appsv1.Deployment)(nil))) }, want: []string{"+ns/gone"}},
+		{name: "pointer tombstone with a nil pointer enqueues its key", deliver: func(h cache.ResourceEventHandler) {
+			h.OnDelete(&cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: (*appsv1.Deployment)(nil)})
+		}, want: []string{"+ns/gone"}},
+		{name: "tombstone with a nil pointer of another type enqueues its key",
+			deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/gone", (*corev1.Pod)(nil))) }, want: []string{"+ns/gone"}},
+		{name: "tombstone with a nil pointer and a bad key is reported",
+			deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("a/b/c", (*appsv1.Deployment)(nil))) }, wantReports: 1},
 		{name: "tombstone without object and with a bad key is reported",
 			deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("a/b/c", nil)) }, wantReports: 1},
 		{name: "tombstone of wrong type", deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/p", pod("ns", "p"))) }, wantReports: 1},
@@ -230,8 +241,23 @@ func TestIndex(t *testing.T) {
 		byRef := informer.KeyOf[*corev1.ConfigMap]
 		require.Equal(t, []string{"ns/tls"}, byRef(configMap("ns", "tls", "1")))
 		require.Equal(t, []string{"node-a"}, informer.KeyOf(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}), "cluster-scoped")
+		// withAliases files a ConfigMap also under the names it replaces,
+		// so that one referrer can match several of its values.
+		withAliases := func(cm *corev1.ConfigMap) []string {
+			out := informer.KeyOf(cm)
+			for _, alias := range strings.Fields(cm.Annotations["aliases"]) {
+				out = append(out, cm.Namespace+"/"+alias)
+			}
+			return out
+		}
+		aliased := func(rv string) *corev1.ConfigMap {
+			cm := configMap("ns", "tls", rv)
+			cm.Annotations = map[string]string{"aliases": "settings tls"}
+			return cm
+		}
 		tests := []struct {
 			name    string
+			values  func(*corev1.ConfigMap) []string // byRef if nil
 			deliver func(h cache.ResourceEventHandler)
 			want    []string
 		}{
@@ -246,11 +272,22 @@ func TestIndex(t *testing.T) {
 				h.OnDelete(tombstone("other/settings", configMap("other", "settings", "3")))
 			}, want: []string{"+other/web"}},
 			{name: "nobody refers to it", deliver: func(h cache.ResourceEventHandler) { h.OnAdd(configMap("ns", "unused", "1"), false) }},
+			// api mounts both settings and tls, web only settings.
+			{name: "a referrer under several values is enqueued once", values: withAliases,
+				deliver: func(h cache.ResourceEventHandler) { h.OnAdd(aliased("1"), false) }, want: []string{"+ns/api", "+ns/web"}},
+			{name: "a referrer under several values of both sides is enqueued once", values: withAliases,
+				deliver: func(h cache.ResourceEventHandler) { h.OnUpdate(aliased("1"), aliased("2")) }, want: []string{"+ns/api", "+ns/web"}},
+			{name: "a referrer under several values is enqueued once on delete", values: withAliases,
+				deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/tls", aliased("3"))) }, want: []string{"+ns/api", "+ns/web"}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
+				values := tt.values
+				if values == nil {
+					values = byRef
+				}
 				q := &keyLog[cache.ObjectName]{}
-				tt.deliver(informer.EnqueueByIndex(idx, byRef, q))
+				tt.deliver(informer.EnqueueByIndex(idx, values, q))
 				assert.Equal(t, tt.want, q.got)
 			})
 		}

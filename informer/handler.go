@@ -53,9 +53,10 @@ type Funcs[T metav1.Object] struct {
 //
 // Filters therefore never see a tombstone, and a delete is filtered on the
 // real object. A tombstone without an object (the informer knew only the
-// key) cannot be filtered or typed and is reported like an unexpected type,
-// with its Key in the report; handlers that need only the key
-// (EnqueueHandler) enqueue it instead.
+// key; its Obj is nil, or a nil pointer of any type) cannot be filtered or
+// typed and is reported like an unexpected type, with its Key in the
+// report; handlers that need only the key (EnqueueHandler) enqueue it
+// instead.
 //
 // The returned handler never panics on the objects it receives; panics in
 // funcs or in user-supplied predicates are not recovered.
@@ -134,7 +135,8 @@ func (h *handler[T]) OnDelete(obj any) {
 		tombstone = d
 		obj = d.Obj
 	}
-	if tombstone != nil && tombstone.Obj == nil && h.deleteKey != nil && h.deleteKey(tombstone.Key) {
+	// A typed nil (a nil *T in the interface) carries no object either.
+	if tombstone != nil && isNil(tombstone.Obj) && h.deleteKey != nil && h.deleteKey(tombstone.Key) {
 		return
 	}
 	t, ok := h.cast(eventDelete, obj, tombstone)

@@ -15,7 +15,9 @@ type config struct{ runtime bool }
 // WithRuntimeCollectors also registers the Go runtime collector (go_*) and
 // the process collector (process_*), as controller-runtime's default
 // registry has them. Collectors of the same kind already registered are
-// kept.
+// kept, however they are configured: a registry that already serves
+// go_goroutines gets no Go collector from New, one that serves
+// process_start_time_seconds no process collector.
 func WithRuntimeCollectors() Option {
 	return func(c *config) { c.runtime = true }
 }

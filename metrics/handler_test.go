@@ -72,3 +72,63 @@ func TestRuntimeCollectorRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, families, "a failed New leaves the registry as it found it")
 }
+
+// A registry that already has a runtime collector keeps it, configured as
+// it is, and New adds none of that kind.
+func TestRuntimeCollectorsKeepExistingOfTheSameKind(t *testing.T) {
+	tests := []struct {
+		name     string
+		existing prometheus.Collector
+		// only is a metric that the existing collector serves and New's
+		// own would not: it shows that the existing one was kept.
+		only string
+	}{
+		{name: "Go collector with every runtime metric",
+			existing: collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsAll)),
+			only:     "go_cpu_classes_gc_total_cpu_seconds_total"},
+		{name: "Go collector without runtime.MemStats metrics",
+			existing: collectors.NewGoCollector(collectors.WithGoCollections(collectors.GoRuntimeMetricsCollection))},
+		{name: "Go collector as New makes it", existing: collectors.NewGoCollector()},
+		{name: "process collector reporting errors",
+			existing: collectors.NewProcessCollector(collectors.ProcessCollectorOpts{ReportErrors: true})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewPedanticRegistry()
+			require.NoError(t, reg.Register(tt.existing))
+			m, err := metrics.New(reg, metrics.WithRuntimeCollectors())
+			require.NoError(t, err)
+			require.NotNil(t, m)
+
+			families, err := reg.Gather()
+			require.NoError(t, err, "no metric is served twice")
+			names := map[string]bool{}
+			for _, f := range families {
+				names[f.GetName()] = true
+			}
+			assert.True(t, names["go_goroutines"], "a Go collector is registered")
+			assert.True(t, names["process_start_time_seconds"], "a process collector is registered")
+			if tt.only != "" {
+				assert.True(t, names[tt.only], "the existing collector is kept")
+			}
+			assert.False(t, names["go_goroutines_ctrlkit_probe"] || names["process_start_time_seconds_ctrlkit_probe"],
+				"no probe is left behind")
+			assert.True(t, reg.Unregister(tt.existing), "the existing collector is still registered")
+		})
+	}
+}
+
+// A registry that refuses a runtime collector for another reason than a
+// collector of the same kind makes New fail.
+func TestRuntimeCollectorRefusedByName(t *testing.T) {
+	for _, name := range []string{"go_memstats_alloc_bytes", "process_resident_memory_bytes"} {
+		t.Run(name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			_, err := metrics.New(refusing{Registerer: reg, name: name}, metrics.WithRuntimeCollectors())
+			require.ErrorContains(t, err, "refused")
+			families, err := reg.Gather()
+			require.NoError(t, err)
+			assert.Empty(t, families, "a failed New leaves the registry as it found it")
+		})
+	}
+}

@@ -231,8 +231,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	rb := &rollbackRegisterer{reg: reg}
 	var err error
 	if cfg.runtime {
-		registerExisting(rb, collectors.NewGoCollector(), &err)
-		registerExisting(rb, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &err)
+		registerRuntime(rb, collectors.NewGoCollector(), goMarker, &err)
+		registerRuntime(rb, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), processMarker, &err)
 	}
 	register(rb, &r.reconcileTotal, &err)
 	register(rb, &r.reconcileErrors, &err)
@@ -273,19 +273,59 @@ func (r *rollbackRegisterer) rollback() {
 	}
 }
 
-// registerExisting registers c on rb unless *errp is already set; an equal
-// collector already registered is kept.
-func registerExisting(rb *rollbackRegisterer, c prometheus.Collector, errp *error) {
+// Metrics that every configuration of the Go and of the process collector
+// serves: a registry that has one of them has a collector of that kind.
+const (
+	goMarker      = "go_goroutines"
+	processMarker = "process_start_time_seconds"
+)
+
+// registerRuntime registers the runtime collector c on rb unless *errp is
+// already set. A collector of the same kind already registered is kept,
+// whether it is configured like c (AlreadyRegisteredError) or differently:
+// then its metrics overlap c's without being the same, which a registry
+// reports as a plain conflict, so a conflict counts as one only when
+// marker, a metric of every configuration of c, is already served.
+func registerRuntime(rb *rollbackRegisterer, c prometheus.Collector, marker string, errp *error) {
 	if *errp != nil {
 		return
 	}
+	err := rb.reg.Register(c)
 	var already prometheus.AlreadyRegisteredError
-	if err := rb.reg.Register(c); err == nil {
+	switch {
+	case err == nil:
 		rb.added = append(rb.added, c)
-	} else if !errors.As(err, &already) {
+	case errors.As(err, &already), taken(rb.reg, marker):
+		// kept
+	default:
 		*errp = fmt.Errorf("metrics: register collector: %w", err)
 	}
 }
+
+// taken reports whether a collector registered on reg already serves the
+// metric name. A Registerer cannot be asked, so taken registers a probe
+// that describes only that metric, and unregisters it again at once: a
+// registry refuses it when the name is taken. A second probe of a name no
+// collector uses tells a registerer that refuses everything from one that
+// refuses the name.
+func taken(reg prometheus.Registerer, name string) bool {
+	refuses := func(name string) bool {
+		p := probe{prometheus.NewDesc(name, "Probe of a metric name, registered and unregistered by ctrlkit's metrics.New.", nil, nil)}
+		if err := reg.Register(p); err != nil {
+			return true
+		}
+		reg.Unregister(p)
+		return false
+	}
+	return refuses(name) && !refuses(name+"_ctrlkit_probe")
+}
+
+// probe is a collector that describes one metric and collects nothing.
+type probe struct{ desc *prometheus.Desc }
+
+func (p probe) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
+
+func (probe) Collect(chan<- prometheus.Metric) {}
 
 // register registers *c on rb unless *errp is already set. When a collector
 // with the same descriptors is already registered, *c is replaced by it.

@@ -20,11 +20,19 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Value returns the value of the series of metric name whose labels are
-// exactly labels: a counter's or gauge's value, or a histogram's or
-// summary's sample count. It fails the test with t.Fatalf, listing the
-// series of name that exist, when there is no such series or gathering
-// fails.
+// Value returns the value of the one series of metric name that labels
+// select: a counter's or gauge's value, or a histogram's or summary's
+// sample count. labels select series as the equality matchers of a PromQL
+// selector do (name{k1="v1",k2="v2"}): a series is selected when each
+// label given has the value given, labels not given may have any value,
+// and a label given with the empty value selects the series that lack it
+// (Prometheus does not tell an empty label from a missing one). So
+// {"name": "foo"} selects workqueue_depth{controller="foo",name="foo",
+// priority=""} when it is the only series named foo.
+//
+// Value fails the test with t.Fatalf, listing the series of name that
+// exist, when labels select no series or more than one (give more labels
+// to pick one), or when gathering fails.
 func Value(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
 	v, err := Lookup(g, name, labels)
@@ -41,7 +49,8 @@ func Lookup(g prometheus.Gatherer, name string, labels map[string]string) (float
 	if err != nil {
 		return 0, fmt.Errorf("gathering metrics: %w", err)
 	}
-	var seen []string
+	var seen, selected []string
+	var v float64
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -51,16 +60,34 @@ func Lookup(g prometheus.Gatherer, name string, labels map[string]string) (float
 			for _, l := range m.GetLabel() {
 				got[l.GetName()] = l.GetValue()
 			}
-			if maps.Equal(got, labels) {
-				return value(f.GetType(), m), nil
-			}
 			seen = append(seen, describe(got))
+			if selects(labels, got) {
+				selected = append(selected, describe(got))
+				v = value(f.GetType(), m)
+			}
 		}
 	}
-	if len(seen) == 0 {
+	switch {
+	case len(seen) == 0:
 		return 0, fmt.Errorf("no series of %s", name)
+	case len(selected) == 0:
+		return 0, fmt.Errorf("no series %s%s; there are: %s", name, describe(labels), strings.Join(seen, ", "))
+	case len(selected) > 1:
+		return 0, fmt.Errorf("%d series %s%s, give more labels to select one: %s",
+			len(selected), name, describe(labels), strings.Join(selected, ", "))
 	}
-	return 0, fmt.Errorf("no series %s%s; there are: %s", name, describe(labels), strings.Join(seen, ", "))
+	return v, nil
+}
+
+// selects reports whether the matchers labels select a series with the
+// labels series. A label the series lacks reads as empty, as in Prometheus.
+func selects(labels, series map[string]string) bool {
+	for k, want := range labels {
+		if series[k] != want {
+			return false
+		}
+	}
+	return true
 }
 
 func value(typ dto.MetricType, m *dto.Metric) float64 {

@@ -36,3 +36,60 @@ func TestValue(t *testing.T) {
 	_, err = metricstest.Lookup(reg, "missing", nil)
 	assert.EqualError(t, err, "no series of missing")
 }
+
+// Labels select series as the equality matchers of a PromQL selector do.
+func TestValueSelectsLikePromQL(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	require.NoError(t, err)
+	m.SetMaxWorkers("c", 3)
+	m.ObserveReconcile("c", queue.Observation{Outcome: queue.OutcomeSuccess, Duration: time.Millisecond})
+	m.ObserveReconcile("c", queue.Observation{Outcome: queue.OutcomeSuccess, Duration: time.Millisecond})
+	depth := m.NewDepthMetric("c") // priority=""
+	for range 4 {
+		depth.Inc()
+	}
+	tiers := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tiers", Help: "h"}, []string{"app", "tier"})
+	tiers.WithLabelValues("web", "").Set(1)
+	tiers.WithLabelValues("web", "gold").Set(2)
+	reg.MustRegister(tiers)
+
+	tests := []struct {
+		name    string
+		metric  string
+		labels  map[string]string
+		want    float64
+		wantErr string
+	}{
+		{name: "every label given", metric: "workqueue_depth",
+			labels: map[string]string{"name": "c", "controller": "c", "priority": ""}, want: 4},
+		{name: "an empty label left out", metric: "workqueue_depth",
+			labels: map[string]string{"name": "c", "controller": "c"}, want: 4},
+		{name: "labels left out are not constrained", metric: "workqueue_depth",
+			labels: map[string]string{"name": "c"}, want: 4},
+		{name: "no labels and one series", metric: "workqueue_depth", want: 4},
+		{name: "an empty value selects the series without the label", metric: "controller_runtime_max_concurrent_reconciles",
+			labels: map[string]string{"controller": "c", "shard": ""}, want: 3},
+		{name: "an empty value selects the series with an empty label", metric: "tiers",
+			labels: map[string]string{"app": "web", "tier": ""}, want: 1},
+		{name: "a value selects the series with that value", metric: "tiers",
+			labels: map[string]string{"app": "web", "tier": "gold"}, want: 2},
+		{name: "several series selected", metric: "tiers", labels: map[string]string{"app": "web"},
+			wantErr: `2 series tiers{app="web"}, give more labels to select one: {app="web",tier=""}, {app="web",tier="gold"}`},
+		{name: "a value the series lacks", metric: "controller_runtime_max_concurrent_reconciles",
+			labels:  map[string]string{"controller": "c", "shard": "a"},
+			wantErr: `no series controller_runtime_max_concurrent_reconciles{controller="c",shard="a"}; there are: {controller="c"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := metricstest.Lookup(reg, tt.metric, tt.labels)
+			if tt.wantErr != "" {
+				assert.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want, metricstest.Value(t, reg, tt.metric, tt.labels))
+		})
+	}
+}
