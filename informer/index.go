@@ -1,7 +1,10 @@
 package informer
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -16,35 +19,90 @@ type Index[T metav1.Object] struct {
 	indexer cache.Indexer
 }
 
+// ErrIndexConflict is wrapped by the error of NewIndex when the informer
+// already has an index of the name with another function.
+var ErrIndexConflict = errors.New("the informer has an index of that name with another function")
+
 // NewIndex registers on inf an index named name that files every object of
 // type T under values(obj), and returns it. Objects of another type are
 // filed under no value. values must not modify the object and should be
 // cheap: the informer calls it on every change.
 //
-// Register indexes before inf starts. If inf already has an index of that
-// name, NewIndex uses it as it is: one name must always stand for one
-// function, which lets two controllers that need the same index share an
-// informer.
+// Register indexes before inf starts. One name stands for one function: if
+// inf already has an index of that name, NewIndex returns it when it was
+// made by NewIndex with the same type T and the same function value, so
+// that two controllers that need the same index can share an informer, and
+// otherwise an error wrapping ErrIndexConflict, for an index that silently
+// filed objects by another function would answer wrongly. The same
+// function value is a top-level function or one instantiation of a generic
+// function (such as owner.ControllerUID[*appsv1.Deployment]), or the very
+// same closure; two closures are different values even when they compute
+// the same, so share the *Index instead of calling NewIndex twice with
+// closures.
 func NewIndex[T metav1.Object](inf cache.SharedIndexInformer, name string, values func(obj T) []string) (*Index[T], error) {
 	if inf == nil || name == "" || values == nil {
 		return nil, fmt.Errorf("informer: NewIndex needs an informer, a name and a values function (name %q)", name)
 	}
 	idx := &Index[T]{name: name, indexer: inf.GetIndexer()}
-	if _, exists := idx.indexer.GetIndexers()[name]; exists {
-		return idx, nil
-	}
-	err := inf.AddIndexers(cache.Indexers{name: func(obj any) ([]string, error) {
+	id := indexID{typ: reflect.TypeFor[T](), values: funcValue(values)}
+	indexFunc := func(obj any) ([]string, error) {
+		if p, ok := obj.(*indexProbe); ok {
+			p.id = id
+			return nil, nil
+		}
 		t, ok := obj.(T)
 		if !ok || isNil(t) {
 			return nil, nil
 		}
 		return values(t), nil
-	}})
-	if err != nil {
+	}
+	if existing, ok := idx.indexer.GetIndexers()[name]; ok {
+		return idx, sameIndex(name, existing, indexFunc, id)
+	}
+	if err := inf.AddIndexers(cache.Indexers{name: indexFunc}); err != nil {
+		// A NewIndex of the same name may have been faster.
+		if existing, ok := idx.indexer.GetIndexers()[name]; ok {
+			return idx, sameIndex(name, existing, indexFunc, id)
+		}
 		return nil, fmt.Errorf("informer: adding index %q: %w", name, err)
 	}
 	return idx, nil
 }
+
+// indexID identifies what an index made by NewIndex files objects by.
+type indexID struct {
+	typ    reflect.Type
+	values unsafe.Pointer
+}
+
+// indexProbe is given to an index function made by NewIndex to learn its
+// indexID; it is never in a cache.
+type indexProbe struct{ id indexID }
+
+// sameIndex returns nil if existing, an index function of inf named name,
+// was made by NewIndex like ours, with the identity id; otherwise an error
+// wrapping ErrIndexConflict.
+func sameIndex(name string, existing, ours cache.IndexFunc, id indexID) error {
+	// Index functions of NewIndex share their code (for every T of one
+	// shape), so only they are given the probe: another function may not
+	// expect it.
+	if reflect.ValueOf(existing).Pointer() == reflect.ValueOf(ours).Pointer() {
+		var p indexProbe
+		if _, err := existing(&p); err == nil && p.id == id {
+			return nil
+		}
+	}
+	return fmt.Errorf("informer: index %q of type %s: %w", name, id.typ, ErrIndexConflict)
+}
+
+// funcValue returns the identity of a function value: the address a func
+// value holds (Go represents one as a pointer to its code and captured
+// variables). It is the same for every use of a top-level function or of
+// one instantiation of a generic function, and differs between closures
+// made separately. Code addresses alone would not do: closures of one
+// function literal share their code even when they captured different
+// values.
+func funcValue[F any](f F) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&f)) }
 
 // Name returns the index's name.
 func (i *Index[T]) Name() string { return i.name }

@@ -670,7 +670,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 func TestKeyQueueConcurrentContract(t *testing.T) {
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Microsecond, time.Millisecond)
 	base := newKeyQueue[string]("contract", NoopMetrics{}, nil)
-	q := newWorkqueue(base, "contract", rl, NoopMetrics{}, nil)
+	q, _ := newWorkqueue(base, "contract", rl, NoopMetrics{}, nil)
 	const producers, consumers, rounds, distinct = 8, 4, 300, 50
 	var (
 		mu        sync.Mutex

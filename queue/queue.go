@@ -11,11 +11,14 @@
 // and returns only when every goroutine it started is gone. New starts
 // nothing, so a Controller that is never run needs no cleanup.
 //
-// The queue is client-go's rate-limiting and delaying workqueue over a base
-// queue that keeps client-go's guarantees (a key is never handed to two
-// workers at once, and keys added while a reconcile runs coalesce into
-// exactly one more run) and adds a low-priority lane for events that carry no
-// change (see AddLowPriority).
+// The queue is client-go's rate-limiting workqueue over a delaying layer and
+// a base queue that keep client-go's guarantees (a key is never handed to
+// two workers at once, and keys added while a reconcile runs coalesce into
+// exactly one more run). The base queue adds a low-priority lane for events
+// that carry no change (see AddLowPriority); the delaying layer's goroutine
+// is waited for when Run returns, and it tells retries after failures
+// (Retrying) from delays asked for (AddAfter, Result.RequeueAfter). A retry
+// that a later successful reconcile of the key made needless is dropped.
 //
 // A controller of ConfigMaps, wired onto a shared informer factory:
 //
@@ -72,10 +75,15 @@ type Controller[K comparable] struct {
 	base        *keyQueue[K]
 	metrics     Metrics
 
-	// queue is the rate-limiting queue over base, built by Run.
-	queue workqueue.TypedRateLimitingInterface[K]
-	// running holds queue once Run has built it, for AddAfter.
-	running atomic.Pointer[workqueue.TypedRateLimitingInterface[K]]
+	// queue is the rate-limiting queue over delays over base, built by Run.
+	queue  workqueue.TypedRateLimitingInterface[K]
+	delays *delayQueue[K]
+	// running holds delays once Run has built it, for AddAfter and
+	// Retrying.
+	running atomic.Pointer[delayQueue[K]]
+	// clock is the delaying layer's clock: nil (the real one) outside
+	// tests.
+	clock clock.Clock
 
 	mu       sync.Mutex
 	started  bool
@@ -130,20 +138,17 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 	}, nil
 }
 
-// newWorkqueue builds a controller's queue: client-go's rate-limiting and
-// delaying queues over base. clk is nil outside tests.
-func newWorkqueue[K comparable](base *keyQueue[K], name string, rl workqueue.TypedRateLimiter[K], provider Metrics, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[K] {
-	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[K]{
-		Name:            name,
-		MetricsProvider: provider,
-		Clock:           clk,
-		Queue:           base,
-	})
+// newWorkqueue builds a controller's queue: client-go's rate-limiting queue
+// over the delaying layer over base. It starts the delaying layer's
+// goroutine, which ShutDown of the returned queue stops and waits for. clk
+// is nil outside tests.
+func newWorkqueue[K comparable](base *keyQueue[K], name string, rl workqueue.TypedRateLimiter[K], provider Metrics, clk clock.Clock) (workqueue.TypedRateLimitingInterface[K], *delayQueue[K]) {
+	delays := newDelayQueue[K](base, name, provider, clk)
 	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[K]{
 		Name:            name,
 		MetricsProvider: provider,
-		DelayingQueue:   delaying,
-	})
+		DelayingQueue:   delays,
+	}), delays
 }
 
 // Watch registers handler on inf for this controller. The registration is
@@ -235,7 +240,7 @@ func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 		return
 	}
 	if q := c.running.Load(); q != nil {
-		(*q).AddAfter(key, d)
+		q.AddAfter(key, d)
 		return
 	}
 	if d <= 0 {
@@ -245,7 +250,7 @@ func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if q := c.running.Load(); q != nil {
-		(*q).AddAfter(key, d)
+		q.AddAfter(key, d)
 		return
 	}
 	at := time.Now().Add(d)
@@ -255,8 +260,22 @@ func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 }
 
 // Len returns the number of keys waiting to be reconciled (not counting keys
-// whose delay has not passed yet, nor keys being reconciled).
+// whose delay or retry is not due yet, nor keys being reconciled).
 func (c *Controller[K]) Len() int { return c.base.Len() }
+
+// Retrying returns the number of keys that wait for a retry after a failed
+// reconcile: their backoff (see WithRateLimiter) has not passed yet. Once
+// due, a key counts in Len. Keys delayed by AddAfter or Result.RequeueAfter
+// are not counted. A key's pending retry is dropped, and no longer
+// counted, when a later reconcile of the key (started by an Add meanwhile)
+// ends without an error to retry: its backoff is then forgotten. Retrying
+// is zero before Run and after Run returned.
+func (c *Controller[K]) Retrying() int {
+	if d := c.running.Load(); d != nil {
+		return d.Retrying()
+	}
+	return 0
+}
 
 // Active returns the number of reconciles running now.
 func (c *Controller[K]) Active() int { return int(c.active.Load()) }
@@ -308,9 +327,9 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 		return c.abortErr
 	default:
 	}
-	q := newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, nil)
-	c.queue = q
-	c.running.Store(&q)
+	q, delays := newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, c.clock)
+	c.queue, c.delays = q, delays
+	c.running.Store(delays)
 	now := time.Now()
 	for key, at := range c.delayed {
 		q.AddAfter(key, at.Sub(now))
@@ -318,7 +337,8 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	c.delayed = nil
 	watches := c.watches
 	c.mu.Unlock()
-	// Shutting the queue down also stops its delaying goroutine.
+	// Shutting the queue down also stops its delaying goroutine and waits
+	// for it.
 	defer q.ShutDown()
 
 	logger := klog.FromContext(ctx).WithValues("controller", c.name)
@@ -483,7 +503,7 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		claimCtx, release, ok := c.ownership.Claim(workCtx, key)
 		if !ok {
 			// Another replica's key now: drop it, with its backoff.
-			c.queue.Forget(key)
+			c.forget(key)
 			return true
 		}
 		defer release()
@@ -539,19 +559,20 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	switch {
 	case err == nil && res.RequeueAfter > 0:
 		obs.Outcome = OutcomeRequeueAfter
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, res.RequeueAfter)
+		c.forget(key)
+		c.delays.AddAfter(key, res.RequeueAfter)
 	case err == nil:
 		obs.Outcome = OutcomeSuccess
-		c.queue.Forget(key)
+		c.forget(key)
 	case errors.Is(err, &reconcile.TerminalError{}):
 		obs.Outcome = OutcomeError
 		obs.Terminal = true
-		c.queue.Forget(key)
+		c.forget(key)
 		c.keyLogger(rc).Error(err, "Reconcile failed with a terminal error; not retrying")
 	default:
 		obs.Outcome = OutcomeError
-		c.queue.AddRateLimited(key)
+		// What AddRateLimited does, marked as a retry.
+		c.delays.addRetry(key, c.rateLimiter.When(key))
 		if isConflict(err) {
 			// A 409 (a stale resourceVersion, or a create of an object the
 			// cache did not show yet) is routine; the retry sees fresh state.
@@ -562,6 +583,13 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	}
 	c.metrics.ObserveReconcile(c.name, obs)
 	return end
+}
+
+// forget ends key's backoff: the rate limiter forgets its failures, and a
+// retry it still waits for is dropped, as this reconcile made it needless.
+func (c *Controller[K]) forget(key K) {
+	c.queue.Forget(key)
+	c.delays.forgetRetry(key)
 }
 
 // keyLogger returns the logger of one reconcile: with the key and reconcile

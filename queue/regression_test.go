@@ -23,7 +23,7 @@ func newIdleController(t *testing.T) *Controller[string] {
 	}))
 	require.NoError(t, err)
 	// The queue Run would build; the test plays the workers.
-	c.queue = newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, nil)
+	c.queue, c.delays = newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, nil)
 	t.Cleanup(func() { c.queue.ShutDown() })
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,16 +64,24 @@ type Flags struct {
 	// queue.DefaultShutdownTimeout) bounds how long in-flight reconciles
 	// may run after a stop signal; pass it to queue.WithShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// CacheSyncTimeout (--cache-sync-timeout, default
+	// DefaultCacheSyncTimeout) bounds how long Run waits for caches to
+	// sync before it fails (see WithCacheSyncTimeout); Options passes it
+	// to Run.
+	CacheSyncTimeout time.Duration
 	// KeepManagedFields (--keep-managed-fields) keeps metadata.managedFields
 	// in the informer caches; by default Transform drops them.
 	KeepManagedFields bool
 	// Sharded (--sharded) shares the keys with the other replicas run with
 	// --sharded and the same --leader-elect-id, each on a Lease of its own
-	// in the leader election namespace, with the leader election timing
-	// (see ShardGate and package shard). It excludes --leader-elect.
+	// in the leader election namespace named after the id, with the leader
+	// election timing (see ShardGate and package shard). It excludes
+	// --leader-elect.
 	Sharded bool
 
-	// membership is the replica's, built by ShardGate, for Options.
+	// membership is the replica's, created by the first ShardGate. The
+	// option of Options reads it when Run applies it, so that Options and
+	// ShardGate may be called in any order.
 	membership *shard.Membership
 }
 
@@ -103,6 +112,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	if f.ShutdownTimeout == 0 {
 		f.ShutdownTimeout = queue.DefaultShutdownTimeout
 	}
+	if f.CacheSyncTimeout == 0 {
+		f.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Path to a kubeconfig. Without it: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
 	fs.StringVar(&f.Master, "master", f.Master, "The address of the Kubernetes API server; overrides the server in the kubeconfig.")
 	fs.Float64Var(&f.QPS, "kube-api-qps", f.QPS, "Requests per second the clients may send to the API server.")
@@ -119,6 +131,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", f.PprofAddr, "Address of Go's runtime profiles at /debug/pprof/; \"0\" or empty disables them. Serve them only on a protected address.")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
+	fs.DurationVar(&f.CacheSyncTimeout, "cache-sync-timeout", f.CacheSyncTimeout, "How long to wait for the informer caches and the controllers to sync before giving up with an error.")
 	klog.InitFlags(fs)
 }
 
@@ -130,6 +143,9 @@ func (f *Flags) Validate() error {
 	}
 	if f.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout must be positive, got %s", f.ShutdownTimeout))
+	}
+	if f.CacheSyncTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--cache-sync-timeout must be positive, got %s", f.CacheSyncTimeout))
 	}
 	for name, addr := range map[string]string{"--metrics-bind-address": f.MetricsAddr, "--health-probe-bind-address": f.ProbeAddr, "--pprof-bind-address": f.PprofAddr} {
 		if enabled(addr) {
@@ -145,9 +161,9 @@ func (f *Flags) Validate() error {
 		if f.LeaderElectID == "" {
 			errs = append(errs, errors.New("--leader-elect-id must not be empty"))
 		}
-		if f.Sharded {
-			for _, msg := range validation.IsValidLabelValue(f.LeaderElectID) {
-				errs = append(errs, fmt.Errorf("--leader-elect-id %q names the shard group, a label value: %s", f.LeaderElectID, msg))
+		if f.Sharded && f.LeaderElectID != "" {
+			if err := validGroup(f.LeaderElectID); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if f.LeaseDuration <= f.RenewDeadline+f.RetryPeriod || f.RenewDeadline <= f.RetryPeriod || f.RetryPeriod <= 0 {
@@ -159,6 +175,20 @@ func (f *Flags) Validate() error {
 }
 
 func enabled(addr string) bool { return addr != "" && addr != "0" }
+
+// validGroup checks a shard group name. The group is a label value of
+// every member's Lease and the prefix of its name, so it must be both: a
+// DNS-1123 subdomain (lowercase letters, digits, '-' and '.') of at most
+// 63 characters.
+func validGroup(group string) error {
+	msgs := slices.Concat(validation.IsDNS1123Subdomain(group), validation.IsValidLabelValue(group))
+	if len(msgs) == 0 {
+		return nil
+	}
+	slices.Sort(msgs)
+	return fmt.Errorf("--leader-elect-id %q names the shard group, the label value and name prefix of its Leases, so it must be a valid label value and DNS-1123 subdomain: %s",
+		group, strings.Join(slices.Compact(msgs), "; "))
+}
 
 // RESTConfig finds the cluster: --kubeconfig, else $KUBECONFIG, else the
 // in-cluster config, else ~/.kube/config; --master overrides the server of
@@ -220,12 +250,22 @@ func fileExists(path string) bool {
 var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // Options returns the options of Run that the flags decide: leader election
-// on client, or the shard membership ShardGate created, the probes, the metrics endpoint serving metrics (which may be
-// nil when --metrics-bind-address is disabled) and the profiles.
+// on client, or with --sharded the membership that ShardGate creates, the
+// probes, the metrics endpoint serving metrics (which may be nil when
+// --metrics-bind-address is disabled), the profiles and the cache sync
+// timeout. Options and ShardGate may be called in either order: the
+// membership is looked up when Run applies the options, and with --sharded
+// Run fails if no controller was given a ShardGate.
 func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Option {
 	var opts []Option
-	if f.membership != nil {
-		opts = append(opts, WithSharding(f.membership))
+	if f.Sharded {
+		opts = append(opts, func(c *config) {
+			if f.membership == nil {
+				c.errs = append(c.errs, errors.New("--sharded, but no controller is restricted by a ShardGate: every replica would reconcile every key"))
+				return
+			}
+			WithSharding(f.membership)(c)
+		})
 	}
 	if f.LeaderElect {
 		opts = append(opts, WithLeaderElection(leader.Config{
@@ -241,6 +281,9 @@ func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Opt
 	}
 	if enabled(f.PprofAddr) {
 		opts = append(opts, WithProfiling(f.PprofAddr))
+	}
+	if f.CacheSyncTimeout != 0 {
+		opts = append(opts, WithCacheSyncTimeout(f.CacheSyncTimeout))
 	}
 	return opts
 }
@@ -259,10 +302,11 @@ func (f *Flags) leaseNamespace() string {
 // ShardGate returns the queue option that restricts a controller to the
 // keys this replica owns when --sharded is set, and nil (which queue.New
 // ignores) otherwise. The first call creates the replica's membership
-// (package shard, on client, with metrics unless nil) and Options runs it;
-// every controller of the operator gets its own Gate on it, for its keys.
-// If the membership cannot be created, the option makes queue.New fail
-// with the reason.
+// (package shard, on client, with metrics unless nil) and the options of
+// Options run it, whether Options was called before or after; every
+// controller of the operator gets its own Gate on it, for its keys. If the
+// membership cannot be created, the option makes queue.New fail with the
+// reason.
 func ShardGate[K comparable](f *Flags, client kubernetes.Interface, metrics shard.Metrics, keys shard.Keys[K]) queue.Option {
 	if !f.Sharded {
 		return nil

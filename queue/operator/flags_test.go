@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +68,7 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 	assert.Equal(t, DefaultBurst, f.Burst)
 	assert.Equal(t, leader.DefaultLeaseDuration, f.LeaseDuration)
 	assert.Equal(t, queue.DefaultShutdownTimeout, f.ShutdownTimeout)
+	assert.Equal(t, DefaultCacheSyncTimeout, f.CacheSyncTimeout)
 	require.NoError(t, f.Validate())
 	stripped, err := f.Transform()(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}})
 	require.NoError(t, err)
@@ -81,6 +83,7 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 	}{
 		{name: "bad qps", args: []string{"--kube-api-qps=0"}, wantErr: "--kube-api-qps and --kube-api-burst must be positive"},
 		{name: "bad shutdown timeout", args: []string{"--shutdown-timeout=0s"}, wantErr: "--shutdown-timeout must be positive"},
+		{name: "bad cache sync timeout", args: []string{"--cache-sync-timeout=-1s"}, wantErr: "--cache-sync-timeout must be positive"},
 		{name: "bad address", args: []string{"--metrics-bind-address=8080"}, wantErr: "--metrics-bind-address"},
 		{name: "bad profiling address", args: []string{"--pprof-bind-address=localhost"}, wantErr: "--pprof-bind-address"},
 		{name: "no lease name", args: []string{"--leader-elect"}, wantErr: "--leader-elect-id must not be empty"},
@@ -88,6 +91,9 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 		{name: "sharded without a group", args: []string{"--sharded"}, wantErr: "--leader-elect-id must not be empty"},
 		{name: "sharded and leader election", args: []string{"--sharded", "--leader-elect", "--leader-elect-id=x"}, wantErr: "exclude each other"},
 		{name: "group not a label value", args: []string{"--sharded", "--leader-elect-id=foo/bar"}, wantErr: "names the shard group"},
+		{name: "group with capitals", args: []string{"--sharded", "--leader-elect-id=Foo"}, wantErr: `--leader-elect-id "Foo" names the shard group`},
+		{name: "group with an underscore", args: []string{"--sharded", "--leader-elect-id=foo_controller"}, wantErr: "a lowercase RFC 1123 subdomain"},
+		{name: "group too long for a label", args: []string{"--sharded", "--leader-elect-id=" + strings.Repeat("a", 64)}, wantErr: "must be no more than 63"},
 		{name: "sharded", args: []string{"--sharded", "--leader-elect-id=foo-controller.samplecontroller.k8s.io"}},
 		{name: "disabled endpoints", args: []string{"--metrics-bind-address=0", "--health-probe-bind-address="}},
 	}
@@ -150,14 +156,22 @@ func TestRESTConfig(t *testing.T) {
 
 func TestFlagsOptions(t *testing.T) {
 	client := fake.NewClientset()
-	f := parse(t, Flags{}, "--metrics-bind-address=0")
-	assert.Empty(t, f.Options(client, http.NotFoundHandler()), "nothing enabled")
+	f := parse(t, Flags{}, "--metrics-bind-address=0", "--cache-sync-timeout=1m")
+	var c config
+	for _, opt := range f.Options(client, http.NotFoundHandler()) {
+		opt(&c)
+	}
+	assert.Equal(t, time.Minute, c.cacheSyncTimeout)
+	assert.Nil(t, c.election, "nothing else enabled")
+	assert.Nil(t, c.sharding)
+	assert.Empty(t, c.probeAddr+c.metricsAddr+c.pprofAddr)
+	assert.Empty(t, c.errs)
 
 	dir := t.TempDir()
 	serviceAccountNamespace = filepath.Join(dir, "namespace")
 	t.Cleanup(func() { serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace" })
 	f = parse(t, Flags{}, "--leader-elect", "--leader-elect-id=op", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080", "--pprof-bind-address=127.0.0.1:6060")
-	var c config
+	c = config{}
 	for _, opt := range f.Options(client, http.NotFoundHandler()) {
 		opt(&c)
 	}
@@ -282,3 +296,71 @@ func TestMainExitCodes(t *testing.T) {
 		assert.Contains(t, out, "second signal, exiting now")
 	})
 }
+
+// With --sharded, Options and ShardGate may be called in either order: the
+// membership runs, and the gated controller reconciles the keys it owns.
+// Without a ShardGate, Run refuses to start.
+func TestShardedOptionsInAnyOrder(t *testing.T) {
+	args := []string{"--sharded", "--leader-elect-id=op", "--leader-elect-namespace=ops",
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
+	keys := shard.Keys[string]{String: func(k string) string { return k }, List: func() []string { return []string{"a"} }}
+	tests := []struct {
+		name         string
+		optionsFirst bool
+	}{
+		{name: "Options before ShardGate", optionsFirst: true},
+		{name: "ShardGate before Options"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			f := parse(t, Flags{}, args...)
+			var opts []Option
+			if tt.optionsFirst {
+				opts = f.Options(client, nil)
+			}
+			reconciled := make(chan string, 1)
+			ctrl, err := queue.New("c", reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
+				select {
+				case reconciled <- key:
+				default:
+				}
+				return reconcile.Result{}, nil
+			}), ShardGate(&f, client, nil, keys))
+			require.NoError(t, err)
+			if !tt.optionsFirst {
+				opts = f.Options(client, nil)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, append(opts, WithControllers(ctrl))...) }()
+			select {
+			case key := <-reconciled:
+				assert.Equal(t, "a", key)
+			case err := <-done:
+				t.Fatalf("Run returned %v before the controller reconciled its key", err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("the controller reconciled nothing: its membership does not run")
+			}
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+
+	t.Run("no ShardGate", func(t *testing.T) {
+		client := fake.NewClientset()
+		f := parse(t, Flags{}, args...)
+		// Bounded, so that a Run that wrongly starts returns too.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := Run(ctx, append(f.Options(client, nil), WithControllers(stubController{}))...)
+		require.ErrorContains(t, err, "no controller is restricted by a ShardGate")
+	})
+}
+
+// stubController runs until its context ends.
+type stubController struct{}
+
+func (stubController) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+func (stubController) HasSynced() bool               { return true }

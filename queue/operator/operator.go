@@ -12,7 +12,8 @@
 //	)
 //
 // Run starts the probe and metrics servers, then the informer factories,
-// waits for their caches, and runs the controllers until ctx ends. On
+// waits for their caches (at most the cache sync timeout, see
+// WithCacheSyncTimeout), and runs the controllers until ctx ends. On
 // cancellation it stops the controllers first (each drains its in-flight
 // reconciles), then the informers, then the servers. The first error of any
 // part stops all the others and is returned.
@@ -29,8 +30,11 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -56,21 +60,33 @@ type InformerFactory interface {
 	Shutdown()
 }
 
+// DefaultCacheSyncTimeout is the cache sync timeout of Run when
+// WithCacheSyncTimeout is not given.
+const DefaultCacheSyncTimeout = 2 * time.Minute
+
+// ErrCacheSyncTimeout is wrapped by the error of Run when informers or
+// controllers did not sync within the cache sync timeout.
+var ErrCacheSyncTimeout = errors.New("caches did not sync in time")
+
 // Option configures Run. A nil Option is ignored.
 type Option func(*config)
 
 type config struct {
-	factories   []InformerFactory
-	controllers []Controller
-	election    *leader.Config
-	sharding    *shard.Membership
-	readyLeader bool
-	probeAddr   string
-	metricsAddr string
-	metrics     http.Handler
-	pprofAddr   string
-	checks      []check
-	errs        []error
+	factories        []InformerFactory
+	controllers      []Controller
+	election         *leader.Config
+	sharding         *shard.Membership
+	readyLeader      bool
+	probeAddr        string
+	metricsAddr      string
+	metrics          http.Handler
+	pprofAddr        string
+	checks           []check
+	cacheSyncTimeout time.Duration
+	errs             []error
+
+	// unhealthy is the error that makes /healthz fail, once there is one.
+	unhealthy atomic.Pointer[error]
 }
 
 type check struct {
@@ -140,9 +156,11 @@ func WithReadinessOnlyWhenLeading() Option {
 }
 
 // WithProbes serves /healthz and /readyz on addr (host:port; ":0" picks a
-// free port). /healthz answers 200 while the process runs; /readyz answers
-// 200 once every controller's HasSynced is true and every check of
-// WithReadyCheck passes, 503 with the reasons otherwise.
+// free port). /healthz answers 200 while the process runs, and 500 with the
+// reason once the cache sync timeout (WithCacheSyncTimeout) expired: Run is
+// then stopping, and returns that error. /readyz answers 200 once every
+// controller's HasSynced is true and every check of WithReadyCheck passes,
+// 503 with the reasons otherwise.
 func WithProbes(addr string) Option {
 	return func(c *config) { c.probeAddr = addr }
 }
@@ -170,6 +188,25 @@ func WithMetrics(addr string, handler http.Handler) Option {
 	}
 }
 
+// WithCacheSyncTimeout bounds how long Run waits for caches: the informer
+// factories' caches must sync within d of their start, and each
+// controller's HasSynced must be true within d of the controller's start
+// (with leader election: of this replica's start of leading). Otherwise Run
+// stops everything and returns an error wrapping ErrCacheSyncTimeout that
+// names the informers' types or the controllers that did not sync; /healthz
+// fails with it meanwhile. An informer that cannot list (missing RBAC, a
+// CustomResourceDefinition not installed) thus ends the process with a
+// reason, to be restarted, instead of leaving it waiting for ever while it
+// looks alive. Default DefaultCacheSyncTimeout; d must be positive.
+func WithCacheSyncTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("cache sync timeout must be positive, got %s", d))
+		}
+		c.cacheSyncTimeout = d
+	}
+}
+
 // WithProfiling serves Go's runtime profiles (net/http/pprof: CPU, heap,
 // goroutines, ...) under /debug/pprof/ on addr, which may be the metrics or
 // probe address. Profiles reveal the process's internals and a CPU profile
@@ -183,7 +220,7 @@ func WithProfiling(addr string) Option {
 // the package documentation for the order of starts and stops. It returns
 // nil after a normal stop, and otherwise every error that stopped it.
 func Run(ctx context.Context, opts ...Option) error {
-	var c config
+	c := config{cacheSyncTimeout: DefaultCacheSyncTimeout}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&c)
@@ -224,17 +261,24 @@ func Run(ctx context.Context, opts ...Option) error {
 	for _, f := range c.factories {
 		f.Start(stopCtx.Done())
 	}
-	synced := true
+	syncCtx, cancelSync := context.WithTimeout(stopCtx, c.cacheSyncTimeout)
+	var unsynced []string
 	for _, f := range c.factories {
-		for typ, ok := range f.WaitForCacheSync(stopCtx.Done()) {
+		for typ, ok := range f.WaitForCacheSync(syncCtx.Done()) {
 			if !ok {
-				synced = false
-				logger.Info("Informer did not sync before the stop", "type", typ.String())
+				unsynced = append(unsynced, typ.String())
 			}
 		}
 	}
-	if synced {
+	cancelSync()
+	switch {
+	case len(unsynced) == 0:
 		runControllers(stopCtx, &c, &leading, fail)
+	case stopCtx.Err() == nil:
+		slices.Sort(unsynced)
+		c.syncTimedOut(fail, fmt.Sprintf("informers of %s", strings.Join(slices.Compact(unsynced), ", ")))
+	default:
+		logger.Info("Informers did not sync before the stop", "types", unsynced)
 	}
 	// The controllers have stopped: now the informers, then the servers.
 	stop(nil)
@@ -245,8 +289,49 @@ func Run(ctx context.Context, opts ...Option) error {
 	return errors.Join(errs...)
 }
 
+// syncTimedOut makes /healthz fail and Run stop with an error that says
+// what did not sync.
+func (c *config) syncTimedOut(fail func(error), what string) {
+	err := fmt.Errorf("operator: %w: %s did not sync within %s", ErrCacheSyncTimeout, what, c.cacheSyncTimeout)
+	c.unhealthy.Store(&err)
+	fail(err)
+}
+
+// syncPeriod is how often watchSync checks the controllers.
+const syncPeriod = 100 * time.Millisecond
+
+// watchSync waits until every controller's HasSynced is true and, if that
+// takes longer than the cache sync timeout, fails Run naming those that
+// are not. It returns at once when ctx ends.
+func (c *config) watchSync(ctx context.Context, fail func(error)) {
+	deadline := time.NewTimer(c.cacheSyncTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(syncPeriod)
+	defer tick.Stop()
+	for {
+		var lagging []string
+		for i, ctrl := range c.controllers {
+			if !ctrl.HasSynced() {
+				lagging = append(lagging, controllerName(ctrl, i))
+			}
+		}
+		if len(lagging) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			c.syncTimedOut(fail, "controllers "+strings.Join(lagging, ", "))
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // runControllers runs the controllers, behind leader election if asked,
-// until ctx ends or one fails, and returns once all have returned.
+// until ctx ends or one fails, and returns once all have returned. While
+// they run, watchSync checks that they sync in time.
 func runControllers(ctx context.Context, c *config, leading *atomic.Bool, fail func(error)) {
 	if c.sharding != nil {
 		// The membership outlives the controllers' drain.
@@ -271,6 +356,7 @@ func runControllers(ctx context.Context, c *config, leading *atomic.Bool, fail f
 		rs = append(rs, leader.RunnableFunc(func(ctx context.Context) error {
 			leading.Store(true)
 			defer leading.Store(false)
+			c.watchSync(ctx, fail)
 			<-ctx.Done()
 			return nil
 		}))
@@ -287,5 +373,6 @@ func runControllers(ctx context.Context, c *config, leading *atomic.Bool, fail f
 			}
 		})
 	}
+	wg.Go(func() { c.watchSync(ctx, fail) })
 	wg.Wait()
 }

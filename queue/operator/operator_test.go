@@ -234,6 +234,7 @@ func TestRunValidation(t *testing.T) {
 		{name: "bad ready check", opts: []operator.Option{operator.WithControllers(ok), operator.WithReadyCheck("", nil)}, wantErr: "ready check needs"},
 		{name: "leader readiness without election", opts: []operator.Option{operator.WithControllers(ok), operator.WithReadinessOnlyWhenLeading()},
 			wantErr: "needs leader election"},
+		{name: "bad cache sync timeout", opts: []operator.Option{operator.WithControllers(ok), operator.WithCacheSyncTimeout(0)}, wantErr: "cache sync timeout must be positive"},
 		{name: "nil membership", opts: []operator.Option{operator.WithControllers(ok), operator.WithSharding(nil)}, wantErr: "membership is nil"},
 		{name: "sharding and leader election", opts: []operator.Option{operator.WithControllers(ok), operator.WithSharding(testMembership(t, fake.NewClientset())),
 			operator.WithLeaderElection(leader.Config{Client: fake.NewClientset(), Namespace: "ops", Name: "op"})}, wantErr: "exclude each other"},
@@ -392,4 +393,72 @@ func ExampleRun() {
 	// Output:
 	// reconciled default/settings
 	// stopped: <nil>
+}
+
+// heldFactory is a factory whose caches never sync and whose Shutdown
+// waits for release, to hold Run while it stops.
+type heldFactory struct {
+	syncFailure
+	release chan struct{}
+}
+
+func (f heldFactory) Shutdown() { <-f.release }
+
+// Informers or controllers that do not sync within the cache sync timeout
+// stop Run with an error naming them; /healthz fails meanwhile.
+func TestCacheSyncTimeout(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	lagging := func(release chan struct{}) operator.Controller {
+		return stub{name: "lagging", run: func(ctx context.Context) error {
+			<-ctx.Done()
+			<-release
+			return nil
+		}}
+	}
+	synced := stub{name: "fine", synced: true, run: untilDone}
+	tests := []struct {
+		name string
+		opts func(release chan struct{}) []operator.Option
+		want string
+	}{
+		{name: "informers", opts: func(release chan struct{}) []operator.Option {
+			return []operator.Option{operator.WithInformers(heldFactory{release: release}), operator.WithControllers(synced)}
+		}, want: "informers of *v1.ConfigMap did not sync within 50ms"},
+		{name: "controllers", opts: func(release chan struct{}) []operator.Option {
+			return []operator.Option{operator.WithControllers(synced, lagging(release))}
+		}, want: "controllers lagging did not sync within 50ms"},
+		{name: "controllers of the leader", opts: func(release chan struct{}) []operator.Option {
+			return []operator.Option{operator.WithControllers(lagging(release), synced),
+				operator.WithLeaderElection(leader.Config{Client: fake.NewClientset(), Namespace: "ops", Name: "op", Identity: "me",
+					LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond})}
+		}, want: "controllers lagging did not sync within 50ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			probes := freeAddr(t)
+			release := make(chan struct{})
+			let := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(let)
+			done := make(chan error, 1)
+			go func() {
+				done <- operator.Run(context.Background(), append(tt.opts(release),
+					operator.WithProbes(probes), operator.WithCacheSyncTimeout(timeout))...)
+			}()
+			var body string
+			require.Eventually(t, func() bool {
+				var code int
+				code, body = get("http://" + probes + "/healthz")
+				return code == http.StatusInternalServerError
+			}, waitFor, 5*time.Millisecond, "/healthz fails once the timeout expired")
+			assert.Contains(t, body, tt.want)
+			let()
+			select {
+			case err := <-done:
+				require.ErrorIs(t, err, operator.ErrCacheSyncTimeout)
+				assert.ErrorContains(t, err, tt.want)
+			case <-time.After(waitFor):
+				t.Fatal("Run did not return after the cache sync timeout")
+			}
+		})
+	}
 }

@@ -39,7 +39,7 @@ func serve(ctx context.Context, c *config, leading func() bool) (*servers, error
 	}
 	if c.probeAddr != "" {
 		m := mux(c.probeAddr)
-		m.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		m.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { healthy(w, c) })
 		m.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { ready(w, r, c, leading) })
 	}
 	if c.metricsAddr != "" {
@@ -95,6 +95,15 @@ func (s *servers) shutdown(ctx context.Context) {
 		}
 	}
 	s.wg.Wait()
+}
+
+// healthy answers /healthz.
+func healthy(w http.ResponseWriter, c *config) {
+	if err := c.unhealthy.Load(); err != nil {
+		http.Error(w, (*err).Error(), http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintln(w, "ok")
 }
 
 // ready answers /readyz.

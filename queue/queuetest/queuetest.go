@@ -22,13 +22,18 @@ import (
 	"k8s.io/klog/v2/ktesting"
 )
 
-// Controller is what Start runs: a *queue.Controller, or a type that
-// embeds one.
+// Controller is what Start runs and WaitIdle watches: a *queue.Controller,
+// or a type that embeds one.
 type Controller interface {
 	Run(ctx context.Context) error
 	HasSynced() bool
+	// Len is the number of keys waiting to be reconciled now.
 	Len() int
+	// Active is the number of reconciles running.
 	Active() int
+	// Retrying is the number of keys waiting for a retry after a failed
+	// reconcile.
+	Retrying() int
 }
 
 // InformerFactory is what client-go's and code-generator's shared informer
@@ -89,30 +94,43 @@ func Start(t testing.TB, ctrl Controller, factories ...InformerFactory) {
 // Quiet is how long WaitIdle requires nothing to happen.
 const Quiet = 50 * time.Millisecond
 
-// WaitIdle waits until ctrl has nothing to do: no key waits (delayed keys
-// aside), no reconcile runs, and neither the controller nor any of the
-// clients has done anything for Quiet, so that the events of the
-// controller's last writes have reached its informers and handlers. Fake
-// clientsets deliver events within microseconds; Quiet is a wide margin for
-// that, not a sleep the test depends on. It fails the test if ctrl is not
-// idle within Timeout.
+// WaitIdle waits until ctrl has nothing to do: no key waits, no key waits
+// for a retry after a failed reconcile (however long its backoff), no
+// reconcile runs, and neither the controller nor any of the clients has
+// done anything for Quiet, so that the events of the controller's last
+// writes have reached its informers and handlers. Fake clientsets deliver
+// events within microseconds; Quiet is a wide margin for that, not a sleep
+// the test depends on. It fails the test if ctrl is not idle within
+// Timeout, which is how a key that keeps failing shows.
+//
+// Keys delayed on purpose (AddAfter, Result.RequeueAfter) are not waited
+// for: a controller that polls something every minute is idle between two
+// polls. A test of such a controller advances to the next run by adding
+// the key.
 func WaitIdle(t testing.TB, ctrl Controller, clients ...ActionRecorder) {
 	t.Helper()
+	// Idle must hold from one poll to another at least Quiet later, with no
+	// busy poll between them. The counts are read in the order a key moves
+	// (retry, waiting, running), so that a key moving on while they are
+	// read is seen at least once.
 	var (
-		since   time.Time
-		actions int
+		idleSince time.Time
+		actions   = -1
 	)
 	waitFor(t, "the controller to be idle", func() (bool, string) {
 		n := 0
 		for _, c := range clients {
 			n += len(c.Actions())
 		}
-		busy := ctrl.Len() > 0 || ctrl.Active() > 0
-		if busy || n != actions || since.IsZero() {
-			since, actions = time.Now(), n
-			return false, fmt.Sprintf("%d keys waiting, %d reconciles running, %d requests", ctrl.Len(), ctrl.Active(), n)
+		retrying, waiting, active := ctrl.Retrying(), ctrl.Len(), ctrl.Active()
+		if retrying > 0 || waiting > 0 || active > 0 || n != actions {
+			idleSince, actions = time.Time{}, n
+			return false, fmt.Sprintf("%d keys waiting, %d waiting for a retry, %d reconciles running, %d requests", waiting, retrying, active, n)
 		}
-		return time.Since(since) >= Quiet, "settling"
+		if idleSince.IsZero() {
+			idleSince = time.Now()
+		}
+		return time.Since(idleSince) >= Quiet, "settling"
 	})
 }
 

@@ -2,9 +2,12 @@ package queuetest_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
@@ -106,4 +110,38 @@ func TestStartAndWaitIdle(t *testing.T) {
 	mirror, err = cms.Get(ctx, "a-mirror", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "4", mirror.Data["v"], "the mirror converged")
+}
+
+// WaitIdle returns only once a failed key's retry has run, even when its
+// backoff is far longer than Quiet; a delay the reconciler asked for is
+// not waited for.
+func TestWaitIdleWaitsForRetries(t *testing.T) {
+	const backoff = 20 * queuetest.Quiet
+	tests := []struct {
+		name string
+		// first is what the first reconcile returns; later ones succeed.
+		first     func() (reconcile.Result, error)
+		wantCalls int32
+	}{
+		{name: "error", first: func() (reconcile.Result, error) { return reconcile.Result{}, errors.New("flaky") }, wantCalls: 2},
+		{name: "panic", first: func() (reconcile.Result, error) { panic("flaky") }, wantCalls: 2},
+		{name: "requeue after", first: func() (reconcile.Result, error) { return reconcile.Result{RequeueAfter: time.Hour}, nil }, wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			ctrl, err := queue.New("flaky", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+				if calls.Add(1) == 1 {
+					return tt.first()
+				}
+				return reconcile.Result{}, nil
+			}), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](backoff, backoff)))
+			require.NoError(t, err)
+			queuetest.Start(t, ctrl)
+			ctrl.Add("a")
+			queuetest.WaitIdle(t, ctrl)
+			assert.Equal(t, tt.wantCalls, calls.Load(), "reconciles when WaitIdle returned")
+			assert.Zero(t, ctrl.Retrying())
+		})
+	}
 }

@@ -1,0 +1,87 @@
+package informer_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+// byApp files a Deployment under its "app" label.
+func byApp(d *appsv1.Deployment) []string { return []string{d.Labels["app"]} }
+
+// byTier files a Deployment under its "tier" label.
+func byTier(d *appsv1.Deployment) []string { return []string{d.Labels["tier"]} }
+
+// byLabel returns a function that files a Deployment under the label key.
+func byLabel(key string) func(*appsv1.Deployment) []string {
+	return func(d *appsv1.Deployment) []string { return []string{d.Labels[key]} }
+}
+
+// A second NewIndex of a name returns the index only when it files by the
+// same function; any other function is an error, and the index keeps
+// filing by the first one.
+func TestNewIndexOfTheSameName(t *testing.T) {
+	app := byLabel("app")
+	keyOf := informer.KeyOf[*appsv1.Deployment]
+	// second registers the second index of name "index" with values.
+	second := func(values func(*appsv1.Deployment) []string) func(cache.SharedIndexInformer) error {
+		return func(inf cache.SharedIndexInformer) error {
+			_, err := informer.NewIndex(inf, "index", values)
+			return err
+		}
+	}
+	tests := []struct {
+		name  string
+		first func(*appsv1.Deployment) []string
+		// second registers a second index of the name "index".
+		second  func(inf cache.SharedIndexInformer) error
+		wantErr bool
+		// value is what the first function files the Deployment under.
+		value string
+	}{
+		{name: "same function", first: byApp, second: second(byApp), value: "shop"},
+		{name: "same generic instantiation", first: keyOf, second: second(informer.KeyOf[*appsv1.Deployment]), value: "ns/web"},
+		{name: "same closure", first: app, second: second(app), value: "shop"},
+		{name: "another function", first: byApp, second: second(byTier), wantErr: true, value: "shop"},
+		{name: "a closure capturing another value", first: app, second: second(byLabel("tier")), wantErr: true, value: "shop"},
+		{name: "an equal closure made again", first: app, second: second(byLabel("app")), wantErr: true, value: "shop"},
+		{name: "another type", first: keyOf, wantErr: true, value: "ns/web", second: func(inf cache.SharedIndexInformer) error {
+			_, err := informer.NewIndex(inf, "index", informer.KeyOf[*metav1.PartialObjectMetadata])
+			return err
+		}},
+		{name: "an index not made by NewIndex", first: byApp, wantErr: true, value: "shop", second: func(inf cache.SharedIndexInformer) error {
+			require.NoError(t, inf.AddIndexers(cache.Indexers{"foreign": func(obj any) ([]string, error) {
+				return []string{obj.(*appsv1.Deployment).Name}, nil // expects its own type only
+			}}))
+			_, err := informer.NewIndex(inf, "foreign", byApp)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inf := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Apps().V1().Deployments().Informer()
+			first, err := informer.NewIndex(inf, "index", tt.first)
+			require.NoError(t, err)
+			err = tt.second(inf)
+			if tt.wantErr {
+				require.ErrorIs(t, err, informer.ErrIndexConflict)
+			} else {
+				require.NoError(t, err)
+			}
+
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Labels: map[string]string{"app": "shop", "tier": "front"}}}
+			require.NoError(t, inf.GetIndexer().Add(d))
+			keys, err := first.Keys(tt.value)
+			require.NoError(t, err)
+			assert.Equal(t, []cache.ObjectName{{Namespace: "ns", Name: "web"}}, keys, "the index files by its first function")
+		})
+	}
+}
