@@ -35,15 +35,20 @@
 // Replicas see membership changes at different times, so computing the
 // owner is not enough to keep two replicas off a key. Each replica
 // therefore publishes, in an annotation of its Lease (AnnotationView), the
-// member list it works under, with a generation. The rules are:
+// member list it works under, with a generation, and stamps every write of
+// its Lease with its process and a sequence number, so that it recognises
+// its own writes when its Lease informer delivers them back (the echo).
+// The rules are:
 //
 //  1. When a replica's member list changes, it stops handing out the keys
 //     it no longer owns, cancels their in-flight reconciles and waits for
 //     them to return, and only then publishes the new list.
-//  2. A replica reconciles a key only if the key is its own under the list
-//     it sees now and under the list it has published, and only after its
-//     Lease informer has delivered that publication back to it.
-//  3. It also reconciles a key only if no other live member's published list
+//  2. A replica claims a key only if the key is its own under the list it
+//     works under, under the list of its latest echoed write, and under
+//     the list of every write it sent that may still land (one not yet
+//     echoed nor refused with a conflict): whatever version of its Lease
+//     the others read, now or later, gives it the key.
+//  3. It also claims a key only if no other live member's published list
 //     gives that member the key. The old owner of a moving key thus keeps
 //     it until it has published a list without it (rule 1 guarantees it has
 //     stopped by then) or until its Lease has expired.
@@ -54,30 +59,62 @@
 // after its own write came back on the same watch. The watch delivers
 // changes in the order the API server made them, so whichever of the two
 // writes came second sees the first, and that replica leaves k alone.
+// Every write is an update guarded by the Lease's resourceVersion, so once
+// a write has come back, no earlier write of the same replica can land
+// after it.
 //
 // # Timing
 //
-// A member that cannot renew its Lease for RenewDeadline (measured from the
-// moment it sent its last renewal that succeeded within LeaseDuration -
-// RenewDeadline) revokes every claim: it
-// cancels its in-flight reconciles, reconciles nothing more, and Run
-// returns an error wrapping ErrLeaseLost. The others consider it gone
-// LeaseDuration after they last saw its Lease change, which is no earlier
-// than it sent that renewal, and only once their own renewals sent after
-// that came back through their Lease informer: a watch that falls behind
-// cannot make a live member look gone. Config requires LeaseDuration > RenewDeadline
-// + RetryPeriod; the difference is what a cancelled reconcile has to
-// return, and it must also cover the difference in the rates of the
-// replicas' clocks over one LeaseDuration (the clocks need not agree on the
-// time of day). As with package leader, reconcilers must honour their
-// context. As with any lease, a process paused for longer than that margin
-// (a stopped VM, say) may finish a reconcile it was in when it wakes, before
-// it notices; it starts no new one. A key of a member that stopped normally moves at once: the
-// member drains, then deletes its Lease. A key of a member that was killed
-// moves after LeaseDuration plus the time for the survivors to publish.
+// Every duration is measured on the local monotonic clock: clocks need
+// not agree on the time of day, and a step of the wall clock changes
+// nothing (the RenewTime a replica writes is for people). The rules are:
 //
-// Members delete the Leases of members that have been gone for two
+//   - A replica's claims are valid until RenewDeadline after it sent its
+//     latest write that came back through its informer. No claim is made
+//     after that, and the replica then revokes every claim and Run returns
+//     an error wrapping ErrLeaseLost: renewals that succeed but do not come
+//     back do not count, so a replica that wakes from a pause cannot claim
+//     keys from what it saw before the pause.
+//   - The others count a member gone once its Lease has not changed for
+//     LeaseDuration, measured from when they saw the change up to the send
+//     time of their own latest write that came back: a watch that falls
+//     behind cannot make a live member look gone.
+//
+// Config requires LeaseDuration > RenewDeadline + RetryPeriod. The
+// difference, LeaseDuration - RenewDeadline, must cover the time a
+// cancelled reconcile takes to return, plus any pause of the process while
+// it holds a claim, plus the difference in the rates of the replicas'
+// clocks over one LeaseDuration. As with package leader, reconcilers must
+// honour their context; a process paused for longer than that margin while
+// it is in a reconcile (a stopped VM, say) may finish that reconcile when
+// it wakes, before it notices; it starts no new one.
+//
+// A replica that stops normally revokes its claims, waits for them,
+// publishes that it left and deletes its Lease, so its keys move at once.
+// The keys of a member that was killed move after LeaseDuration plus the
+// time for the survivors to publish. A Lease that is deleted while its
+// member has not published that it left (by hand, say) still counts until
+// it expires. Members delete the Leases of members gone for two
 // LeaseDurations, so killed replicas leave nothing behind.
+//
+// A replica restarted under the identity of a process that is gone (a pod
+// name, say) finds its Lease still there and takes it over; it claims
+// nothing until RenewDeadline after its first write came back, by when the
+// former process, if it still ran, has stopped. A Lease renewed by another
+// process of the same identity makes Run return ErrLeaseLost.
+//
+// # How the protocol is tested
+//
+// A seeded deterministic simulation in the package's tests drives three to
+// six replicas over an in-memory API server and checks, after every event,
+// that no key is held by two processes and that every claim is backed by
+// every list its Lease may show; and, once the faults stop, that every key
+// is owned by exactly one live replica and reconciled by it within
+// 3*LeaseDuration + RenewDeadline, and that only the live members' Leases
+// are left. The scheduler chooses every request's latency and outcome
+// (errors, conflicts, lost answers), watch delays, partitions, pauses,
+// clock steps and rates, kill -9, restarts under the same identity, joins
+// and normal stops.
 //
 // # What each replica caches
 //

@@ -21,6 +21,9 @@ type Gate[K comparable] struct {
 
 	mu     sync.Mutex
 	claims map[*claim]struct{}
+	// applied are the views applied since the last scan: a key one of
+	// them did not own may have been dropped meanwhile.
+	applied []*view
 }
 
 // claim is one reconcile's hold on its key.
@@ -61,8 +64,8 @@ func (g *Gate[K]) Claim(ctx context.Context, key K) (claimCtx context.Context, r
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// A process that was paused may run before its membership notices
-	// that its renewals stopped: no new claim after RenewDeadline.
-	if !g.m.view.Load().owns(h) || time.Since(time.Unix(0, g.m.lastRenew.Load())) > g.m.cfg.RenewDeadline {
+	// that its view is stale: no new claim once the view ran out.
+	if v := g.m.view.Load(); !v.owns(h) || g.m.now() >= v.validUntil {
 		return nil, nil, false
 	}
 	claimCtx, cancel := context.WithCancelCause(ctx)
@@ -77,22 +80,24 @@ func (g *Gate[K]) Claim(ctx context.Context, key K) (claimCtx context.Context, r
 	}, true
 }
 
-// restrict cancels the claims v does not allow.
-func (g *Gate[K]) restrict(v *view) (wait func()) {
+// restrict cancels the claims v does not allow and returns what they
+// close when they are released.
+func (g *Gate[K]) restrict(v *view) (pending []<-chan struct{}) {
 	g.mu.Lock()
-	var pending []chan struct{}
+	defer g.mu.Unlock()
+	if len(g.applied) >= maxApplied {
+		// A Gate whose controller does not run keeps no history: a nil
+		// view owned nothing, so its next scan adds every owned key.
+		g.applied = append(g.applied[:0], nil)
+	}
+	g.applied = append(g.applied, v)
 	for c := range g.claims {
 		if !v.owns(c.hash) {
 			c.cancel(errMoved)
 			pending = append(pending, c.released)
 		}
 	}
-	g.mu.Unlock()
-	return func() {
-		for _, ch := range pending {
-			<-ch
-		}
-	}
+	return pending
 }
 
 func (g *Gate[K]) changed() { signal(g.wake) }
@@ -117,22 +122,39 @@ func (g *Gate[K]) Start(ctx context.Context, q queue.Enqueuer[K]) {
 		case <-g.wake:
 		case <-recount.C:
 		}
-		v := g.m.view.Load()
-		owned := 0
-		for _, key := range g.list() {
-			h := hashKey(g.key(key))
-			if !v.owns(h) {
-				continue
-			}
-			owned++
-			if v != last && !last.owns(h) {
-				q.AddLowPriority(key)
-			}
-		}
-		last = v
-		g.m.cfg.Metrics.SetOwnedKeys(g.m.cfg.Group, name, owned)
+		last = g.scan(q, name, last)
 	}
 }
+
+// scan adds to q the keys owned now that the view of the previous scan
+// (last), or any view applied since, did not own, and returns the view
+// it scanned under.
+func (g *Gate[K]) scan(q queue.Enqueuer[K], name string, last *view) *view {
+	g.mu.Lock()
+	v := g.m.view.Load()
+	since := append([]*view{last}, g.applied...)
+	g.applied = nil
+	g.mu.Unlock()
+	owned := 0
+	for _, key := range g.list() {
+		h := hashKey(g.key(key))
+		if !v.owns(h) {
+			continue
+		}
+		owned++
+		for _, old := range since {
+			if !old.owns(h) {
+				q.AddLowPriority(key)
+				break
+			}
+		}
+	}
+	g.m.cfg.Metrics.SetOwnedKeys(g.m.cfg.Group, name, owned)
+	return v
+}
+
+// maxApplied bounds the views a Gate remembers between two scans.
+const maxApplied = 64
 
 // ownedRecount is how often a Gate counts its keys between changes of
 // ownership, as objects come and go.

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +15,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
@@ -52,7 +49,9 @@ type Config struct {
 	// Namespace holds the group's Leases.
 	Namespace string
 	// Group names the replicas that share the keys: the Leases carry it in
-	// the label LabelGroup, so it must be a valid label value.
+	// the label LabelGroup and start their names with it, so it must be a
+	// valid label value and a DNS subdomain (lowercase alphanumerics, '-'
+	// and '.').
 	Group string
 	// Identity of this replica, the holder of its Lease. Default: the host
 	// name and a random suffix, unique per process.
@@ -75,8 +74,12 @@ func (c Config) complete() (Config, error) {
 	if c.Client == nil || c.Namespace == "" || c.Group == "" {
 		errs = append(errs, errors.New("Config needs a Client, a Namespace and a Group"))
 	}
+	// The group starts every member's Lease name and labels it.
 	for _, msg := range validation.IsValidLabelValue(c.Group) {
 		errs = append(errs, fmt.Errorf("group %q: %s", c.Group, msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(LeaseName(c.Group, "")) {
+		errs = append(errs, fmt.Errorf("group %q does not start a valid Lease name: %s", c.Group, msg))
 	}
 	if c.Identity == "" {
 		host, _ := os.Hostname()
@@ -119,63 +122,30 @@ func LeaseName(group, identity string) string {
 type Membership struct {
 	cfg   Config
 	lease string
-	view  atomic.Pointer[view]
+	// now reads the membership's monotonic clock: every duration the
+	// protocol judges is local to this process and immune to steps of the
+	// wall clock.
+	now  func() time.Duration
+	view atomic.Pointer[view]
 
 	gatesMu sync.Mutex
 	gates   []gate
 
-	started    atomic.Bool
-	synced     atomic.Bool
-	lastRenew  atomic.Int64 // send time (UnixNano) of the last successful renewal
-	kick       chan struct{}
-	publishNow chan struct{}
+	started atomic.Bool
+	kick    chan struct{}
+	write   chan struct{}
 
-	mu       sync.Mutex
-	observed map[string]*observedLease
-	desired  published // what the writer puts in the Lease
-	members  []string  // the live members of the last step, for Members
+	mu   sync.Mutex // guards core
+	core *core
 }
 
 // gate is what a Membership needs of a Gate.
 type gate interface {
-	// restrict cancels the claims v does not allow and returns a function
-	// that waits until they are released.
-	restrict(v *view) (wait func())
+	// restrict cancels the claims v does not allow and returns channels
+	// that are closed when they are released.
+	restrict(v *view) (pending []<-chan struct{})
 	// changed wakes the gate to enqueue the keys it gained.
 	changed()
-}
-
-// published is a member list with its generation.
-type published struct {
-	gen     uint64
-	members []string
-}
-
-func (p published) String() string {
-	return strconv.FormatUint(p.gen, 10) + " " + strings.Join(p.members, ",")
-}
-
-func parsePublished(s string) (published, bool) {
-	genStr, list, ok := strings.Cut(s, " ")
-	gen, err := strconv.ParseUint(genStr, 10, 64)
-	if !ok || err != nil {
-		return published{}, false
-	}
-	p := published{gen: gen}
-	if list != "" {
-		p.members = strings.Split(list, ",")
-	}
-	return p, true
-}
-
-// observedLease is what this replica knows of a member's Lease.
-type observedLease struct {
-	uid             types.UID
-	resourceVersion string
-	published       published
-	renewTime       time.Time // as written by the member, on its clock
-	// observedAt is when this replica saw the Lease change (its clock).
-	observedAt time.Time
 }
 
 // New returns the membership of one replica, checking cfg. It starts
@@ -185,12 +155,14 @@ func New(cfg Config) (*Membership, error) {
 	if err != nil {
 		return nil, err
 	}
+	origin := time.Now()
 	return &Membership{
-		cfg:        cfg,
-		lease:      LeaseName(cfg.Group, cfg.Identity),
-		kick:       make(chan struct{}, 1),
-		publishNow: make(chan struct{}, 1),
-		observed:   map[string]*observedLease{},
+		cfg:   cfg,
+		lease: LeaseName(cfg.Group, cfg.Identity),
+		now:   func() time.Duration { return time.Since(origin) },
+		kick:  make(chan struct{}, 1),
+		write: make(chan struct{}, 1),
+		core:  newCore(cfg, string(uuid.NewUUID())),
 	}, nil
 }
 
@@ -200,14 +172,18 @@ func (m *Membership) Name() string { return m.lease }
 
 // HasSynced reports whether this replica has published its first member
 // list and seen it confirmed, so that it owns keys.
-func (m *Membership) HasSynced() bool { return m.synced.Load() }
+func (m *Membership) HasSynced() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.core.synced
+}
 
 // Members returns the Lease names of the members this replica considers
 // live, itself included, sorted.
 func (m *Membership) Members() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Clone(m.members)
+	return slices.Clone(m.core.members)
 }
 
 // register adds a gate; gates are registered when they are created.
@@ -218,21 +194,23 @@ func (m *Membership) register(g gate) {
 }
 
 // apply makes v the view the gates check, cancels the claims it does not
-// allow, and returns a function that waits until they are released.
-func (m *Membership) apply(v *view) (wait func()) {
+// allow, and returns what those claims close when they are released.
+func (m *Membership) apply(v *view) (pending []<-chan struct{}) {
 	m.view.Store(v)
 	m.gatesMu.Lock()
 	gates := slices.Clone(m.gates)
 	m.gatesMu.Unlock()
-	waits := make([]func(), 0, len(gates))
 	for _, g := range gates {
-		waits = append(waits, g.restrict(v))
+		pending = append(pending, g.restrict(v)...)
 		g.changed()
 	}
-	return func() {
-		for _, w := range waits {
-			w()
-		}
+	return pending
+}
+
+// revokeAll revokes every claim and waits until they are released.
+func (m *Membership) revokeAll() {
+	for _, ch := range m.apply(nil) {
+		<-ch
 	}
 }
 
@@ -243,51 +221,46 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// Run creates this replica's Lease, watches the group's Leases and keeps
-// the ownership of keys up to date until ctx is cancelled; see the package
+// Run creates this replica's Lease (or takes it over from a former
+// process of the same identity), watches the group's Leases and keeps the
+// ownership of keys up to date until ctx is cancelled; see the package
 // documentation for the protocol. On cancellation it revokes every claim,
-// waits until the claims are released, deletes its Lease so that the
-// others take its keys at once, and returns nil. It returns an error
-// wrapping ErrLeaseLost if the Lease could not be renewed for RenewDeadline
-// or was deleted, after revoking every claim; the process should then exit
-// and start over.
+// waits until the claims are released, publishes that it left, deletes
+// its Lease so that the others take its keys at once, and returns nil. It
+// returns an error wrapping ErrLeaseLost if no renewal of the Lease came
+// back through the informer within RenewDeadline, or the Lease was
+// deleted or renewed by another process, after revoking every claim; the
+// process should then exit and start over.
 func (m *Membership) Run(ctx context.Context) error {
 	if !m.started.CompareAndSwap(false, true) {
 		return errors.New("shard: membership was already started")
 	}
 	logger := klog.FromContext(ctx).WithValues("group", m.cfg.Group, "member", m.lease)
 	ctx = klog.NewContext(ctx, logger)
-	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
 
 	factory := informers.NewSharedInformerFactoryWithOptions(m.cfg.Client, 0, informers.WithNamespace(m.cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelGroup + "=" + m.cfg.Group }))
 	inf := factory.Coordination().V1().Leases().Informer()
+	lost := make(chan error, 1)
+	report := func(err error) {
+		if err != nil {
+			select {
+			case lost <- err:
+			default:
+			}
+		}
+	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.observe(obj) },
-		UpdateFunc: func(_, obj any) { m.observe(obj) },
-		DeleteFunc: func(obj any) { m.forget(obj) },
+		AddFunc:    func(obj any) { report(m.observe(obj)) },
+		UpdateFunc: func(_, obj any) { report(m.observe(obj)) },
+		DeleteFunc: func(obj any) { report(m.forget(obj)) },
 	}); err != nil {
 		return fmt.Errorf("shard: %w", err)
 	}
 
-	now := time.Now()
-	own, err := leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: m.lease, Namespace: m.cfg.Namespace,
-			Labels:      map[string]string{LabelGroup: m.cfg.Group},
-			Annotations: map[string]string{AnnotationView: published{}.String()},
-		},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr.To(m.cfg.Identity),
-			LeaseDurationSeconds: ptr.To(int32((m.cfg.LeaseDuration + time.Second - 1) / time.Second)),
-			AcquireTime:          &metav1.MicroTime{Time: now},
-			RenewTime:            &metav1.MicroTime{Time: now},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("shard: creating Lease %s/%s: %w", m.cfg.Namespace, m.lease, err)
+	if err := m.join(ctx); err != nil {
+		return err
 	}
-	m.lastRenew.Store(now.UnixNano())
 	logger.Info("Joined the group")
 
 	stopInformers := make(chan struct{})
@@ -299,86 +272,192 @@ func (m *Membership) Run(ctx context.Context) error {
 	defer background.Wait()
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWriter()
-	lost := make(chan error, 1)
-	background.Go(func() { m.renew(writerCtx, own, lost) })
+	background.Go(func() { m.renew(writerCtx, report) })
 
-	c := coordinator{m: m, background: &background, departed: map[string]time.Time{}, deleting: map[string]bool{}}
-	tick := time.NewTicker(m.cfg.RetryPeriod / 4)
-	defer tick.Stop()
+	releases := releaseChain{m: m, background: &background}
+	timer := time.NewTimer(m.cfg.RetryPeriod)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			// Keep renewing until every claim is released.
-			m.apply(nil)()
+			m.revokeAll()
 			stopWriter()
-			m.deleteOwn(ctx)
+			m.leave(ctx)
 			logger.Info("Left the group")
 			return nil
 		case err := <-lost:
-			m.apply(nil)()
-			logger.Error(err, "Lost the membership Lease; every claim is revoked")
-			return err
-		case <-m.kick:
-		case <-tick.C:
-		}
-		if since := time.Since(time.Unix(0, m.lastRenew.Load())); since > m.cfg.RenewDeadline {
-			m.apply(nil)()
-			err := fmt.Errorf("%w: no renewal for %s", ErrLeaseLost, since.Round(time.Millisecond))
+			m.revokeAll()
 			logger.Error(err, "Every claim is revoked")
 			return err
+		case <-m.kick:
+		case <-timer.C:
 		}
-		if inf.HasSynced() {
-			c.step(ctx)
+		if !inf.HasSynced() {
+			resetTimer(timer, m.cfg.RetryPeriod/4)
+			continue
+		}
+		m.mu.Lock()
+		now := m.now()
+		res := m.core.step(now)
+		took := slices.Clone(m.core.tookOver)
+		members := len(m.core.members)
+		m.mu.Unlock()
+		if res.lost != nil {
+			m.revokeAll()
+			logger.Error(res.lost, "Every claim is revoked")
+			return res.lost
+		}
+		m.cfg.Metrics.SetMembers(m.cfg.Group, members)
+		for _, t := range took {
+			m.cfg.Metrics.ObserveTakeover(m.cfg.Group, t.after)
+			logger.Info("Took over the keys of a member that left", "left", t.name, "after", t.after.Round(time.Millisecond))
+		}
+		if res.applyView {
+			logger.V(2).Info("Ownership changed", "members", m.Members(), "generation", res.gen)
+			releases.add(res.gen, m.apply(res.view))
+		} else {
+			m.view.Store(res.view) // the same keys, valid for longer
+		}
+		if res.publish {
+			if res.gen > 1 {
+				m.cfg.Metrics.IncHandoffs(m.cfg.Group)
+			}
+			signal(m.write)
+		}
+		for _, d := range res.deletes {
+			background.Go(func() { m.deleteStale(ctx, d) })
+		}
+		next := m.cfg.RetryPeriod / 4
+		if res.wake > now {
+			next = min(next, res.wake-now)
+		}
+		resetTimer(timer, next)
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	select {
+	case <-t.C:
+	default:
+	}
+	t.Reset(d)
+}
+
+// releaseChain reports the generations whose revoked claims are released
+// to the core, in order: a generation counts as released only once every
+// claim revoked up to it is.
+type releaseChain struct {
+	m          *Membership
+	background *sync.WaitGroup
+	last       chan struct{}
+}
+
+func (r *releaseChain) add(gen uint64, pending []<-chan struct{}) {
+	prev, done := r.last, make(chan struct{})
+	r.last = done
+	r.background.Go(func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		for _, ch := range pending {
+			<-ch
+		}
+		r.m.mu.Lock()
+		r.m.core.released(gen)
+		r.m.mu.Unlock()
+		signal(r.m.kick)
+	})
+}
+
+// join creates this replica's Lease, or takes over the one a former
+// process of the same identity left behind. It tries again every
+// RetryPeriod after an error that may pass, until ctx is cancelled.
+func (m *Membership) join(ctx context.Context) error {
+	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
+	for {
+		m.mu.Lock()
+		first := m.core.initialLease(m.now(), time.Now())
+		m.mu.Unlock()
+		created, err := leases.Create(ctx, first, metav1.CreateOptions{})
+		if err == nil {
+			m.mu.Lock()
+			m.core.created(created)
+			m.mu.Unlock()
+			return nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			var existing *coordinationv1.Lease
+			if existing, err = leases.Get(ctx, m.lease, metav1.GetOptions{}); err == nil {
+				klog.FromContext(ctx).Info("Taking over the Lease a former process of this identity left",
+					"holder", ptr.Deref(existing.Spec.HolderIdentity, ""))
+				m.mu.Lock()
+				m.core.tookOverLease(existing, m.now())
+				m.mu.Unlock()
+				signal(m.write)
+				return nil
+			}
+		}
+		err = fmt.Errorf("shard: creating Lease %s/%s: %w", m.cfg.Namespace, m.lease, err)
+		if !mayPass(err) || ctx.Err() != nil {
+			return err
+		}
+		klog.FromContext(ctx).Error(err, "Could not join the group; trying again")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(m.cfg.RetryPeriod):
 		}
 	}
+}
+
+// mayPass reports whether a request that failed with err may succeed if
+// sent again: not when it was refused for its content, its permissions or
+// a missing namespace.
+func mayPass(err error) bool {
+	return !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) && !apierrors.IsInvalid(err) &&
+		!apierrors.IsBadRequest(err) && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err)
+}
+
+// retryDelete reports whether the deletion of a stale Lease that failed
+// with err should be asked again: not when the Lease is gone or changed.
+func retryDelete(err error) bool {
+	return err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err)
 }
 
 // observe records a Lease of the group as seen by the informer.
-func (m *Membership) observe(obj any) {
+func (m *Membership) observe(obj any) error {
 	l, ok := obj.(*coordinationv1.Lease)
 	if !ok {
-		return
-	}
-	p, _ := parsePublished(l.Annotations[AnnotationView])
-	var renew time.Time
-	if l.Spec.RenewTime != nil {
-		renew = l.Spec.RenewTime.Time
+		return nil
 	}
 	m.mu.Lock()
-	old := m.observed[l.Name]
-	// A relist delivers unchanged Leases again: only a new version (or
-	// renewal) counts as a sign of life.
-	if old == nil || old.resourceVersion != l.ResourceVersion || !old.renewTime.Equal(renew) {
-		m.observed[l.Name] = &observedLease{uid: l.UID, resourceVersion: l.ResourceVersion, published: p, renewTime: renew, observedAt: time.Now()}
-	}
+	err := m.core.observe(l, m.now())
 	m.mu.Unlock()
 	signal(m.kick)
+	return err
 }
 
-// forget drops a deleted Lease.
-func (m *Membership) forget(obj any) {
+// forget records the deletion of a Lease.
+func (m *Membership) forget(obj any) error {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	l, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
+	if !ok || l == nil {
+		return nil
 	}
 	m.mu.Lock()
-	delete(m.observed, l.Name)
+	err := m.core.forget(l.Name)
 	m.mu.Unlock()
 	signal(m.kick)
+	return err
 }
 
 // renew writes this replica's Lease every RetryPeriod, and at once when
-// the list to publish changes. A renewal counts only if it succeeded
-// within LeaseDuration - RenewDeadline of being sent: the others, which
-// give up on this replica LeaseDuration after they saw a renewal, then
-// either see it or see that it came too late to keep this replica alive.
-func (m *Membership) renew(ctx context.Context, lease *coordinationv1.Lease, lost chan<- error) {
-	logger := klog.FromContext(ctx)
-	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
-	limit := m.cfg.LeaseDuration - m.cfg.RenewDeadline
+// the list to publish changes.
+func (m *Membership) renew(ctx context.Context, report func(error)) {
 	tick := time.NewTicker(m.cfg.RetryPeriod)
 	defer tick.Stop()
 	for {
@@ -386,196 +465,78 @@ func (m *Membership) renew(ctx context.Context, lease *coordinationv1.Lease, los
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-m.publishNow:
+		case <-m.write:
 		}
-		m.mu.Lock()
-		p := m.desired
-		m.mu.Unlock()
-		sent := time.Now()
-		next := lease.DeepCopy()
-		next.Spec.RenewTime = &metav1.MicroTime{Time: sent}
-		if next.Annotations == nil {
-			next.Annotations = map[string]string{}
-		}
-		next.Annotations[AnnotationView] = p.String()
-		reqCtx, cancel := context.WithTimeout(ctx, limit)
-		updated, err := leases.Update(reqCtx, next, metav1.UpdateOptions{})
-		cancel()
-		switch {
-		case err == nil && time.Since(sent) < limit:
-			lease = updated
-			m.lastRenew.Store(sent.UnixNano())
-		case err == nil:
-			lease = updated
-			logger.V(2).Info("A renewal of the membership Lease came too late to count", "after", time.Since(sent))
-		case apierrors.IsNotFound(err):
-			lost <- fmt.Errorf("%w: Lease %s/%s was deleted", ErrLeaseLost, m.cfg.Namespace, m.lease)
+		if err := m.writeOnce(ctx); err != nil {
+			report(err)
 			return
-		case apierrors.IsConflict(err):
-			reqCtx, cancel := context.WithTimeout(ctx, m.cfg.RetryPeriod)
-			got, getErr := leases.Get(reqCtx, m.lease, metav1.GetOptions{})
-			cancel()
-			if getErr == nil {
-				lease = got
-			}
-		case ctx.Err() == nil:
-			logger.V(2).Info("Could not renew the membership Lease", "err", err.Error())
 		}
 	}
 }
 
-// deleteOwn deletes this replica's Lease after a normal stop.
-func (m *Membership) deleteOwn(ctx context.Context) {
-	delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.RenewDeadline)
+// writeOnce sends one renewal and records how it ended; it returns an
+// error only if the Lease is gone.
+func (m *Membership) writeOnce(ctx context.Context) error {
+	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
+	m.mu.Lock()
+	next := m.core.nextWrite(m.now(), time.Now())
+	seq := m.core.seq
+	m.mu.Unlock()
+	reqCtx, cancel := context.WithTimeout(ctx, m.cfg.LeaseDuration-m.cfg.RenewDeadline)
+	updated, err := leases.Update(reqCtx, next, metav1.UpdateOptions{})
+	cancel()
+	m.mu.Lock()
+	m.core.writeDone(seq, updated, apierrors.IsConflict(err))
+	m.mu.Unlock()
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: Lease %s/%s was deleted", ErrLeaseLost, m.cfg.Namespace, m.lease)
+	case apierrors.IsConflict(err):
+		reqCtx, cancel := context.WithTimeout(ctx, m.cfg.RetryPeriod)
+		got, getErr := leases.Get(reqCtx, m.lease, metav1.GetOptions{})
+		cancel()
+		if getErr == nil {
+			m.mu.Lock()
+			m.core.refreshed(got)
+			m.mu.Unlock()
+		}
+	case ctx.Err() == nil:
+		klog.FromContext(ctx).V(2).Info("Could not renew the membership Lease", "err", err.Error())
+	}
+	return nil
+}
+
+// leave publishes that this replica left, then deletes its Lease, after a
+// normal stop with every claim released.
+func (m *Membership) leave(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.RenewDeadline)
 	defer cancel()
-	if err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(delCtx, m.lease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	m.mu.Lock()
+	m.core.leave()
+	m.mu.Unlock()
+	if err := m.writeOnce(ctx); err != nil {
+		return // deleted already
+	}
+	if err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(ctx, m.lease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).Error(err, "Could not delete the membership Lease; it expires on its own")
 	}
 }
 
-// coordinator is the state of Run's loop.
-type coordinator struct {
-	m *Membership
-	// target is the member list this replica works under; targetGen its
-	// generation, releasedGen the last generation whose released keys
-	// have no claim left.
-	target      []string
-	targetGen   uint64
-	releasedGen atomic.Uint64
-	fingerprint string
-	background  *sync.WaitGroup
-	// departed holds members that left and when they were last seen,
-	// until a confirmed list without them measures the takeover.
-	departed map[string]time.Time
-	deleting map[string]bool
-}
-
-// step recomputes the live members, the list to publish and the view.
-func (c *coordinator) step(ctx context.Context) {
-	m := c.m
-	m.mu.Lock()
-	observed := make(map[string]observedLease, len(m.observed))
-	for name, o := range m.observed {
-		observed[name] = *o
-	}
-	m.mu.Unlock()
-	own, ok := observed[m.lease]
-	if !ok {
-		return // not seen our own Lease yet
-	}
-	// A member is gone when its Lease has not changed for LeaseDuration,
-	// measured up to the send time of this replica's latest renewal that
-	// the informer delivered back: a watch that fell behind cannot make a
-	// live member look gone.
-	echo := own.renewTime
-	live := []string{m.lease}
-	claims := map[string][]string{}
-	for name, o := range observed {
-		if name == m.lease {
-			continue
-		}
-		if echo.Sub(o.observedAt) > m.cfg.LeaseDuration {
-			if _, ok := c.departed[name]; !ok && slices.Contains(c.target, name) {
-				c.departed[name] = o.observedAt
-			}
-			if time.Since(o.observedAt) > 2*m.cfg.LeaseDuration {
-				c.deleteStale(ctx, name, o)
-			}
-			continue
-		}
-		live = append(live, name)
-		claims[name] = o.published.members
-	}
-	slices.Sort(live)
-	for _, name := range c.target {
-		if !slices.Contains(live, name) {
-			if _, ok := c.departed[name]; !ok {
-				c.departed[name] = time.Now() // deleted: it left just now
-			}
-		}
-	}
-	m.mu.Lock()
-	m.members = live
-	m.mu.Unlock()
-	m.cfg.Metrics.SetMembers(m.cfg.Group, len(live))
-
-	var confirmed []string
-	if own.published.gen > 0 {
-		confirmed = own.published.members
-	}
-	if !slices.Equal(live, c.target) {
-		c.target = live
-		c.targetGen++
-		klog.FromContext(ctx).Info("Members changed", "members", live, "generation", c.targetGen)
-		gen := c.targetGen
-		wait := c.applyView(newView(m.lease, live, confirmed, claims))
-		c.background.Go(func() {
-			wait()
-			for {
-				old := c.releasedGen.Load()
-				if old >= gen || c.releasedGen.CompareAndSwap(old, gen) {
-					break
-				}
-			}
-			signal(m.kick)
-		})
-	} else {
-		c.applyView(newView(m.lease, live, confirmed, claims))
-	}
-	if c.releasedGen.Load() == c.targetGen && c.targetGen > 0 {
-		m.mu.Lock()
-		if m.desired.gen != c.targetGen {
-			m.desired = published{gen: c.targetGen, members: slices.Clone(c.target)}
-			signal(m.publishNow)
-			if c.targetGen > 1 {
-				m.cfg.Metrics.IncHandoffs(m.cfg.Group)
-			}
-		}
-		m.mu.Unlock()
-	}
-	if own.published.gen > 0 && own.published.gen == c.targetGen {
-		if !m.synced.Swap(true) {
-			klog.FromContext(ctx).Info("Owns its keys", "members", confirmed)
-		}
-		for name, seen := range c.departed {
-			if !slices.Contains(confirmed, name) {
-				m.cfg.Metrics.ObserveTakeover(m.cfg.Group, time.Since(seen))
-				klog.FromContext(ctx).Info("Took over the keys of a member that left", "left", name, "after", time.Since(seen).Round(time.Millisecond))
-			}
-			delete(c.departed, name)
-		}
-	}
-}
-
-// applyView applies v unless it equals the current view.
-func (c *coordinator) applyView(v *view) (wait func()) {
-	fp := "<none>"
-	if v != nil {
-		fp = v.fingerprint
-	}
-	if fp == c.fingerprint {
-		return func() {}
-	}
-	c.fingerprint = fp
-	return c.m.apply(v)
-}
-
 // deleteStale deletes the Lease of a member gone for two LeaseDurations,
 // only in the version in which it was seen gone.
-func (c *coordinator) deleteStale(ctx context.Context, name string, o observedLease) {
-	if c.deleting[o.resourceVersion] {
-		return
-	}
-	c.deleting[o.resourceVersion] = true
-	m := c.m
-	c.background.Go(func() {
-		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.RetryPeriod)
-		defer cancel()
-		err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(delCtx, name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &o.uid, ResourceVersion: &o.resourceVersion},
-		})
-		if err == nil {
-			klog.FromContext(ctx).Info("Deleted the Lease of a member that left", "left", name)
-		}
+func (m *Membership) deleteStale(ctx context.Context, d staleLease) {
+	delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.RetryPeriod)
+	defer cancel()
+	err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(delCtx, d.name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &d.uid, ResourceVersion: &d.resourceVersion},
 	})
+	switch {
+	case err == nil:
+		klog.FromContext(ctx).Info("Deleted the Lease of a member that left", "left", d.name)
+	case retryDelete(err):
+		m.mu.Lock()
+		m.core.deleteFailed(d.name)
+		m.mu.Unlock()
+	}
 }

@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -69,8 +70,8 @@ func BenchmarkOwns(b *testing.B) {
 		name string
 		v    *view
 	}{
-		{"steady", newView(members[0], members, members, steady)},
-		{"handoff", newView(members[0], members, old, handoff)},
+		{"steady", newView(nil, members[0], members, members, nil, steady, time.Hour)},
+		{"handoff", newView(nil, members[0], members, old, nil, handoff, time.Hour)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			keys := make([]string, 1024)

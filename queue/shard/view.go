@@ -1,8 +1,10 @@
 package shard
 
 import (
+	"cmp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // hashKey is the 64-bit FNV-1a hash of a key's string form.
@@ -74,14 +76,18 @@ func (l *memberList) owner(h uint64) int {
 type view struct {
 	// lists are the distinct member lists to check, see owns.
 	lists []memberList
-	// fingerprint identifies the view's content.
+	// fingerprint identifies the lists and their roles.
 	fingerprint string
+	// validUntil is the time on the membership's monotonic clock after
+	// which no new claim may be made under this view.
+	validUntil time.Duration
 }
 
 // owns reports whether a key with hash h may be reconciled: it must belong
-// to this replica under the list it works under and under the list it
-// published and saw confirmed, and to no other live member under the list
-// that member published. A nil view owns nothing.
+// to this replica under the list it works under, under the list it
+// published and saw confirmed, and under every list it sent that may
+// still land; and to no other live member under the list that member
+// published. A nil view owns nothing.
 func (v *view) owns(h uint64) bool {
 	if v == nil {
 		return false
@@ -100,9 +106,11 @@ func (v *view) owns(h uint64) bool {
 }
 
 // newView builds the view of replica self working under target, having
-// published confirmed (nil: nothing confirmed yet, so nothing is owned),
-// with claims holding the list each other live member published.
-func newView(self string, target, confirmed []string, claims map[string][]string) *view {
+// published confirmed (nil: nothing confirmed yet, so nothing is owned)
+// and sent the lists inFlight that may still land, with claims holding the
+// list each other live member published. If prev has the same lists, the
+// new view shares them.
+func newView(prev *view, self string, target, confirmed []string, inFlight [][]string, claims map[string][]string, validUntil time.Duration) *view {
 	if confirmed == nil {
 		return nil
 	}
@@ -124,32 +132,54 @@ func newView(self string, target, confirmed []string, claims map[string][]string
 	}
 	find(target).mustOwn = true
 	find(confirmed).mustOwn = true
+	for _, l := range inFlight {
+		find(l).mustOwn = true
+	}
 	for _, name := range sortedKeys(claims) {
 		if names := claims[name]; slices.Contains(names, name) {
 			e := find(names)
 			e.claimants = append(e.claimants, name)
 		}
 	}
-	v := &view{}
 	var fp strings.Builder
 	for _, e := range entries {
-		l := memberList{mustOwn: e.mustOwn}
+		for i, n := range e.names {
+			if i > 0 {
+				fp.WriteByte(',')
+			}
+			fp.WriteString(n)
+		}
+		if e.mustOwn {
+			fp.WriteByte('!')
+		}
+		fp.WriteByte('/')
+		for i, n := range e.claimants {
+			if i > 0 {
+				fp.WriteByte(',')
+			}
+			fp.WriteString(n)
+		}
+		fp.WriteByte(';')
+	}
+	if prev != nil && prev.fingerprint == fp.String() {
+		// The same lists: share them, valid for longer.
+		v := *prev
+		v.validUntil = validUntil
+		return &v
+	}
+	v := &view{validUntil: validUntil, fingerprint: fp.String()}
+	for _, e := range entries {
+		l := memberList{mustOwn: e.mustOwn, members: make([]member, 0, len(e.names))}
 		for _, n := range e.names {
 			l.members = append(l.members, member{name: n, seed: hashKey(n), self: n == self, claimant: slices.Contains(e.claimants, n)})
 		}
 		v.lists = append(v.lists, l)
-		fp.WriteString(strings.Join(e.names, ","))
-		if e.mustOwn {
-			fp.WriteString("!")
-		}
-		fp.WriteString("/" + strings.Join(e.claimants, ",") + ";")
 	}
-	v.fingerprint = fp.String()
 	return v
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}

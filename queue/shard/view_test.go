@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,7 +48,7 @@ func TestViewOwns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			require.NotEmpty(t, tt.key)
 			key := tt.key
-			v := newView(tt.self, tt.target, tt.confirmed, tt.claims)
+			v := newView(nil, tt.self, tt.target, tt.confirmed, nil, tt.claims, time.Hour)
 			assert.Equal(t, tt.want, v.owns(hashKey(key)))
 		})
 	}
@@ -65,7 +66,7 @@ func TestViewAgreesWithOwner(t *testing.T) {
 				claims[other] = members
 			}
 		}
-		views[self] = newView(self, members, members, claims)
+		views[self] = newView(nil, self, members, members, nil, claims, time.Hour)
 	}
 	for i := range 2000 {
 		key := fmt.Sprintf("ns/foo-%d", i)

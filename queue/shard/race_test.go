@@ -1,0 +1,5 @@
+//go:build race
+
+package shard
+
+func init() { raceEnabled = true }

@@ -1,0 +1,1109 @@
+package shard
+
+import (
+	"container/heap"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The simulation drives replicas of a group through schedules chosen by a
+// seeded random scheduler on a simulated clock: every Lease request's
+// latency and outcome, every watch delivery's delay, process pauses,
+// partitions, clock steps and rate differences, kill -9, restarts under
+// the same identity, joins and normal stops. The protocol code it runs is
+// the replicas' core, Membership.apply and Gate (Claim, restrict, scan);
+// only the goroutines and the client of Membership.Run are replaced by
+// events. A failing seed replays exactly with -shard.sim.seed.
+var (
+	simSchedules = flag.Int("shard.sim.schedules", 0, "schedules the simulation explores (0: 5000, or 300 under the race detector)")
+	simSeed      = flag.Uint64("shard.sim.seed", 0, "replay only this seed of the simulation")
+	simFor       = flag.Duration("shard.sim.for", 0, "explore schedules for this long instead of a count")
+	simVerbose   = flag.Bool("shard.sim.verbose", false, "log every event of the replayed seed")
+)
+
+// Timing of the simulated group: the operator's defaults scaled as in the
+// end-to-end tests.
+const (
+	simLease  = 4 * time.Second
+	simRenew  = 3 * time.Second
+	simRetry  = 500 * time.Millisecond
+	simKeys   = 48
+	simFaults = 30 * time.Second
+	// simSettle bounds the time from the last fault until every key is
+	// owned by exactly one live replica, reconciled by it, and only the
+	// live replicas' Leases are left: a dead member is judged gone after
+	// LeaseDuration, its Lease deleted after two, and a restarted one
+	// waits RenewDeadline; the rest is publication and a resync.
+	simSettle = 3*simLease + simRenew
+	// simResync is how often every replica's controller adds every key.
+	simResync = 2 * time.Second
+	// simMargin is how long a cancelled reconcile may take to return and
+	// a process holding a claim may be paused: together well inside
+	// LeaseDuration - RenewDeadline.
+	simMargin = (simLease - simRenew) / 4
+)
+
+type simEvent struct {
+	at  time.Duration
+	seq uint64
+	// proc is the process the event runs in (nil: the API server or the
+	// scheduler); it is deferred while the process is paused and dropped
+	// once it is dead.
+	proc *simProc
+	name string
+	fn   func()
+}
+
+type simQueue []*simEvent
+
+func (q simQueue) Len() int { return len(q) }
+func (q simQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q simQueue) Swap(i, j int)   { q[i], q[j] = q[j], q[i] }
+func (q *simQueue) Push(x any)     { *q = append(*q, x.(*simEvent)) }
+func (q *simQueue) Pop() (x any)   { old := *q; x = old[len(old)-1]; *q = old[:len(old)-1]; return x }
+func (q simQueue) peek() *simEvent { return q[0] }
+
+// sim is one schedule.
+type sim struct {
+	t       testing.TB
+	seed    uint64
+	rng     *rand.Rand
+	now     time.Duration
+	seq     uint64
+	events  simQueue
+	verbose bool
+	trace   []string
+
+	// The API server.
+	leases   map[string]*coordinationv1.Lease
+	rv       uint64
+	uids     int
+	watchers []*simWatcher
+
+	procs  []*simProc
+	idents int
+	keys   []string
+	holder map[string]*simProc // key -> the process reconciling it
+	// calmReconciles holds, per key, the processes that reconciled it
+	// since the faults stopped.
+	calmReconciles map[string][]*simProc
+	failure        string
+	calmAt         time.Duration
+	faulting       bool
+
+	// The current fault settings.
+	errRate, conflictRate, lostAnswerRate float64
+	maxLatency, maxWatchDelay             time.Duration
+
+	stats simStats
+}
+
+type simStats struct {
+	events, claims, handoffs, kills, restarts, joins, leaves, pauses, partitions, steps, lost int
+}
+
+// simProc is one process of a replica: an incarnation of an identity.
+type simProc struct {
+	s        *sim
+	identity string
+	name     string
+	m        *Membership
+	core     *core
+	gate     *Gate[string]
+
+	dead, stopping, left bool
+	exitOnStop, joined   bool
+	wakeAt               time.Duration
+	gateLast             *view
+	pausedUntil          time.Duration
+	partitionedUntil     time.Duration
+	rate                 float64 // of its monotonic clock against the simulation's
+	monoAt               time.Duration
+	monoBase             time.Duration
+	wallOffset           time.Duration
+
+	watcher   *simWatcher
+	synced    bool // the informer delivered its initial list
+	stepDue   bool
+	writing   bool
+	writeNext bool
+	releases  []simRelease
+	queue     []string
+	queued    map[string]bool
+	workers   int
+	active    map[string]*simReconcile
+	// inFlight are its Lease updates sent and not yet applied or refused.
+	inFlight map[uint64]published
+	reqSeq   uint64
+}
+
+type simRelease struct {
+	gen     uint64
+	pending []<-chan struct{}
+}
+
+type simReconcile struct {
+	key       string
+	ctx       context.Context
+	release   func()
+	returning bool
+}
+
+type simWatcher struct {
+	proc *simProc
+	// stalledUntil delays every delivery (a partition or a slow watch).
+	stalledUntil time.Duration
+	pending      []simDelivery
+}
+
+func (p *simProc) mono() time.Duration {
+	return p.monoBase + time.Duration(float64(p.s.now-p.monoAt)*p.rate)
+}
+
+// after converts a duration on p's clock to the simulation's.
+func (p *simProc) after(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / p.rate)
+}
+
+func newSim(t testing.TB, seed uint64, verbose bool) *sim {
+	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), verbose: verbose,
+		leases: map[string]*coordinationv1.Lease{}, holder: map[string]*simProc{}, calmReconciles: map[string][]*simProc{}}
+	for i := range simKeys {
+		s.keys = append(s.keys, "ns/key-"+strconv.Itoa(i))
+	}
+	return s
+}
+
+func (s *sim) logf(format string, args ...any) {
+	if s.verbose {
+		s.t.Logf("%9s "+format, append([]any{s.now.Round(time.Microsecond)}, args...)...)
+	}
+}
+
+func (s *sim) fail(format string, args ...any) {
+	if s.failure == "" {
+		s.failure = fmt.Sprintf("at %s: ", s.now) + fmt.Sprintf(format, args...)
+	}
+}
+
+func (s *sim) at(at time.Duration, proc *simProc, name string, fn func()) *simEvent {
+	if at < s.now {
+		at = s.now
+	}
+	s.seq++
+	e := &simEvent{at: at, seq: s.seq, proc: proc, name: name, fn: fn}
+	heap.Push(&s.events, e)
+	return e
+}
+
+func (s *sim) after(d time.Duration, proc *simProc, name string, fn func()) {
+	s.at(s.now+d, proc, name, fn)
+}
+
+func (s *sim) dur(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)))
+}
+
+func (s *sim) chance(p float64) bool { return s.rng.Float64() < p }
+
+// run executes events until the simulation's time reaches end or a check
+// fails.
+func (s *sim) run(end time.Duration) {
+	for s.events.Len() > 0 && s.failure == "" {
+		e := s.events.peek()
+		if e.at > end {
+			break
+		}
+		heap.Pop(&s.events)
+		if p := e.proc; p != nil {
+			if p.dead {
+				continue
+			}
+			if p.pausedUntil > e.at {
+				// A paused process runs nothing; on waking it runs what
+				// was due in an order of the scheduler's choice (a watch
+				// still delivers its events in order).
+				s.at(p.pausedUntil+s.dur(0, time.Millisecond), p, e.name, e.fn)
+				continue
+			}
+		}
+		s.now = e.at
+		s.stats.events++
+		if s.verbose && e.name != "" {
+			who := "-"
+			if e.proc != nil {
+				who = e.proc.identity
+			}
+			s.logf("%s %s", who, e.name)
+		}
+		e.fn()
+	}
+	if s.now < end {
+		s.now = end
+	}
+}
+
+// --- the API server ---
+
+func (s *sim) nextRV() string { s.rv++; return strconv.FormatUint(s.rv, 10) }
+
+// notify sends l to every watch. The watchers share one copy, which no
+// one changes.
+func (s *sim) notify(kind string, l *coordinationv1.Lease) {
+	l = l.DeepCopy()
+	for _, w := range s.watchers {
+		if !w.proc.dead {
+			w.push(simDelivery{kind: kind, leases: []*coordinationv1.Lease{l}, ready: s.now + s.dur(0, s.maxWatchDelay)})
+		}
+	}
+}
+
+// simDelivery is one event of a watch, or the initial list.
+type simDelivery struct {
+	kind   string
+	leases []*coordinationv1.Lease
+	ready  time.Duration
+}
+
+// push queues d behind the watch's earlier deliveries.
+func (w *simWatcher) push(d simDelivery) {
+	if n := len(w.pending); n > 0 {
+		d.ready = max(d.ready, w.pending[n-1].ready)
+	}
+	w.pending = append(w.pending, d)
+	if len(w.pending) == 1 {
+		w.schedule()
+	}
+}
+
+func (w *simWatcher) schedule() {
+	p, d := w.proc, w.pending[0]
+	p.s.at(max(d.ready, w.stalledUntil), p, "watch "+d.kind, w.pump)
+}
+
+// pump delivers the watch's next event, in order, unless the watch is
+// stalled.
+func (w *simWatcher) pump() {
+	p := w.proc
+	if w.stalledUntil > p.s.now {
+		w.schedule()
+		return
+	}
+	d := w.pending[0]
+	w.pending = w.pending[1:]
+	for _, l := range d.leases {
+		if p.s.verbose {
+			p.s.logf("%s sees %s %s@%s", p.identity, d.kind, l.Name, l.ResourceVersion)
+		}
+		kind := d.kind
+		if kind == "list" {
+			kind = "add"
+		}
+		p.deliver(kind, l)
+		if p.dead {
+			return
+		}
+	}
+	if d.kind == "list" {
+		p.synced = true
+		p.kick()
+	}
+	if len(w.pending) > 0 {
+		w.schedule()
+	}
+}
+
+// request runs fn on the server after a latency, unless the process is
+// partitioned or the request fails before it lands, and answers the
+// process after another latency, unless the answer is lost.
+func (s *sim) request(p *simProc, what string, fn func() (*coordinationv1.Lease, error), answer func(*coordinationv1.Lease, error)) {
+	timeout := simLease - simRenew
+	fail := func(err error) {
+		s.after(timeout, p, what+" timed out", func() { answer(nil, err) })
+	}
+	if p.partitionedUntil > s.now {
+		fail(apierrors.NewTimeoutError("partitioned", 1))
+		return
+	}
+	if s.chance(s.errRate) {
+		s.after(s.dur(0, s.maxLatency), p, what+" failed", func() {
+			answer(nil, apierrors.NewInternalError(fmt.Errorf("injected")))
+		})
+		return
+	}
+	lat := s.dur(0, s.maxLatency)
+	if lat >= timeout {
+		lat = timeout - time.Millisecond
+	}
+	s.after(lat, nil, "", func() {
+		l, err := fn()
+		if s.chance(s.lostAnswerRate) || p.partitionedUntil > s.now {
+			fail(apierrors.NewTimeoutError("answer lost", 1))
+			return
+		}
+		back := s.dur(0, s.maxLatency)
+		if lat+back >= timeout {
+			fail(apierrors.NewTimeoutError("slow", 1))
+			return
+		}
+		s.after(back, p, what+" answered", func() { answer(l, err) })
+	})
+}
+
+var leaseResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+
+func (s *sim) create(l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	if _, ok := s.leases[l.Name]; ok {
+		return nil, apierrors.NewAlreadyExists(leaseResource, l.Name)
+	}
+	l = l.DeepCopy()
+	s.uids++
+	l.UID = types.UID("uid-" + strconv.Itoa(s.uids))
+	l.ResourceVersion = s.nextRV()
+	s.leases[l.Name] = l
+	s.notify("add", l)
+	return l.DeepCopy(), nil
+}
+
+func (s *sim) update(l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	cur, ok := s.leases[l.Name]
+	switch {
+	case !ok:
+		return nil, apierrors.NewNotFound(leaseResource, l.Name)
+	case cur.ResourceVersion != l.ResourceVersion || s.chance(s.conflictRate):
+		return nil, apierrors.NewConflict(leaseResource, l.Name, fmt.Errorf("stale"))
+	}
+	l = l.DeepCopy()
+	l.UID = cur.UID
+	l.ResourceVersion = s.nextRV()
+	s.leases[l.Name] = l
+	s.notify("update", l)
+	return l.DeepCopy(), nil
+}
+
+func (s *sim) get(name string) (*coordinationv1.Lease, error) {
+	cur, ok := s.leases[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(leaseResource, name)
+	}
+	return cur.DeepCopy(), nil
+}
+
+func (s *sim) delete(name string, uid types.UID, rv string) error {
+	cur, ok := s.leases[name]
+	switch {
+	case !ok:
+		return apierrors.NewNotFound(leaseResource, name)
+	case uid != "" && (cur.UID != uid || cur.ResourceVersion != rv):
+		return apierrors.NewConflict(leaseResource, name, fmt.Errorf("precondition"))
+	}
+	delete(s.leases, name)
+	s.notify("delete", cur)
+	return nil
+}
+
+// --- replicas ---
+
+func (s *sim) identity() string {
+	s.idents++
+	return "replica-" + strconv.Itoa(s.idents)
+}
+
+// start starts a process of identity.
+func (s *sim) start(identity string) *simProc {
+	p := &simProc{s: s, identity: identity, rate: 1 + (s.rng.Float64()-0.5)*0.004, monoBase: s.dur(0, time.Hour), monoAt: s.now,
+		wallOffset: s.dur(0, time.Hour), queued: map[string]bool{}, workers: 2, active: map[string]*simReconcile{}, inFlight: map[uint64]published{}}
+	cfg := Config{Client: &kubernetes.Clientset{}, Namespace: "ops", Group: "g", Identity: identity,
+		LeaseDuration: simLease, RenewDeadline: simRenew, RetryPeriod: simRetry}
+	m, err := New(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	m.now = p.mono
+	p.m, p.core, p.name = m, m.core, m.lease
+	p.core.incarnation = identity + "." + strconv.Itoa(len(s.procs))
+	p.gate = NewGate(m, Keys[string]{String: func(k string) string { return k }, List: func() []string { return s.keys }})
+	s.procs = append(s.procs, p)
+
+	// The informer lists, then watches.
+	w := &simWatcher{proc: p}
+	p.watcher = w
+	s.watchers = append(s.watchers, w)
+	list := make([]*coordinationv1.Lease, 0, len(s.leases))
+	for _, name := range sortedKeys(s.leases) {
+		list = append(list, s.leases[name].DeepCopy())
+	}
+	w.push(simDelivery{kind: "list", leases: list, ready: s.now + s.dur(0, s.maxWatchDelay)})
+
+	p.withCore(func(c *core) {
+		first := c.initialLease(p.mono(), p.wall())
+		p.sendUpdate(first, c.seq, true)
+	})
+	p.scheduleTick()
+	p.scheduleRenew()
+	p.scheduleResync()
+	return p
+}
+
+func (p *simProc) wall() time.Time {
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(p.s.now + p.wallOffset)
+}
+
+func (p *simProc) withCore(fn func(c *core)) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	fn(p.core)
+}
+
+func (p *simProc) alive() bool { return !p.dead && !p.left }
+
+// deliver hands a watch event to the process's informer handler.
+func (p *simProc) deliver(kind string, l *coordinationv1.Lease) {
+	var err error
+	p.withCore(func(c *core) {
+		if kind == "delete" {
+			err = c.forget(l.Name)
+		} else {
+			err = c.observe(l, p.mono())
+		}
+	})
+	if err != nil {
+		p.lose(err)
+		return
+	}
+	p.kick()
+}
+
+// kick runs a step soon, as the Run loop does when the informer signals.
+func (p *simProc) kick() {
+	if p.stepDue {
+		return
+	}
+	p.stepDue = true
+	p.s.after(p.s.dur(0, 2*time.Millisecond), p, "step", p.step)
+}
+
+func (p *simProc) scheduleTick() {
+	p.s.after(p.after(simRetry/4), p, "", func() {
+		p.kick()
+		p.scheduleTick()
+	})
+}
+
+func (p *simProc) scheduleRenew() {
+	p.s.after(p.after(simRetry), p, "", func() {
+		p.renew()
+		p.scheduleRenew()
+	})
+}
+
+func (p *simProc) scheduleResync() {
+	p.s.after(p.after(simResync), p, "", func() {
+		for _, k := range p.s.keys {
+			p.add(k)
+		}
+		p.scheduleResync()
+	})
+}
+
+// step is one turn of Membership.Run's loop.
+func (p *simProc) step() {
+	p.stepDue = false
+	if !p.synced || !p.joined || p.stopping || p.left {
+		return
+	}
+	s := p.s
+	s.stats.steps++
+	var res stepResult
+	p.withCore(func(c *core) { res = c.step(p.mono()) })
+	if res.lost != nil {
+		p.lose(res.lost)
+		return
+	}
+	if res.applyView {
+		p.applyView(res.gen, res.view)
+	} else {
+		p.m.view.Store(res.view)
+	}
+	if res.publish {
+		s.stats.handoffs++
+		p.writeNext = true
+		p.renew()
+	}
+	for _, d := range res.deletes {
+		s.request(p, "delete "+d.name, func() (*coordinationv1.Lease, error) { return nil, s.delete(d.name, d.uid, d.resourceVersion) },
+			func(_ *coordinationv1.Lease, err error) {
+				s.logf("%s deleted %s@%s: %v", p.identity, d.name, d.resourceVersion, err)
+				if retryDelete(err) {
+					p.withCore(func(c *core) { c.deleteFailed(d.name) })
+				}
+			})
+	}
+	if res.wake > 0 && res.wake != p.wakeAt {
+		p.wakeAt = res.wake
+		s.after(p.after(res.wake-p.mono())+time.Microsecond, p, "wake", p.kick)
+	}
+}
+
+func (p *simProc) applyView(gen uint64, v *view) {
+	pending := p.m.apply(v)
+	p.releases = append(p.releases, simRelease{gen: gen, pending: pending})
+	p.cancelled()
+	p.drainGate()
+	p.checkReleases()
+}
+
+// cancelled schedules the return of every reconcile whose claim was
+// revoked: a reconcile honours its context within simMargin.
+func (p *simProc) cancelled() {
+	for _, k := range sortedKeys(p.active) {
+		r := p.active[k]
+		if r.returning || r.ctx.Err() == nil {
+			continue
+		}
+		r.returning = true
+		p.s.after(p.s.dur(0, simMargin), p, "reconcile of "+k+" returns cancelled", func() { p.finish(r) })
+	}
+}
+
+func (p *simProc) checkReleases() {
+	for len(p.releases) > 0 {
+		r := p.releases[0]
+		for _, ch := range r.pending {
+			select {
+			case <-ch:
+			default:
+				return
+			}
+		}
+		p.releases = p.releases[1:]
+		if r.gen > 0 {
+			p.withCore(func(c *core) { c.released(r.gen) })
+			p.kick()
+		}
+	}
+	if p.stopping && len(p.active) == 0 {
+		p.stopped()
+	}
+}
+
+// lose is Run returning ErrLeaseLost: every claim is revoked, and the
+// process exits once they are released.
+func (p *simProc) lose(err error) {
+	if p.stopping {
+		return
+	}
+	p.s.stats.lost++
+	p.s.logf("%s lost: %v", p.identity, err)
+	p.stopping = true
+	p.exitOnStop = true
+	p.applyView(0, nil)
+}
+
+// stop is a normal stop: revoke, wait, publish that it left, delete.
+func (p *simProc) stop() {
+	if p.stopping {
+		return
+	}
+	p.s.stats.leaves++
+	p.stopping = true
+	p.applyView(0, nil)
+}
+
+func (p *simProc) stopped() {
+	if p.left || p.dead {
+		return
+	}
+	if p.exitOnStop {
+		// The process exits; its supervisor restarts it, always once the
+		// faults have stopped.
+		p.kill()
+		s := p.s
+		if !s.faulting || s.chance(0.5) {
+			s.after(s.dur(time.Second, 3*time.Second), nil, "", func() {
+				if !slices.ContainsFunc(s.procs, func(q *simProc) bool { return q.identity == p.identity && !q.dead }) {
+					s.stats.restarts++
+					s.logf("%s restarts", p.identity)
+					s.start(p.identity)
+				}
+			})
+		}
+		return
+	}
+	p.left = true
+	if !p.joined {
+		p.dead = true // Run returns before it created a Lease
+		return
+	}
+	s := p.s
+	var seq uint64
+	var l *coordinationv1.Lease
+	p.withCore(func(c *core) {
+		c.leave()
+		l = c.nextWrite(p.mono(), p.wall())
+		seq = c.seq
+	})
+	p.reqSeq++
+	req := p.reqSeq
+	p.inFlight[req] = published{left: true}
+	s.request(p, "leave", func() (*coordinationv1.Lease, error) {
+		delete(p.inFlight, req)
+		return s.update(l)
+	}, func(_ *coordinationv1.Lease, err error) {
+		_ = seq
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			p.dead = true // the Lease expires on its own
+			return
+		}
+		s.request(p, "delete own", func() (*coordinationv1.Lease, error) { return nil, s.delete(p.name, "", "") },
+			func(*coordinationv1.Lease, error) { p.dead = true })
+	})
+}
+
+// renew is one turn of the writer: one write in flight at a time.
+func (p *simProc) renew() {
+	if p.writing || p.stopping || p.left {
+		return
+	}
+	var l *coordinationv1.Lease
+	var seq uint64
+	ok := true
+	p.withCore(func(c *core) {
+		if c.own == nil {
+			ok = false
+			return
+		}
+		l = c.nextWrite(p.mono(), p.wall())
+		seq = c.seq
+	})
+	if !ok {
+		return
+	}
+	p.writeNext = false
+	p.sendUpdate(l, seq, false)
+}
+
+func (p *simProc) sendUpdate(l *coordinationv1.Lease, seq uint64, create bool) {
+	s := p.s
+	p.writing = true
+	pub, _ := parsePublished(l.Annotations[AnnotationView])
+	p.reqSeq++
+	req := p.reqSeq
+	p.inFlight[req] = pub
+	op := s.update
+	what := "update"
+	if create {
+		op, what = s.create, "create"
+	}
+	s.request(p, what+" "+strconv.FormatUint(seq, 10), func() (*coordinationv1.Lease, error) {
+		delete(p.inFlight, req)
+		return op(l)
+	}, func(got *coordinationv1.Lease, err error) {
+		delete(p.inFlight, req) // lost on the way: it never lands
+		p.writing = false
+		switch {
+		case create && apierrors.IsAlreadyExists(err):
+			s.request(p, "get existing", func() (*coordinationv1.Lease, error) { return s.get(p.name) },
+				func(got *coordinationv1.Lease, err error) {
+					p.writing = false
+					if err != nil {
+						p.retryCreate()
+						return
+					}
+					p.withCore(func(c *core) { c.tookOverLease(got, p.mono()) })
+					p.joined = true
+					p.renew()
+				})
+			p.writing = true
+		case create && err != nil:
+			// Run retries a creation that failed for a reason that may
+			// pass.
+			p.retryCreate()
+		case create:
+			p.withCore(func(c *core) { c.created(got) })
+			p.joined = true
+		default:
+			p.withCore(func(c *core) { c.writeDone(seq, got, apierrors.IsConflict(err)) })
+			switch {
+			case apierrors.IsNotFound(err):
+				p.lose(err)
+			case apierrors.IsConflict(err):
+				p.writing = true
+				s.request(p, "get after conflict", func() (*coordinationv1.Lease, error) { return s.get(p.name) },
+					func(got *coordinationv1.Lease, err error) {
+						p.writing = false
+						if err == nil {
+							p.withCore(func(c *core) { c.refreshed(got) })
+						}
+						if p.writeNext {
+							p.renew()
+						}
+					})
+			case p.writeNext:
+				p.renew()
+			}
+		}
+	})
+}
+
+// retryCreate tries to join again after RetryPeriod, as Run does after
+// an error that may pass.
+func (p *simProc) retryCreate() {
+	p.writing = true
+	p.s.after(p.after(simRetry), p, "retry create", func() {
+		p.writing = false
+		var l *coordinationv1.Lease
+		var seq uint64
+		p.withCore(func(c *core) {
+			l = c.initialLease(p.mono(), p.wall())
+			seq = c.seq
+		})
+		p.sendUpdate(l, seq, true)
+	})
+}
+
+// --- the controller ---
+
+func (p *simProc) add(key string) {
+	if !p.alive() || p.stopping || p.queued[key] || !p.gate.Owns(key) {
+		return
+	}
+	p.queued[key] = true
+	p.queue = append(p.queue, key)
+	p.work()
+}
+
+// AddLowPriority, Add and AddAfter make the process a queue.Enqueuer for
+// the Gate's scans.
+func (p *simProc) AddLowPriority(key string)            { p.add(key) }
+func (p *simProc) Add(key string)                       { p.add(key) }
+func (p *simProc) AddAfter(key string, _ time.Duration) { p.add(key) }
+
+func (p *simProc) drainGate() {
+	select {
+	case <-p.gate.wake:
+		p.gateLast = p.gate.scan(p, "sim", p.gateLast)
+	default:
+	}
+}
+
+// work hands queued keys to idle workers, as the queue does: a key being
+// reconciled waits until its reconcile returns.
+func (p *simProc) work() {
+	for i := 0; i < len(p.queue) && len(p.active) < p.workers; {
+		key := p.queue[i]
+		if _, busy := p.active[key]; busy {
+			i++
+			continue
+		}
+		p.queue = slices.Delete(p.queue, i, i+1)
+		delete(p.queued, key)
+		p.reconcile(key)
+	}
+}
+
+func (p *simProc) reconcile(key string) {
+	s := p.s
+	ctx, release, ok := p.gate.Claim(context.Background(), key)
+	if !ok {
+		return
+	}
+	s.stats.claims++
+	if other := s.holder[key]; other != nil {
+		s.fail("%s claimed %s while %s held it", p.identity, key, other.identity)
+	}
+	// Every list of its Lease that the others may read, now or once a
+	// write in flight lands, must give it the key.
+	var lists []published
+	if l, ok := s.leases[p.name]; ok {
+		pub, _ := parsePublished(l.Annotations[AnnotationView])
+		lists = append(lists, pub)
+	}
+	for _, req := range sortedKeys(p.inFlight) {
+		lists = append(lists, p.inFlight[req])
+	}
+	for _, pub := range lists {
+		if pub.left || Owner(pub.members, key) != p.name {
+			s.fail("%s claimed %s, which its Lease's list %v (on the server or on its way) does not give it", p.identity, key, pub)
+		}
+	}
+	s.holder[key] = p
+	r := &simReconcile{key: key, ctx: ctx, release: release}
+	p.active[key] = r
+	p.s.reconciled(p, key)
+	hold := s.dur(0, 20*time.Millisecond)
+	if s.chance(0.05) {
+		hold = s.dur(0, 3*time.Second) // a slow reconcile, which a handoff must wait for
+	}
+	s.after(hold, p, "", func() {
+		if !r.returning {
+			p.finish(r)
+		}
+	})
+}
+
+func (p *simProc) finish(r *simReconcile) {
+	if p.active[r.key] != r {
+		return
+	}
+	delete(p.active, r.key)
+	if p.s.holder[r.key] == p {
+		delete(p.s.holder, r.key)
+	}
+	r.release()
+	p.checkReleases()
+	p.work()
+}
+
+// kill is kill -9: the process and its claims are gone at once; its
+// requests already sent may still land.
+func (p *simProc) kill() {
+	p.dead = true
+	for k := range p.active {
+		if p.s.holder[k] == p {
+			delete(p.s.holder, k)
+		}
+	}
+}
+
+func (s *sim) reconciled(p *simProc, key string) {
+	if !s.faulting {
+		s.calmReconciles[key] = append(s.calmReconciles[key], p)
+	}
+}
+
+func (s *sim) live() []*simProc {
+	var live []*simProc
+	for _, p := range s.procs {
+		if p.alive() && !p.stopping {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+// randomSettings picks the network's behaviour for a while.
+func (s *sim) randomSettings() {
+	s.maxLatency = []time.Duration{time.Millisecond, 50 * time.Millisecond, 300 * time.Millisecond, 800 * time.Millisecond}[s.rng.IntN(4)]
+	s.maxWatchDelay = []time.Duration{time.Millisecond, 100 * time.Millisecond, time.Second, 2500 * time.Millisecond}[s.rng.IntN(4)]
+	s.errRate = []float64{0, 0.05, 0.2}[s.rng.IntN(3)]
+	s.conflictRate = []float64{0, 0.05}[s.rng.IntN(2)]
+	s.lostAnswerRate = []float64{0, 0.05}[s.rng.IntN(2)]
+}
+
+// fault injects one fault chosen at random.
+func (s *sim) fault() {
+	live := s.live()
+	var dead []string
+	for _, p := range s.procs {
+		if p.dead && !p.left && !slices.ContainsFunc(s.procs, func(q *simProc) bool { return q.identity == p.identity && !q.dead }) &&
+			!slices.Contains(dead, p.identity) {
+			dead = append(dead, p.identity)
+		}
+	}
+	pick := func() *simProc { return live[s.rng.IntN(len(live))] }
+	switch n := s.rng.IntN(10); {
+	case n == 0 && len(live) < 6:
+		s.stats.joins++
+		s.start(s.identity())
+	case n == 1 && len(live) > 1:
+		p := pick()
+		s.logf("%s stops", p.identity)
+		p.stop()
+	case n == 2 && len(live) > 1:
+		p := pick()
+		s.stats.kills++
+		s.logf("%s is killed", p.identity)
+		p.kill()
+	case n == 3 && len(dead) > 0:
+		s.stats.restarts++
+		id := dead[s.rng.IntN(len(dead))]
+		s.logf("%s restarts", id)
+		s.start(id)
+	case n == 4 && len(live) > 0:
+		p := pick()
+		d := s.dur(0, 3*simLease)
+		if len(p.active) > 0 {
+			// A process paused while it reconciles is the one case a
+			// lease cannot cover beyond its margin.
+			d = s.dur(0, simMargin)
+		}
+		s.stats.pauses++
+		p.pausedUntil = max(p.pausedUntil, min(s.now+d, s.calmAt))
+		s.logf("%s paused until %s", p.identity, p.pausedUntil)
+	case n == 5 && len(live) > 0:
+		p := pick()
+		s.stats.partitions++
+		p.partitionedUntil = min(s.now+s.dur(0, 2*simLease), s.calmAt)
+		p.watcher.stalledUntil = max(p.watcher.stalledUntil, p.partitionedUntil)
+		s.logf("%s cut off until %s", p.identity, p.partitionedUntil)
+	case n == 6 && len(live) > 0:
+		p := pick()
+		p.wallOffset += time.Duration(s.rng.Int64N(int64(2*time.Hour))) - time.Hour
+		s.logf("%s's wall clock steps", p.identity)
+	case n == 7 && len(live) > 0:
+		p := pick()
+		p.watcher.stalledUntil = max(p.watcher.stalledUntil, min(s.now+s.dur(0, 2*time.Second), s.calmAt))
+	default:
+		s.randomSettings()
+	}
+}
+
+func (s *sim) scheduleFaults() {
+	s.after(s.dur(0, 3*time.Second), nil, "", func() {
+		if s.now >= s.calmAt {
+			return
+		}
+		s.fault()
+		s.scheduleFaults()
+	})
+}
+
+// runSchedule runs one schedule and returns a description of the first
+// violated invariant, or "".
+func (s *sim) runSchedule() string {
+	s.randomSettings()
+	s.faulting = true
+	s.calmAt = simFaults
+	for range 3 + s.rng.IntN(4) {
+		s.start(s.identity())
+	}
+	s.scheduleFaults()
+	s.run(s.calmAt)
+	if s.failure != "" {
+		return s.failure
+	}
+	s.faulting = false
+	s.maxLatency, s.maxWatchDelay = 5*time.Millisecond, 5*time.Millisecond
+	s.errRate, s.conflictRate, s.lostAnswerRate = 0, 0, 0
+	if len(s.live()) == 0 {
+		s.start(s.identity())
+	}
+	s.run(s.calmAt + simSettle)
+	if s.failure != "" {
+		return s.failure
+	}
+	return s.checkSettled()
+}
+
+// checkSettled checks the state simSettle after the last fault.
+func (s *sim) checkSettled() string {
+	live := s.live()
+	var names []string
+	for _, p := range live {
+		names = append(names, p.name)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "no replica is live after the faults"
+	}
+	for _, p := range live {
+		if got := p.m.Members(); !slices.Equal(got, names) {
+			return fmt.Sprintf("%s sees members %v, want %v", p.identity, got, names)
+		}
+	}
+	if got := sortedKeys(s.leases); !slices.Equal(got, names) {
+		return fmt.Sprintf("Leases left %v, want those of the live members %v", got, names)
+	}
+	for _, key := range s.keys {
+		owner := Owner(names, key)
+		if !slices.ContainsFunc(s.calmReconciles[key], func(p *simProc) bool { return p.name == owner && p.alive() }) {
+			return fmt.Sprintf("%s not reconciled by its owner %s within %s of the last fault", key, owner, simSettle)
+		}
+	}
+	return ""
+}
+
+// TestSimulation explores seeded schedules of a group under faults and
+// checks after every event that no key is held by two processes and that
+// a claim is backed by every list its Lease may show; and, once the
+// faults stop, that every key is owned by exactly one live replica and
+// reconciled by it within simSettle, and that only the live members'
+// Leases are left.
+func TestSimulation(t *testing.T) {
+	n := *simSchedules
+	if n == 0 {
+		n = 5000
+		if raceEnabled {
+			n = 300
+		}
+	}
+	first := uint64(1)
+	if *simSeed != 0 {
+		first, n = *simSeed, 1
+	}
+	var total simStats
+	deadline := time.Now().Add(*simFor)
+	explored := 0
+	for seed := first; ; seed++ {
+		if *simFor > 0 {
+			if time.Now().After(deadline) {
+				break
+			}
+		} else if explored == n {
+			break
+		}
+		s := newSim(t, seed, *simVerbose && *simSeed != 0)
+		failure := s.runSchedule()
+		explored++
+		if failure != "" {
+			t.Fatalf("seed %d: %s\nreplay: go test ./queue/shard -run 'TestSimulation$' -shard.sim.seed=%d -shard.sim.verbose -v", seed, failure, seed)
+		}
+		total.add(s.stats)
+	}
+	t.Logf("%d schedules, %d events, %d steps, %d claims, %d publications; faults: %d joins, %d stops, %d kills, %d restarts, %d pauses, %d partitions; %d replicas gave up their Lease",
+		explored, total.events, total.steps, total.claims, total.handoffs, total.joins, total.leaves, total.kills, total.restarts, total.pauses, total.partitions, total.lost)
+}
+
+func (a *simStats) add(b simStats) {
+	a.events += b.events
+	a.claims += b.claims
+	a.handoffs += b.handoffs
+	a.kills += b.kills
+	a.restarts += b.restarts
+	a.joins += b.joins
+	a.leaves += b.leaves
+	a.pauses += b.pauses
+	a.partitions += b.partitions
+	a.steps += b.steps
+	a.lost += b.lost
+}
+
+// TestSimulationRegressions replays the seeds on which the simulation
+// found a violation in an earlier form of the rules: 135 claimed a key
+// that a list still on its way gave another member, 34 claimed keys from
+// a view that had run out after a pause, 14 published a list before the
+// claims it revoked were released, and 158 kept its claims after its
+// renewals stopped coming back.
+func TestSimulationRegressions(t *testing.T) {
+	for _, seed := range []uint64{135, 34, 14, 158} {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			s := newSim(t, seed, false)
+			if failure := s.runSchedule(); failure != "" {
+				t.Fatalf("seed %d: %s", seed, failure)
+			}
+			assert.Positive(t, s.stats.claims)
+		})
+	}
+}
