@@ -99,9 +99,11 @@ type staleLease struct {
 
 // stepResult is what a step asks the driver to do.
 type stepResult struct {
-	// apply is the view to apply when applyView is set; gen is the
-	// target generation whose released keys the driver reports back
-	// through released once the claims the view revokes are released.
+	// view is what the replica may claim now. applyView says it owns
+	// other keys than the view before, so the driver revokes the claims
+	// it does not allow and, once they and those revoked before are
+	// released, reports gen back through released. Otherwise the driver
+	// only replaces the view, which is valid for longer.
 	applyView bool
 	view      *view
 	gen       uint64
@@ -206,7 +208,8 @@ func (c *core) created(l *coordinationv1.Lease) { c.own = l }
 func (c *core) tookOverLease(l *coordinationv1.Lease, now time.Duration) {
 	c.own = l
 	c.takeover = true
-	// The creation did not land; forget it.
+	// Whatever this process tried to create is that Lease or never
+	// lands: every later write is based on the Lease as it is.
 	clear(c.sent)
 	c.echo = now
 }
