@@ -191,16 +191,6 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		return c.refuse(ctx, foo, status, samplev1alpha1.ReasonInvalidSpec, msg, fmt.Errorf("invalid Foo spec: %s", msg))
 	}
 
-	// overrode records the Synced event for an override as soon as the
-	// write that overrode succeeded, once per reconcile: the status write
-	// after it may fail, and its retry finds nothing left to override.
-	overrode := false
-	override := func() {
-		if !overrode {
-			overrode = true
-			c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
-		}
-	}
 	deployments := c.kube.AppsV1().Deployments(foo.Namespace)
 	d, err := c.deployLister.Deployments(foo.Namespace).Get(foo.Spec.DeploymentName)
 	switch {
@@ -225,7 +215,9 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 			if d, err = deployments.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
 				return reconcile.Result{}, fmt.Errorf("correcting Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
 			}
-			override()
+			// Recorded as soon as the override succeeded: the status write
+			// below may fail, and its retry finds nothing left to override.
+			c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
 		}
 	}
 
@@ -243,7 +235,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		if err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("deleting stale Deployment %s/%s: %w", old.Namespace, old.Name, err)
 		}
-		override()
+		c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
 	}
 
 	c.reports.Delete(key) // the problem is gone: a later refusal is news again
