@@ -44,11 +44,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -107,6 +109,9 @@ type Config struct {
 func (c Config) complete() (Config, error) {
 	if c.Client == nil || c.Namespace == "" || c.Name == "" {
 		return c, errors.New("leader: Config needs a Client, a Namespace and a Name")
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
+		return c, fmt.Errorf("leader: Lease name %q: %s", c.Name, strings.Join(msgs, "; "))
 	}
 	if c.Identity == "" {
 		host, _ := os.Hostname()

@@ -296,6 +296,7 @@ func TestConfig(t *testing.T) {
 	}{
 		{name: "no client", cfg: leader.Config{Namespace: ns, Name: lease}, wantErr: "needs a Client"},
 		{name: "no name", cfg: leader.Config{Client: client, Namespace: ns}, wantErr: "needs a Client, a Namespace and a Name"},
+		{name: "name not a Lease name", cfg: leader.Config{Client: client, Namespace: ns, Name: "Foo_controller"}, wantErr: "Lease name"},
 		{name: "lease too short for renew and retry", cfg: leader.Config{Client: client, Namespace: ns, Name: lease,
 			LeaseDuration: 10 * time.Second, RenewDeadline: 9 * time.Second, RetryPeriod: 2 * time.Second}, wantErr: "lease duration"},
 		{name: "renew deadline too short for retry", cfg: leader.Config{Client: client, Namespace: ns, Name: lease,

@@ -166,6 +166,11 @@ func (f *Flags) Validate() error {
 				errs = append(errs, err)
 			}
 		}
+		if f.LeaderElect && f.LeaderElectID != "" {
+			if msgs := validation.IsDNS1123Subdomain(f.LeaderElectID); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("--leader-elect-id %q names the Lease, so it must be a DNS-1123 subdomain: %s", f.LeaderElectID, strings.Join(msgs, "; ")))
+			}
+		}
 		if f.LeaseDuration <= f.RenewDeadline+f.RetryPeriod || f.RenewDeadline <= f.RetryPeriod || f.RetryPeriod <= 0 {
 			errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > retry period > 0",
 				f.LeaseDuration, f.RenewDeadline, f.RetryPeriod))

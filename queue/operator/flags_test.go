@@ -91,6 +91,7 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 		{name: "sharded without a group", args: []string{"--sharded"}, wantErr: "--leader-elect-id must not be empty"},
 		{name: "sharded and leader election", args: []string{"--sharded", "--leader-elect", "--leader-elect-id=x"}, wantErr: "exclude each other"},
 		{name: "group not a label value", args: []string{"--sharded", "--leader-elect-id=foo/bar"}, wantErr: "names the shard group"},
+		{name: "leader Lease not a Lease name", args: []string{"--leader-elect", "--leader-elect-id=Foo"}, wantErr: "names the Lease"},
 		{name: "group with capitals", args: []string{"--sharded", "--leader-elect-id=Foo"}, wantErr: `--leader-elect-id "Foo" names the shard group`},
 		{name: "group with an underscore", args: []string{"--sharded", "--leader-elect-id=foo_controller"}, wantErr: "a lowercase RFC 1123 subdomain"},
 		{name: "group too long for a label", args: []string{"--sharded", "--leader-elect-id=" + strings.Repeat("a", 64)}, wantErr: "must be no more than 63"},
