@@ -144,15 +144,30 @@ func (p *process) wait(timeout time.Duration) (code int, ok bool) {
 	}
 }
 
+// handedOut holds the addresses freeAddress returned: the kernel may give
+// a port it just released to the next listener on :0, so that two
+// processes of one test would be told the same port.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
 // freeAddress returns a loopback address with a port that was free a moment
-// ago.
+// ago and that it has not returned before.
 func freeAddress(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
+	}
 }
 
 // httpGet returns the status code and body of a GET.
