@@ -657,12 +657,10 @@ func (p *simProc) stopped() {
 		return
 	}
 	s := p.s
-	var seq uint64
 	var l *coordinationv1.Lease
 	p.withCore(func(c *core) {
 		c.leave()
 		l = c.nextWrite(p.mono(), p.wall())
-		seq = c.seq
 	})
 	p.reqSeq++
 	req := p.reqSeq
@@ -671,9 +669,9 @@ func (p *simProc) stopped() {
 		delete(p.inFlight, req)
 		return s.update(l)
 	}, func(_ *coordinationv1.Lease, err error) {
-		_ = seq
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			p.dead = true // the Lease expires on its own
+		// As Membership.leave: the Lease is deleted unless it is gone.
+		if apierrors.IsNotFound(err) {
+			p.dead = true
 			return
 		}
 		s.request(p, "delete own", func() (*coordinationv1.Lease, error) { return nil, s.delete(p.name, "", "") },
