@@ -43,19 +43,31 @@
 // the Foo's status and the Deployment's controller reference record them,
 // and an event per Foo would add a third more writes to a large rollout.
 //
-// Embedding it in another binary:
+// Embedding it in another binary built on package queue/operator, whose
+// parsed flags (flags, an *operator.Flags) hand out the informer factories,
+// the options of every controller (shutdown timeout, metrics), sharding
+// and the options of Run; NewController takes the typed informers the
+// factories return:
 //
-//	kubeInformers := kubeinformers.NewSharedInformerFactory(kubeClient, 10*time.Minute)
-//	fooInformers := fooinformers.NewSharedInformerFactory(fooClient, 10*time.Minute)
-//	ctrl, err := foo.NewController(ctx, kubeClient, fooClient,
-//		kubeInformers.Apps().V1().Deployments(), fooInformers.Samplecontroller().V1alpha1().Foos(),
-//		recorder, queue.WithWorkers(2))
+//	kubeInformers := operator.Informers(flags, func(transform cache.TransformFunc) kubeinformers.SharedInformerFactory {
+//		return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 10*time.Minute, kubeinformers.WithTransform(transform))
+//	})
+//	fooInformers := operator.Informers(flags, func(transform cache.TransformFunc) fooinformers.SharedInformerFactory {
+//		return fooinformers.NewSharedInformerFactoryWithOptions(fooClient, 10*time.Minute, fooinformers.WithTransform(transform))
+//	})
+//	foos := fooInformers.Samplecontroller().V1alpha1().Foos()
+//	ctrl, err := foo.NewController(ctx, kubeClient, fooClient, kubeInformers.Apps().V1().Deployments(), foos,
+//		recorder, append(flags.ControllerOptions(), queue.WithWorkers(2))...)
 //	if err != nil {
 //		return err
 //	}
-//	kubeInformers.Start(ctx.Done())
-//	fooInformers.Start(ctx.Done())
-//	return ctrl.Run(ctx)
+//	if err := operator.Shard(flags, ctrl.Controller, kubeClient, shard.ObjectNames(foos.TypedInformer())); err != nil {
+//		return err
+//	}
+//	return operator.Run(ctx, append(flags.Options(kubeClient), operator.WithControllers(ctrl))...)
+//
+// Without package operator, start the factories and call ctrl.Run(ctx) (see
+// the example of NewController).
 package foo
 
 import (
@@ -132,16 +144,16 @@ type Controller struct {
 // informers, so it must be called before the factories are started; its
 // event handlers are registered by Run and removed when Run returns, so a
 // controller that is never run leaves nothing behind. ctx carries the logger
-// that reports objects of an unexpected type. Every argument is required.
+// of the handlers' reports. Every argument is required.
 func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClient fooclientset.Interface,
-	deployments appsinformers.DeploymentInformer, foos fooinformers.FooInformer, recorder record.EventRecorder, opts ...queue.Option) (*Controller, error) {
+	deployments appsinformers.TypedDeploymentInformer, foos fooinformers.TypedFooInformer, recorder record.EventRecorder, opts ...queue.Option) (*Controller, error) {
 	c := &Controller{kube: kubeClient, foos: fooClient, fooLister: foos.Lister(), deployLister: deployments.Lister(), recorder: recorder}
 	var err error
-	if c.byOwner, err = informer.NewIndex(deployments.Informer(), "ctrlkit.foo/controller-uid", owner.ControllerUID[*appsv1.Deployment]); err != nil {
+	if c.byOwner, err = informer.NewIndex(deployments.TypedInformer(), "ctrlkit.foo/controller-uid", owner.ControllerUID[*appsv1.Deployment]); err != nil {
 		return nil, err
 	}
 	// Foos are filed under the namespace/name of the Deployment they want.
-	if c.byWanted, err = informer.NewIndex(foos.Informer(), "ctrlkit.foo/deployment-name", func(foo *samplev1alpha1.Foo) []string {
+	if c.byWanted, err = informer.NewIndex(foos.TypedInformer(), "ctrlkit.foo/deployment-name", func(foo *samplev1alpha1.Foo) []string {
 		return []string{cache.ObjectName{Namespace: foo.Namespace, Name: foo.Spec.DeploymentName}.String()}
 	}); err != nil {
 		return nil, err
@@ -153,9 +165,9 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClie
 	// it, the Foos that want its name: a Foo refused because of a foreign
 	// Deployment recovers as soon as that Deployment goes.
 	reports := informer.WithContext(ctx)
-	if err := errors.Join(c.Watch(foos.Informer(), informer.EnqueueHandler[*samplev1alpha1.Foo](c, reports)),
-		c.Watch(deployments.Informer(), owner.EnqueueHandler(samplev1alpha1.Kind("Foo"), c, owner.WithHandlerOptions(reports))),
-		c.Watch(deployments.Informer(), informer.EnqueueByIndex(c.byWanted, informer.KeyOf[*appsv1.Deployment], c, reports))); err != nil {
+	if err := c.Watch(queue.On(foos.TypedInformer(), informer.EnqueueHandler[*samplev1alpha1.Foo](c, reports)),
+		queue.On(deployments.TypedInformer(), owner.EnqueueOwner[*appsv1.Deployment](samplev1alpha1.Kind("Foo"), c, reports)),
+		queue.On(deployments.TypedInformer(), informer.EnqueueByIndex(c.byWanted, informer.KeyOf[*appsv1.Deployment], c, reports))); err != nil {
 		return nil, err
 	}
 	return c, nil

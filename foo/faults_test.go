@@ -137,8 +137,8 @@ func startHarness(t *testing.T, ho harnessOptions, objects ...runtime.Object) *h
 		kube = hookedKube{Interface: h.kube, beforeCreate: ho.deploymentHook}
 	}
 	ctrl, err := foo.NewController(ctx, kube, h.foos,
-		deploymentInformer{DeploymentInformer: deployments, inf: h.deployInformer},
-		fooInformer{FooInformer: foos, inf: h.fooInformer}, h.recorder, opts...)
+		deploymentInformer{TypedDeploymentInformer: deployments, inf: h.deployInformer},
+		fooInformer{TypedFooInformer: foos, inf: h.fooInformer}, h.recorder, opts...)
 	require.NoError(t, err)
 	h.ctrl = ctrl
 	kubeInformers.Start(ctx.Done())
@@ -215,19 +215,30 @@ func (c *capturingInformer) handler(t *testing.T) (cache.ResourceEventHandler, i
 	}, len(all)
 }
 
+// deploymentInformer and fooInformer are a factory's informers whose
+// shared informer is inf, a capturingInformer: the typed informers they
+// hand out register their handlers through it.
 type deploymentInformer struct {
-	appsinformers.DeploymentInformer
+	appsinformers.TypedDeploymentInformer
 	inf cache.SharedIndexInformer
 }
 
 func (d deploymentInformer) Informer() cache.SharedIndexInformer { return d.inf }
 
+func (d deploymentInformer) TypedInformer() appsinformers.DeploymentIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*appsv1.Deployment](d.inf)
+}
+
 type fooInformer struct {
-	fooinformersv1alpha1.FooInformer
+	fooinformersv1alpha1.TypedFooInformer
 	inf cache.SharedIndexInformer
 }
 
 func (f fooInformer) Informer() cache.SharedIndexInformer { return f.inf }
+
+func (f fooInformer) TypedInformer() fooinformersv1alpha1.FooIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*samplev1alpha1.Foo](f.inf)
+}
 
 // hookedKube is a kube clientset whose Deployment creates call beforeCreate
 // first. Unlike a reactor, the hook runs outside the fake's lock, so

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/events/eventstest"
@@ -27,12 +28,24 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
-// countingMetrics counts finished reconciles.
+// countingMetrics counts finished reconciles and the keys added to the
+// queue.
 type countingMetrics struct {
 	queue.NoopMetrics
 	reconciles atomic.Int64
 	errors     atomic.Int64
+	// adds counts the keys that became due, as the workqueue's adds
+	// metric does: a key added while it already waits is not counted.
+	adds atomic.Int64
 }
+
+// NewAddsMetric counts into m.adds.
+func (m *countingMetrics) NewAddsMetric(string) workqueue.CounterMetric { return counter{&m.adds} }
+
+// counter is a workqueue.CounterMetric over an atomic.
+type counter struct{ n *atomic.Int64 }
+
+func (c counter) Inc() { c.n.Add(1) }
 
 func (m *countingMetrics) ObserveReconcile(_ string, o queue.Observation) {
 	m.reconciles.Add(1)

@@ -39,8 +39,8 @@ func TestNewControllerLeavesNothingBehind(t *testing.T) {
 			fooCapture := &capturingInformer{SharedIndexInformer: fooInf.Informer()}
 
 			ctrl, err := foo.NewController(reconciletest.Context(t), kube, foos,
-				deploymentInformer{DeploymentInformer: deployments, inf: deployCapture},
-				fooInformer{FooInformer: fooInf, inf: fooCapture}, eventstest.NewRecorder(), tt.opts...)
+				deploymentInformer{TypedDeploymentInformer: deployments, inf: deployCapture},
+				fooInformer{TypedFooInformer: fooInf, inf: fooCapture}, eventstest.NewRecorder(), tt.opts...)
 			if tt.wantErr {
 				require.Error(t, err)
 				assert.Nil(t, ctrl)

@@ -1,16 +1,13 @@
-// Package informer provides typed, tombstone-safe event handlers for
-// client-go shared informers, composable event filters, sync gating on a
-// handler's registration, and a transform that drops managedFields from
-// cached objects.
+// Package informer provides typed event handlers for client-go's typed
+// informers, composable event filters that judge old and new objects, typed
+// indexes, and a transform that drops managedFields from cached objects.
 //
-// A handler built here accepts the untyped objects an informer delivers,
-// unwraps cache.DeletedFinalStateUnknown tombstones on delete before
-// anything else looks at the object, checks that the object has the
-// expected type, and only then runs filters and callbacks on the concrete
-// type. An object of any other type (a nil, a typed nil pointer, a
-// tombstone around the wrong type) is reported through
-// utilruntime.HandleErrorWithContext and dropped; the handler never panics
-// on it.
+// Every handler here is a cache.TypedResourceEventHandler[T] for one object
+// type T, so it can only be registered on an informer of that type: with
+// queue.On for a controller, or with the informer's AddTypedEventHandler.
+// Typed informers come from the generated factories' TypedInformer methods.
+// Tombstones are client-go's cache.DeletedObject[T], which always carries
+// the deleted object's key.
 //
 // The common case is a controller that enqueues the key of every changed
 // object. The queue (a *queue.Controller, or any Queue) gets initial-list
@@ -18,8 +15,8 @@
 // the controller registers the handler itself and starts its workers once
 // the handler has seen the informer's initial list:
 //
-//	err := ctrl.Watch(fooInformer.Informer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl,
-//		informer.WithPredicates(informer.GenerationChanged())))
+//	err := ctrl.Watch(queue.On(foos.TypedInformer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl,
+//		informer.WithPredicates(informer.GenerationChanged()))))
 //
 // Objects that refer to others are found through typed indexes: NewIndex
 // files the objects of an informer under values of their own, and

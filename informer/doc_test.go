@@ -1,6 +1,8 @@
 package informer_test
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
@@ -9,17 +11,28 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue"
 )
 
+// The code blocks of the documentation, compiled.
+
 // watchChangedFoos is the package documentation's example.
-func watchChangedFoos(ctrl *queue.Controller[cache.ObjectName], fooInformer fooinformers.FooInformer) error {
-	err := ctrl.Watch(fooInformer.Informer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl,
-		informer.WithPredicates(informer.GenerationChanged())))
+func watchChangedFoos(ctrl *queue.Controller[cache.ObjectName], foos fooinformers.TypedFooInformer) error {
+	err := ctrl.Watch(queue.On(foos.TypedInformer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl,
+		informer.WithPredicates(informer.GenerationChanged()))))
 	return err
 }
 
 // watchFoos is the example of EnqueueHandler's documentation.
-func watchFoos(ctrl *queue.Controller[cache.ObjectName], fooInformer fooinformers.FooInformer) error {
-	err := ctrl.Watch(fooInformer.Informer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl))
+func watchFoos(ctrl *queue.Controller[cache.ObjectName], foos fooinformers.TypedFooInformer) error {
+	err := ctrl.Watch(queue.On(foos.TypedInformer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl)))
 	return err
 }
 
-var _, _ = watchChangedFoos, watchFoos
+// watchWantedDeployments is the example of EnqueueByIndex's documentation:
+// byWanted files Foos under the namespace/name of the Deployment they want.
+func watchWantedDeployments(ctrl *queue.Controller[cache.ObjectName], deployments appsinformers.TypedDeploymentInformer,
+	byWanted *informer.Index[*v1alpha1.Foo]) error {
+	err := ctrl.Watch(queue.On(deployments.TypedInformer(),
+		informer.EnqueueByIndex(byWanted, informer.KeyOf[*appsv1.Deployment], ctrl)))
+	return err
+}
+
+var _, _, _ = watchChangedFoos, watchFoos, watchWantedDeployments

@@ -3,7 +3,7 @@ package informer
 import (
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -32,94 +32,113 @@ func (f QueueFunc[K]) Add(key K) { f(key) }
 // AddLowPriority calls f(key).
 func (f QueueFunc[K]) AddLowPriority(key K) { f(key) }
 
-// EnqueueHandler returns a handler (see NewHandler) that passes the key
-// (namespace and name) of every added, updated and deleted object of type T
-// to q:
+// EnqueueHandler returns a handler for an informer of T that passes the key
+// (namespace and name) of every added, updated and deleted object to q:
 //
-//	err := ctrl.Watch(fooInformer.Informer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl))
+//	err := ctrl.Watch(queue.On(foos.TypedInformer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl)))
 //
 // Adds of the informer's initial list and resyncs (updates with an
 // unchanged resourceVersion) go to q.AddLowPriority, everything else to
-// q.Add. A tombstone is enqueued under the key of the object inside it,
-// after the predicates have judged that object. A tombstone without an
-// object (the informer knew only its key; Obj is nil or a nil pointer)
-// cannot be judged: its key is enqueued anyway, since a needless reconcile
-// is harmless and a lost delete is not.
-func EnqueueHandler[T metav1.Object](q Queue[cache.ObjectName], opts ...Option) cache.ResourceEventHandler {
-	h := EnqueueMappedHandler(func(obj T) []cache.ObjectName {
+// q.Add. A delete is enqueued under the key client-go gives it, also when
+// its final state is unknown (see NewHandler for how predicates judge it).
+func EnqueueHandler[T Object](q Queue[cache.ObjectName], opts ...Option) cache.TypedResourceEventHandler[T] {
+	return NewHandler(&enqueuer[T, cache.ObjectName]{q: q, keys: func(obj T) []cache.ObjectName {
 		return []cache.ObjectName{cache.MetaObjectToName(obj)}
-	}, q, opts...).(*handler[T])
-	h.deleteKey = func(key string) bool {
-		name, err := cache.ParseObjectName(key)
-		if err != nil {
-			return false
-		}
-		q.Add(name)
-		return true
-	}
-	return h
+	}, deleted: func(obj cache.DeletedObject[T]) []cache.ObjectName {
+		return []cache.ObjectName{obj.GetObjectName()}
+	}}, opts...)
 }
 
-// EnqueueMappedHandler returns a handler (see NewHandler) that maps every
-// object of type T to zero or more keys with keys and passes each key to
-// q. It is the building block for handlers that enqueue something other
-// than the object itself, such as its owner.
+// EnqueueMappedHandler returns a handler for an informer of T that maps
+// every object to zero or more keys with keys and passes each key to q. It
+// is the building block for handlers that enqueue something other than the
+// object itself, such as its owner.
 //
 // On add and delete the keys of the object are enqueued. On update the keys
 // of the new object are enqueued, followed by those keys of the old object
 // that the new one does not have: when a mapping changes (for example the
 // object moved to another owner) both sides are told, and a key both sides
 // share is enqueued once. Adds of the informer's initial list and resyncs
-// go to q.AddLowPriority, everything else to q.Add. keys is called
-// synchronously on the informer's notification goroutine.
-func EnqueueMappedHandler[T metav1.Object, K comparable](keys func(obj T) []K, q Queue[K], opts ...Option) cache.ResourceEventHandler {
-	send := func(low bool) func(K) {
-		if low {
-			return q.AddLowPriority
-		}
-		return q.Add
-	}
-	return NewHandler(Funcs[T]{
-		AddFunc: func(obj T, isInInitialList bool) {
-			add := send(isInInitialList)
-			for _, k := range keys(obj) {
-				add(k)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj T) {
-			add := send(!resourceVersionChanged(oldObj, newObj))
-			newKeys := keys(newObj)
-			for _, k := range newKeys {
-				add(k)
-			}
-			for _, k := range keys(oldObj) {
-				if !slices.Contains(newKeys, k) {
-					add(k)
-				}
-			}
-		},
-		DeleteFunc: func(obj T, _ bool) {
-			for _, k := range keys(obj) {
-				q.Add(k)
-			}
-		},
-	}, opts...)
+// go to q.AddLowPriority, everything else to q.Add. A delete is mapped from
+// the last state the informer knew; a delete without any known state has
+// nothing to map and enqueues nothing. keys is called synchronously on the
+// informer's notification goroutine.
+func EnqueueMappedHandler[T Object, K comparable](keys func(obj T) []K, q Queue[K], opts ...Option) cache.TypedResourceEventHandler[T] {
+	return NewHandler(&enqueuer[T, K]{q: q, keys: keys}, opts...)
 }
 
-// EnqueueByIndex returns a handler (see NewHandler) for objects of type S
-// that enqueues the keys of the objects of idx filed under values(obj): the
-// objects that refer to obj. For example, with Foos indexed by the name of
-// the Deployment they want, a Deployment handler whose values function
-// returns the Deployment's own namespace/name enqueues every Foo that wants
-// it, when it appears, changes or goes.
+// enqueuer is the handler of EnqueueHandler and EnqueueMappedHandler.
+type enqueuer[T Object, K comparable] struct {
+	q    Queue[K]
+	keys func(obj T) []K
+	// deleted, when set, maps a delete (also one without an object).
+	deleted func(obj cache.DeletedObject[T]) []K
+}
+
+// send returns the queue method for an event: low priority for events that
+// carry no change.
+func (e *enqueuer[T, K]) send(low bool) func(K) {
+	if low {
+		return e.q.AddLowPriority
+	}
+	return e.q.Add
+}
+
+// OnAdd implements cache.TypedResourceEventHandler.
+func (e *enqueuer[T, K]) OnAdd(obj T, isInInitialList bool) {
+	add := e.send(isInInitialList)
+	for _, k := range e.keys(obj) {
+		add(k)
+	}
+}
+
+// OnUpdate implements cache.TypedResourceEventHandler.
+func (e *enqueuer[T, K]) OnUpdate(oldObj, newObj T) {
+	add := e.send(!resourceVersionChanged(oldObj, newObj))
+	newKeys := e.keys(newObj)
+	for _, k := range newKeys {
+		add(k)
+	}
+	for _, k := range e.keys(oldObj) {
+		if !slices.Contains(newKeys, k) {
+			add(k)
+		}
+	}
+}
+
+// OnDelete implements cache.TypedResourceEventHandler.
+func (e *enqueuer[T, K]) OnDelete(obj cache.DeletedObject[T]) {
+	var keys []K
+	var zero T
+	switch {
+	case e.deleted != nil:
+		keys = e.deleted(obj)
+	case obj.OptionalObj != zero:
+		keys = e.keys(obj.OptionalObj)
+	}
+	for _, k := range keys {
+		e.q.Add(k)
+	}
+}
+
+// EnqueueByIndex returns a handler for an informer of S that enqueues the
+// keys of the objects of idx filed under values(obj): the objects that refer
+// to obj. For example, with Foos indexed by the name of the Deployment they
+// want, a Deployment handler whose values function returns the Deployment's
+// own namespace/name enqueues every Foo that wants it, when it appears,
+// changes or goes:
+//
+//	err := ctrl.Watch(queue.On(deployments.TypedInformer(),
+//		informer.EnqueueByIndex(byWanted, informer.KeyOf[*appsv1.Deployment], ctrl)))
 //
 // Each referrer is enqueued once per event, however many of the object's
 // values it is filed under. On update, the referrers of both the old and
 // the new object are enqueued (each once), so a change of the value a
-// referrer matches tells both sides.
-// A tombstone is unwrapped first; its last known state is looked up. Events
-// are routed to q's two priorities as by EnqueueMappedHandler.
-func EnqueueByIndex[S, T metav1.Object](idx *Index[T], values func(obj S) []string, q Queue[cache.ObjectName], opts ...Option) cache.ResourceEventHandler {
+// referrer matches tells both sides. Events are routed to q's two
+// priorities as by EnqueueMappedHandler. A lookup that fails is reported
+// through utilruntime.HandleErrorWithContext with the context of
+// WithContext.
+func EnqueueByIndex[S, T Object](idx *Index[T], values func(obj S) []string, q Queue[cache.ObjectName], opts ...Option) cache.TypedResourceEventHandler[S] {
 	o := newOptions(opts)
 	referrers := func(obj S) []cache.ObjectName {
 		var out []cache.ObjectName
@@ -127,10 +146,9 @@ func EnqueueByIndex[S, T metav1.Object](idx *Index[T], values func(obj S) []stri
 		for _, v := range values(obj) {
 			keys, err := idx.Keys(v)
 			if err != nil {
-				o.report(o.ctx, err, "Looking up referrers failed", "index", idx.Name(), "value", v)
+				utilruntime.HandleErrorWithContext(o.ctx, err, "Looking up referrers failed", "index", idx.Name(), "value", v)
 				continue
 			}
-			// A referrer filed under several of the values is one referrer.
 			for _, k := range keys {
 				if !seen[k] {
 					seen[k] = true

@@ -18,19 +18,14 @@ import (
 
 // A controller enqueues the key of every Deployment labelled app=web whose
 // spec changed. In a real controller the handler goes to the controller's
-// Watch (or SharedInformer.AddEventHandler) and the queue is the
-// controller; here the informer's calls are made by hand.
+// Watch with queue.On (or to the typed informer's AddTypedEventHandler) and
+// the queue is the controller; here the informer's calls are made by hand.
 func ExampleEnqueueHandler() {
 	enqueue := informer.QueueFunc[cache.ObjectName](func(key cache.ObjectName) { fmt.Println("enqueue", key) })
 	sel, _ := labels.Parse("app=web")
 
 	handler := informer.EnqueueHandler[*appsv1.Deployment](enqueue,
-		informer.WithPredicates(informer.ResourceVersionChanged(), informer.LabelSelector(sel), informer.GenerationChanged()),
-		// Reports go to utilruntime.HandleErrorWithContext by default.
-		informer.WithErrorHandler(func(_ context.Context, err error, _ string, _ ...any) {
-			fmt.Println("reported:", err)
-		}),
-	)
+		informer.WithPredicates(informer.ResourceVersionChanged(), informer.LabelSelector(sel), informer.GenerationChanged()))
 
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "default", Name: "web", Labels: map[string]string{"app": "web"},
@@ -51,39 +46,47 @@ func ExampleEnqueueHandler() {
 	spec.ResourceVersion, spec.Generation = "12", 2
 	handler.OnUpdate(status, spec)
 
-	// A delete the informer missed arrives as a tombstone; it is unwrapped
-	// before the label selector looks at it.
-	handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "default/web", Obj: spec})
+	// A delete the informer noticed only on a relist carries the last state
+	// it knew, which the label selector judges.
+	handler.OnDelete(cache.DeletedObject[*appsv1.Deployment]{
+		OptionalObj:       spec,
+		FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "default/web", Obj: spec},
+	})
 
-	// A wrong type is reported, never a panic.
-	handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "default/p", Obj: &corev1.Pod{}})
+	// One without any known state cannot be judged; its key is enqueued.
+	handler.OnDelete(cache.DeletedObject[*appsv1.Deployment]{
+		FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "default/gone"},
+	})
 
 	// Output:
 	// enqueue default/web
 	// enqueue default/web
 	// enqueue default/web
-	// reported: informer: delete event: expected *v1.Deployment, got *v1.Pod in a DeletedFinalStateUnknown with key "default/p"
+	// enqueue default/gone
 }
 
-// NewHandler gives typed callbacks; the add callback learns whether the
-// object came with the informer's initial list.
+// NewHandler puts predicates in front of any typed client-go handler.
 func ExampleNewHandler() {
-	handler := informer.NewHandler(informer.Funcs[*appsv1.Deployment]{
+	handler := informer.NewHandler[*appsv1.Deployment](cache.TypedResourceEventHandlerDetailedFuncs[*appsv1.Deployment]{
 		AddFunc: func(d *appsv1.Deployment, isInInitialList bool) {
 			fmt.Println("add", d.Name, "initial:", isInInitialList)
 		},
-		DeleteFunc: func(d *appsv1.Deployment, finalStateUnknown bool) {
-			fmt.Println("delete", d.Name, "final state unknown:", finalStateUnknown)
+		DeleteFunc: func(d cache.DeletedObject[*appsv1.Deployment]) {
+			fmt.Println("delete", d.GetObjectName(), "final state unknown:", d.FinalStateUnknown != nil)
 		},
-	})
+	}, informer.WithPredicates(informer.ObjectFunc(func(d *appsv1.Deployment) bool { return d.Name != "skipped" })))
 
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
 	handler.OnAdd(d, true)
-	handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "default/web", Obj: d})
+	handler.OnAdd(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "skipped"}}, false)
+	handler.OnDelete(cache.DeletedObject[*appsv1.Deployment]{
+		OptionalObj:       d,
+		FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "default/web", Obj: d},
+	})
 
 	// Output:
 	// add web initial: true
-	// delete web final state unknown: true
+	// delete default/web final state unknown: true
 }
 
 // With a plain client-go workqueue, QueueFunc gives the handler one add
@@ -103,7 +106,7 @@ func ExampleQueueFunc() {
 	queue := workqueue.NewTyped[cache.ObjectName]()
 	defer queue.ShutDown()
 
-	reg, err := factory.Apps().V1().Deployments().Informer().AddEventHandler(
+	reg, err := factory.Apps().V1().Deployments().TypedInformer().AddTypedEventHandler(
 		informer.EnqueueHandler[*appsv1.Deployment](informer.QueueFunc[cache.ObjectName](queue.Add)))
 	if err != nil {
 		fmt.Println(err)
@@ -126,7 +129,7 @@ func ExampleQueueFunc() {
 // handler enqueues the Deployments that mount a changed ConfigMap.
 func ExampleEnqueueByIndex() {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	deployments := factory.Apps().V1().Deployments().Informer()
+	deployments := factory.Apps().V1().Deployments().TypedInformer()
 	byConfigMap, err := informer.NewIndex(deployments, "configmap", func(d *appsv1.Deployment) []string {
 		var refs []string
 		for _, v := range d.Spec.Template.Spec.Volumes {
@@ -145,11 +148,12 @@ func ExampleEnqueueByIndex() {
 	web.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "settings", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}},
 	}}}
-	_ = deployments.GetIndexer().Add(web)
+	_ = deployments.GetTypedIndexer().Add(web)
 
-	handler := informer.EnqueueByIndex(byConfigMap, func(cm *corev1.ConfigMap) []string {
-		return []string{cm.Namespace + "/" + cm.Name}
-	}, informer.QueueFunc[cache.ObjectName](func(key cache.ObjectName) { fmt.Println("enqueue", key) }))
+	// The handler belongs on the ConfigMap informer:
+	// queue.On(factory.Core().V1().ConfigMaps().TypedInformer(), handler).
+	handler := informer.EnqueueByIndex(byConfigMap, informer.KeyOf[*corev1.ConfigMap],
+		informer.QueueFunc[cache.ObjectName](func(key cache.ObjectName) { fmt.Println("enqueue", key) }))
 	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings", ResourceVersion: "2"}}
 	old := settings.DeepCopy()
 	old.ResourceVersion = "1"

@@ -1,6 +1,7 @@
 package informer_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,80 +12,70 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-// Shapes of what an informer (or a buggy caller) may hand to a handler.
+// Shapes of the deletes a typed informer delivers.
 const (
-	shapeDeployment = iota
-	shapePod
-	shapeNil
-	shapeNilDeployment
-	shapeTombstone
-	shapeTombstonePod
-	shapeTombstoneNil
-	shapeTombstonePointer
-	shapeNilTombstonePointer
-	shapeString
-	numShapes
+	// The informer saw the delete: the object in its final state.
+	deletePlain = iota
+	// Noticed on a relist: the last known state, and a tombstone.
+	deleteStale
+	// Noticed on a relist without any known state: a tombstone whose Obj
+	// is nil.
+	deleteNoObject
+	// A tombstone whose Obj is a nil *Deployment.
+	deleteNilPointer
+	numDeleteShapes
 )
 
-// build returns the object for a shape, and the deployment inside it (nil
-// if the shape carries none).
-func build(shape int, d *appsv1.Deployment) (any, *appsv1.Deployment) {
-	key := d.Namespace + "/" + d.Name
+// buildDelete returns the delete of d in a shape, and the key client-go
+// gives it.
+func buildDelete(shape int, d *appsv1.Deployment) (cache.DeletedObject[*appsv1.Deployment], cache.ObjectName) {
+	storeKey := cache.MetaObjectToName(d).String()
+	// A tombstone's key is split at its first slash.
+	tombKey := cache.ObjectName{Name: storeKey}
+	if ns, name, ok := strings.Cut(storeKey, "/"); ok {
+		tombKey = cache.ObjectName{Namespace: ns, Name: name}
+	}
 	switch shape {
-	case shapeDeployment:
-		return d, d
-	case shapePod:
-		return pod(d.Namespace, d.Name), nil
-	case shapeNil:
-		return nil, nil
-	case shapeNilDeployment:
-		return (*appsv1.Deployment)(nil), nil
-	case shapeTombstone:
-		return tombstone(key, d), d
-	case shapeTombstonePod:
-		return tombstone(key, pod(d.Namespace, d.Name)), nil
-	case shapeTombstoneNil:
-		return tombstone(key, nil), nil
-	case shapeTombstonePointer:
-		return &cache.DeletedFinalStateUnknown{Key: key, Obj: d}, d
-	case shapeNilTombstonePointer:
-		return (*cache.DeletedFinalStateUnknown)(nil), nil
+	case deletePlain:
+		return deleted(d), cache.MetaObjectToName(d)
+	case deleteStale:
+		return unknown(storeKey, d), tombKey
+	case deleteNoObject:
+		return unknown[*appsv1.Deployment](storeKey, nil), tombKey
 	default:
-		return key, nil
+		return cache.DeletedObject[*appsv1.Deployment]{
+			FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: storeKey, Obj: (*appsv1.Deployment)(nil)},
+		}, tombKey
 	}
 }
 
-func isTombstoneShape(shape int) bool {
-	return shape == shapeTombstone || shape == shapeTombstonePointer
-}
-
-// FuzzHandler delivers arbitrary objects, tombstones, wrong types and nils
-// to a typed handler and checks that it never panics and that every event
-// ends in exactly the expected callback or exactly one error report.
+// FuzzHandler delivers arbitrary adds, updates and deletes of every shape to
+// a handler behind predicates and to EnqueueHandler with the same options,
+// and checks that neither panics, that the handler gets exactly the events
+// the predicates pass (deletes without object always), unchanged, and that
+// EnqueueHandler enqueues exactly their keys at the expected priority.
 func FuzzHandler(f *testing.F) {
-	for shape := range numShapes {
+	for shape := range numDeleteShapes {
 		for event := range 3 {
-			f.Add(uint8(event), uint8(shape), uint8(shapeDeployment), "ns", "a", "web", "web", "1", "2", int64(1), int64(2), false, false, false)
+			f.Add(uint8(event), uint8(shape), "ns", "a", "web", "web", "1", "2", int64(1), int64(2), false, false, false)
+			f.Add(uint8(event), uint8(shape), "ns", "a", "db", "web", "1", "2", int64(1), int64(2), true, true, true)
 		}
 	}
-	f.Add(uint8(1), uint8(shapePod), uint8(shapeDeployment), "ns", "a", "web", "web", "1", "2", int64(1), int64(2), false, false, false)
-	f.Add(uint8(1), uint8(shapeDeployment), uint8(shapeDeployment), "ns", "a", "web", "web", "7", "7", int64(1), int64(1), false, true, false)
-	f.Add(uint8(1), uint8(shapeDeployment), uint8(shapeDeployment), "ns", "a", "", "", "", "", int64(0), int64(0), true, true, false)
-	f.Add(uint8(1), uint8(shapeDeployment), uint8(shapeDeployment), "", "a", "web", "db", "1", "2", int64(1), int64(2), false, false, true)
-	f.Add(uint8(1), uint8(shapeDeployment), uint8(shapeDeployment), "ns", "a", "db", "db", "1", "2", int64(1), int64(2), false, false, true)
-	f.Add(uint8(2), uint8(shapeTombstone), uint8(0), "ns", "a", "db", "db", "1", "1", int64(1), int64(1), false, false, true)
-	f.Add(uint8(2), uint8(shapeTombstonePointer), uint8(0), "ns", "a", "web", "", "1", "1", int64(1), int64(1), false, false, true)
-	f.Add(uint8(0), uint8(shapeDeployment), uint8(0), "ns", "a", "web", "", "1", "1", int64(1), int64(1), true, false, true)
+	f.Add(uint8(1), uint8(0), "ns", "a", "web", "web", "7", "7", int64(1), int64(1), false, true, false)
+	f.Add(uint8(1), uint8(0), "ns", "a", "", "", "", "", int64(0), int64(0), true, true, false)
+	f.Add(uint8(1), uint8(0), "", "a", "web", "db", "1", "2", int64(1), int64(2), false, false, true)
+	f.Add(uint8(1), uint8(0), "ns", "a", "db", "db", "1", "2", int64(1), int64(2), false, false, true)
+	f.Add(uint8(2), uint8(deleteStale), "ns", "a", "db", "db", "1", "1", int64(1), int64(1), false, false, true)
+	f.Add(uint8(2), uint8(deleteNoObject), "", "a/b", "db", "", "1", "1", int64(1), int64(1), false, false, true)
+	f.Add(uint8(2), uint8(deleteNilPointer), "ns", "a/b", "web", "", "1", "1", int64(1), int64(1), false, false, true)
+	f.Add(uint8(0), uint8(0), "ns", "a", "web", "", "1", "1", int64(1), int64(1), true, false, true)
 
-	f.Fuzz(func(t *testing.T, event, shape, oldShape uint8, ns, name, label, oldLabel, rv, oldRV string,
+	f.Fuzz(func(t *testing.T, event, shape uint8, ns, name, label, oldLabel, rv, oldRV string,
 		gen, oldGen int64, initial, skipResync, filter bool) {
 		newDep := deployment(ns, name, withLabels("app", label), withRV(rv), withGeneration(gen))
 		oldDep := deployment(ns, name, withLabels("app", oldLabel), withRV(oldRV), withGeneration(oldGen))
-		obj, objDep := build(int(shape%numShapes), newDep)
-		old, _ := build(int(oldShape%numShapes), oldDep)
 
-		r := &recorder{}
-		opts := []informer.Option{informer.WithErrorHandler(r.errorHandler)}
+		var opts []informer.Option
 		if skipResync {
 			opts = append(opts, informer.WithPredicates(informer.ResourceVersionChanged()))
 		}
@@ -93,44 +84,57 @@ func FuzzHandler(f *testing.F) {
 				return d.Labels["app"] == "web"
 			})))
 		}
-		h := informer.NewHandler(r.funcs(), opts...)
+		r := &recorder{}
+		h := informer.NewHandler[*appsv1.Deployment](r.handler(), opts...)
+		q := &lanes{}
+		e := informer.EnqueueHandler[*appsv1.Deployment](q, opts...)
 
-		s, so := int(shape%numShapes), int(oldShape%numShapes)
-		var accepted, passes bool
+		var passes, low bool
 		var want call
+		var wantKey cache.ObjectName
 		switch event % 3 {
 		case 0:
-			require.NotPanics(t, func() { h.OnAdd(obj, initial) })
-			accepted = s == shapeDeployment // adds are never unwrapped
+			require.NotPanics(t, func() { h.OnAdd(newDep, initial) })
+			require.NotPanics(t, func() { e.OnAdd(newDep, initial) })
 			passes = !filter || label == "web"
+			low = initial
 			want = call{Event: "add", Obj: newDep, InitialList: initial}
+			wantKey = cache.MetaObjectToName(newDep)
 		case 1:
-			require.NotPanics(t, func() { h.OnUpdate(old, obj) })
-			accepted = s == shapeDeployment && so == shapeDeployment
-			resync := skipResync && rv != "" && rv == oldRV
-			passes = !resync && (!filter || label == "web" || oldLabel == "web")
+			require.NotPanics(t, func() { h.OnUpdate(oldDep, newDep) })
+			require.NotPanics(t, func() { e.OnUpdate(oldDep, newDep) })
+			resync := rv != "" && rv == oldRV
+			passes = !(skipResync && resync) && (!filter || label == "web" || oldLabel == "web")
+			low = resync
 			want = call{Event: "update", Old: oldDep, Obj: newDep}
+			wantKey = cache.MetaObjectToName(newDep)
 		case 2:
+			s := int(shape % numDeleteShapes)
+			obj, key := buildDelete(s, newDep)
 			require.NotPanics(t, func() { h.OnDelete(obj) })
-			accepted = objDep != nil
-			passes = !filter || label == "web"
-			want = call{Event: "delete", Obj: newDep, Tombstone: isTombstoneShape(s)}
+			require.NotPanics(t, func() { e.OnDelete(obj) })
+			hasObject := s == deletePlain || s == deleteStale
+			passes = !hasObject || !filter || label == "web"
+			want = call{Event: "delete", Key: key, FinalStateUnknown: s != deletePlain}
+			if hasObject {
+				want.Obj = newDep
+			}
+			wantKey = key
 		}
 
-		calls, reports := r.snapshot()
-		switch {
-		case !accepted:
-			assert.Empty(t, calls)
-			require.Len(t, reports, 1, "a mistyped event is reported exactly once")
-			assert.Equal(t, "*v1.Deployment", reports[0].Expected)
-			assert.NotEqual(t, "*v1.Deployment", reports[0].Actual)
-			assert.NotEmpty(t, reports[0].Error())
-		case passes:
-			assert.Equal(t, []call{want}, calls)
-			assert.Empty(t, reports)
-		default:
-			assert.Empty(t, calls)
-			assert.Empty(t, reports)
+		if !passes {
+			assert.Empty(t, r.snapshot())
+			assert.Empty(t, q.fresh)
+			assert.Empty(t, q.low)
+			return
+		}
+		assert.Equal(t, []call{want}, r.snapshot())
+		if low {
+			assert.Empty(t, q.fresh)
+			assert.Equal(t, []cache.ObjectName{wantKey}, q.low)
+		} else {
+			assert.Equal(t, []cache.ObjectName{wantKey}, q.fresh)
+			assert.Empty(t, q.low)
 		}
 	})
 }

@@ -2,279 +2,134 @@ package informer_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-func TestHandlerTypeSafety(t *testing.T) {
-	dep := deployment("ns", "a")
+// typedHandler is the handler type of the tests on Deployments.
+type typedHandler = cache.TypedResourceEventHandler[*appsv1.Deployment]
+
+// Without predicates every event reaches the wrapped handler as it came,
+// whatever other (or nil) options are given.
+func TestNewHandlerWithoutPredicates(t *testing.T) {
+	dep := deployment("ns", "a", withRV("1"))
 	dep2 := deployment("ns", "a", withRV("2"))
-	var nilDep *appsv1.Deployment
-	var nilTomb *cache.DeletedFinalStateUnknown
-	tomb := tombstone("ns/a", dep)
 
-	tests := []struct {
-		name       string
-		deliver    func(h cache.ResourceEventHandler)
-		wantCalls  []call
-		wantReport *informer.UnexpectedTypeError
-	}{
-		{
-			name:      "add deployment from initial list",
-			deliver:   func(h cache.ResourceEventHandler) { h.OnAdd(dep, true) },
-			wantCalls: []call{{Event: "add", Obj: dep, InitialList: true}},
-		},
-		{
-			name:      "add deployment after start",
-			deliver:   func(h cache.ResourceEventHandler) { h.OnAdd(dep, false) },
-			wantCalls: []call{{Event: "add", Obj: dep}},
-		},
-		{
-			name:       "add pod",
-			deliver:    func(h cache.ResourceEventHandler) { h.OnAdd(pod("ns", "p"), false) },
-			wantReport: &informer.UnexpectedTypeError{Event: "add", Expected: "*v1.Deployment", Actual: "*v1.Pod"},
-		},
-		{
-			name:       "add nil",
-			deliver:    func(h cache.ResourceEventHandler) { h.OnAdd(nil, false) },
-			wantReport: &informer.UnexpectedTypeError{Event: "add", Expected: "*v1.Deployment", Actual: "<nil>"},
-		},
-		{
-			name:       "add nil pointer",
-			deliver:    func(h cache.ResourceEventHandler) { h.OnAdd(nilDep, false) },
-			wantReport: &informer.UnexpectedTypeError{Event: "add", Expected: "*v1.Deployment", Actual: "nil *v1.Deployment"},
-		},
-		{
-			name:       "add tombstone is not unwrapped",
-			deliver:    func(h cache.ResourceEventHandler) { h.OnAdd(tomb, false) },
-			wantReport: &informer.UnexpectedTypeError{Event: "add", Expected: "*v1.Deployment", Actual: "cache.DeletedFinalStateUnknown"},
-		},
-		{
-			name:      "update deployment",
-			deliver:   func(h cache.ResourceEventHandler) { h.OnUpdate(dep, dep2) },
-			wantCalls: []call{{Event: "update", Old: dep, Obj: dep2}},
-		},
-		{
-			name:       "update with wrong old type",
-			deliver:    func(h cache.ResourceEventHandler) { h.OnUpdate(pod("ns", "a"), dep2) },
-			wantReport: &informer.UnexpectedTypeError{Event: "update", Expected: "*v1.Deployment", Actual: "*v1.Pod"},
-		},
-		{
-			name:       "update with nil new object",
-			deliver:    func(h cache.ResourceEventHandler) { h.OnUpdate(dep, nil) },
-			wantReport: &informer.UnexpectedTypeError{Event: "update", Expected: "*v1.Deployment", Actual: "<nil>"},
-		},
-		{
-			name:      "delete deployment",
-			deliver:   func(h cache.ResourceEventHandler) { h.OnDelete(dep) },
-			wantCalls: []call{{Event: "delete", Obj: dep}},
-		},
-		{
-			name:      "delete tombstone",
-			deliver:   func(h cache.ResourceEventHandler) { h.OnDelete(tomb) },
-			wantCalls: []call{{Event: "delete", Obj: dep, Tombstone: true}},
-		},
-		{
-			name:      "delete tombstone pointer",
-			deliver:   func(h cache.ResourceEventHandler) { h.OnDelete(&tomb) },
-			wantCalls: []call{{Event: "delete", Obj: dep, Tombstone: true}},
-		},
-		{
-			name:    "delete tombstone of wrong type",
-			deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/p", pod("ns", "p"))) },
-			wantReport: &informer.UnexpectedTypeError{Event: "delete", Expected: "*v1.Deployment", Actual: "*v1.Pod",
-				Tombstone: true, Key: "ns/p"},
-		},
-		{
-			name:    "delete tombstone without object",
-			deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/gone", nil)) },
-			wantReport: &informer.UnexpectedTypeError{Event: "delete", Expected: "*v1.Deployment", Actual: "<nil>",
-				Tombstone: true, Key: "ns/gone"},
-		},
-		{
-			name:    "delete tombstone with nil pointer",
-			deliver: func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/a", nilDep)) },
-			wantReport: &informer.UnexpectedTypeError{Event: "delete", Expected: "*v1.Deployment", Actual: "nil *v1.Deployment",
-				Tombstone: true, Key: "ns/a"},
-		},
-		{
-			name:    "delete nil tombstone pointer",
-			deliver: func(h cache.ResourceEventHandler) { h.OnDelete(nilTomb) },
-			wantReport: &informer.UnexpectedTypeError{Event: "delete", Expected: "*v1.Deployment",
-				Actual: "nil *cache.DeletedFinalStateUnknown"},
-		},
-		{
-			name:       "delete string",
-			deliver:    func(h cache.ResourceEventHandler) { h.OnDelete("ns/a") },
-			wantReport: &informer.UnexpectedTypeError{Event: "delete", Expected: "*v1.Deployment", Actual: "string"},
-		},
+	optionSets := map[string][]informer.Option{
+		"no options":                     nil,
+		"nil options":                    {nil, nil},
+		"nil predicates and nil context": {informer.WithPredicates(nil, informer.ObjectPredicate(nil)), informer.WithContext(nil)},
+		"context only":                   {informer.WithContext(context.Background())},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := &recorder{}
-			h := informer.NewHandler(r.funcs(), informer.WithErrorHandler(r.errorHandler))
-			require.NotPanics(t, func() { tt.deliver(h) })
-			calls, reports := r.snapshot()
-			assert.Equal(t, tt.wantCalls, calls)
-			if tt.wantReport == nil {
-				assert.Empty(t, reports)
-				return
-			}
-			require.Len(t, reports, 1)
-			assert.Equal(t, tt.wantReport, reports[0])
-		})
-	}
-}
-
-func TestHandlerNilCallbacks(t *testing.T) {
-	r := &recorder{}
-	h := informer.NewHandler(informer.Funcs[*appsv1.Deployment]{}, informer.WithErrorHandler(r.errorHandler))
-	dep := deployment("ns", "a")
-	assert.NotPanics(t, func() {
-		h.OnAdd(dep, true)
-		h.OnUpdate(dep, dep)
-		h.OnDelete(dep)
-		h.OnDelete(tombstone("ns/a", dep))
-	})
-	_, reports := r.snapshot()
-	assert.Empty(t, reports)
-}
-
-func TestHandlerInterfaceType(t *testing.T) {
-	// A handler on metav1.Object accepts every object with metadata and
-	// still rejects nil pointers behind the interface.
-	var got []string
-	h := informer.NewHandler(informer.Funcs[metav1.Object]{
-		AddFunc: func(obj metav1.Object, _ bool) { got = append(got, obj.GetName()) },
-	}, informer.WithErrorHandler(func(_ context.Context, err error, _ string, _ ...any) {
-		got = append(got, err.Error())
-	}))
-	var nilDep *appsv1.Deployment
-	h.OnAdd(deployment("ns", "d"), false)
-	h.OnAdd(pod("ns", "p"), false)
-	h.OnAdd(nilDep, false)
-	h.OnAdd(42, false)
-	assert.Equal(t, []string{
-		"d",
-		"p",
-		"informer: add event: expected v1.Object, got nil *v1.Deployment",
-		"informer: add event: expected v1.Object, got int",
-	}, got)
-}
-
-func TestUnexpectedTypeErrorMessage(t *testing.T) {
-	tests := []struct {
-		name string
-		err  *informer.UnexpectedTypeError
-		want string
-	}{
-		{
-			name: "plain",
-			err:  &informer.UnexpectedTypeError{Event: "add", Expected: "*v1.Deployment", Actual: "*v1.Pod"},
-			want: "informer: add event: expected *v1.Deployment, got *v1.Pod",
-		},
-		{
-			name: "tombstone",
-			err: &informer.UnexpectedTypeError{Event: "delete", Expected: "*v1.Deployment", Actual: "<nil>",
-				Tombstone: true, Key: "ns/a"},
-			want: `informer: delete event: expected *v1.Deployment, got <nil> in a DeletedFinalStateUnknown with key "ns/a"`,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.err.Error())
-		})
-	}
-}
-
-type ctxKey struct{}
-
-func TestHandlerReportContextAndKeyValues(t *testing.T) {
-	r := &recorder{}
-	ctx := context.WithValue(context.Background(), ctxKey{}, "marker")
-	h := informer.NewHandler(r.funcs(), informer.WithContext(ctx), informer.WithErrorHandler(r.errorHandler))
-	h.OnDelete(tombstone("ns/p", pod("ns", "p")))
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	require.Len(t, r.ctxs, 1)
-	assert.Equal(t, "marker", r.ctxs[0].Value(ctxKey{}))
-	assert.Equal(t, []any{"event", "delete", "expectedType", "*v1.Deployment", "actualType", "*v1.Pod", "tombstoneKey", "ns/p"}, r.kvs[0])
-}
-
-func TestHandlerDefaultErrorHandler(t *testing.T) {
-	// The default reports through utilruntime.HandleErrorWithContext, whose
-	// handlers are a package variable of apimachinery. Swap them for the
-	// duration of this (non-parallel) test.
-	var got []error
-	var gotCtx []context.Context
-	saved := utilruntime.ErrorHandlers
-	utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(ctx context.Context, err error, _ string, _ ...any) {
-		got = append(got, err)
-		gotCtx = append(gotCtx, ctx)
-	}}
-	t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
-
-	ctx := context.WithValue(context.Background(), ctxKey{}, "marker")
 	tests := []struct {
 		name    string
-		opts    []informer.Option
-		wantCtx any
+		deliver func(h typedHandler)
+		want    call
 	}{
-		{name: "no options"},
-		{name: "nil options ignored", opts: []informer.Option{nil, informer.WithContext(nil), informer.WithErrorHandler(nil)}},
-		{name: "context", opts: []informer.Option{informer.WithContext(ctx)}, wantCtx: "marker"},
+		{name: "add from the initial list", deliver: func(h typedHandler) { h.OnAdd(dep, true) },
+			want: call{Event: "add", Obj: dep, InitialList: true}},
+		{name: "later add", deliver: func(h typedHandler) { h.OnAdd(dep, false) },
+			want: call{Event: "add", Obj: dep}},
+		{name: "update", deliver: func(h typedHandler) { h.OnUpdate(dep, dep2) },
+			want: call{Event: "update", Old: dep, Obj: dep2}},
+		{name: "delete", deliver: func(h typedHandler) { h.OnDelete(deleted(dep)) },
+			want: call{Event: "delete", Obj: dep, Key: cache.ObjectName{Namespace: "ns", Name: "a"}}},
+		{name: "delete with unknown final state", deliver: func(h typedHandler) { h.OnDelete(unknown("ns/a", dep)) },
+			want: call{Event: "delete", Obj: dep, Key: cache.ObjectName{Namespace: "ns", Name: "a"}, FinalStateUnknown: true}},
+		{name: "delete with unknown final state and no object",
+			deliver: func(h typedHandler) { h.OnDelete(unknown[*appsv1.Deployment]("ns/gone", nil)) },
+			want:    call{Event: "delete", Key: cache.ObjectName{Namespace: "ns", Name: "gone"}, FinalStateUnknown: true}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, gotCtx = nil, nil
-			h := informer.NewHandler(informer.Funcs[*appsv1.Deployment]{}, tt.opts...)
-			require.NotPanics(t, func() { h.OnAdd(pod("ns", "p"), false) })
-			require.Len(t, got, 1)
-			var ute *informer.UnexpectedTypeError
-			require.True(t, errors.As(got[0], &ute))
-			assert.Equal(t, "*v1.Pod", ute.Actual)
-			assert.Equal(t, tt.wantCtx, gotCtx[0].Value(ctxKey{}))
-		})
+	for setName, opts := range optionSets {
+		for _, tt := range tests {
+			t.Run(setName+"/"+tt.name, func(t *testing.T) {
+				r := &recorder{}
+				h := informer.NewHandler[*appsv1.Deployment](r.handler(), opts...)
+				require.NotNil(t, h)
+				tt.deliver(h)
+				assert.Equal(t, []call{tt.want}, r.snapshot())
+			})
+		}
 	}
 }
 
-func TestHandlerFiltersSeeUnwrappedObjects(t *testing.T) {
+// Predicates judge the object a delete carries, the last state the
+// informer knew, and the handler gets the delete unchanged, tombstone
+// included.
+func TestHandlerPredicatesSeeTheLastKnownState(t *testing.T) {
 	dep := deployment("ns", "a", withLabels("app", "web"))
-	var seen []any
+	var seen []metav1.Object
 	spy := informer.PredicateFuncs{
 		AddFunc:    func(obj metav1.Object) bool { seen = append(seen, obj); return true },
 		UpdateFunc: func(o, n metav1.Object) bool { seen = append(seen, o, n); return true },
 		DeleteFunc: func(obj metav1.Object) bool { seen = append(seen, obj); return true },
 	}
-	r := &recorder{}
-	h := informer.NewHandler(r.funcs(),
-		informer.WithPredicates(spy, informer.LabelSelector(mustSelector(t, "app=web"))),
-		informer.WithErrorHandler(r.errorHandler))
+	var got []cache.DeletedObject[*appsv1.Deployment]
+	h := informer.NewHandler[*appsv1.Deployment](cache.TypedResourceEventHandlerFuncs[*appsv1.Deployment]{
+		DeleteFunc: func(obj cache.DeletedObject[*appsv1.Deployment]) { got = append(got, obj) },
+	}, informer.WithPredicates(spy, informer.LabelSelector(mustSelector(t, "app=web"))))
 
-	h.OnDelete(tombstone("ns/a", dep))
-	h.OnDelete(&cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: dep})
-	h.OnDelete(tombstone("ns/p", pod("ns", "p"))) // reported, never filtered
+	plain := deleted(dep)
+	stale := unknown("ns/a", dep)
+	h.OnDelete(plain)
+	h.OnDelete(stale)
 
+	require.Len(t, seen, 2)
 	for _, s := range seen {
-		assert.IsType(t, &appsv1.Deployment{}, s, "predicates must only see the unwrapped object")
+		assert.Same(t, dep, s, "predicates judge the deleted object itself")
 	}
-	assert.Len(t, seen, 2)
-	calls, reports := r.snapshot()
-	assert.Equal(t, []call{
-		{Event: "delete", Obj: dep, Tombstone: true},
-		{Event: "delete", Obj: dep, Tombstone: true},
-	}, calls)
-	assert.Len(t, reports, 1)
+	require.Len(t, got, 2)
+	assert.Equal(t, plain, got[0])
+	assert.Nil(t, got[0].FinalStateUnknown)
+	assert.Same(t, stale.FinalStateUnknown, got[1].FinalStateUnknown, "the tombstone reaches the handler")
+	assert.Same(t, dep, got[1].OptionalObj)
+}
+
+// A delete whose final state is unknown and that carries no object cannot
+// be judged: it reaches the handler without any predicate being asked, even
+// predicates that reject everything.
+func TestHandlerDeleteWithoutObjectIsNotJudged(t *testing.T) {
+	tests := []struct {
+		name    string
+		obj     cache.DeletedObject[*appsv1.Deployment]
+		wantKey cache.ObjectName
+	}{
+		{name: "tombstone without object", obj: unknown[*appsv1.Deployment]("ns/gone", nil),
+			wantKey: cache.ObjectName{Namespace: "ns", Name: "gone"}},
+		{name: "tombstone with a nil pointer", obj: cache.DeletedObject[*appsv1.Deployment]{
+			FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: (*appsv1.Deployment)(nil)},
+		}, wantKey: cache.ObjectName{Namespace: "ns", Name: "gone"}},
+		{name: "cluster-scoped", obj: unknown[*appsv1.Deployment]("gone", nil),
+			wantKey: cache.ObjectName{Name: "gone"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := 0
+			rejectAll := informer.PredicateFuncs{
+				AddFunc:    func(metav1.Object) bool { asked++; return false },
+				UpdateFunc: func(_, _ metav1.Object) bool { asked++; return false },
+				DeleteFunc: func(metav1.Object) bool { asked++; return false },
+			}
+			r := &recorder{}
+			h := informer.NewHandler[*appsv1.Deployment](r.handler(), informer.WithPredicates(rejectAll, informer.Or()))
+			require.NotPanics(t, func() { h.OnDelete(tt.obj) })
+			assert.Zero(t, asked, "no predicate is asked about a delete without object")
+			assert.Equal(t, []call{{Event: "delete", Key: tt.wantKey, FinalStateUnknown: true}}, r.snapshot())
+
+			// The same predicates do filter everything else.
+			h.OnAdd(deployment("ns", "a"), false)
+			h.OnDelete(unknown("ns/a", deployment("ns", "a")))
+			assert.NotZero(t, asked, "the predicates judge deletes with an object")
+			assert.Len(t, r.snapshot(), 1, "and reject them")
+		})
+	}
 }
 
 func TestHandlerPredicates(t *testing.T) {
@@ -282,10 +137,11 @@ func TestHandlerPredicates(t *testing.T) {
 	webGen2 := deployment("ns", "a", withLabels("app", "web"), withGeneration(2), withRV("2"))
 	webStatus := deployment("ns", "a", withLabels("app", "web"), withGeneration(1), withRV("3"))
 	db := deployment("ns", "a", withLabels("app", "db"), withGeneration(2), withRV("4"))
+	gone := unknown[*appsv1.Deployment]("ns/a", nil)
 
 	type event struct {
 		name     string
-		deliver  func(h cache.ResourceEventHandler)
+		deliver  func(h typedHandler)
 		wantCall bool
 	}
 	tests := []struct {
@@ -297,49 +153,65 @@ func TestHandlerPredicates(t *testing.T) {
 			name: "label selector",
 			opts: []informer.Option{informer.WithPredicates(informer.LabelSelector(mustSelector(t, "app=web")))},
 			events: []event{
-				{"add matching", func(h cache.ResourceEventHandler) { h.OnAdd(web, false) }, true},
-				{"add other", func(h cache.ResourceEventHandler) { h.OnAdd(db, false) }, false},
-				{"update leaving selection", func(h cache.ResourceEventHandler) { h.OnUpdate(web, db) }, true},
-				{"update entering selection", func(h cache.ResourceEventHandler) { h.OnUpdate(db, web) }, true},
-				{"update outside", func(h cache.ResourceEventHandler) { h.OnUpdate(db, db) }, false},
-				{"delete tombstone matching", func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/a", web)) }, true},
-				{"delete tombstone other", func(h cache.ResourceEventHandler) { h.OnDelete(tombstone("ns/a", db)) }, false},
+				{"add matching", func(h typedHandler) { h.OnAdd(web, false) }, true},
+				{"add other", func(h typedHandler) { h.OnAdd(db, false) }, false},
+				{"update leaving selection", func(h typedHandler) { h.OnUpdate(web, db) }, true},
+				{"update entering selection", func(h typedHandler) { h.OnUpdate(db, web) }, true},
+				{"update outside", func(h typedHandler) { h.OnUpdate(db, db) }, false},
+				{"delete matching", func(h typedHandler) { h.OnDelete(deleted(web)) }, true},
+				{"delete other", func(h typedHandler) { h.OnDelete(deleted(db)) }, false},
+				{"delete with unknown final state, last known matching", func(h typedHandler) { h.OnDelete(unknown("ns/a", web)) }, true},
+				{"delete with unknown final state, last known other", func(h typedHandler) { h.OnDelete(unknown("ns/a", db)) }, false},
+				{"delete with unknown final state and no object", func(h typedHandler) { h.OnDelete(gone) }, true},
 			},
 		},
 		{
 			name: "generation changed",
 			opts: []informer.Option{informer.WithPredicates(informer.GenerationChanged())},
 			events: []event{
-				{"add", func(h cache.ResourceEventHandler) { h.OnAdd(web, false) }, true},
-				{"spec change", func(h cache.ResourceEventHandler) { h.OnUpdate(web, webGen2) }, true},
-				{"status change", func(h cache.ResourceEventHandler) { h.OnUpdate(web, webStatus) }, false},
-				{"delete", func(h cache.ResourceEventHandler) { h.OnDelete(web) }, true},
+				{"add", func(h typedHandler) { h.OnAdd(web, false) }, true},
+				{"spec change", func(h typedHandler) { h.OnUpdate(web, webGen2) }, true},
+				{"status change", func(h typedHandler) { h.OnUpdate(web, webStatus) }, false},
+				{"delete", func(h typedHandler) { h.OnDelete(deleted(web)) }, true},
 			},
 		},
 		{
 			name: "resource version changed",
 			opts: []informer.Option{informer.WithPredicates(informer.ResourceVersionChanged())},
 			events: []event{
-				{"resync", func(h cache.ResourceEventHandler) { h.OnUpdate(web, web) }, false},
-				{"change", func(h cache.ResourceEventHandler) { h.OnUpdate(web, webStatus) }, true},
-				{"no resource version", func(h cache.ResourceEventHandler) {
+				{"resync", func(h typedHandler) { h.OnUpdate(web, web) }, false},
+				{"change", func(h typedHandler) { h.OnUpdate(web, webStatus) }, true},
+				{"no resource version", func(h typedHandler) {
 					h.OnUpdate(deployment("ns", "a"), deployment("ns", "a"))
 				}, true},
-				{"add", func(h cache.ResourceEventHandler) { h.OnAdd(web, true) }, true},
+				{"add", func(h typedHandler) { h.OnAdd(web, true) }, true},
 			},
 		},
 		{
 			name: "predicates accumulate",
 			opts: []informer.Option{
 				informer.WithPredicates(informer.LabelSelector(mustSelector(t, "app=web"))),
+				nil,
 				informer.WithPredicates(nil, informer.ObjectPredicate(nil), informer.GenerationChanged()),
 			},
 			events: []event{
-				{"spec change in selection", func(h cache.ResourceEventHandler) { h.OnUpdate(web, webGen2) }, true},
-				{"status change in selection", func(h cache.ResourceEventHandler) { h.OnUpdate(web, webStatus) }, false},
-				{"spec change outside", func(h cache.ResourceEventHandler) { h.OnUpdate(db, db) }, false},
-				{"add outside", func(h cache.ResourceEventHandler) { h.OnAdd(db, false) }, false},
-				{"delete outside", func(h cache.ResourceEventHandler) { h.OnDelete(db) }, false},
+				{"spec change in selection", func(h typedHandler) { h.OnUpdate(web, webGen2) }, true},
+				{"status change in selection", func(h typedHandler) { h.OnUpdate(web, webStatus) }, false},
+				{"spec change outside", func(h typedHandler) { h.OnUpdate(db, db) }, false},
+				{"add outside", func(h typedHandler) { h.OnAdd(db, false) }, false},
+				{"delete outside", func(h typedHandler) { h.OnDelete(deleted(db)) }, false},
+				{"delete without object", func(h typedHandler) { h.OnDelete(gone) }, true},
+			},
+		},
+		{
+			name: "typed object function",
+			opts: []informer.Option{informer.WithPredicates(informer.ObjectFunc(func(d *appsv1.Deployment) bool {
+				return d.Generation > 1
+			}))},
+			events: []event{
+				{"add", func(h typedHandler) { h.OnAdd(webGen2, false) }, true},
+				{"add rejected", func(h typedHandler) { h.OnAdd(web, false) }, false},
+				{"delete rejected", func(h typedHandler) { h.OnDelete(unknown("ns/a", web)) }, false},
 			},
 		},
 	}
@@ -348,14 +220,29 @@ func TestHandlerPredicates(t *testing.T) {
 			for _, ev := range tt.events {
 				t.Run(ev.name, func(t *testing.T) {
 					r := &recorder{}
-					opts := append([]informer.Option{informer.WithErrorHandler(r.errorHandler)}, tt.opts...)
-					h := informer.NewHandler(r.funcs(), opts...)
+					h := informer.NewHandler[*appsv1.Deployment](r.handler(), tt.opts...)
 					ev.deliver(h)
-					calls, reports := r.snapshot()
-					assert.Empty(t, reports)
-					assert.Equal(t, ev.wantCall, len(calls) == 1, "calls: %v", calls)
+					calls := r.snapshot()
+					if ev.wantCall {
+						assert.Len(t, calls, 1, "calls: %v", calls)
+					} else {
+						assert.Empty(t, calls)
+					}
 				})
 			}
 		})
 	}
+}
+
+// Panics of the wrapped handler or of predicates reach the informer.
+func TestHandlerDoesNotRecoverPanics(t *testing.T) {
+	panicking := informer.ObjectPredicate(func(metav1.Object) bool { panic("predicate") })
+	h := informer.NewHandler[*appsv1.Deployment](cache.TypedResourceEventHandlerFuncs[*appsv1.Deployment]{},
+		informer.WithPredicates(panicking))
+	assert.PanicsWithValue(t, "predicate", func() { h.OnAdd(deployment("ns", "a"), false) })
+
+	h = informer.NewHandler[*appsv1.Deployment](cache.TypedResourceEventHandlerFuncs[*appsv1.Deployment]{
+		AddFunc: func(*appsv1.Deployment) { panic("handler") },
+	}, informer.WithPredicates(informer.PredicateFuncs{}))
+	assert.PanicsWithValue(t, "handler", func() { h.OnAdd(deployment("ns", "a"), false) })
 }

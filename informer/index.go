@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"unsafe"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -14,9 +13,9 @@ import (
 // T is filed under the values its function returns, so that the objects
 // with a given value are found without scanning the cache. Build it with
 // NewIndex; it is safe for concurrent use.
-type Index[T metav1.Object] struct {
+type Index[T Object] struct {
 	name    string
-	indexer cache.Indexer
+	indexer cache.TypedIndexer[T]
 }
 
 // ErrIndexConflict is wrapped by the error of NewIndex when the informer
@@ -24,9 +23,8 @@ type Index[T metav1.Object] struct {
 var ErrIndexConflict = errors.New("the informer has an index of that name with another function")
 
 // NewIndex registers on inf an index named name that files every object of
-// type T under values(obj), and returns it. Objects of another type are
-// filed under no value. values must not modify the object and should be
-// cheap: the informer calls it on every change.
+// type T under values(obj), and returns it. values must not modify the
+// object and should be cheap: the informer calls it on every change.
 //
 // Register indexes before inf starts. One name stands for one function: if
 // inf already has an index of that name, NewIndex returns it when it was
@@ -39,11 +37,11 @@ var ErrIndexConflict = errors.New("the informer has an index of that name with a
 // same closure; two closures are different values even when they compute
 // the same, so share the *Index instead of calling NewIndex twice with
 // closures.
-func NewIndex[T metav1.Object](inf cache.SharedIndexInformer, name string, values func(obj T) []string) (*Index[T], error) {
+func NewIndex[T Object](inf cache.TypedSharedIndexInformer[T], name string, values func(obj T) []string) (*Index[T], error) {
 	if inf == nil || name == "" || values == nil {
 		return nil, fmt.Errorf("informer: NewIndex needs an informer, a name and a values function (name %q)", name)
 	}
-	idx := &Index[T]{name: name, indexer: inf.GetIndexer()}
+	idx := &Index[T]{name: name, indexer: inf.GetTypedIndexer()}
 	id := indexID{typ: reflect.TypeFor[T](), values: funcValue(values)}
 	indexFunc := func(obj any) ([]string, error) {
 		if p, ok := obj.(*indexProbe); ok {
@@ -51,7 +49,7 @@ func NewIndex[T metav1.Object](inf cache.SharedIndexInformer, name string, value
 			return nil, nil
 		}
 		t, ok := obj.(T)
-		if !ok || isNil(t) {
+		if !ok || t == *new(T) {
 			return nil, nil
 		}
 		return values(t), nil
@@ -110,17 +108,11 @@ func (i *Index[T]) Name() string { return i.name }
 // List returns the cached objects filed under value, in no particular order.
 // They are shared with the cache and must not be modified.
 func (i *Index[T]) List(value string) ([]T, error) {
-	objs, err := i.indexer.ByIndex(i.name, value)
+	objs, err := i.indexer.ByTypedIndex(i.name, value)
 	if err != nil {
 		return nil, fmt.Errorf("informer: index %q: %w", i.name, err)
 	}
-	out := make([]T, 0, len(objs))
-	for _, obj := range objs {
-		if t, ok := obj.(T); ok {
-			out = append(out, t)
-		}
-	}
-	return out, nil
+	return objs, nil
 }
 
 // Keys returns the keys (namespace and name) of the cached objects filed
@@ -144,6 +136,6 @@ func (i *Index[T]) Keys(value string) ([]cache.ObjectName, error) {
 // KeyOf files an object under its own key, "namespace/name" (or "name"): the
 // values function of EnqueueByIndex when the referrers' index holds the keys
 // of the objects they refer to.
-func KeyOf[T metav1.Object](obj T) []string {
+func KeyOf[T Object](obj T) []string {
 	return []string{cache.MetaObjectToName(obj).String()}
 }

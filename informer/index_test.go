@@ -14,6 +14,9 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
+// deploymentInformer is the typed informer of Deployments.
+type deploymentInformer = cache.TypedSharedIndexInformer[*appsv1.Deployment]
+
 // byApp files a Deployment under its "app" label.
 func byApp(d *appsv1.Deployment) []string { return []string{d.Labels["app"]} }
 
@@ -32,8 +35,8 @@ func TestNewIndexOfTheSameName(t *testing.T) {
 	app := byLabel("app")
 	keyOf := informer.KeyOf[*appsv1.Deployment]
 	// second registers the second index of name "index" with values.
-	second := func(values func(*appsv1.Deployment) []string) func(cache.SharedIndexInformer) error {
-		return func(inf cache.SharedIndexInformer) error {
+	second := func(values func(*appsv1.Deployment) []string) func(deploymentInformer) error {
+		return func(inf deploymentInformer) error {
 			_, err := informer.NewIndex(inf, "index", values)
 			return err
 		}
@@ -42,7 +45,7 @@ func TestNewIndexOfTheSameName(t *testing.T) {
 		name  string
 		first func(*appsv1.Deployment) []string
 		// second registers a second index of the name "index".
-		second  func(inf cache.SharedIndexInformer) error
+		second  func(inf deploymentInformer) error
 		wantErr bool
 		// value is what the first function files the Deployment under.
 		value string
@@ -53,11 +56,13 @@ func TestNewIndexOfTheSameName(t *testing.T) {
 		{name: "another function", first: byApp, second: second(byTier), wantErr: true, value: "shop"},
 		{name: "a closure capturing another value", first: app, second: second(byLabel("tier")), wantErr: true, value: "shop"},
 		{name: "an equal closure made again", first: app, second: second(byLabel("app")), wantErr: true, value: "shop"},
-		{name: "another type", first: keyOf, wantErr: true, value: "ns/web", second: func(inf cache.SharedIndexInformer) error {
-			_, err := informer.NewIndex(inf, "index", informer.KeyOf[*metav1.PartialObjectMetadata])
+		// The same informer, seen as one of another type.
+		{name: "another type", first: keyOf, wantErr: true, value: "ns/web", second: func(inf deploymentInformer) error {
+			other := cache.NewTypedSharedIndexInformer[*metav1.PartialObjectMetadata](inf)
+			_, err := informer.NewIndex(other, "index", informer.KeyOf[*metav1.PartialObjectMetadata])
 			return err
 		}},
-		{name: "an index not made by NewIndex", first: byApp, wantErr: true, value: "shop", second: func(inf cache.SharedIndexInformer) error {
+		{name: "an index not made by NewIndex", first: byApp, wantErr: true, value: "shop", second: func(inf deploymentInformer) error {
 			require.NoError(t, inf.AddIndexers(cache.Indexers{"foreign": func(obj any) ([]string, error) {
 				return []string{obj.(*appsv1.Deployment).Name}, nil // expects its own type only
 			}}))
@@ -67,7 +72,7 @@ func TestNewIndexOfTheSameName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inf := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Apps().V1().Deployments().Informer()
+			inf := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Apps().V1().Deployments().TypedInformer()
 			first, err := informer.NewIndex(inf, "index", tt.first)
 			require.NoError(t, err)
 			err = tt.second(inf)

@@ -7,10 +7,15 @@ import (
 
 // Predicate decides whether an event reaches a handler's callbacks. Each
 // method judges one kind of event and returns true to let it through.
-// Handlers call predicates with the unwrapped object of their own type
-// (never a tombstone, never nil), so a predicate may type-assert to that
-// type. Predicates must not modify the objects and must be safe for
-// concurrent use when shared between handlers.
+// The handlers of this package call predicates with objects of their own
+// type T, so a predicate may type-assert to that type. A delete is judged on
+// the OptionalObj of its cache.DeletedObject: the last state the informer
+// knew, which is stale when the informer noticed the delete only on a
+// relist. A delete whose final state is unknown and that carries no object
+// is not judged at all: it passes every predicate unasked (see NewHandler).
+// Predicates are thus never given a tombstone or a nil object. They must
+// not modify the objects and must be safe for concurrent use when shared
+// between handlers.
 //
 // There are two kinds of predicates, and the difference matters for
 // updates:
@@ -31,7 +36,8 @@ type Predicate interface {
 	Add(obj metav1.Object) bool
 	// Update judges a change from oldObj to newObj.
 	Update(oldObj, newObj metav1.Object) bool
-	// Delete judges a deleted object (the last known state for a tombstone).
+	// Delete judges a deleted object (the last state the informer knew,
+	// when it noticed the delete only on a relist).
 	Delete(obj metav1.Object) bool
 }
 
@@ -75,7 +81,7 @@ func (p PredicateFuncs) Delete(obj metav1.Object) bool {
 // ObjectFunc turns a function on the concrete type T into an
 // ObjectPredicate. Objects that are not a T do not satisfy it. fn must not
 // be nil.
-func ObjectFunc[T metav1.Object](fn func(obj T) bool) ObjectPredicate {
+func ObjectFunc[T Object](fn func(obj T) bool) ObjectPredicate {
 	return func(obj metav1.Object) bool {
 		t, ok := obj.(T)
 		return ok && fn(t)
@@ -85,7 +91,7 @@ func ObjectFunc[T metav1.Object](fn func(obj T) bool) ObjectPredicate {
 // UpdateFunc returns a Predicate that passes every add and delete and
 // judges updates with fn on the concrete type T. Updates whose objects are
 // not both a T are rejected. fn must not be nil.
-func UpdateFunc[T metav1.Object](fn func(oldObj, newObj T) bool) Predicate {
+func UpdateFunc[T Object](fn func(oldObj, newObj T) bool) Predicate {
 	return PredicateFuncs{UpdateFunc: func(oldObj, newObj metav1.Object) bool {
 		o, ok := oldObj.(T)
 		if !ok {

@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"reflect"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 )
@@ -63,3 +65,16 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 var _ cache.TransformFunc = StripManagedFields
+
+// isNil reports whether v is nil or a nil pointer, map, slice, channel,
+// function or interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

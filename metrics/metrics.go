@@ -1,6 +1,9 @@
 // Package metrics exposes the worker loop's measurements as Prometheus
-// metrics. It is the only ctrlkit package that depends on the Prometheus
-// client; controllers that do not want metrics never import it.
+// metrics. Of the building blocks, it is the only package that depends on
+// the Prometheus client (package operator, which serves it, does too);
+// controllers that do not want metrics never import it. An operator built
+// on operator.Flags gets a Recorder from the flags (Flags.Metrics), given to
+// its controllers by Flags.ControllerOptions and served by Flags.Options.
 //
 // New registers one set of collectors on a Registerer chosen by the caller
 // and returns a Recorder, which implements queue.Metrics and serves any

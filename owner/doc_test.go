@@ -15,10 +15,10 @@ import (
 )
 
 // watchDeployments and refuseForeign are the package documentation's
-// examples; ExampleEnqueueHandler and ExampleCheck run the same calls.
-func watchDeployments(ctrl *queue.Controller[cache.ObjectName], deployInformer appsinformers.DeploymentInformer) error {
+// examples; ExampleEnqueueOwner and ExampleCheck run the same calls.
+func watchDeployments(ctrl *queue.Controller[cache.ObjectName], deployments appsinformers.TypedDeploymentInformer) error {
 	fooKind := schema.GroupKind{Group: "samplecontroller.k8s.io", Kind: "Foo"}
-	err := ctrl.Watch(deployInformer.Informer(), owner.EnqueueHandler(fooKind, ctrl))
+	err := ctrl.Watch(queue.On(deployments.TypedInformer(), owner.EnqueueOwner[*appsv1.Deployment](fooKind, ctrl)))
 	return err
 }
 
@@ -35,8 +35,8 @@ func refuseForeign(deployment *appsv1.Deployment, foo *samplev1alpha1.Foo) error
 var _, _ = watchDeployments, refuseForeign
 
 // indexByController is ControllerUID's documentation example.
-func indexByController(deployments appsinformers.DeploymentInformer) (*informer.Index[*appsv1.Deployment], error) {
-	index, err := informer.NewIndex(deployments.Informer(), "controller-uid", owner.ControllerUID[*appsv1.Deployment])
+func indexByController(deployments appsinformers.TypedDeploymentInformer) (*informer.Index[*appsv1.Deployment], error) {
+	index, err := informer.NewIndex(deployments.TypedInformer(), "controller-uid", owner.ControllerUID[*appsv1.Deployment])
 	return index, err
 }
 

@@ -2,14 +2,15 @@ package owner_test
 
 import (
 	"context"
+	"maps"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -35,13 +36,19 @@ func (c *keyCounter) Add(k cache.ObjectName) {
 	c.counts[k]++
 }
 
+func (c *keyCounter) snapshot() map[cache.ObjectName]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
 func (c *keyCounter) count(k cache.ObjectName) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.counts[k]
 }
 
-func TestEnqueueHandlerWithSharedInformer(t *testing.T) {
+func TestEnqueueOwnerWithSharedInformer(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
 	_, ctx := ktesting.NewTestContext(t)
@@ -55,10 +62,9 @@ func TestEnqueueHandlerWithSharedInformer(t *testing.T) {
 	}()
 
 	keys := &keyCounter{}
-	var reports atomic.Int32
-	handler := owner.EnqueueHandler(fooKind, informer.QueueFunc[cache.ObjectName](keys.Add), owner.WithHandlerOptions(
-		informer.WithErrorHandler(func(context.Context, error, string, ...any) { reports.Add(1) })))
-	reg, err := factory.Apps().V1().Deployments().Informer().AddEventHandler(handler)
+	handler := owner.EnqueueOwner[*appsv1.Deployment](fooKind, informer.QueueFunc[cache.ObjectName](keys.Add),
+		informer.WithContext(ctx))
+	reg, err := factory.Apps().V1().Deployments().TypedInformer().AddTypedEventHandler(handler)
 	require.NoError(t, err)
 	factory.Start(ctx.Done())
 	require.True(t, cache.WaitForCacheSync(ctx.Done(), reg.HasSynced))
@@ -69,7 +75,7 @@ func TestEnqueueHandlerWithSharedInformer(t *testing.T) {
 
 	eventually := func(k cache.ObjectName, n int) {
 		t.Helper()
-		assert.Eventually(t, func() bool { return keys.count(k) == n }, 10*time.Second, 5*time.Millisecond,
+		require.Eventually(t, func() bool { return keys.count(k) == n }, 10*time.Second, 5*time.Millisecond,
 			"owner %v enqueued %d times", k, n)
 	}
 	deps := client.AppsV1().Deployments("ns")
@@ -87,10 +93,22 @@ func TestEnqueueHandlerWithSharedInformer(t *testing.T) {
 	require.NoError(t, deps.Delete(ctx, "pre", metav1.DeleteOptions{}))
 	eventually(fooB, 2)
 
-	// A missed delete arrives as a tombstone.
-	handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: deployment("ns", "gone", fooRef("c"))})
+	// A delete the informer noticed only on a relist carries the last known
+	// state, whose owner is told; one without any state names no owner.
+	gone := deployment("ns", "gone", fooRef("c"))
+	handler.OnDelete(cache.DeletedObject[*appsv1.Deployment]{
+		OptionalObj:       gone,
+		FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: gone},
+	})
 	assert.Equal(t, 1, keys.count(cache.ObjectName{Namespace: "ns", Name: "c"}))
+	handler.OnDelete(cache.DeletedObject[*appsv1.Deployment]{
+		FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "ns/pre"},
+	})
 
 	assert.Equal(t, 2, keys.count(fooA))
-	assert.Zero(t, reports.Load())
+	assert.Equal(t, 2, keys.count(fooB))
+	assert.Equal(t, map[cache.ObjectName]int{fooA: 2, fooB: 2, {Namespace: "ns", Name: "c"}: 1}, keys.snapshot(),
+		"nothing else is enqueued")
+
+	require.NoError(t, factory.Apps().V1().Deployments().Informer().RemoveEventHandler(reg))
 }

@@ -7,7 +7,7 @@
 // Deployments and reconciles the Foo that controls each one:
 //
 //	fooKind := schema.GroupKind{Group: "samplecontroller.k8s.io", Kind: "Foo"}
-//	err := ctrl.Watch(deployInformer.Informer(), owner.EnqueueHandler(fooKind, ctrl))
+//	err := ctrl.Watch(queue.On(deployments.TypedInformer(), owner.EnqueueOwner[*appsv1.Deployment](fooKind, ctrl)))
 //
 // and, inside the reconcile, refuses to touch a Deployment that another
 // controller owns:
@@ -34,15 +34,15 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 )
 
-// Ownership is how an object relates to a would-be owner, as reported by
+// Relation is how an object relates to a would-be owner, as reported by
 // Check.
-type Ownership int
+type Relation int
 
 const (
 	// Orphan means the object has no controller. An owner may adopt it
 	// by adding its controller reference; controllers usually adopt only
 	// objects that match their selector and that are not being deleted.
-	Orphan Ownership = iota
+	Orphan Relation = iota
 	// Controlled means the object's controller reference carries the
 	// owner's UID: the owner controls it and may change or delete it.
 	Controlled
@@ -53,7 +53,7 @@ const (
 )
 
 // String returns "Orphan", "Controlled" or "Foreign".
-func (o Ownership) String() string {
+func (o Relation) String() string {
 	switch o {
 	case Orphan:
 		return "Orphan"
@@ -62,14 +62,14 @@ func (o Ownership) String() string {
 	case Foreign:
 		return "Foreign"
 	}
-	return fmt.Sprintf("Ownership(%d)", int(o))
+	return fmt.Sprintf("Relation(%d)", int(o))
 }
 
 // Check reports how obj relates to owner: Controlled when obj's controller
 // reference has owner's UID (metav1.IsControlledBy), Foreign when obj has
 // another controller, Orphan when it has none. Only UIDs are compared, so a
 // reference to a deleted and re-created owner of the same name is Foreign.
-func Check(obj, owner metav1.Object) Ownership {
+func Check(obj, owner metav1.Object) Relation {
 	switch {
 	case metav1.IsControlledBy(obj, owner):
 		return Controlled
@@ -98,37 +98,14 @@ func ControllerOfKind(obj metav1.Object, gk schema.GroupKind) (metav1.OwnerRefer
 	return *ref, true
 }
 
-// Option configures EnqueueHandler. A nil Option is ignored.
-type Option func(*options)
-
-type options struct {
-	clusterScoped bool
-	handler       []informer.Option
-}
-
-// ClusterScoped declares that the owner kind is cluster-scoped: keys are
-// enqueued without a namespace. By default owners are namespaced and live
-// in the namespace of the objects they control.
-func ClusterScoped() Option {
-	return func(o *options) { o.clusterScoped = true }
-}
-
-// WithHandlerOptions passes options (predicates, error handling) to the
-// underlying informer handler. Predicates judge the owned object, not the
-// owner.
-func WithHandlerOptions(opts ...informer.Option) Option {
-	return func(o *options) { o.handler = append(o.handler, opts...) }
-}
-
-// EnqueueHandler returns an informer event handler that passes the key of
+// EnqueueOwner returns a handler for an informer of T that passes the key of
 // the controlling owner of each object to q, for owners of the group and
-// kind gk (see ControllerOfKind). Objects of any type with object metadata
-// are accepted; anything else is reported as described in
-// informer.NewHandler.
+// kind gk (see ControllerOfKind) that live in the namespace of the objects
+// they control. EnqueueClusterOwner is the same for cluster-scoped owners.
 //
-//   - On add and delete, the object's controller is enqueued.
-//     A cache.DeletedFinalStateUnknown tombstone is unwrapped first, so a
-//     delete the informer missed still reaches the owner.
+//   - On add and delete, the object's controller is enqueued. A delete is
+//     mapped from the last state the informer knew, so a delete the
+//     informer missed still reaches the owner.
 //   - On update, the new object's controller is enqueued, and the old
 //     object's too if it differs: when an object is re-parented, released
 //     or adopted, every owner involved is told; when the controller stayed
@@ -138,25 +115,30 @@ func WithHandlerOptions(opts ...informer.Option) Option {
 //     q.AddLowPriority, the others to q.Add, as for
 //     informer.EnqueueMappedHandler.
 //
-// The key's name is the owner reference's name. Its namespace is the
-// object's namespace, or empty with ClusterScoped. A namespaced owner kind
-// cannot control a cluster-scoped object, so such objects enqueue nothing.
-func EnqueueHandler(gk schema.GroupKind, q informer.Queue[cache.ObjectName], opts ...Option) cache.ResourceEventHandler {
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return informer.EnqueueMappedHandler(func(obj metav1.Object) []cache.ObjectName {
-		if k, ok := controllerKey(obj, gk, o.clusterScoped); ok {
+// The key's name is the owner reference's name and its namespace the
+// object's. A namespaced owner cannot control a cluster-scoped object, so
+// such objects enqueue nothing. Predicates given with opts judge the owned
+// object, not the owner.
+func EnqueueOwner[T informer.Object](gk schema.GroupKind, q informer.Queue[cache.ObjectName], opts ...informer.Option) cache.TypedResourceEventHandler[T] {
+	return informer.EnqueueMappedHandler(func(obj T) []cache.ObjectName {
+		if k, ok := controllerKey(obj, gk, false); ok {
 			return []cache.ObjectName{k}
 		}
 		return nil
-	}, q, o.handler...)
+	}, q, opts...)
 }
 
-// controllerKey returns the key of obj's controller of kind gk.
+// EnqueueClusterOwner is EnqueueOwner for a cluster-scoped owner kind: keys
+// are enqueued without a namespace, for owned objects of any scope.
+func EnqueueClusterOwner[T informer.Object](gk schema.GroupKind, q informer.Queue[cache.ObjectName], opts ...informer.Option) cache.TypedResourceEventHandler[T] {
+	return informer.EnqueueMappedHandler(func(obj T) []cache.ObjectName {
+		if k, ok := controllerKey(obj, gk, true); ok {
+			return []cache.ObjectName{k}
+		}
+		return nil
+	}, q, opts...)
+}
+
 func controllerKey(obj metav1.Object, gk schema.GroupKind, clusterScoped bool) (cache.ObjectName, bool) {
 	ref, ok := ControllerOfKind(obj, gk)
 	if !ok {
@@ -176,7 +158,7 @@ func controllerKey(obj metav1.Object, gk schema.GroupKind, clusterScoped bool) (
 // object without one): the index function of informer.NewIndex that finds
 // the objects an owner controls without scanning the cache.
 //
-//	index, err := informer.NewIndex(deployments.Informer(), "controller-uid", owner.ControllerUID[*appsv1.Deployment])
+//	index, err := informer.NewIndex(deployments.TypedInformer(), "controller-uid", owner.ControllerUID[*appsv1.Deployment])
 func ControllerUID[T metav1.Object](obj T) []string {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		return []string{string(ref.UID)}

@@ -1,7 +1,6 @@
 package owner_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,7 +39,7 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name string
 		refs []metav1.OwnerReference
-		want owner.Ownership
+		want owner.Relation
 	}{
 		{name: "no owner references", want: owner.Orphan},
 		{name: "owner without controller flag", refs: []metav1.OwnerReference{ref("samplecontroller.k8s.io/v1alpha1", "Foo", "a", "uid-a", false)}, want: owner.Orphan},
@@ -60,12 +59,13 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestOwnershipString(t *testing.T) {
-	for o, want := range map[owner.Ownership]string{
-		owner.Orphan:        "Orphan",
-		owner.Controlled:    "Controlled",
-		owner.Foreign:       "Foreign",
-		owner.Ownership(42): "Ownership(42)",
+func TestRelationString(t *testing.T) {
+	for o, want := range map[owner.Relation]string{
+		owner.Orphan:       "Orphan",
+		owner.Controlled:   "Controlled",
+		owner.Foreign:      "Foreign",
+		owner.Relation(42): "Relation(42)",
+		owner.Relation(-1): "Relation(-1)",
 	} {
 		assert.Equal(t, want, o.String())
 	}
@@ -109,57 +109,72 @@ func TestControllerOfKind(t *testing.T) {
 	}
 }
 
-func TestEnqueueHandler(t *testing.T) {
+// handler is the handler type of the tests on Deployments.
+type handler = cache.TypedResourceEventHandler[*appsv1.Deployment]
+
+func TestEnqueueOwner(t *testing.T) {
 	inNS := func(name string) cache.ObjectName { return cache.ObjectName{Namespace: "ns", Name: name} }
 	a := deployment("ns", "d", fooRef("a"))
 	b := deployment("ns", "d", fooRef("b"))
 	orphan := deployment("ns", "d")
 
 	tests := []struct {
-		name        string
-		opts        []owner.Option
-		deliver     func(h cache.ResourceEventHandler)
-		want        []cache.ObjectName
-		wantReports int
+		name string
+		// cluster selects EnqueueClusterOwner.
+		cluster bool
+		opts    []informer.Option
+		deliver func(h handler)
+		want    []cache.ObjectName
 	}{
-		{name: "add", deliver: func(h cache.ResourceEventHandler) { h.OnAdd(a, true) }, want: []cache.ObjectName{inNS("a")}},
-		{name: "add orphan", deliver: func(h cache.ResourceEventHandler) { h.OnAdd(orphan, false) }},
-		{name: "add other kind", deliver: func(h cache.ResourceEventHandler) {
+		{name: "add", deliver: func(h handler) { h.OnAdd(a, true) }, want: []cache.ObjectName{inNS("a")}},
+		{name: "add orphan", deliver: func(h handler) { h.OnAdd(orphan, false) }},
+		{name: "add other kind", deliver: func(h handler) {
 			h.OnAdd(deployment("ns", "d", ref("apps/v1", "ReplicaSet", "rs", "u", true)), false)
 		}},
-		{name: "add pod", deliver: func(h cache.ResourceEventHandler) {
-			h.OnAdd(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", OwnerReferences: []metav1.OwnerReference{fooRef("a")}}}, false)
-		}, want: []cache.ObjectName{inNS("a")}},
-		{name: "cluster-scoped object with namespaced owner kind", deliver: func(h cache.ResourceEventHandler) {
+		{name: "cluster-scoped object with namespaced owner kind", deliver: func(h handler) {
 			h.OnAdd(deployment("", "d", fooRef("a")), false)
 		}},
-		{name: "cluster-scoped owner", opts: []owner.Option{owner.ClusterScoped()},
-			deliver: func(h cache.ResourceEventHandler) { h.OnAdd(a, false) }, want: []cache.ObjectName{{Name: "a"}}},
-		{name: "cluster-scoped owner of cluster-scoped object", opts: []owner.Option{nil, owner.ClusterScoped()},
-			deliver: func(h cache.ResourceEventHandler) { h.OnAdd(deployment("", "d", fooRef("a")), false) },
+		{name: "cluster-scoped owner", cluster: true,
+			deliver: func(h handler) { h.OnAdd(a, false) }, want: []cache.ObjectName{{Name: "a"}}},
+		{name: "cluster-scoped owner of cluster-scoped object", cluster: true, opts: []informer.Option{nil},
+			deliver: func(h handler) { h.OnAdd(deployment("", "d", fooRef("a")), false) },
 			want:    []cache.ObjectName{{Name: "a"}}},
-		{name: "update same controller enqueues once", deliver: func(h cache.ResourceEventHandler) { h.OnUpdate(a, a.DeepCopy()) },
+		{name: "cluster-scoped owner of another kind", cluster: true, deliver: func(h handler) {
+			h.OnAdd(deployment("", "d", ref("v1", "Node", "n1", "u", true)), false)
+		}},
+		{name: "update same controller enqueues once", deliver: func(h handler) { h.OnUpdate(a, a.DeepCopy()) },
 			want: []cache.ObjectName{inNS("a")}},
-		{name: "update re-parented enqueues new and old", deliver: func(h cache.ResourceEventHandler) { h.OnUpdate(a, b) },
+		{name: "update re-parented enqueues new and old", deliver: func(h handler) { h.OnUpdate(a, b) },
 			want: []cache.ObjectName{inNS("b"), inNS("a")}},
-		{name: "update adopted", deliver: func(h cache.ResourceEventHandler) { h.OnUpdate(orphan, b) },
+		{name: "cluster-scoped owner re-parented", cluster: true, deliver: func(h handler) { h.OnUpdate(a, b) },
+			want: []cache.ObjectName{{Name: "b"}, {Name: "a"}}},
+		{name: "update adopted", deliver: func(h handler) { h.OnUpdate(orphan, b) },
 			want: []cache.ObjectName{inNS("b")}},
-		{name: "update released", deliver: func(h cache.ResourceEventHandler) { h.OnUpdate(a, orphan) },
+		{name: "update released", deliver: func(h handler) { h.OnUpdate(a, orphan) },
 			want: []cache.ObjectName{inNS("a")}},
-		{name: "update orphan", deliver: func(h cache.ResourceEventHandler) { h.OnUpdate(orphan, orphan) }},
-		{name: "delete", deliver: func(h cache.ResourceEventHandler) { h.OnDelete(a) }, want: []cache.ObjectName{inNS("a")}},
-		{name: "delete tombstone", deliver: func(h cache.ResourceEventHandler) {
-			h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: b})
+		{name: "update orphan", deliver: func(h handler) { h.OnUpdate(orphan, orphan) }},
+		{name: "delete", deliver: func(h handler) {
+			h.OnDelete(cache.DeletedObject[*appsv1.Deployment]{OptionalObj: a})
+		}, want: []cache.ObjectName{inNS("a")}},
+		{name: "delete with unknown final state maps the last known state", deliver: func(h handler) {
+			h.OnDelete(cache.DeletedObject[*appsv1.Deployment]{
+				OptionalObj:       b,
+				FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: b},
+			})
 		}, want: []cache.ObjectName{inNS("b")}},
-		{name: "tombstone without object is reported", deliver: func(h cache.ResourceEventHandler) {
-			h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d"})
-		}, wantReports: 1},
-		{name: "non-object is reported", deliver: func(h cache.ResourceEventHandler) { h.OnAdd("ns/d", false) }, wantReports: 1},
-		{name: "handler predicates", opts: []owner.Option{owner.WithHandlerOptions(informer.WithPredicates(
-			informer.ObjectFunc(func(d *appsv1.Deployment) bool { return d.Name != "d" })))},
-			deliver: func(h cache.ResourceEventHandler) { h.OnAdd(a, false) }},
-		{name: "resync dropped by a predicate", opts: []owner.Option{owner.WithHandlerOptions(informer.WithPredicates(informer.ResourceVersionChanged()))},
-			deliver: func(h cache.ResourceEventHandler) {
+		{name: "delete without object names no owner", deliver: func(h handler) {
+			h.OnDelete(cache.DeletedObject[*appsv1.Deployment]{FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "ns/d"}})
+		}},
+		{name: "delete without object names no cluster-scoped owner", cluster: true, deliver: func(h handler) {
+			h.OnDelete(cache.DeletedObject[*appsv1.Deployment]{FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "d"}})
+		}},
+		{name: "predicates judge the owned object", opts: []informer.Option{informer.WithPredicates(
+			informer.ObjectFunc(func(d *appsv1.Deployment) bool { return d.Name != "d" }))},
+			deliver: func(h handler) { h.OnAdd(a, false) }},
+		{name: "predicates of a cluster-scoped owner", cluster: true, opts: []informer.Option{informer.WithPredicates(informer.Or())},
+			deliver: func(h handler) { h.OnAdd(a, false) }},
+		{name: "resync dropped by a predicate", opts: []informer.Option{informer.WithPredicates(informer.ResourceVersionChanged())},
+			deliver: func(h handler) {
 				d := a.DeepCopy()
 				d.ResourceVersion = "5"
 				h.OnUpdate(d, d)
@@ -168,18 +183,31 @@ func TestEnqueueHandler(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []cache.ObjectName
-			var reports []error
-			opts := append([]owner.Option{owner.WithHandlerOptions(informer.WithErrorHandler(
-				func(_ context.Context, err error, _ string, _ ...any) { reports = append(reports, err) }))}, tt.opts...)
-			h := owner.EnqueueHandler(fooKind, informer.QueueFunc[cache.ObjectName](func(k cache.ObjectName) { got = append(got, k) }), opts...)
+			q := informer.QueueFunc[cache.ObjectName](func(k cache.ObjectName) { got = append(got, k) })
+			var h handler
+			if tt.cluster {
+				h = owner.EnqueueClusterOwner[*appsv1.Deployment](fooKind, q, tt.opts...)
+			} else {
+				h = owner.EnqueueOwner[*appsv1.Deployment](fooKind, q, tt.opts...)
+			}
 			require.NotPanics(t, func() { tt.deliver(h) })
 			assert.Equal(t, tt.want, got)
-			assert.Len(t, reports, tt.wantReports)
 		})
 	}
 }
 
-func TestEnqueueHandlerPriorities(t *testing.T) {
+// The handlers work for objects of any type.
+func TestEnqueueOwnerOfPods(t *testing.T) {
+	var got []cache.ObjectName
+	q := informer.QueueFunc[cache.ObjectName](func(k cache.ObjectName) { got = append(got, k) })
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", OwnerReferences: []metav1.OwnerReference{fooRef("a")}}}
+
+	owner.EnqueueOwner[*corev1.Pod](fooKind, q).OnAdd(p, false)
+	owner.EnqueueClusterOwner[*corev1.Pod](fooKind, q).OnAdd(p, false)
+	assert.Equal(t, []cache.ObjectName{{Namespace: "ns", Name: "a"}, {Name: "a"}}, got)
+}
+
+func TestEnqueueOwnerPriorities(t *testing.T) {
 	withRV := func(d *appsv1.Deployment, rv string) *appsv1.Deployment {
 		d.ResourceVersion = rv
 		return d
@@ -188,45 +216,56 @@ func TestEnqueueHandlerPriorities(t *testing.T) {
 	b := cache.ObjectName{Namespace: "ns", Name: "b"}
 	tests := []struct {
 		name      string
-		send      func(h cache.ResourceEventHandler)
+		send      func(h handler)
 		wantFresh []cache.ObjectName
 		wantLow   []cache.ObjectName
 	}{
 		{
 			name:    "add from the initial list is low priority",
-			send:    func(h cache.ResourceEventHandler) { h.OnAdd(deployment("ns", "d", fooRef("a")), true) },
+			send:    func(h handler) { h.OnAdd(deployment("ns", "d", fooRef("a")), true) },
 			wantLow: []cache.ObjectName{a},
 		},
 		{
 			name:      "later add is fresh",
-			send:      func(h cache.ResourceEventHandler) { h.OnAdd(deployment("ns", "d", fooRef("a")), false) },
+			send:      func(h handler) { h.OnAdd(deployment("ns", "d", fooRef("a")), false) },
 			wantFresh: []cache.ObjectName{a},
 		},
 		{
 			name: "resync is low priority",
-			send: func(h cache.ResourceEventHandler) {
+			send: func(h handler) {
 				h.OnUpdate(withRV(deployment("ns", "d", fooRef("a")), "7"), withRV(deployment("ns", "d", fooRef("a")), "7"))
 			},
 			wantLow: []cache.ObjectName{a},
 		},
 		{
 			name: "change is fresh, for the new and the old owner",
-			send: func(h cache.ResourceEventHandler) {
+			send: func(h handler) {
 				h.OnUpdate(withRV(deployment("ns", "d", fooRef("a")), "7"), withRV(deployment("ns", "d", fooRef("b")), "8"))
 			},
 			wantFresh: []cache.ObjectName{b, a},
 		},
 		{
 			name: "objects without a resourceVersion are never taken for resyncs",
-			send: func(h cache.ResourceEventHandler) {
+			send: func(h handler) {
 				h.OnUpdate(deployment("ns", "d", fooRef("a")), deployment("ns", "d", fooRef("a")))
 			},
 			wantFresh: []cache.ObjectName{a},
 		},
 		{
-			name: "delete is fresh, tombstone included",
-			send: func(h cache.ResourceEventHandler) {
-				h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: deployment("ns", "d", fooRef("a"))})
+			name: "delete is fresh",
+			send: func(h handler) {
+				h.OnDelete(cache.DeletedObject[*appsv1.Deployment]{OptionalObj: deployment("ns", "d", fooRef("a"))})
+			},
+			wantFresh: []cache.ObjectName{a},
+		},
+		{
+			name: "delete with unknown final state is fresh",
+			send: func(h handler) {
+				d := deployment("ns", "d", fooRef("a"))
+				h.OnDelete(cache.DeletedObject[*appsv1.Deployment]{
+					OptionalObj:       d,
+					FinalStateUnknown: &cache.DeletedFinalStateUnknown{Key: "ns/d", Obj: d},
+				})
 			},
 			wantFresh: []cache.ObjectName{a},
 		},
@@ -234,7 +273,7 @@ func TestEnqueueHandlerPriorities(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := &lanes{}
-			tt.send(owner.EnqueueHandler(fooKind, q))
+			tt.send(owner.EnqueueOwner[*appsv1.Deployment](fooKind, q))
 			assert.Equal(t, tt.wantFresh, q.fresh)
 			assert.Equal(t, tt.wantLow, q.low)
 		})

@@ -44,13 +44,13 @@ func Example() {
 }
 
 // runConfigMaps wires the controller of Example and runs it.
-func runConfigMaps(ctx context.Context, factory informers.SharedInformerFactory, configMaps coreinformers.ConfigMapInformer,
+func runConfigMaps(ctx context.Context, factory informers.SharedInformerFactory, configMaps coreinformers.TypedConfigMapInformer,
 	reconciler reconcile.Reconciler[cache.ObjectName]) error {
 	ctrl, err := queue.New("configmaps", reconciler, queue.WithWorkers(2))
 	if err != nil {
 		return err
 	}
-	if err := ctrl.Watch(configMaps.Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)); err != nil {
+	if err := ctrl.Watch(queue.On(configMaps.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))); err != nil {
 		return err
 	}
 	factory.Start(ctx.Done())
@@ -70,8 +70,12 @@ func ExampleChannel() {
 		}
 		return reconcile.Result{}, nil
 	})
-	ctrl, err := queue.New("example", r, queue.WithSource(queue.Channel(notifications,
-		func(n notification) []string { return n.changed })))
+	ctrl, err := queue.New("example", r)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = ctrl.Watch(queue.Channel(ctrl, notifications, func(n notification) []string { return n.changed }))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,7 +8,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/queue"
@@ -39,7 +38,7 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 				}))
 				require.NoError(t, err)
 				if tt.beforeSync {
-					require.NoError(t, c.Watch(&fakeInformer{}, cache.ResourceEventHandlerFuncs{}))
+					require.NoError(t, c.Watch(queue.On(typed(&fakeInformer{}), noopHandler)))
 					cancel()
 				} else {
 					c.Add("a")

@@ -26,7 +26,7 @@ type Observation struct {
 	Outcome Outcome
 	// Duration is the wall time from the worker taking the key to the end
 	// of Reconcile (the same clock readings as the workqueue's
-	// work_duration); zero when the metrics are NoopMetrics.
+	// work_duration); zero when the controller has no metrics.
 	Duration time.Duration
 	// Terminal is set when the error was terminal (not retried).
 	Terminal bool
@@ -42,8 +42,8 @@ type Observation struct {
 // is handed to the controller's own workqueue (never installed process-wide);
 // its metrics are created with the controller's name.
 //
-// The metrics package provides a Prometheus implementation; NoopMetrics
-// discards everything.
+// The metrics package provides a Prometheus implementation; a controller
+// without WithMetrics records nothing.
 type Metrics interface {
 	workqueue.MetricsProvider
 
@@ -56,7 +56,9 @@ type Metrics interface {
 	SetMaxWorkers(controller string, n int)
 }
 
-// NoopMetrics is a Metrics that records nothing. It is the default.
+// NoopMetrics is a Metrics that records nothing: what a controller without
+// WithMetrics uses. Embed it in a Metrics that records only some of the
+// measurements, such as a test double.
 type NoopMetrics struct{}
 
 var _ Metrics = NoopMetrics{}

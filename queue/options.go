@@ -45,12 +45,10 @@ type Option func(*config)
 
 type config struct {
 	workers          int
-	rateLimiter      any // a workqueue.TypedRateLimiter[K]
+	rateLimiter      workqueue.TypedRateLimiter[any]
 	reconcileTimeout time.Duration
 	shutdownTimeout  time.Duration
 	metrics          Metrics
-	sources          []any // Source[K]
-	ownership        any   // Ownership[K]
 	errs             []error
 }
 
@@ -65,9 +63,14 @@ func WithWorkers(n int) Option {
 	}
 }
 
-// WithRateLimiter sets the rate limiter that decides retry delays; its key
-// type must be the controller's. Default DefaultRateLimiter.
-func WithRateLimiter[K comparable](rl workqueue.TypedRateLimiter[K]) Option {
+// WithRateLimiter sets the rate limiter that decides retry delays. It is
+// given the controller's keys as values of type any, so one limiter type
+// serves controllers of every key type:
+//
+//	queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[any](time.Second, time.Minute))
+//
+// Default DefaultRateLimiter.
+func WithRateLimiter(rl workqueue.TypedRateLimiter[any]) Option {
 	return func(c *config) {
 		if rl == nil {
 			c.errs = append(c.errs, errors.New("rate limiter is nil"))
@@ -114,34 +117,8 @@ func WithMetrics(m Metrics) Option {
 	}
 }
 
-// WithSource adds a Source that feeds keys into the controller from outside
-// its informers (see Periodic and Channel); its key type must be the
-// controller's. Run starts every source and stops it before returning. The
-// option may be given more than once.
-func WithSource[K comparable](s Source[K]) Option {
-	return func(c *config) {
-		if s == nil {
-			c.errs = append(c.errs, errors.New("source is nil"))
-			return
-		}
-		c.sources = append(c.sources, s)
-	}
-}
-
-// OptionError returns an Option that makes New fail with err, for option
-// constructors outside this package whose own setup failed, so that the
-// failure is reported where the queue's own option errors are. A nil err
-// makes an Option that does nothing.
-func OptionError(err error) Option {
-	return func(c *config) {
-		if err != nil {
-			c.errs = append(c.errs, err)
-		}
-	}
-}
-
 // options applies opts for a controller with keys of type K and checks them.
-func options[K comparable](opts []Option) (config, workqueue.TypedRateLimiter[K], []Source[K], Ownership[K], error) {
+func options[K comparable](opts []Option) (config, workqueue.TypedRateLimiter[K], error) {
 	c := config{workers: DefaultWorkers, shutdownTimeout: DefaultShutdownTimeout, metrics: NoopMetrics{}}
 	for _, opt := range opts {
 		if opt != nil {
@@ -150,35 +127,16 @@ func options[K comparable](opts []Option) (config, workqueue.TypedRateLimiter[K]
 	}
 	rl := DefaultRateLimiter[K]()
 	if c.rateLimiter != nil {
-		typed, ok := c.rateLimiter.(workqueue.TypedRateLimiter[K])
-		if !ok {
-			c.errs = append(c.errs, fmt.Errorf("rate limiter %T is not for keys of type %T", c.rateLimiter, *new(K)))
-		}
-		rl = typed
+		rl = anyKeys[K]{c.rateLimiter}
 	}
-	sources := make([]Source[K], 0, len(c.sources))
-	for i, s := range c.sources {
-		typed, ok := s.(Source[K])
-		if !ok {
-			c.errs = append(c.errs, fmt.Errorf("source %d (%T) is not for keys of type %T", i, s, *new(K)))
-			continue
-		}
-		if v, ok := typed.(interface{ Validate() error }); ok {
-			if err := v.Validate(); err != nil {
-				c.errs = append(c.errs, fmt.Errorf("source %d: %w", i, err))
-			}
-		}
-		sources = append(sources, typed)
-	}
-	var ownership Ownership[K]
-	if c.ownership != nil {
-		typed, ok := c.ownership.(Ownership[K])
-		if !ok {
-			c.errs = append(c.errs, fmt.Errorf("ownership %T is not for keys of type %T", c.ownership, *new(K)))
-		} else {
-			ownership = typed
-			sources = append(sources, typed)
-		}
-	}
-	return c, rl, sources, ownership, errors.Join(c.errs...)
+	return c, rl, errors.Join(c.errs...)
 }
+
+// anyKeys hands the keys of a controller to a rate limiter of any keys.
+type anyKeys[K comparable] struct {
+	rl workqueue.TypedRateLimiter[any]
+}
+
+func (a anyKeys[K]) When(key K) time.Duration { return a.rl.When(key) }
+func (a anyKeys[K]) Forget(key K)             { a.rl.Forget(key) }
+func (a anyKeys[K]) NumRequeues(key K) int    { return a.rl.NumRequeues(key) }

@@ -91,11 +91,12 @@ func TestOwnership(t *testing.T) {
 	})
 	own := newTestOwnership("mine", "held", "leaving")
 	m := &fakeMetrics{}
-	c, err := queue.New("owned", r, queue.WithOwnership[string](own), queue.WithMetrics(m), queue.WithWorkers(1))
+	c, err := queue.New("owned", r, queue.WithMetrics(m), queue.WithWorkers(1))
 	require.NoError(t, err)
+	require.NoError(t, c.Restrict(own))
 	stop := startController(t, context.Background(), c)
 	q := <-own.q
-	require.Same(t, c, q, "the ownership is started as a source of the controller")
+	require.Same(t, c, q, "the ownership is started with the controller to add keys to")
 
 	// Keys not owned are not queued.
 	c.Add("theirs")
@@ -128,12 +129,59 @@ func TestOwnership(t *testing.T) {
 	assert.Len(t, m.observations(), 1)
 }
 
-func TestOwnershipKeyType(t *testing.T) {
-	_, err := queue.New("wrong", reconcile.Func[int](func(context.Context, int) (reconcile.Result, error) { return reconcile.Result{}, nil }),
-		queue.WithOwnership[string](newTestOwnership()))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "is not for keys of type int")
-	_, err = queue.New("nil", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }),
-		queue.WithOwnership[string](nil))
-	require.ErrorContains(t, err, "ownership is nil")
+// Restrict takes one Ownership, before Run; a refused call changes nothing.
+func TestRestrict(t *testing.T) {
+	tests := []struct {
+		name string
+		// restrict is the call under test, on a controller already
+		// restricted to an Ownership of "mine" (and running, if running).
+		restrict func(c *queue.Controller[string]) error
+		running  bool
+		wantErr  string
+	}{
+		{name: "nil", restrict: func(c *queue.Controller[string]) error { return c.Restrict(nil) },
+			wantErr: `queue: controller "restricted": Restrict needs an Ownership`},
+		{name: "twice", restrict: func(c *queue.Controller[string]) error { return c.Restrict(newTestOwnership("mine", "theirs")) },
+			wantErr: `queue: controller "restricted": Restrict called twice`},
+		{name: "after Run", running: true, restrict: func(c *queue.Controller[string]) error { return c.Restrict(newTestOwnership("mine", "theirs")) },
+			wantErr: `queue: controller "restricted": Restrict called after Run`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &keyCounter{}
+			c, err := queue.New("restricted", r)
+			require.NoError(t, err)
+			own := newTestOwnership("mine")
+			require.NoError(t, c.Restrict(own))
+			var stop func() error
+			if tt.running {
+				stop = startController(t, context.Background(), c)
+				select {
+				case <-own.q: // Run has started the Ownership
+				case <-time.After(waitFor):
+					t.Fatal("Run did not start the Ownership")
+				}
+			}
+			err = tt.restrict(c)
+			require.Error(t, err)
+			assert.Equal(t, tt.wantErr, err.Error())
+			// The first Ownership still decides: theirs is dropped.
+			c.Add("theirs")
+			c.Add("mine")
+			if stop == nil {
+				stop = startController(t, context.Background(), c)
+			}
+			require.Eventually(t, func() bool { return r.count("mine") == 1 && c.Len() == 0 && c.Active() == 0 }, waitFor, time.Millisecond)
+			require.NoError(t, stop())
+			assert.Zero(t, r.count("theirs"), "a key the first Ownership does not own was reconciled")
+		})
+	}
+	t.Run("after Run returned", func(t *testing.T) {
+		c, err := queue.New("restricted", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+			return reconcile.Result{}, nil
+		}))
+		require.NoError(t, err)
+		require.NoError(t, startController(t, context.Background(), c)())
+		require.EqualError(t, c.Restrict(newTestOwnership()), `queue: controller "restricted": Restrict called after Run`)
+	})
 }

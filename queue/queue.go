@@ -1,11 +1,11 @@
 // Package queue runs a reconcile.Reconciler over a rate-limited client-go
 // workqueue: the worker loop every controller needs, done once.
 //
-// A Controller owns one queue of keys. Informer event handlers registered
-// with Watch feed it (changes with Add, initial-list and resync events with
-// AddLowPriority; neither is rate limited); failed reconciles come back
-// through the rate limiter; Sources such as Periodic and Channel feed it
-// from outside. Run registers the handlers, waits until they have seen
+// A Controller owns one queue of keys. What feeds it is given to Watch:
+// typed informer event handlers bound to their informers with On (changes
+// with Add, initial-list and resync events with AddLowPriority; neither is
+// rate limited), and keys from outside the informers (Periodic, Channel,
+// Feed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
 // their informers' initial lists, starts the workers, and on cancellation
 // stops taking keys, lets in-flight reconciles finish, removes the handlers
 // and returns only when every goroutine it started is gone. New starts
@@ -26,7 +26,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	if err := ctrl.Watch(configMaps.Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)); err != nil {
+//	if err := ctrl.Watch(queue.On(configMaps.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))); err != nil {
 //		return err
 //	}
 //	factory.Start(ctx.Done())
@@ -70,8 +70,7 @@ type Controller[K comparable] struct {
 	reconciler  reconcile.Reconciler[K]
 	cfg         config
 	rateLimiter workqueue.TypedRateLimiter[K]
-	sources     []Source[K]
-	ownership   Ownership[K] // nil: every key is this process's
+	ownership   atomic.Pointer[Ownership[K]] // nil: every key is this process's
 	base        *keyQueue[K]
 	metrics     Metrics
 
@@ -87,7 +86,7 @@ type Controller[K comparable] struct {
 
 	mu       sync.Mutex
 	started  bool
-	watches  []*watch
+	watches  []*registration
 	delayed  map[K]time.Time // AddAfter before Run: when each key is due
 	aborted  chan struct{}
 	abortErr error
@@ -101,11 +100,41 @@ type Controller[K comparable] struct {
 	loggerKey any
 }
 
-// watch is a handler to register on an informer while the controller runs.
-type watch struct {
-	informer cache.SharedInformer
-	handler  cache.ResourceEventHandler
-	reg      atomic.Pointer[cache.ResourceEventHandlerRegistration]
+// Watch is a typed event handler bound to the informer of its type, to be
+// registered by Controller.Watch. Make it with On; the zero Watch is
+// refused by Controller.Watch.
+type Watch struct {
+	// An informer's handler: informer, and add, which registers the
+	// handler on it.
+	informer cache.SharedIndexInformer
+	add      func(logger klog.Logger) (cache.ResourceEventHandlerRegistration, error)
+	// A source of keys from outside informers (see Feed): start runs
+	// while the controller runs.
+	start func(ctx context.Context)
+	// err is why the Watch cannot work.
+	err error
+}
+
+// On binds h to inf for Controller.Watch. Both are typed by the object type
+// T, so a handler for one type cannot be bound to an informer of another:
+// the mismatch does not compile. Typed informers come from the TypedInformer
+// methods of client-go's (and code-generator's) informer factories:
+//
+//	err := ctrl.Watch(queue.On(deployments.TypedInformer(), informer.EnqueueHandler[*appsv1.Deployment](ctrl)))
+func On[T cache.Object](inf cache.TypedSharedIndexInformer[T], h cache.TypedResourceEventHandler[T]) Watch {
+	if inf == nil || h == nil {
+		return Watch{}
+	}
+	return Watch{informer: inf, add: func(logger klog.Logger) (cache.ResourceEventHandlerRegistration, error) {
+		return inf.AddTypedEventHandler(h, cache.HandlerOptions{Logger: &logger})
+	}}
+}
+
+// registration is a Watch of one controller, and its registration while the
+// controller runs.
+type registration struct {
+	Watch
+	reg atomic.Pointer[cache.ResourceEventHandlerRegistration]
 }
 
 // New returns a Controller named name (used for the queue, metrics and
@@ -120,7 +149,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 	if r == nil {
 		return nil, fmt.Errorf("queue: controller %q: reconciler must not be nil", name)
 	}
-	cfg, rl, sources, ownership, err := options[K](opts)
+	cfg, rl, err := options[K](opts)
 	if err != nil {
 		return nil, fmt.Errorf("queue: controller %q: %w", name, err)
 	}
@@ -129,8 +158,6 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 		reconciler:  r,
 		cfg:         cfg,
 		rateLimiter: rl,
-		sources:     sources,
-		ownership:   ownership,
 		base:        newKeyQueue[K](name, cfg.metrics, nil),
 		metrics:     cfg.metrics,
 		delayed:     map[K]time.Time{},
@@ -151,26 +178,37 @@ func newWorkqueue[K comparable](base *keyQueue[K], name string, rl workqueue.Typ
 	}), delays
 }
 
-// Watch registers handler on inf for this controller. The registration is
-// made when Run starts and removed when Run returns, so that a controller
-// that never runs, or that failed to be wired, leaves nothing behind on a
-// shared informer. Run starts the workers only once every registration has
-// delivered its informer's initial list. Handlers usually enqueue into the
-// controller itself:
+// Watch registers the handlers of ws (see On) for this controller. The
+// registrations are made when Run starts and removed when Run returns, so
+// that a controller that never runs, or that failed to be wired, leaves
+// nothing behind on a shared informer. Run starts the workers only once
+// every registration has delivered its informer's initial list. Handlers
+// usually enqueue into the controller itself:
 //
-//	err := ctrl.Watch(deployments.Informer(), informer.EnqueueHandler[*appsv1.Deployment](ctrl))
+//	err := ctrl.Watch(
+//		queue.On(foos.TypedInformer(), informer.EnqueueHandler[*v1alpha1.Foo](ctrl)),
+//		queue.On(deployments.TypedInformer(), owner.EnqueueOwner[*appsv1.Deployment](fooKind, ctrl)),
+//	)
 //
-// Watch must be called before Run.
-func (c *Controller[K]) Watch(inf cache.SharedInformer, handler cache.ResourceEventHandler) error {
-	if inf == nil || handler == nil {
-		return fmt.Errorf("queue: controller %q: Watch needs an informer and a handler", c.name)
+// Watch must be called before Run; it registers nothing if any Watch is
+// the zero Watch (made by On from a nil informer or handler).
+func (c *Controller[K]) Watch(ws ...Watch) error {
+	for i, w := range ws {
+		switch {
+		case w.err != nil:
+			return fmt.Errorf("queue: controller %q: Watch %d: %w", c.name, i, w.err)
+		case w.add == nil && w.start == nil:
+			return fmt.Errorf("queue: controller %q: Watch %d has no informer or no handler", c.name, i)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
 		return fmt.Errorf("queue: controller %q: Watch called after Run", c.name)
 	}
-	c.watches = append(c.watches, &watch{informer: inf, handler: handler})
+	for _, w := range ws {
+		c.watches = append(c.watches, &registration{Watch: w})
+	}
 	return nil
 }
 
@@ -185,6 +223,9 @@ func (c *Controller[K]) HasSynced() bool {
 	watches := c.watches
 	c.mu.Unlock()
 	for _, w := range watches {
+		if w.add == nil {
+			continue
+		}
 		if reg := w.reg.Load(); reg != nil {
 			if !(*reg).HasSynced() {
 				return false
@@ -204,7 +245,7 @@ func (c *Controller[K]) Name() string { return c.name }
 // lane, it moves ahead); a key that is being reconciled runs once more
 // afterwards. Add is what informer event handlers call for changes. Keys
 // added after Run returned, and keys this process does not own (see
-// WithOwnership), are ignored.
+// Restrict), are ignored.
 func (c *Controller[K]) Add(key K) {
 	if c.owns(key) {
 		c.base.Add(key)
@@ -212,7 +253,10 @@ func (c *Controller[K]) Add(key K) {
 }
 
 // owns reports whether key is this process's to reconcile.
-func (c *Controller[K]) owns(key K) bool { return c.ownership == nil || c.ownership.Owns(key) }
+func (c *Controller[K]) owns(key K) bool {
+	o := c.owner()
+	return o == nil || o.Owns(key)
+}
 
 // AddLowPriority enqueues key like Add, but in a second lane behind the keys
 // added with Add (and behind retries and delayed adds): for events that carry
@@ -300,7 +344,8 @@ func (c *Controller[K]) Abort(cause error) {
 	close(c.aborted)
 }
 
-// Run registers the handlers given to Watch, starts the sources, waits
+// Run registers the handlers given to Watch, starts its other Watches and
+// the Ownership given to Restrict, waits
 // until every handler has delivered its informer's initial list, starts the
 // workers and blocks until ctx is cancelled (or Abort is called). Then it
 // stops handing out keys, waits up to the shutdown timeout for in-flight
@@ -368,8 +413,13 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 		case <-stopCtx.Done():
 		}
 	})
-	for _, s := range c.sources {
-		background.Go(func() { s.Start(stopCtx, c) })
+	for _, w := range watches {
+		if w.start != nil {
+			background.Go(func() { w.start(stopCtx) })
+		}
+	}
+	if o := c.owner(); o != nil {
+		background.Go(func() { o.Start(stopCtx, c) })
 	}
 	stopMetrics := make(chan struct{})
 	background.Go(func() { c.base.runMetrics(stopMetrics) })
@@ -377,6 +427,9 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 
 	synced := make([]cache.InformerSynced, 0, len(watches))
 	for _, w := range watches {
+		if w.add == nil {
+			continue
+		}
 		synced = append(synced, (*w.reg.Load()).HasSynced)
 	}
 	logger.Info("Waiting for caches to sync")
@@ -453,9 +506,12 @@ func (c *Controller[K]) abortError() error {
 
 // register adds the handlers of watches to their informers; on failure it
 // removes those already added.
-func (c *Controller[K]) register(logger klog.Logger, watches []*watch) error {
+func (c *Controller[K]) register(logger klog.Logger, watches []*registration) error {
 	for i, w := range watches {
-		reg, err := w.informer.AddEventHandlerWithOptions(w.handler, cache.HandlerOptions{Logger: &logger})
+		if w.add == nil {
+			continue
+		}
+		reg, err := w.add(logger)
 		if err != nil {
 			c.unregister(logger, watches[:i])
 			return fmt.Errorf("queue: controller %q: registering handler %d: %w", c.name, i, err)
@@ -466,7 +522,7 @@ func (c *Controller[K]) register(logger klog.Logger, watches []*watch) error {
 }
 
 // unregister removes the handlers of watches from their informers.
-func (c *Controller[K]) unregister(logger klog.Logger, watches []*watch) {
+func (c *Controller[K]) unregister(logger klog.Logger, watches []*registration) {
 	for _, w := range watches {
 		reg := w.reg.Swap(nil)
 		if reg == nil {
@@ -499,8 +555,8 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		// Stopping: leave the key; it is not worked on by this process again.
 		return false
 	}
-	if c.ownership != nil {
-		claimCtx, release, ok := c.ownership.Claim(workCtx, key)
+	if o := c.owner(); o != nil {
+		claimCtx, release, ok := o.Claim(workCtx, key)
 		if !ok {
 			// Another replica's key now: drop it, with its backoff.
 			c.forget(key)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -32,34 +35,35 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// recordingLimiter wraps the default rate limiter and remembers, per key, how
-// many retry delays it was asked for.
+// recordingLimiter wraps a rate limiter of any keys, as WithRateLimiter
+// takes, and remembers, per key, how many retry delays it was asked for and
+// how often it was told to forget the key.
 type recordingLimiter struct {
-	workqueue.TypedRateLimiter[string]
+	workqueue.TypedRateLimiter[any]
 	mu      sync.Mutex
-	whens   map[string]int
-	forgets map[string]int
+	whens   map[any]int
+	forgets map[any]int
 }
 
-func newRecordingLimiter(base workqueue.TypedRateLimiter[string]) *recordingLimiter {
-	return &recordingLimiter{TypedRateLimiter: base, whens: map[string]int{}, forgets: map[string]int{}}
+func newRecordingLimiter(base workqueue.TypedRateLimiter[any]) *recordingLimiter {
+	return &recordingLimiter{TypedRateLimiter: base, whens: map[any]int{}, forgets: map[any]int{}}
 }
 
-func (r *recordingLimiter) When(key string) time.Duration {
+func (r *recordingLimiter) When(key any) time.Duration {
 	r.mu.Lock()
 	r.whens[key]++
 	r.mu.Unlock()
 	return r.TypedRateLimiter.When(key)
 }
 
-func (r *recordingLimiter) Forget(key string) {
+func (r *recordingLimiter) Forget(key any) {
 	r.mu.Lock()
 	r.forgets[key]++
 	r.mu.Unlock()
 	r.TypedRateLimiter.Forget(key)
 }
 
-func (r *recordingLimiter) counts(key string) (whens, forgets int) {
+func (r *recordingLimiter) counts(key any) (whens, forgets int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.whens[key], r.forgets[key]
@@ -259,7 +263,7 @@ func TestOutcomes(t *testing.T) {
 				n := int(calls.Add(1))
 				return tt.results[min(n, len(tt.results))-1]()
 			})
-			limiter := newRecordingLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond))
+			limiter := newRecordingLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[any](time.Millisecond, 10*time.Millisecond))
 			metrics := &fakeMetrics{}
 			logs := &logBuffer{}
 			c, err := queue.New("outcomes", r, queue.WithRateLimiter(limiter), queue.WithMetrics(metrics))
@@ -370,9 +374,10 @@ func TestOneWorkerPerKeyAndCoalescing(t *testing.T) {
 	assert.Equal(t, 8, metrics.maxWorkers)
 }
 
-// fakeInformer is a SharedInformer whose registrations sync when told to.
+// fakeInformer is a SharedIndexInformer whose registrations sync when told
+// to. Typed (see typed), it is what queue.On binds handlers to.
 type fakeInformer struct {
-	cache.SharedInformer
+	cache.SharedIndexInformer
 	mu       sync.Mutex
 	synced   atomic.Bool // the informer's own cache
 	regs     []*fakeRegistration
@@ -425,26 +430,56 @@ func (f *fakeInformer) syncAll() {
 	}
 }
 
+// handler returns the i-th handler registered on f, as the informer holds
+// it (untyped).
+func (f *fakeInformer) handler(i int) cache.ResourceEventHandler {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.handlers[i]
+}
+
+// typed returns f as an informer of ConfigMaps, as the TypedInformer
+// methods of informer factories do.
+func typed(f *fakeInformer) cache.TypedSharedIndexInformer[*corev1.ConfigMap] {
+	return cache.NewTypedSharedIndexInformer[*corev1.ConfigMap](f)
+}
+
+// noopHandler is a typed handler that does nothing.
+var noopHandler = cache.TypedResourceEventHandlerDetailedFuncs[*corev1.ConfigMap]{}
+
 func TestWorkersWaitForWatches(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	var calls atomic.Int32
+	var mu sync.Mutex
+	var reconciled []string
 	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
-		calls.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		reconciled = append(reconciled, key)
 		return reconcile.Result{}, nil
 	})
+	calls := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reconciled)
+	}
 	c, err := queue.New("sync", r)
 	require.NoError(t, err)
 	a, b := &fakeInformer{}, &fakeInformer{}
-	require.NoError(t, c.Watch(a, cache.ResourceEventHandlerFuncs{}))
-	require.NoError(t, c.Watch(b, cache.ResourceEventHandlerFuncs{}))
-	require.ErrorContains(t, c.Watch(nil, cache.ResourceEventHandlerFuncs{}), "needs an informer and a handler")
-	require.ErrorContains(t, c.Watch(a, nil), "needs an informer and a handler")
+	// A custom typed handler: the informer's events reach it typed.
+	enqueue := cache.TypedResourceEventHandlerDetailedFuncs[*corev1.ConfigMap]{
+		AddFunc: func(cm *corev1.ConfigMap, _ bool) { c.Add(cm.Namespace + "/" + cm.Name) },
+	}
+	require.NoError(t, c.Watch(queue.On(typed(a), enqueue)))
+	require.NoError(t, c.Watch(queue.On(typed(b), noopHandler)))
+	// A call with a refused Watch registers none of its Watches.
+	require.ErrorContains(t, c.Watch(queue.On(typed(a), noopHandler), queue.On(typed(b), nil)), "Watch 1 has no informer or no handler")
 
 	// Before Run: nothing is registered, and HasSynced follows the informers.
 	added, _ := a.registrations()
 	assert.Zero(t, added, "Watch registers nothing before Run")
 	assert.False(t, c.HasSynced())
 	a.synced.Store(true)
+	assert.False(t, c.HasSynced(), "one informer is not synced yet")
 	b.synced.Store(true)
 	assert.True(t, c.HasSynced(), "warm informers make a controller that is not running ready")
 
@@ -456,18 +491,122 @@ func TestWorkersWaitForWatches(t *testing.T) {
 	}, waitFor, time.Millisecond, "Run registers the handlers")
 	assert.False(t, c.HasSynced(), "while running, HasSynced follows the registrations")
 	a.syncAll()
-	require.Never(t, func() bool { return calls.Load() > 0 }, 50*time.Millisecond, time.Millisecond,
+	require.Never(t, func() bool { return len(calls()) > 0 }, 50*time.Millisecond, time.Millisecond,
 		"a worker ran before every registration synced")
 	b.syncAll()
-	require.Eventually(t, func() bool { return calls.Load() == 1 }, waitFor, time.Millisecond)
+	require.Eventually(t, func() bool { return len(calls()) == 1 }, waitFor, time.Millisecond)
 	assert.True(t, c.HasSynced())
-	require.ErrorContains(t, c.Watch(a, cache.ResourceEventHandlerFuncs{}), "after Run")
+
+	// Events of the informer reach the handler bound to it, typed.
+	a.handler(0).OnAdd(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "from-informer"}}, false)
+	require.Eventually(t, func() bool { return len(calls()) == 2 }, waitFor, time.Millisecond)
+	assert.Equal(t, []string{"ns/a", "ns/from-informer"}, calls())
+
+	require.ErrorContains(t, c.Watch(queue.On(typed(a), noopHandler)), "after Run")
 	require.NoError(t, stop())
 	for _, inf := range []*fakeInformer{a, b} {
 		added, removed := inf.registrations()
-		assert.Equal(t, 1, added)
+		assert.Equal(t, 1, added, "one registration per accepted Watch")
 		assert.Equal(t, 1, removed, "Run removes its handlers when it returns")
 	}
+}
+
+// Controller.Watch refuses Watches that cannot work, and then registers
+// none of the Watches of the call.
+func TestWatchValidation(t *testing.T) {
+	list := func(context.Context) ([]string, error) { return nil, nil }
+	self := func(k string) []string { return []string{k} }
+	tests := []struct {
+		name string
+		// watch is the Watch refused; c is the controller it is for.
+		watch   func(c *queue.Controller[string]) queue.Watch
+		wantErr []string
+	}{
+		{name: "zero Watch", watch: func(*queue.Controller[string]) queue.Watch { return queue.Watch{} },
+			wantErr: []string{"has no informer or no handler"}},
+		{name: "On without an informer", watch: func(*queue.Controller[string]) queue.Watch {
+			return queue.On[*corev1.ConfigMap](nil, noopHandler)
+		}, wantErr: []string{"has no informer or no handler"}},
+		{name: "On without a handler", watch: func(*queue.Controller[string]) queue.Watch {
+			return queue.On(typed(&fakeInformer{}), nil)
+		}, wantErr: []string{"has no informer or no handler"}},
+		{name: "Periodic without a queue", watch: func(*queue.Controller[string]) queue.Watch {
+			return queue.Periodic[string](nil, time.Second, list)
+		}, wantErr: []string{"periodic source: queue must not be nil"}},
+		{name: "Periodic with a zero interval", watch: func(c *queue.Controller[string]) queue.Watch {
+			return queue.Periodic(c, 0, list)
+		}, wantErr: []string{"periodic source: interval must be positive, got 0s"}},
+		{name: "Periodic with a negative interval", watch: func(c *queue.Controller[string]) queue.Watch {
+			return queue.Periodic(c, -time.Second, list)
+		}, wantErr: []string{"periodic source: interval must be positive, got -1s"}},
+		{name: "Periodic without a list function", watch: func(c *queue.Controller[string]) queue.Watch {
+			return queue.Periodic(c, time.Second, nil)
+		}, wantErr: []string{"periodic source: list function must not be nil"}},
+		{name: "Periodic with a jitter above 1", watch: func(c *queue.Controller[string]) queue.Watch {
+			return queue.Periodic(c, time.Second, list, queue.Jitter(2))
+		}, wantErr: []string{"periodic source: jitter must be between 0 and 1, got 2"}},
+		{name: "Periodic with a negative jitter", watch: func(c *queue.Controller[string]) queue.Watch {
+			return queue.Periodic(c, time.Second, list, queue.Jitter(-0.5))
+		}, wantErr: []string{"periodic source: jitter must be between 0 and 1, got -0.5"}},
+		{name: "Periodic reports every problem", watch: func(*queue.Controller[string]) queue.Watch {
+			return queue.Periodic[string](nil, 0, nil, queue.Jitter(3))
+		}, wantErr: []string{"queue must not be nil", "interval must be positive", "list function must not be nil", "jitter must be between 0 and 1"}},
+		{name: "Channel without a queue", watch: func(*queue.Controller[string]) queue.Watch {
+			return queue.Channel[string, string](nil, make(chan string), self)
+		}, wantErr: []string{"channel source: queue must not be nil"}},
+		{name: "Channel without a channel", watch: func(c *queue.Controller[string]) queue.Watch {
+			return queue.Channel[string](c, nil, self)
+		}, wantErr: []string{"channel source: channel must not be nil"}},
+		{name: "Channel without a keys function", watch: func(c *queue.Controller[string]) queue.Watch {
+			return queue.Channel[string, string](c, make(chan string), nil)
+		}, wantErr: []string{"channel source: keys function must not be nil"}},
+		{name: "Channel reports every problem", watch: func(*queue.Controller[string]) queue.Watch {
+			return queue.Channel[string, string](nil, nil, nil)
+		}, wantErr: []string{"queue must not be nil", "channel must not be nil", "keys function must not be nil"}},
+		{name: "Feed without a function", watch: func(*queue.Controller[string]) queue.Watch { return queue.Feed(nil) },
+			wantErr: []string{"feed function must not be nil"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := queue.New("x", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+				return reconcile.Result{}, nil
+			}))
+			require.NoError(t, err)
+			var refused, kept atomic.Bool
+			err = c.Watch(queue.Feed(func(context.Context) { refused.Store(true) }), tt.watch(c))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `queue: controller "x": Watch 1`, "the error names the controller and the Watch")
+			for _, want := range tt.wantErr {
+				assert.Contains(t, err.Error(), want)
+			}
+			// Run starts every Watch it has and waits for it before
+			// returning: the valid Watch of the refused call never ran,
+			// while one of a later call did.
+			require.NoError(t, c.Watch(queue.Feed(func(context.Context) { kept.Store(true) })))
+			require.NoError(t, startController(t, context.Background(), c)())
+			assert.True(t, kept.Load(), "the Watch of an accepted call was started")
+			assert.False(t, refused.Load(), "a Watch of a refused call was started")
+		})
+	}
+}
+
+// Valid Watches of every kind are accepted, also several in one call (and
+// none), at the bounds of what Periodic takes; nil SourceOptions are
+// ignored.
+func TestWatchAcceptsValidWatches(t *testing.T) {
+	c, err := queue.New("x", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}))
+	require.NoError(t, err)
+	list := func(context.Context) ([]string, error) { return nil, nil }
+	require.NoError(t, c.Watch())
+	require.NoError(t, c.Watch(
+		queue.On(typed(&fakeInformer{}), noopHandler),
+		queue.Periodic(c, time.Nanosecond, list, queue.Jitter(0)),
+		queue.Periodic(c, time.Second, list, queue.Jitter(1), queue.LowPriority(), queue.AtStart(), nil),
+		queue.Channel(c, make(chan int), func(int) []string { return nil }, nil),
+		queue.Feed(func(context.Context) {}),
+	))
 }
 
 func TestWatchRegistrationFails(t *testing.T) {
@@ -478,10 +617,9 @@ func TestWatchRegistrationFails(t *testing.T) {
 	c, err := queue.New("refused", r)
 	require.NoError(t, err)
 	ok, refusing := &fakeInformer{}, &fakeInformer{refuse: errors.New("informer stopped")}
-	require.NoError(t, c.Watch(ok, cache.ResourceEventHandlerFuncs{}))
-	require.NoError(t, c.Watch(refusing, cache.ResourceEventHandlerFuncs{}))
+	require.NoError(t, c.Watch(queue.On(typed(ok), noopHandler), queue.On(typed(refusing), noopHandler)))
 	err = c.Run(context.Background())
-	require.ErrorContains(t, err, "informer stopped")
+	require.ErrorContains(t, err, "registering handler 1: informer stopped")
 	added, removed := ok.registrations()
 	assert.Equal(t, 1, added)
 	assert.Equal(t, 1, removed, "handlers registered before the failure are removed")
@@ -495,14 +633,18 @@ func TestNeverRunNeedsNoCleanup(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	inf := &fakeInformer{}
-	c, err := queue.New("abandoned", r, queue.WithMetrics(&fakeMetrics{}),
-		queue.WithSource(queue.Periodic(time.Millisecond, func(context.Context) ([]string, error) { return nil, nil })))
+	c, err := queue.New("abandoned", r, queue.WithMetrics(&fakeMetrics{}))
 	require.NoError(t, err)
-	require.NoError(t, c.Watch(inf, cache.ResourceEventHandlerFuncs{}))
+	var listed atomic.Bool
+	require.NoError(t, c.Watch(
+		queue.On(typed(inf), noopHandler),
+		queue.Periodic(c, time.Millisecond, func(context.Context) ([]string, error) { listed.Store(true); return nil, nil }, queue.AtStart()),
+	))
 	c.Add("a")
 	c.AddAfter("b", time.Hour)
 	added, _ := inf.registrations()
 	assert.Zero(t, added)
+	assert.False(t, listed.Load(), "a Periodic Watch runs only while the controller runs")
 }
 
 func TestCancelledBeforeSync(t *testing.T) {
@@ -512,7 +654,7 @@ func TestCancelledBeforeSync(t *testing.T) {
 	})
 	c, err := queue.New("never-synced", r)
 	require.NoError(t, err)
-	require.NoError(t, c.Watch(&fakeInformer{}, cache.ResourceEventHandlerFuncs{}))
+	require.NoError(t, c.Watch(queue.On(typed(&fakeInformer{}), noopHandler)))
 	c.Add("ns/a")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -653,7 +795,7 @@ func TestReconcileTimeout(t *testing.T) {
 				return reconcile.Result{}, nil
 			})
 			metrics := &fakeMetrics{}
-			c, err := queue.New("reconcile-timeout", r, queue.WithReconcileTimeout(10*time.Millisecond), queue.WithMetrics(metrics), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond)))
+			c, err := queue.New("reconcile-timeout", r, queue.WithReconcileTimeout(10*time.Millisecond), queue.WithMetrics(metrics), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[any](time.Millisecond, time.Millisecond)))
 			require.NoError(t, err)
 			stop := startController(t, context.Background(), c)
 			c.Add("ns/a")
@@ -744,8 +886,6 @@ func TestContextualLogger(t *testing.T) {
 
 func TestNewValidation(t *testing.T) {
 	r := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil })
-	list := func(context.Context) ([]string, error) { return nil, nil }
-	self := func(k string) []string { return []string{k} }
 	tests := []struct {
 		name    string
 		ctrl    string
@@ -759,23 +899,13 @@ func TestNewValidation(t *testing.T) {
 		{name: "negative reconcile timeout", ctrl: "x", r: r, opts: []queue.Option{queue.WithReconcileTimeout(-time.Second)}, wantErr: "reconcile timeout must be positive"},
 		{name: "zero shutdown timeout", ctrl: "x", r: r, opts: []queue.Option{queue.WithShutdownTimeout(0)}, wantErr: "shutdown timeout must be positive"},
 		{name: "nil metrics", ctrl: "x", r: r, opts: []queue.Option{queue.WithMetrics(nil)}, wantErr: "metrics are nil"},
-		{name: "nil rate limiter", ctrl: "x", r: r, opts: []queue.Option{queue.WithRateLimiter[string](nil)}, wantErr: "rate limiter is nil"},
-		{name: "rate limiter of another key type", ctrl: "x", r: r, opts: []queue.Option{queue.WithRateLimiter(queue.DefaultRateLimiter[int]())},
-			wantErr: "is not for keys of type string"},
-		{name: "source of another key type", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Periodic(time.Second,
-			func(context.Context) ([]int, error) { return nil, nil }))}, wantErr: "source 0"},
-		{name: "nil source", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource[string](nil)}, wantErr: "source is nil"},
-		{name: "zero interval", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Periodic(0, list))}, wantErr: "interval must be positive"},
-		{name: "nil list", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Periodic[string](time.Second, nil))}, wantErr: "list function must not be nil"},
-		{name: "jitter out of range", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Periodic(time.Second, list, queue.Jitter(2)))}, wantErr: "jitter must be between 0 and 1"},
-		{name: "nil channel", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Channel[string](nil, self))}, wantErr: "channel must not be nil"},
-		{name: "nil keys function", ctrl: "x", r: r, opts: []queue.Option{queue.WithSource(queue.Channel[string, string](make(chan string), nil))}, wantErr: "keys function must not be nil"},
-		{name: "every problem is reported", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(-1), queue.WithShutdownTimeout(-1)},
-			wantErr: "workers must be at least 1, got -1\nshutdown timeout must be positive"},
+		{name: "nil rate limiter", ctrl: "x", r: r, opts: []queue.Option{queue.WithRateLimiter(nil)}, wantErr: "rate limiter is nil"},
+		{name: "every problem is reported", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(-1), queue.WithShutdownTimeout(-1), queue.WithRateLimiter(nil)},
+			wantErr: "workers must be at least 1, got -1\nshutdown timeout must be positive, got -1ns\nrate limiter is nil"},
+		{name: "the name is in the error", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(0)}, wantErr: `queue: controller "x": `},
 		{name: "defaults", ctrl: "x", r: r, opts: []queue.Option{nil}},
 		{name: "all options", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(3), queue.WithReconcileTimeout(time.Second),
-			queue.WithShutdownTimeout(time.Second), queue.WithMetrics(queue.NoopMetrics{}), queue.WithRateLimiter(queue.DefaultRateLimiter[string]()),
-			queue.WithSource(queue.Periodic(time.Second, list, queue.Jitter(0.5), queue.LowPriority(), nil)), queue.WithSource(queue.Channel(make(chan string), self))}},
+			queue.WithShutdownTimeout(time.Second), queue.WithMetrics(&fakeMetrics{}), queue.WithRateLimiter(queue.DefaultRateLimiter[any]())}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -943,7 +1073,7 @@ func TestDiscardLogger(t *testing.T) {
 		}
 	})
 	metrics := &fakeMetrics{}
-	c, err := queue.New("discard", r, queue.WithMetrics(metrics), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Millisecond)))
+	c, err := queue.New("discard", r, queue.WithMetrics(metrics), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[any](time.Millisecond, time.Millisecond)))
 	require.NoError(t, err)
 	stop := startController(t, logr.NewContext(context.Background(), logr.Discard()), c)
 	c.Add("ns/a")
@@ -1031,10 +1161,9 @@ func TestSourcePriorities(t *testing.T) {
 	low := make(chan []string, 1)
 	fresh := make(chan []string, 1)
 	self := func(keys []string) []string { return keys }
-	c, err := queue.New("priorities", r,
-		queue.WithSource(queue.Channel(low, self, queue.LowPriority())),
-		queue.WithSource(queue.Channel(fresh, self)))
+	c, err := queue.New("priorities", r)
 	require.NoError(t, err)
+	require.NoError(t, c.Watch(queue.Channel(c, low, self, queue.LowPriority()), queue.Channel(c, fresh, self)))
 	c.Add("block")
 	stop := startController(t, context.Background(), c)
 	require.Eventually(t, func() bool { return c.Active() == 1 }, waitFor, time.Millisecond)

@@ -10,7 +10,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Enqueuer is the part of a Controller that a Source uses.
+// Enqueuer is the part of a Controller that sources of keys use (Periodic,
+// Channel, an Ownership).
 type Enqueuer[K comparable] interface {
 	// Add enqueues key now, without rate limiting.
 	Add(key K)
@@ -20,19 +21,28 @@ type Enqueuer[K comparable] interface {
 	AddAfter(key K, d time.Duration)
 }
 
-// Source feeds keys into a controller from outside its informers. Start
-// runs until ctx is cancelled (or the source is exhausted) and must return
-// promptly after that; Run waits for it. A Source that also has a method
-// Validate() error is validated by New.
-type Source[K comparable] interface {
-	Start(ctx context.Context, q Enqueuer[K])
+// Feed returns a Watch that runs fn while the controller runs, for keys
+// that come from outside its informers: fn adds them to the controller (or
+// any queue) it closes over, runs until ctx is cancelled (or it has nothing
+// more to add) and must return promptly after that; Run waits for it.
+// Periodic and Channel are the common cases.
+//
+//	err := ctrl.Watch(queue.Feed(func(ctx context.Context) {
+//		for {
+//			select {
+//			case <-ctx.Done():
+//				return
+//			case key := <-keys:
+//				ctrl.Add(key)
+//			}
+//		}
+//	}))
+func Feed(fn func(ctx context.Context)) Watch {
+	if fn == nil {
+		return Watch{err: errors.New("feed function must not be nil")}
+	}
+	return Watch{start: fn}
 }
-
-// SourceFunc adapts a function to the Source interface.
-type SourceFunc[K comparable] func(ctx context.Context, q Enqueuer[K])
-
-// Start calls f(ctx, q).
-func (f SourceFunc[K]) Start(ctx context.Context, q Enqueuer[K]) { f(ctx, q) }
 
 // SourceOption configures Periodic and Channel. A nil SourceOption is
 // ignored.
@@ -76,16 +86,25 @@ func newSourceConfig(opts []SourceOption) sourceConfig {
 	return c
 }
 
-// Periodic returns a Source that, every interval, enqueues the keys that list
-// returns. The first tick comes one interval after Start (at once with
-// AtStart). A list error is
-// logged and that tick skipped. Typical use: re-check objects whose state
-// depends on the clock, or on something no informer watches (a full resync
-// of an external system, with LowPriority). New rejects a Periodic source
-// whose interval is not positive, whose list is nil, or whose jitter is
-// outside [0, 1].
-func Periodic[K comparable](interval time.Duration, list func(ctx context.Context) ([]K, error), opts ...SourceOption) Source[K] {
-	return &periodic[K]{interval: interval, list: list, cfg: newSourceConfig(opts)}
+// Periodic returns a Watch that, every interval while the controller runs,
+// adds to q the keys that list returns. The first tick comes one interval
+// after the controller starts (at once with AtStart). A list error is
+// logged, and whatever keys list returned with it are still added (a
+// partial list), so a list that fails returns nil keys to skip the tick.
+// Typical use: re-check objects whose state depends on the clock, or on
+// something no informer watches (a full resync of an external system, with
+// LowPriority):
+//
+//	err := ctrl.Watch(queue.Periodic(ctrl, 10*time.Minute, listAll, queue.AtStart(), queue.LowPriority()))
+//
+// Controller.Watch refuses a Periodic Watch whose queue or list is nil,
+// whose interval is not positive or whose jitter is outside [0, 1].
+func Periodic[K comparable](q Enqueuer[K], interval time.Duration, list func(ctx context.Context) ([]K, error), opts ...SourceOption) Watch {
+	p := &periodic[K]{interval: interval, list: list, cfg: newSourceConfig(opts)}
+	if err := p.validate(q); err != nil {
+		return Watch{err: err}
+	}
+	return Watch{start: func(ctx context.Context) { p.run(ctx, q) }}
 }
 
 type periodic[K comparable] struct {
@@ -96,8 +115,11 @@ type periodic[K comparable] struct {
 
 // Validate reports a non-positive interval, a nil list function or a
 // jitter outside [0, 1].
-func (p *periodic[K]) Validate() error {
+func (p *periodic[K]) validate(q Enqueuer[K]) error {
 	var errs []error
+	if q == nil {
+		errs = append(errs, errors.New("periodic source: queue must not be nil"))
+	}
 	if p.interval <= 0 {
 		errs = append(errs, fmt.Errorf("periodic source: interval must be positive, got %s", p.interval))
 	}
@@ -110,8 +132,8 @@ func (p *periodic[K]) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Start enqueues the listed keys on every tick until ctx ends.
-func (p *periodic[K]) Start(ctx context.Context, q Enqueuer[K]) {
+// run enqueues the listed keys on every tick until ctx ends.
+func (p *periodic[K]) run(ctx context.Context, q Enqueuer[K]) {
 	add := addFunc(q, p.cfg.low)
 	first := p.next()
 	if p.cfg.atStart {
@@ -143,14 +165,19 @@ func (p *periodic[K]) next() time.Duration {
 	return wait.Jitter(p.interval, p.cfg.jitter)
 }
 
-// Channel returns a Source that maps every value received from ch to keys
-// with keys and enqueues them, until ch is closed or the controller stops.
+// Channel returns a Watch that maps every value received from ch to keys
+// with keys and adds them to q, until ch is closed or the controller stops.
 // The values can be anything: change notifications of an external system,
 // webhook payloads, or keys themselves (with a keys function that returns
-// its argument). keys runs on the source's goroutine, one value at a time.
-// New rejects a nil channel or a nil keys function.
-func Channel[T any, K comparable](ch <-chan T, keys func(T) []K, opts ...SourceOption) Source[K] {
-	return &channelSource[T, K]{ch: ch, keys: keys, cfg: newSourceConfig(opts)}
+// its argument). keys runs on the Watch's goroutine, one value at a time.
+// Controller.Watch refuses a Channel Watch whose queue, channel or keys
+// function is nil.
+func Channel[T any, K comparable](q Enqueuer[K], ch <-chan T, keys func(T) []K, opts ...SourceOption) Watch {
+	c := &channelSource[T, K]{ch: ch, keys: keys, cfg: newSourceConfig(opts)}
+	if err := c.validate(q); err != nil {
+		return Watch{err: err}
+	}
+	return Watch{start: func(ctx context.Context) { c.run(ctx, q) }}
 }
 
 type channelSource[T any, K comparable] struct {
@@ -161,8 +188,11 @@ type channelSource[T any, K comparable] struct {
 
 // Validate reports a nil channel, which would never deliver a value, or a
 // nil keys function.
-func (c *channelSource[T, K]) Validate() error {
+func (c *channelSource[T, K]) validate(q Enqueuer[K]) error {
 	var errs []error
+	if q == nil {
+		errs = append(errs, errors.New("channel source: queue must not be nil"))
+	}
 	if c.ch == nil {
 		errs = append(errs, errors.New("channel source: channel must not be nil"))
 	}
@@ -172,9 +202,9 @@ func (c *channelSource[T, K]) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Start enqueues the keys of every value from the channel until it is
+// run enqueues the keys of every value from the channel until it is
 // closed or ctx ends.
-func (c *channelSource[T, K]) Start(ctx context.Context, q Enqueuer[K]) {
+func (c *channelSource[T, K]) run(ctx context.Context, q Enqueuer[K]) {
 	add := addFunc(q, c.cfg.low)
 	for {
 		select {

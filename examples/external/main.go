@@ -17,15 +17,14 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/events"
 	"github.com/ctrlkit/ctrlkit/examples/external/system"
-	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 )
@@ -82,11 +81,6 @@ func (o *options) runOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	registry := prometheus.NewRegistry()
-	recorder, err := metrics.New(registry, metrics.WithRuntimeCollectors())
-	if err != nil {
-		return err
-	}
 	eventRecorder, err := events.NewRecorder(ctx, kube, "external-targets")
 	if err != nil {
 		return err
@@ -96,12 +90,14 @@ func (o *options) runOperator(ctx context.Context) error {
 		go sys.Churn(ctx, o.changeEvery)
 	}
 	// Only the Targets are cached: one namespace, one label.
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.namespace),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedSelector.String() }))
+	factory := operator.Informers(&o.Flags, func(transform cache.TransformFunc) informers.SharedInformerFactory {
+		return informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.namespace), informers.WithTransform(transform),
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedSelector.String() }))
+	})
 	ctrl, err := newController(sys, kube, factory.Core().V1().ConfigMaps(), eventRecorder, o.namespace, o.resync,
-		queue.WithWorkers(o.workers), queue.WithMetrics(recorder), queue.WithShutdownTimeout(o.ShutdownTimeout))
+		append(o.ControllerOptions(), queue.WithWorkers(o.workers))...)
 	if err != nil {
 		return err
 	}
-	return operator.Run(ctx, append(o.Options(kube, metrics.Handler(registry)), operator.WithInformers(factory), operator.WithControllers(ctrl))...)
+	return operator.Run(ctx, append(o.Options(kube), operator.WithControllers(ctrl))...)
 }

@@ -51,18 +51,17 @@ type targets struct {
 // normal priority, a full sync when it starts and every resync after (with
 // jitter) at low priority, and the Targets' own changes, so that an edit of
 // a Target is undone.
-func newController(sys *system.System, kube kubernetes.Interface, configMaps coreinformers.ConfigMapInformer, recorder record.EventRecorder,
+func newController(sys *system.System, kube kubernetes.Interface, configMaps coreinformers.TypedConfigMapInformer, recorder record.EventRecorder,
 	namespace string, resync time.Duration, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
 	t := &targets{namespace: namespace, system: sys, kube: kube, lister: configMaps.Lister(), recorder: recorder}
-	opts = append(opts,
-		queue.WithSource(queue.Channel(sys.Changes(), t.keysOf)),
-		queue.WithSource(queue.Periodic(resync, t.all, queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1))))
 	ctrl, err := queue.New("targets", reconcile.Reconciler[cache.ObjectName](t), opts...)
 	if err != nil {
 		return nil, err
 	}
-	return ctrl, ctrl.Watch(configMaps.Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl,
-		informer.WithPredicates(informer.LabelSelector(managedSelector))))
+	return ctrl, ctrl.Watch(queue.Channel(ctrl, sys.Changes(), t.keysOf),
+		queue.Periodic(ctrl, resync, t.all, queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1)),
+		queue.On(configMaps.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl,
+			informer.WithPredicates(informer.LabelSelector(managedSelector)))))
 }
 
 // keysOf maps changed entries to the keys of their Targets.

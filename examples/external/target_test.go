@@ -19,6 +19,8 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/events/eventstest"
 	"github.com/ctrlkit/ctrlkit/examples/external/system"
+	"github.com/ctrlkit/ctrlkit/metrics/metricstest"
+	"github.com/ctrlkit/ctrlkit/queue/operator"
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
@@ -48,7 +50,7 @@ func start(t *testing.T, resync time.Duration, capacity int, entries map[string]
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedSelector.String() }))
 	ctrl, err := newController(f.system, f.kube, factory.Core().V1().ConfigMaps(), f.recorder, ns, resync)
 	require.NoError(t, err)
-	queuetest.Start(t, ctrl, factory)
+	queuetest.Start(t, ctrl, operator.WithInformers(factory))
 	f.wait = func() { queuetest.WaitIdle(t, ctrl, f.kube) }
 	return f
 }
@@ -149,4 +151,28 @@ func TestFlags(t *testing.T) {
 		assert.Equal(t, tt.wantCode, run(tt.args, &stderr), "%v: %s", tt.args, stderr.String())
 		assert.Contains(t, stderr.String(), tt.wantMsg)
 	}
+}
+
+// The flags hand the controller its metrics: with the default
+// --metrics-bind-address, the options of ControllerOptions (which
+// runOperator passes to newController) count its reconciles on the
+// registry that the flags serve at /metrics.
+func TestControllerOptionsCarryMetrics(t *testing.T) {
+	fs := flag.NewFlagSet("external", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := bindFlags(fs)
+	require.NoError(t, fs.Parse(nil))
+	kube := fake.NewClientset()
+	sys := system.New(map[string]map[string]string{"web": {"color": "blue"}}, 16)
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns))
+	ctrl, err := newController(sys, kube, factory.Core().V1().ConfigMaps(), eventstest.NewRecorder(), ns, time.Hour, o.ControllerOptions()...)
+	require.NoError(t, err)
+	queuetest.Start(t, ctrl, operator.WithInformers(factory))
+	queuetest.WaitIdle(t, ctrl, kube)
+
+	_, err = kube.CoreV1().ConfigMaps(ns).Get(context.Background(), targetPrefix+"web", metav1.GetOptions{})
+	require.NoError(t, err, "the full sync at start creates the Target")
+	created := metricstest.Value(t, o.Registry(), "controller_runtime_reconcile_total",
+		map[string]string{"controller": "targets", "result": "success"})
+	assert.GreaterOrEqual(t, created, 1.0, "the reconciles are counted on the flags' registry")
 }

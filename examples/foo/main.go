@@ -16,16 +16,15 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/events"
 	"github.com/ctrlkit/ctrlkit/foo"
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
-	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
@@ -85,24 +84,24 @@ func (o *options) runController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	registry := prometheus.NewRegistry()
-	m, err := metrics.New(registry, metrics.WithRuntimeCollectors())
-	if err != nil {
-		return err
-	}
 	recorder, err := events.NewRecorder(ctx, kubeClient, foo.ControllerName, events.WithAddToScheme(samplev1alpha1.AddToScheme))
 	if err != nil {
 		return err
 	}
-	kubeInformers := kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync, kubeinformers.WithTransform(o.Transform()))
-	fooInformers := fooinformers.NewSharedInformerFactoryWithOptions(fooClient, o.resync, fooinformers.WithTransform(o.Transform()))
+	kubeInformers := operator.Informers(&o.Flags, func(transform cache.TransformFunc) kubeinformers.SharedInformerFactory {
+		return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, o.resync, kubeinformers.WithTransform(transform))
+	})
+	fooInformers := operator.Informers(&o.Flags, func(transform cache.TransformFunc) fooinformers.SharedInformerFactory {
+		return fooinformers.NewSharedInformerFactoryWithOptions(fooClient, o.resync, fooinformers.WithTransform(transform))
+	})
 	foos := fooInformers.Samplecontroller().V1alpha1().Foos()
 	ctrl, err := foo.NewController(ctx, kubeClient, fooClient, kubeInformers.Apps().V1().Deployments(), foos, recorder,
-		queue.WithWorkers(o.workers), queue.WithMetrics(m), queue.WithShutdownTimeout(o.ShutdownTimeout),
-		operator.ShardGate(&o.Flags, kubeClient, m, shard.ObjectNames(foos.Informer())))
+		append(o.ControllerOptions(), queue.WithWorkers(o.workers))...)
 	if err != nil {
 		return err
 	}
-	return operator.Run(ctx, append(o.Options(kubeClient, metrics.Handler(registry)),
-		operator.WithInformers(kubeInformers, fooInformers), operator.WithControllers(ctrl))...)
+	if err := operator.Shard(&o.Flags, ctrl.Controller, kubeClient, shard.ObjectNames(foos.TypedInformer())); err != nil {
+		return err
+	}
+	return operator.Run(ctx, append(o.Options(kubeClient), operator.WithControllers(ctrl))...)
 }

@@ -2,6 +2,7 @@ package generated_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned/fake"
@@ -133,4 +135,61 @@ func TestFakeClientsetInformerSeesLaterWrites(t *testing.T) {
 		return err == nil && cached.Status.AvailableReplicas == 1 &&
 			len(cached.Status.Conditions) == 1
 	}, 10*time.Second, 10*time.Millisecond, "the informer never saw the status update")
+}
+
+// The typed informer of the factory, which foo.NewController and queue.On
+// take, is the factory's shared informer seen with its type: it shares the
+// untyped informer's cache, and its handlers receive Foos, and deletes as
+// cache.DeletedObject of Foos.
+func TestTypedInformerDeliversFoos(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	client := fake.NewSimpleClientset(newFoo("default", "seeded", "seeded", 1))
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	foos := factory.Samplecontroller().V1alpha1().Foos()
+	typed := foos.TypedInformer()
+	assert.Same(t, foos.Informer().GetIndexer(), typed.GetIndexer(), "one cache for both views")
+	events := make(chan string, 10)
+	_, err := typed.AddTypedEventHandler(cache.TypedResourceEventHandlerDetailedFuncs[*samplev1alpha1.Foo]{
+		AddFunc: func(foo *samplev1alpha1.Foo, initial bool) {
+			events <- fmt.Sprintf("add %s/%s initial=%t", foo.Namespace, foo.Name, initial)
+		},
+		UpdateFunc: func(oldFoo, newFoo *samplev1alpha1.Foo) {
+			events <- fmt.Sprintf("update %s replicas %d->%d", newFoo.Name, *oldFoo.Spec.Replicas, *newFoo.Spec.Replicas)
+		},
+		DeleteFunc: func(obj cache.DeletedObject[*samplev1alpha1.Foo]) {
+			events <- fmt.Sprintf("delete %s final=%t", obj.GetObjectName(), obj.OptionalObj != nil && obj.FinalStateUnknown == nil)
+		},
+	})
+	require.NoError(t, err)
+	factory.Start(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		require.True(t, ok, "cache of %v did not sync", typ)
+	}
+	next := func() string {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-ctx.Done():
+			t.Fatal("no event")
+			return ""
+		}
+	}
+	assert.Equal(t, "add default/seeded initial=true", next())
+
+	cached, err := typed.GetTypedIndexer().ByTypedIndex(cache.NamespaceIndex, "default")
+	require.NoError(t, err)
+	require.Len(t, cached, 1)
+	assert.Equal(t, "seeded", cached[0].Spec.DeploymentName, "the typed indexer returns Foos")
+
+	foosClient := client.SamplecontrollerV1alpha1().Foos("default")
+	_, err = foosClient.Update(ctx, newFoo("default", "seeded", "seeded", 3), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "update seeded replicas 1->3", next())
+	require.NoError(t, foosClient.Delete(ctx, "seeded", metav1.DeleteOptions{}))
+	assert.Equal(t, "delete default/seeded final=true", next())
 }

@@ -64,9 +64,11 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 )
 
-// ErrLeaseLost is wrapped by the error Run returns when the Lease was lost
-// while the Runnables ran.
-var ErrLeaseLost = errors.New("leader: lost the Lease")
+// ErrLeaseLost is wrapped by the error of a Run that lost the Lease it
+// needs: here, when the leader election Lease was lost while the Runnables
+// ran; in package shard, when a replica could not renew its membership
+// Lease for RenewDeadline, found it deleted or renewed by another process.
+var ErrLeaseLost = errors.New("lost the Lease")
 
 // Runnable is what runs while the Lease is held: Run runs until ctx is
 // cancelled and then stops. A Runnable that also has a method Abort(cause

@@ -5,13 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
@@ -32,7 +33,13 @@ import (
 //	flags := operator.Flags{LeaderElectID: "foo-controller", MetricsAddr: ":8080", ProbeAddr: ":8081"}
 //	flags.Bind(flag.CommandLine)
 //
-// Zero fields get the defaults documented on each flag.
+// Zero fields get the defaults documented on each flag. After parsing, the
+// flags hand out what they imply, so that nothing has to be passed on by
+// hand: Informers makes the informer factories (with the managedFields
+// transform) and Run gets them from Options; ControllerOptions carries the
+// shutdown timeout and the metrics to every controller; Shard shares a
+// controller's keys with --sharded; Options carries the rest to Run. A
+// Flags is not safe for concurrent use.
 type Flags struct {
 	// Kubeconfig (--kubeconfig) and Master (--master) locate the cluster;
 	// see RESTConfig.
@@ -62,7 +69,7 @@ type Flags struct {
 	PprofAddr string
 	// ShutdownTimeout (--shutdown-timeout, default
 	// queue.DefaultShutdownTimeout) bounds how long in-flight reconciles
-	// may run after a stop signal; pass it to queue.WithShutdownTimeout.
+	// may run after a stop signal (see ControllerOptions).
 	ShutdownTimeout time.Duration
 	// CacheSyncTimeout (--cache-sync-timeout, default
 	// DefaultCacheSyncTimeout) bounds how long Run waits for caches to
@@ -70,19 +77,23 @@ type Flags struct {
 	// to Run.
 	CacheSyncTimeout time.Duration
 	// KeepManagedFields (--keep-managed-fields) keeps metadata.managedFields
-	// in the informer caches; by default Transform drops them.
+	// in the caches of the informer factories made by Informers; by
+	// default they are dropped (informer.StripManagedFields).
 	KeepManagedFields bool
 	// Sharded (--sharded) shares the keys with the other replicas run with
 	// --sharded and the same --leader-elect-id, each on a Lease of its own
 	// in the leader election namespace named after the id, with the leader
-	// election timing (see ShardGate and package shard). It excludes
+	// election timing (see Shard and package shard). It excludes
 	// --leader-elect.
 	Sharded bool
 
-	// membership is the replica's, created by the first ShardGate. The
-	// option of Options reads it when Run applies it, so that Options and
-	// ShardGate may be called in any order.
-	membership *shard.Membership
+	// What the flags hand out, made on first use. The options of Options
+	// read them when Run applies them, so that Options, Informers and
+	// Shard may be called in any order.
+	membership *shard.Membership  // the replica's, made by the first Shard
+	factories  []informer.Factory // made by Informers
+	registry   *prometheus.Registry
+	metrics    *metrics.Recorder
 }
 
 // Flag defaults not taken from other packages.
@@ -122,10 +133,10 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.LeaderElect, "leader-elect", f.LeaderElect, "Elect a leader with a Lease so that only one replica reconciles.")
 	fs.BoolVar(&f.Sharded, "sharded", f.Sharded, "Share the keys with the other replicas run with --sharded and the same --leader-elect-id: each reconciles its share, and takes over the shares of replicas that stop. Excludes --leader-elect.")
 	fs.StringVar(&f.LeaderElectNamespace, "leader-elect-namespace", f.LeaderElectNamespace, "Namespace of the leader election Lease (default: the pod's namespace in a cluster, else \"default\").")
-	fs.StringVar(&f.LeaderElectID, "leader-elect-id", f.LeaderElectID, "Name of the leader election Lease.")
-	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", f.LeaseDuration, "How long a non-leader waits after the last renewal before taking over.")
-	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", f.RenewDeadline, "How long the leader keeps retrying a renewal before giving up leadership.")
-	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", f.RetryPeriod, "How often candidates try to acquire or renew the Lease.")
+	fs.StringVar(&f.LeaderElectID, "leader-elect-id", f.LeaderElectID, "Name of the leader election Lease; with --sharded, the group whose replicas share the keys (each on a Lease named after it).")
+	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", f.LeaseDuration, "How long a non-leader waits after the last renewal before taking over; with --sharded, how long a replica's keys stay its own after its last renewal.")
+	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", f.RenewDeadline, "How long the leader keeps retrying a renewal before giving up leadership; with --sharded, how long a replica keeps its keys without a renewal coming back.")
+	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", f.RetryPeriod, "How often candidates try to acquire or renew the Lease; with --sharded, how often each replica renews its own.")
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", f.MetricsAddr, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", f.ProbeAddr, "Address of /healthz and /readyz; \"0\" disables them.")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", f.PprofAddr, "Address of Go's runtime profiles at /debug/pprof/; \"0\" or empty disables them. Serve them only on a protected address.")
@@ -254,19 +265,19 @@ func fileExists(path string) bool {
 // serviceAccountNamespace is where a pod finds its namespace.
 var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// Options returns the options of Run that the flags decide: leader election
-// on client, or with --sharded the membership that ShardGate creates, the
-// probes, the metrics endpoint serving metrics (which may be nil when
-// --metrics-bind-address is disabled), the profiles and the cache sync
-// timeout. Options and ShardGate may be called in either order: the
-// membership is looked up when Run applies the options, and with --sharded
-// Run fails if no controller was given a ShardGate.
-func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Option {
-	var opts []Option
+// Options returns the options of Run that the flags decide: the informer
+// factories made by Informers, leader election on client, or with --sharded
+// the membership that Shard creates, the probes, the metrics endpoint
+// serving Registry, the profiles and the cache sync timeout. Options,
+// Informers and Shard may be called in any order: what they make is looked
+// up when Run applies the options, and with --sharded Run fails if no
+// controller was restricted by Shard.
+func (f *Flags) Options(client kubernetes.Interface) []Option {
+	opts := []Option{func(c *config) { WithInformers(f.factories...)(c) }}
 	if f.Sharded {
 		opts = append(opts, func(c *config) {
 			if f.membership == nil {
-				c.errs = append(c.errs, errors.New("--sharded, but no controller is restricted by a ShardGate: every replica would reconcile every key"))
+				c.errs = append(c.errs, errors.New("--sharded, but no controller is restricted by Shard: every replica would reconcile every key"))
 				return
 			}
 			WithSharding(f.membership)(c)
@@ -281,8 +292,8 @@ func (f *Flags) Options(client kubernetes.Interface, metrics http.Handler) []Opt
 	if enabled(f.ProbeAddr) {
 		opts = append(opts, WithProbes(f.ProbeAddr))
 	}
-	if enabled(f.MetricsAddr) && metrics != nil {
-		opts = append(opts, WithMetrics(f.MetricsAddr, metrics))
+	if enabled(f.MetricsAddr) {
+		opts = append(opts, WithMetrics(f.MetricsAddr, metrics.Handler(f.Registry())))
 	}
 	if enabled(f.PprofAddr) {
 		opts = append(opts, WithProfiling(f.PprofAddr))
@@ -304,37 +315,89 @@ func (f *Flags) leaseNamespace() string {
 	return "default"
 }
 
-// ShardGate returns the queue option that restricts a controller to the
-// keys this replica owns when --sharded is set, and nil (which queue.New
-// ignores) otherwise. The first call creates the replica's membership
-// (package shard, on client, with metrics unless nil) and the options of
-// Options run it, whether Options was called before or after; every
-// controller of the operator gets its own Gate on it, for its keys. If the
-// membership cannot be created, the option makes queue.New fail with the
-// reason.
-func ShardGate[K comparable](f *Flags, client kubernetes.Interface, metrics shard.Metrics, keys shard.Keys[K]) queue.Option {
+// Shard restricts ctrl to the keys this replica owns when --sharded is set
+// (see Controller.Restrict of package queue), and does nothing otherwise.
+// The first call creates the replica's membership (package shard, on
+// client, with the operator's metrics unless --metrics-bind-address is
+// disabled) and the options of Options run it,
+// whether Options was called before or after; every controller of the
+// operator gets its own Gate on it, for its keys. Shard must be called
+// before the controller runs; it fails if the membership cannot be created.
+func Shard[K comparable](f *Flags, ctrl *queue.Controller[K], client kubernetes.Interface, keys shard.Keys[K]) error {
 	if !f.Sharded {
 		return nil
 	}
 	if f.membership == nil {
+		var sm shard.Metrics
+		if enabled(f.MetricsAddr) {
+			sm = f.Metrics()
+		}
 		m, err := shard.New(shard.Config{
-			Client: client, Namespace: f.leaseNamespace(), Group: f.LeaderElectID, Metrics: metrics,
+			Client: client, Namespace: f.leaseNamespace(), Group: f.LeaderElectID, Metrics: sm,
 			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPeriod,
 		})
 		if err != nil {
-			return queue.OptionError(err)
+			return err
 		}
 		f.membership = m
 	}
-	return queue.WithOwnership(shard.NewGate(f.membership, keys))
+	return ctrl.Restrict(shard.NewGate(f.membership, keys))
 }
 
-// Transform returns the transform for the informer factories
-// (informers.WithTransform): informer.StripManagedFields, or nil with
-// --keep-managed-fields.
-func (f *Flags) Transform() cache.TransformFunc {
-	if f.KeepManagedFields {
-		return nil
+// Informers makes an informer factory with build, which is given the
+// transform the flags decide (informer.StripManagedFields, or nil with
+// --keep-managed-fields), and returns it; Run starts and stops every factory
+// made so (see Options). build is usually a generated factory's constructor:
+//
+//	kubeInformers := operator.Informers(&flags, func(transform cache.TransformFunc) kubeinformers.SharedInformerFactory {
+//		return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, resync, kubeinformers.WithTransform(transform))
+//	})
+func Informers[F informer.Factory](f *Flags, build func(transform cache.TransformFunc) F) F {
+	var transform cache.TransformFunc
+	if !f.KeepManagedFields {
+		transform = informer.StripManagedFields
 	}
-	return informer.StripManagedFields
+	factory := build(transform)
+	f.factories = append(f.factories, factory)
+	return factory
+}
+
+// ControllerOptions returns the queue options the flags decide for every
+// controller: the shutdown timeout and, unless --metrics-bind-address is
+// disabled, the operator's metrics (see Metrics). Pass them to queue.New
+// before the controller's own options, which may override them.
+func (f *Flags) ControllerOptions() []queue.Option {
+	timeout := f.ShutdownTimeout
+	if timeout == 0 {
+		timeout = queue.DefaultShutdownTimeout
+	}
+	opts := []queue.Option{queue.WithShutdownTimeout(timeout)}
+	if enabled(f.MetricsAddr) {
+		opts = append(opts, queue.WithMetrics(f.Metrics()))
+	}
+	return opts
+}
+
+// Metrics returns the operator's metrics recorder (package metrics), with
+// the Go runtime and process collectors, on the registry of Registry. It is
+// made on first use; Options serves it at --metrics-bind-address.
+func (f *Flags) Metrics() *metrics.Recorder {
+	f.Registry()
+	return f.metrics
+}
+
+// Registry returns the Prometheus registry that Options serves at
+// --metrics-bind-address, for the operator's own collectors. It is made on
+// first use, with the collectors of Metrics.
+func (f *Flags) Registry() *prometheus.Registry {
+	if f.registry == nil {
+		reg := prometheus.NewRegistry()
+		m, err := metrics.New(reg, metrics.WithRuntimeCollectors())
+		if err != nil {
+			// An empty registry accepts every collector of package metrics.
+			panic(fmt.Sprintf("operator: metrics on a new registry: %v", err))
+		}
+		f.registry, f.metrics = reg, m
+	}
+	return f.registry
 }

@@ -17,19 +17,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
+
+// waitFor bounds every wait for something that should happen soon.
+const waitFor = 20 * time.Second
 
 func writeKubeconfig(t *testing.T, server string) string {
 	t.Helper()
@@ -70,11 +77,8 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 	assert.Equal(t, queue.DefaultShutdownTimeout, f.ShutdownTimeout)
 	assert.Equal(t, DefaultCacheSyncTimeout, f.CacheSyncTimeout)
 	require.NoError(t, f.Validate())
-	stripped, err := f.Transform()(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}})
-	require.NoError(t, err)
-	assert.Empty(t, stripped.(*corev1.ConfigMap).ManagedFields, "managedFields dropped by default")
-	keep := parse(t, Flags{}, "--keep-managed-fields")
-	assert.Nil(t, keep.Transform(), "--keep-managed-fields: no transform")
+	assert.False(t, f.KeepManagedFields)
+	assert.True(t, parse(t, Flags{}, "--keep-managed-fields").KeepManagedFields)
 
 	tests := []struct {
 		name    string
@@ -158,60 +162,363 @@ func TestRESTConfig(t *testing.T) {
 func TestFlagsOptions(t *testing.T) {
 	client := fake.NewClientset()
 	f := parse(t, Flags{}, "--metrics-bind-address=0", "--cache-sync-timeout=1m")
-	var c config
-	for _, opt := range f.Options(client, http.NotFoundHandler()) {
-		opt(&c)
-	}
+	c := apply(f.Options(client))
 	assert.Equal(t, time.Minute, c.cacheSyncTimeout)
 	assert.Nil(t, c.election, "nothing else enabled")
 	assert.Nil(t, c.sharding)
+	assert.Empty(t, c.factories, "no factory made by Informers")
 	assert.Empty(t, c.probeAddr+c.metricsAddr+c.pprofAddr)
+	assert.Nil(t, c.metrics)
 	assert.Empty(t, c.errs)
+	assert.Nil(t, f.registry, "no registry made when the metrics endpoint is disabled")
 
 	dir := t.TempDir()
 	serviceAccountNamespace = filepath.Join(dir, "namespace")
 	t.Cleanup(func() { serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace" })
 	f = parse(t, Flags{}, "--leader-elect", "--leader-elect-id=op", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080", "--pprof-bind-address=127.0.0.1:6060")
-	c = config{}
-	for _, opt := range f.Options(client, http.NotFoundHandler()) {
-		opt(&c)
-	}
+	c = apply(f.Options(client))
 	require.NotNil(t, c.election)
 	assert.Equal(t, "default", c.election.Namespace, "outside a cluster")
 	assert.Equal(t, "op", c.election.Name)
 	assert.Equal(t, ":8081", c.probeAddr)
 	assert.Equal(t, ":8080", c.metricsAddr)
+	assert.NotNil(t, c.metrics, "the metrics endpoint serves the Registry")
+	assert.NotNil(t, f.registry)
 	assert.Equal(t, "127.0.0.1:6060", c.pprofAddr)
+	assert.Empty(t, c.errs)
 
 	require.NoError(t, os.WriteFile(serviceAccountNamespace, []byte("ops\n"), 0o600))
-	c = config{}
-	for _, opt := range f.Options(client, nil) {
-		opt(&c)
-	}
+	c = apply(f.Options(client))
 	assert.Equal(t, "ops", c.election.Namespace, "the pod's namespace")
-	assert.Empty(t, c.metricsAddr, "no handler, no endpoint")
 
 	strings := shard.Keys[string]{String: func(k string) string { return k }, List: func() []string { return nil }}
-	assert.Nil(t, ShardGate(&f, client, nil, strings), "not sharded")
 	f = parse(t, Flags{}, "--sharded", "--leader-elect-id=op")
-	newController := func(opt queue.Option) error {
-		_, err := queue.New("c", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }), opt)
-		return err
-	}
-	require.NoError(t, newController(ShardGate(&f, client, nil, strings)), "the option fits a controller of the same keys")
+	ctrl := newController(t, "c")
+	require.NoError(t, Shard(&f, ctrl, client, strings))
 	m := f.membership
 	require.NotNil(t, m)
-	require.NoError(t, newController(ShardGate(&f, client, nil, strings)))
-	assert.Same(t, m, f.membership, "one membership per process")
-	bad := parse(t, Flags{}, "--sharded", "--leader-elect-id=op", "--leader-elect-lease-duration=1s")
-	require.ErrorContains(t, newController(ShardGate(&bad, client, nil, strings)), "lease duration", "queue.New reports why the membership failed")
 	assert.Regexp(t, `^op-[0-9a-f]{12}$`, m.Name())
-	c = config{}
-	for _, opt := range f.Options(client, nil) {
-		opt(&c)
-	}
+	require.NoError(t, Shard(&f, newController(t, "d"), client, strings))
+	assert.Same(t, m, f.membership, "one membership per process")
+	assert.ErrorContains(t, Shard(&f, ctrl, client, strings), "Restrict called twice", "Shard restricted the controller")
+	bad := parse(t, Flags{}, "--sharded", "--leader-elect-id=op", "--leader-elect-lease-duration=1s")
+	require.ErrorContains(t, Shard(&bad, newController(t, "e"), client, strings), "lease duration", "Shard reports why the membership failed")
+	assert.Nil(t, bad.membership)
+	c = apply(f.Options(client))
 	assert.Same(t, m, c.sharding, "Options runs the membership")
 	assert.Nil(t, c.election)
+	assert.Empty(t, c.errs)
+}
+
+// apply applies opts as Run does.
+func apply(opts []Option) *config {
+	c := &config{}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(c)
+		}
+	}
+	return c
+}
+
+// newController returns a controller of string keys that reconciles
+// nothing.
+func newController(t *testing.T, name string, opts ...queue.Option) *queue.Controller[string] {
+	t.Helper()
+	ctrl, err := queue.New(name, reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }), opts...)
+	require.NoError(t, err)
+	return ctrl
+}
+
+// Without --sharded, Shard neither makes a membership nor restricts the
+// controller, and sends no request.
+func TestShardNotSharded(t *testing.T) {
+	client := fake.NewClientset()
+	f := parse(t, Flags{}, "--leader-elect-id=op")
+	ctrl := newController(t, "c")
+	keys := shard.Keys[string]{String: func(k string) string { return k }, List: func() []string { return []string{"a"} }}
+	require.NoError(t, Shard(&f, ctrl, client, keys))
+	assert.Nil(t, f.membership)
+	assert.Empty(t, client.Actions(), "no request to the API server")
+	assert.NoError(t, ctrl.Restrict(everything{}), "the controller was not restricted")
+	assert.Empty(t, apply(f.Options(client)).errs, "Run does not ask for a Shard")
+}
+
+// everything is an Ownership that owns every key.
+type everything struct{}
+
+func (everything) Start(context.Context, queue.Enqueuer[string]) {}
+func (everything) Owns(string) bool                              { return true }
+func (everything) Claim(ctx context.Context, _ string) (context.Context, func(), bool) {
+	return ctx, func() {}, true
+}
+
+// managedConfigMap is a ConfigMap with managedFields, as the API server
+// returns it.
+func managedConfigMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}}}}
+}
+
+// Informers gives its build function informer.StripManagedFields, so that
+// cached objects lose their managedFields, or nil with
+// --keep-managed-fields.
+func TestInformersTransform(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		keep bool
+	}{
+		{name: "default: stripped"},
+		{name: "--keep-managed-fields", args: []string{"--keep-managed-fields"}, keep: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(managedConfigMap())
+			f := parse(t, Flags{}, tt.args...)
+			var given cache.TransformFunc
+			factory := Informers(&f, func(transform cache.TransformFunc) informers.SharedInformerFactory {
+				given = transform
+				return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(transform))
+			})
+			require.NotNil(t, factory)
+			assert.Equal(t, tt.keep, given == nil, "transform given to build")
+			configMaps := factory.Core().V1().ConfigMaps()
+			inf := configMaps.Informer()
+			stop := make(chan struct{})
+			factory.Start(stop)
+			defer factory.Shutdown()
+			defer close(stop)
+			require.True(t, cache.WaitForCacheSync(stop, inf.HasSynced))
+			cached, err := configMaps.Lister().ConfigMaps("ns").Get("a")
+			require.NoError(t, err)
+			if tt.keep {
+				assert.Equal(t, managedConfigMap().ManagedFields, cached.ManagedFields, "managedFields kept")
+			} else {
+				assert.Empty(t, cached.ManagedFields, "managedFields dropped")
+			}
+		})
+	}
+}
+
+// Run, given the options of Options, starts and stops the factories made
+// by Informers, whether Options was called before or after Informers: a
+// controller watching one syncs and reconciles without WithInformers.
+func TestInformersStartedByOptions(t *testing.T) {
+	for _, optionsFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("Options first: %v", optionsFirst), func(t *testing.T) {
+			client := fake.NewClientset(managedConfigMap())
+			f := parse(t, Flags{}, "--metrics-bind-address=0")
+			var opts []Option
+			if optionsFirst {
+				opts = f.Options(client)
+			}
+			factory := Informers(&f, func(transform cache.TransformFunc) informers.SharedInformerFactory {
+				return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(transform))
+			})
+			if !optionsFirst {
+				opts = f.Options(client)
+			}
+			configMaps := factory.Core().V1().ConfigMaps()
+			reconciled := make(chan cache.ObjectName, 1)
+			ctrl, err := queue.New("configmaps", reconcile.Func[cache.ObjectName](func(_ context.Context, key cache.ObjectName) (reconcile.Result, error) {
+				select {
+				case reconciled <- key:
+				default:
+				}
+				return reconcile.Result{}, nil
+			}), f.ControllerOptions()...)
+			require.NoError(t, err)
+			require.NoError(t, ctrl.Watch(queue.On(configMaps.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, append(opts, WithControllers(ctrl))...) }()
+			select {
+			case key := <-reconciled:
+				assert.Equal(t, cache.ObjectName{Namespace: "ns", Name: "a"}, key)
+			case err := <-done:
+				t.Fatalf("Run returned %v before the controller reconciled", err)
+			case <-time.After(waitFor):
+				t.Fatal("nothing reconciled: the factory made by Informers was not started")
+			}
+			assert.True(t, ctrl.HasSynced())
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(waitFor):
+				t.Fatal("Run did not return")
+			}
+			assert.True(t, configMaps.Informer().IsStopped(), "Run stopped the factory")
+		})
+	}
+}
+
+// ControllerOptions carries --shutdown-timeout to a controller.
+func TestControllerOptionsShutdownTimeout(t *testing.T) {
+	f := parse(t, Flags{}, "--shutdown-timeout=50ms", "--metrics-bind-address=0")
+	entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	ctrl, err := queue.New("stubborn", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		defer close(returned)
+		close(entered)
+		<-release // ignores its context
+		return reconcile.Result{}, nil
+	}), f.ControllerOptions()...)
+	require.NoError(t, err)
+	ctrl.Add("a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	defer func() {
+		close(release)
+		select {
+		case <-entered:
+			<-returned
+		default:
+		}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(waitFor):
+		t.Fatal("the key was not reconciled")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, queue.ErrShutdownTimeout)
+		assert.ErrorContains(t, err, "waited 50ms", "the timeout of --shutdown-timeout, not the default")
+	case <-time.After(waitFor):
+		t.Fatal("Run did not give up on the reconcile after the shutdown timeout")
+	}
+}
+
+// ControllerOptions carries the operator's metrics to a controller, whose
+// reconciles then show in Registry; with --metrics-bind-address=0 it
+// carries none.
+func TestControllerOptionsMetrics(t *testing.T) {
+	reconcileOnce := func(t *testing.T, f *Flags, name string) {
+		t.Helper()
+		reconciled := make(chan struct{})
+		ctrl, err := queue.New(name, reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+			close(reconciled)
+			return reconcile.Result{}, nil
+		}), f.ControllerOptions()...)
+		require.NoError(t, err)
+		ctrl.Add("a")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- ctrl.Run(ctx) }()
+		select {
+		case <-reconciled:
+		case <-time.After(waitFor):
+			t.Fatal("the key was not reconciled")
+		}
+		cancel()
+		require.NoError(t, <-done)
+	}
+
+	t.Run("enabled", func(t *testing.T) {
+		f := parse(t, Flags{}, "--metrics-bind-address=:8080")
+		reconcileOnce(t, &f, "metered")
+		reconciles := map[string]string{"controller": "metered", "result": "success"}
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			v, ok := metricValue(c, f.Registry(), "controller_runtime_reconcile_total", reconciles)
+			assert.True(c, ok, "controller_runtime_reconcile_total of the controller")
+			assert.Equal(c, 1.0, v)
+		}, waitFor, 10*time.Millisecond)
+		v, ok := metricValue(t, f.Registry(), "controller_runtime_max_concurrent_reconciles", map[string]string{"controller": "metered"})
+		assert.True(t, ok)
+		assert.Equal(t, 1.0, v)
+		assert.Same(t, f.Metrics(), f.Metrics(), "made once")
+		assert.Same(t, f.Registry(), f.Registry(), "made once")
+		_, ok = metricValue(t, f.Registry(), "go_goroutines", nil)
+		assert.True(t, ok, "runtime collectors on the registry")
+	})
+
+	t.Run("--metrics-bind-address=0", func(t *testing.T) {
+		f := parse(t, Flags{}, "--metrics-bind-address=0")
+		reconcileOnce(t, &f, "unmetered")
+		assert.Nil(t, f.registry, "the controller was given no metrics")
+		_, ok := metricValue(t, f.Registry(), "controller_runtime_reconcile_total", map[string]string{"controller": "unmetered"})
+		assert.False(t, ok)
+	})
+}
+
+// metricValue returns the value of the counter or gauge name with labels
+// (a subset of the series' labels) in g, and whether there is one.
+func metricValue(t require.TestingT, g prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
+	families, err := g.Gather()
+	require.NoError(t, err)
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// Options serves Registry, with what the operator registers on it, at
+// --metrics-bind-address.
+func TestOptionsServeRegistry(t *testing.T) {
+	addr := freeAddr(t)
+	f := parse(t, Flags{}, "--metrics-bind-address="+addr)
+	own := prometheus.NewCounter(prometheus.CounterOpts{Name: "foo_widgets_total", Help: "Widgets."})
+	require.NoError(t, f.Registry().Register(own))
+	own.Add(3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, append(f.Options(fake.NewClientset()), WithControllers(stubController{}))...) }()
+	var code int
+	var body string
+	require.Eventually(t, func() bool { code, body = get("http://" + addr + "/metrics"); return code != 0 }, waitFor, 5*time.Millisecond)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "foo_widgets_total 3", "the operator's own collector")
+	assert.Contains(t, body, "go_goroutines", "the runtime collectors")
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// freeAddr returns a loopback address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// get returns the status code and body of url ("" and 0 if unreachable).
+func get(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 func TestCheckServed(t *testing.T) {
@@ -298,19 +605,20 @@ func TestMainExitCodes(t *testing.T) {
 	})
 }
 
-// With --sharded, Options and ShardGate may be called in either order: the
-// membership runs, and the gated controller reconciles the keys it owns.
-// Without a ShardGate, Run refuses to start.
+// With --sharded, Options and Shard may be called in either order: the
+// membership runs, with the operator's metrics, and the restricted
+// controller reconciles the keys it owns. Without a Shard, Run refuses to
+// start.
 func TestShardedOptionsInAnyOrder(t *testing.T) {
-	args := []string{"--sharded", "--leader-elect-id=op", "--leader-elect-namespace=ops",
+	args := []string{"--sharded", "--leader-elect-id=op", "--leader-elect-namespace=ops", "--metrics-bind-address=127.0.0.1:0",
 		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
 	keys := shard.Keys[string]{String: func(k string) string { return k }, List: func() []string { return []string{"a"} }}
 	tests := []struct {
 		name         string
 		optionsFirst bool
 	}{
-		{name: "Options before ShardGate", optionsFirst: true},
-		{name: "ShardGate before Options"},
+		{name: "Options before Shard", optionsFirst: true},
+		{name: "Shard before Options"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,7 +626,7 @@ func TestShardedOptionsInAnyOrder(t *testing.T) {
 			f := parse(t, Flags{}, args...)
 			var opts []Option
 			if tt.optionsFirst {
-				opts = f.Options(client, nil)
+				opts = f.Options(client)
 			}
 			reconciled := make(chan string, 1)
 			ctrl, err := queue.New("c", reconcile.Func[string](func(_ context.Context, key string) (reconcile.Result, error) {
@@ -327,10 +635,11 @@ func TestShardedOptionsInAnyOrder(t *testing.T) {
 				default:
 				}
 				return reconcile.Result{}, nil
-			}), ShardGate(&f, client, nil, keys))
+			}), f.ControllerOptions()...)
 			require.NoError(t, err)
+			require.NoError(t, Shard(&f, ctrl, client, keys))
 			if !tt.optionsFirst {
-				opts = f.Options(client, nil)
+				opts = f.Options(client)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -341,22 +650,30 @@ func TestShardedOptionsInAnyOrder(t *testing.T) {
 				assert.Equal(t, "a", key)
 			case err := <-done:
 				t.Fatalf("Run returned %v before the controller reconciled its key", err)
-			case <-time.After(20 * time.Second):
+			case <-time.After(waitFor):
 				t.Fatal("the controller reconciled nothing: its membership does not run")
 			}
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				members, ok := metricValue(c, f.Registry(), "ctrlkit_shard_members", map[string]string{"group": "op"})
+				assert.True(c, ok, "the membership records into the operator's metrics")
+				assert.Equal(c, 1.0, members)
+				owned, ok := metricValue(c, f.Registry(), "ctrlkit_shard_owned_keys", map[string]string{"group": "op", "controller": "c"})
+				assert.True(c, ok)
+				assert.Equal(c, 1.0, owned)
+			}, waitFor, 10*time.Millisecond)
 			cancel()
 			require.NoError(t, <-done)
 		})
 	}
 
-	t.Run("no ShardGate", func(t *testing.T) {
+	t.Run("no Shard", func(t *testing.T) {
 		client := fake.NewClientset()
 		f := parse(t, Flags{}, args...)
 		// Bounded, so that a Run that wrongly starts returns too.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := Run(ctx, append(f.Options(client, nil), WithControllers(stubController{}))...)
-		require.ErrorContains(t, err, "no controller is restricted by a ShardGate")
+		err := Run(ctx, append(f.Options(client), WithControllers(stubController{}))...)
+		require.ErrorContains(t, err, "--sharded, but no controller is restricted by Shard")
 	})
 }
 

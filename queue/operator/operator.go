@@ -19,9 +19,23 @@
 // part stops all the others and is returned.
 //
 // Flags binds the command-line flags every operator has (kubeconfig, client
-// rate limits, leader election, endpoint addresses, shutdown timeout), and
-// its Main method runs an operator's main function with a signal-handling
-// context.
+// rate limits, leader election or sharding, endpoint addresses, timeouts,
+// the managedFields transform), hands out what they imply (Informers,
+// ControllerOptions, Metrics, Shard, Options), and its Main method runs an
+// operator's main function with a signal-handling context:
+//
+//	kubeInformers := operator.Informers(&flags, func(transform cache.TransformFunc) kubeinformers.SharedInformerFactory {
+//		return kubeinformers.NewSharedInformerFactoryWithOptions(kubeClient, 0, kubeinformers.WithTransform(transform))
+//	})
+//	ctrl, err := queue.New("configmaps", reconciler, flags.ControllerOptions()...)
+//	if err != nil {
+//		return err
+//	}
+//	configMaps := kubeInformers.Core().V1().ConfigMaps()
+//	if err := ctrl.Watch(queue.On(configMaps.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))); err != nil {
+//		return err
+//	}
+//	return operator.Run(ctx, append(flags.Options(kubeClient), operator.WithControllers(ctrl))...)
 package operator
 
 import (
@@ -29,7 +43,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +51,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
@@ -52,14 +66,6 @@ type Controller interface {
 	HasSynced() bool
 }
 
-// InformerFactory is what client-go's and code-generator's shared informer
-// factories have in common.
-type InformerFactory interface {
-	Start(stopCh <-chan struct{})
-	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
-	Shutdown()
-}
-
 // DefaultCacheSyncTimeout is the cache sync timeout of Run when
 // WithCacheSyncTimeout is not given.
 const DefaultCacheSyncTimeout = 2 * time.Minute
@@ -72,7 +78,7 @@ var ErrCacheSyncTimeout = errors.New("caches did not sync in time")
 type Option func(*config)
 
 type config struct {
-	factories        []InformerFactory
+	factories        []informer.Factory
 	controllers      []Controller
 	election         *leader.Config
 	sharding         *shard.Membership
@@ -98,7 +104,7 @@ type check struct {
 // They are started once the servers listen and shut down after the
 // controllers have stopped. Controllers must have requested their informers
 // (by building them with these factories) before Run starts.
-func WithInformers(factories ...InformerFactory) Option {
+func WithInformers(factories ...informer.Factory) Option {
 	return func(c *config) {
 		for _, f := range factories {
 			if f == nil {
@@ -137,7 +143,7 @@ func WithLeaderElection(cfg leader.Config) Option {
 // after them, so that a normal stop drains first and then hands the keys
 // over at once. /readyz reports ready only once the replica owns keys. A
 // lost membership Lease stops Run with an error wrapping
-// shard.ErrLeaseLost. Sharding and leader election exclude each other.
+// leader.ErrLeaseLost. Sharding and leader election exclude each other.
 func WithSharding(m *shard.Membership) Option {
 	return func(c *config) {
 		if m == nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"reflect"
@@ -39,26 +38,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const waitFor = 20 * time.Second
 
-// freeAddr returns a loopback address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
-// get returns the status code and body of url ("" and 0 if unreachable).
-func get(url string) (int, string) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0, ""
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
+// The helpers of the package's internal tests.
+var (
+	freeAddr = operator.FreeAddr
+	get      = operator.Get
+)
 
 // journal records the order of events from several goroutines.
 type journal struct {
@@ -110,7 +94,7 @@ func TestRun(t *testing.T) {
 		return reconcile.Result{}, nil
 	}), queue.WithMetrics(m))
 	require.NoError(t, err)
-	require.NoError(t, ctrl.Watch(factory.Core().V1().ConfigMaps().Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)))
+	require.NoError(t, ctrl.Watch(queue.On(factory.Core().V1().ConfigMaps().TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -339,8 +323,8 @@ func TestSharded(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "the Lease is deleted after the stop, got %v", err)
 }
 
-// client-go's factories are InformerFactories.
-var _ operator.InformerFactory = informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+// client-go's factories are what WithInformers takes.
+var _ informer.Factory = informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 
 // syncFailure is a factory whose caches never sync.
 type syncFailure struct {
@@ -380,7 +364,7 @@ func ExampleRun() {
 		fmt.Println(err)
 		return
 	}
-	if err := ctrl.Watch(kubeInformers.Core().V1().ConfigMaps().Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)); err != nil {
+	if err := ctrl.Watch(queue.On(kubeInformers.Core().V1().ConfigMaps().TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -1,25 +1,31 @@
-// Package queuetest runs controllers in tests: Start runs one over
-// informer factories (fake clientsets, typically) for the rest of a test,
-// and WaitIdle waits until it has nothing left to do.
+// Package queuetest runs controllers in tests: Start runs one as
+// operator.Run would, over informer factories of fake clientsets typically,
+// for the rest of a test, and WaitIdle waits until it has nothing left to
+// do.
 //
 //	kube := fake.NewClientset()
 //	reconciletest.StrictVersions(kube) // 409 on stale updates, as a real API server
 //	factory := informers.NewSharedInformerFactory(kube, 0)
 //	ctrl := newMirror(t, kube, factory) // a *queue.Controller, or one embedding it
-//	queuetest.Start(t, ctrl, factory)
+//	queuetest.Start(t, ctrl, operator.WithInformers(factory))
 //	queuetest.WaitIdle(t, ctrl, kube)
 //	// assert on the objects in kube
+//
+// An operator wired on operator.Flags names its factories once, with
+// operator.Informers, and a test that shares its wiring runs it with the
+// same options as main: queuetest.Start(t, ctrl, flags.Options(kube)...).
 package queuetest
 
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
 // Controller is what Start runs and WaitIdle watches: a *queue.Controller,
@@ -36,36 +42,21 @@ type Controller interface {
 	Retrying() int
 }
 
-// InformerFactory is what client-go's and code-generator's shared informer
-// factories have in common.
-type InformerFactory interface {
-	Start(stopCh <-chan struct{})
-	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
-	Shutdown()
-}
-
-// ActionRecorder is the request log of a fake clientset: pass the clientset.
-type ActionRecorder interface {
-	Actions() []k8stesting.Action
-}
-
 // Timeout bounds every wait of this package.
 const Timeout = 30 * time.Second
 
-// Start starts the factories' informers and runs ctrl in the background,
-// with a logger that writes through t, and returns once ctrl.HasSynced. When
-// the test ends, Run is stopped and waited for (an error from it fails the
-// test) and the informers are shut down. It fails the test if ctrl does not
-// sync within Timeout.
-func Start(t testing.TB, ctrl Controller, factories ...InformerFactory) {
+// Start runs ctrl in the background with operator.Run and opts (the
+// informer factories, typically: operator.WithInformers, or the options of
+// operator.Flags), with a logger that writes through t, and returns once
+// ctrl.HasSynced. When the test ends, Run is stopped and waited for (an
+// error from it fails the test); it stops ctrl and shuts the informers
+// down. It fails the test if ctrl does not sync within Timeout.
+func Start(t testing.TB, ctrl Controller, opts ...operator.Option) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	for _, f := range factories {
-		f.Start(ctx.Done())
-	}
 	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
+	go func() { done <- operator.Run(ctx, append(opts, operator.WithControllers(ctrl))...) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -75,9 +66,6 @@ func Start(t testing.TB, ctrl Controller, factories ...InformerFactory) {
 			}
 		case <-time.After(Timeout):
 			t.Errorf("controller: Run did not return within %s of the end of the test", Timeout)
-		}
-		for _, f := range factories {
-			f.Shutdown()
 		}
 	})
 	waitFor(t, "the controller to sync", func() (bool, string) {
@@ -107,7 +95,7 @@ const Quiet = 50 * time.Millisecond
 // for: a controller that polls something every minute is idle between two
 // polls. A test of such a controller advances to the next run by adding
 // the key.
-func WaitIdle(t testing.TB, ctrl Controller, clients ...ActionRecorder) {
+func WaitIdle(t testing.TB, ctrl Controller, clients ...reconciletest.ActionRecorder) {
 	t.Helper()
 	// Idle must hold from one poll to another at least Quiet later, with no
 	// busy poll between them. The counts are read in the order a key moves

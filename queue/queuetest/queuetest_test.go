@@ -24,6 +24,7 @@ import (
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/operator"
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
@@ -62,7 +63,7 @@ func newMirror(t *testing.T, kube kubernetes.Interface, factory informers.Shared
 		return reconcile.Result{}, err
 	}))
 	require.NoError(t, err)
-	require.NoError(t, ctrl.Watch(factory.Core().V1().ConfigMaps().Informer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)))
+	require.NoError(t, ctrl.Watch(queue.On(factory.Core().V1().ConfigMaps().TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))))
 	return ctrl
 }
 
@@ -72,7 +73,7 @@ func TestStartAndWaitIdle(t *testing.T) {
 	reconciletest.StrictVersions(kube) // 409 on stale updates, as a real API server
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	ctrl := newMirror(t, kube, factory) // a *queue.Controller, or one embedding it
-	queuetest.Start(t, ctrl, factory)
+	queuetest.Start(t, ctrl, operator.WithInformers(factory))
 	queuetest.WaitIdle(t, ctrl, kube)
 	// assert on the objects in kube
 	cms := kube.CoreV1().ConfigMaps("ns")
@@ -135,7 +136,7 @@ func TestWaitIdleWaitsForRetries(t *testing.T) {
 					return tt.first()
 				}
 				return reconcile.Result{}, nil
-			}), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[string](backoff, backoff)))
+			}), queue.WithRateLimiter(workqueue.NewTypedItemExponentialFailureRateLimiter[any](backoff, backoff)))
 			require.NoError(t, err)
 			queuetest.Start(t, ctrl)
 			ctrl.Add("a")

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
 
 // published is a member list with its generation, as a replica writes it
@@ -310,7 +312,7 @@ func (c *core) observe(l *coordinationv1.Lease, now time.Duration) error {
 			}
 		case w.incarnation != "" && c.echoSeq > 0 && changed:
 			return fmt.Errorf("%w: Lease %s/%s was renewed by another process (%s): two replicas run with identity %q",
-				ErrLeaseLost, c.namespace, c.name, w, c.identity)
+				leader.ErrLeaseLost, c.namespace, c.name, w, c.identity)
 		}
 	}
 	if changed {
@@ -322,7 +324,7 @@ func (c *core) observe(l *coordinationv1.Lease, now time.Duration) error {
 // forget records the deletion of a member's Lease.
 func (c *core) forget(name string) error {
 	if name == c.name {
-		return fmt.Errorf("%w: Lease %s/%s was deleted", ErrLeaseLost, c.namespace, c.name)
+		return fmt.Errorf("%w: Lease %s/%s was deleted", leader.ErrLeaseLost, c.namespace, c.name)
 	}
 	if o := c.observed[name]; o != nil {
 		o.deleted = true
@@ -359,7 +361,7 @@ func (c *core) step(now time.Duration) stepResult {
 	var res stepResult
 	c.tookOver = c.tookOver[:0]
 	if now >= c.validUntil() {
-		res.lost = fmt.Errorf("%w: no renewal came back within %s", ErrLeaseLost, c.renewDeadline)
+		res.lost = fmt.Errorf("%w: no renewal came back within %s", leader.ErrLeaseLost, c.renewDeadline)
 		res.applyView, res.view = c.setView(nil)
 		return res
 	}

@@ -4,21 +4,27 @@
 // key is ever reconciled by two replicas at once, also while keys move.
 //
 // A Membership is one replica's seat in a group. A Gate restricts one
-// queue.Controller to the keys its replica owns (it is a queue.Ownership):
+// queue.Controller to the keys its replica owns (it is a queue.Ownership,
+// given to Controller.Restrict):
 //
 //	m, err := shard.New(shard.Config{Client: kubeClient, Namespace: "foo-system", Group: "foo-controller"})
 //	if err != nil {
 //		return err
 //	}
-//	gate := shard.NewGate(m, shard.ObjectNames(deployments.Informer()))
-//	ctrl, err := queue.New("deployments", reconciler, queue.WithOwnership(gate))
+//	ctrl, err := queue.New("deployments", reconciler)
 //	if err != nil {
+//		return err
+//	}
+//	if err := ctrl.Watch(queue.On(deployments.TypedInformer(), informer.EnqueueHandler[*appsv1.Deployment](ctrl))); err != nil {
+//		return err
+//	}
+//	if err := ctrl.Restrict(shard.NewGate(m, shard.ObjectNames(deployments.TypedInformer()))); err != nil {
 //		return err
 //	}
 //	return operator.Run(ctx, operator.WithSharding(m), operator.WithInformers(factory), operator.WithControllers(ctrl))
 //
 // An operator built on operator.Flags gets the same from --sharded
-// (operator.ShardGate).
+// (operator.Shard).
 //
 // # Who owns a key
 //
@@ -72,9 +78,9 @@
 //   - A replica's claims are valid until RenewDeadline after it sent its
 //     latest write that came back through its informer. No claim is made
 //     after that, and the replica then revokes every claim and Run returns
-//     an error wrapping ErrLeaseLost: renewals that succeed but do not come
-//     back do not count, so a replica that wakes from a pause cannot claim
-//     keys from what it saw before the pause.
+//     an error wrapping leader.ErrLeaseLost: renewals that succeed but do
+//     not come back do not count, so a replica that wakes from a pause
+//     cannot claim keys from what it saw before the pause.
 //   - The others count a member gone once its Lease has not changed for
 //     LeaseDuration, measured from when they saw the change up to the send
 //     time of their own latest write that came back: a watch that falls
@@ -101,7 +107,7 @@
 // name, say) finds its Lease still there and takes it over; it claims
 // nothing until RenewDeadline after its first write came back, by when the
 // former process, if it still ran, has stopped. A Lease renewed by another
-// process of the same identity makes Run return ErrLeaseLost.
+// process of the same identity makes Run return leader.ErrLeaseLost.
 //
 // # How the protocol is tested
 //

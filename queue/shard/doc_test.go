@@ -3,10 +3,12 @@ package shard_test
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
@@ -21,9 +23,14 @@ func runSharded(ctx context.Context, kubeClient kubernetes.Interface, factory in
 	if err != nil {
 		return err
 	}
-	gate := shard.NewGate(m, shard.ObjectNames(deployments.Informer()))
-	ctrl, err := queue.New("deployments", reconciler, queue.WithOwnership(gate))
+	ctrl, err := queue.New("deployments", reconciler)
 	if err != nil {
+		return err
+	}
+	if err := ctrl.Watch(queue.On(deployments.TypedInformer(), informer.EnqueueHandler[*appsv1.Deployment](ctrl))); err != nil {
+		return err
+	}
+	if err := ctrl.Restrict(shard.NewGate(m, shard.ObjectNames(deployments.TypedInformer()))); err != nil {
 		return err
 	}
 	return operator.Run(ctx, operator.WithSharding(m), operator.WithInformers(factory), operator.WithControllers(ctrl))

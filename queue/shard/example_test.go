@@ -9,12 +9,12 @@ import (
 // Every replica computes the same owner for a key from the member list
 // alone. When a fourth member joins, the keys that move go to it, and only
 // those move.
-func ExampleOwner() {
+func ExampleAssign() {
 	three := []string{"foo-a", "foo-b", "foo-c"}
 	four := []string{"foo-a", "foo-b", "foo-c", "foo-d"}
 	for i := range 8 {
 		key := fmt.Sprintf("default/foo-%d", i)
-		fmt.Printf("%s  %s -> %s\n", key, shard.Owner(three, key), shard.Owner(four, key))
+		fmt.Printf("%s  %s -> %s\n", key, shard.Assign(three, key), shard.Assign(four, key))
 	}
 	// Output:
 	// default/foo-0  foo-c -> foo-c

@@ -11,8 +11,9 @@ import (
 )
 
 // Gate restricts one queue.Controller to the keys its replica owns; give
-// it to the controller with queue.WithOwnership. When keys become this
-// replica's, the Gate adds them to the controller at low priority.
+// it to the controller with Controller.Restrict before the controller
+// runs. When keys become this replica's, the Gate adds them to the
+// controller at low priority.
 type Gate[K comparable] struct {
 	m    *Membership
 	key  func(K) string
@@ -103,9 +104,9 @@ func (g *Gate[K]) restrict(v *view) (pending []<-chan struct{}) {
 func (g *Gate[K]) changed() { signal(g.wake) }
 
 // Start adds every key that becomes this replica's to q at low priority,
-// until ctx is cancelled. The Controller runs it (the Gate is a
-// queue.Source). The count of owned keys (Metrics.SetOwnedKeys) is taken
-// at every change of ownership and every ownedRecount.
+// until ctx is cancelled. The Controller it restricts runs it (the Gate
+// is a queue.Ownership). The count of owned keys (Metrics.SetOwnedKeys)
+// is taken at every change of ownership and every ownedRecount.
 func (g *Gate[K]) Start(ctx context.Context, q queue.Enqueuer[K]) {
 	name := ""
 	if n, ok := q.(interface{ Name() string }); ok {
@@ -164,7 +165,7 @@ const ownedRecount = 10 * time.Second
 // whose objects are those in inf's cache (its store must be keyed by
 // cache.MetaNamespaceKeyFunc, as client-go's shared informers are): their
 // string form is "namespace/name".
-func ObjectNames(inf cache.SharedInformer) Keys[cache.ObjectName] {
+func ObjectNames[T cache.Object](inf cache.TypedSharedIndexInformer[T]) Keys[cache.ObjectName] {
 	return Keys[cache.ObjectName]{String: cache.ObjectName.String, List: func() []cache.ObjectName {
 		keys := inf.GetStore().ListKeys()
 		names := make([]cache.ObjectName, 0, len(keys))
@@ -193,19 +194,19 @@ type Metrics interface {
 	ObserveTakeover(group string, d time.Duration)
 }
 
-// NoopMetrics discards every measurement.
-type NoopMetrics struct{}
+// noopMetrics discards every measurement.
+type noopMetrics struct{}
 
-var _ Metrics = NoopMetrics{}
+var _ Metrics = noopMetrics{}
 
 // SetMembers discards n.
-func (NoopMetrics) SetMembers(string, int) {}
+func (noopMetrics) SetMembers(string, int) {}
 
 // SetOwnedKeys discards n.
-func (NoopMetrics) SetOwnedKeys(string, string, int) {}
+func (noopMetrics) SetOwnedKeys(string, string, int) {}
 
 // IncHandoffs discards the count.
-func (NoopMetrics) IncHandoffs(string) {}
+func (noopMetrics) IncHandoffs(string) {}
 
 // ObserveTakeover discards d.
-func (NoopMetrics) ObserveTakeover(string, time.Duration) {}
+func (noopMetrics) ObserveTakeover(string, time.Duration) {}

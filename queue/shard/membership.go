@@ -34,10 +34,6 @@ const (
 	AnnotationView = "shard.ctrlkit.io/view"
 )
 
-// ErrLeaseLost is wrapped by the error Run returns when this replica could
-// not renew its Lease for RenewDeadline, or found it deleted.
-var ErrLeaseLost = errors.New("shard: lost the membership Lease")
-
 // errMoved is the cause of a claim cancelled because its key moved.
 var errMoved = errors.New("shard: the key moved to another replica")
 
@@ -64,7 +60,8 @@ type Config struct {
 	RenewDeadline time.Duration
 	// RetryPeriod is how often it renews.
 	RetryPeriod time.Duration
-	// Metrics receives the membership's measurements. Default none.
+	// Metrics receives the membership's measurements. Nil records
+	// nothing.
 	Metrics Metrics
 }
 
@@ -93,7 +90,7 @@ func (c Config) complete() (Config, error) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod))
 	}
 	if c.Metrics == nil {
-		c.Metrics = NoopMetrics{}
+		c.Metrics = noopMetrics{}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("shard: %w", err)
@@ -227,8 +224,8 @@ func signal(ch chan struct{}) {
 // documentation for the protocol. On cancellation it revokes every claim,
 // waits until the claims are released, publishes that it left, deletes
 // its Lease so that the others take its keys at once, and returns nil. It
-// returns an error wrapping ErrLeaseLost if no renewal of the Lease came
-// back through the informer within RenewDeadline, or the Lease was
+// returns an error wrapping leader.ErrLeaseLost if no renewal of the Lease
+// came back through the informer within RenewDeadline, or the Lease was
 // deleted or renewed by another process, after revoking every claim; the
 // process should then exit and start over.
 func (m *Membership) Run(ctx context.Context) error {
@@ -491,7 +488,7 @@ func (m *Membership) writeOnce(ctx context.Context) error {
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: Lease %s/%s was deleted", ErrLeaseLost, m.cfg.Namespace, m.lease)
+		return fmt.Errorf("%w: Lease %s/%s was deleted", leader.ErrLeaseLost, m.cfg.Namespace, m.lease)
 	case apierrors.IsConflict(err):
 		reqCtx, cancel := context.WithTimeout(ctx, m.cfg.RetryPeriod)
 		got, getErr := leases.Get(reqCtx, m.lease, metav1.GetOptions{})

@@ -26,13 +26,13 @@ func TestScaleModel(t *testing.T) {
 	movedJoin, movedLeave := 0, 0
 	for i := range keys {
 		key := fmt.Sprintf("ns-%d/foo-%d", i%50, i)
-		owner := Owner(members, key)
+		owner := Assign(members, key)
 		split[owner]++
-		if after := Owner(joined, key); after != owner {
+		if after := Assign(joined, key); after != owner {
 			movedJoin++
 			assert.Equal(t, "foo-controller-joined", after, "a key moves only to the member that joined")
 		}
-		if after := Owner(left, key); after != owner {
+		if after := Assign(left, key); after != owner {
 			movedLeave++
 			assert.Equal(t, members[0], owner, "only the keys of the member that left move")
 		}

@@ -608,8 +608,8 @@ func (p *simProc) checkReleases() {
 	}
 }
 
-// lose is Run returning ErrLeaseLost: every claim is revoked, and the
-// process exits once they are released.
+// lose is Run returning an error wrapping leader.ErrLeaseLost: every
+// claim is revoked, and the process exits once they are released.
 func (p *simProc) lose(err error) {
 	if p.stopping {
 		return
@@ -842,7 +842,7 @@ func (p *simProc) reconcile(key string) {
 		lists = append(lists, p.inFlight[req])
 	}
 	for _, pub := range lists {
-		if pub.left || Owner(pub.members, key) != p.name {
+		if pub.left || Assign(pub.members, key) != p.name {
 			s.fail("%s claimed %s, which its Lease's list %v (on the server or on its way) does not give it", p.identity, key, pub)
 		}
 	}
@@ -1025,7 +1025,7 @@ func (s *sim) checkSettled() string {
 		return fmt.Sprintf("Leases left %v, want those of the live members %v", got, names)
 	}
 	for _, key := range s.keys {
-		owner := Owner(names, key)
+		owner := Assign(names, key)
 		if !slices.ContainsFunc(s.calmReconciles[key], func(p *simProc) bool { return p.name == owner && p.alive() }) {
 			return fmt.Sprintf("%s not reconciled by its owner %s within %s of the last fault", key, owner, simSettle)
 		}

@@ -28,11 +28,11 @@ func weight(seed, key uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// Owner returns which of members owns key (its string form) by rendezvous
+// Assign returns which of members owns key (its string form) by rendezvous
 // hashing, the rule every member of a group applies; "" if members is
 // empty. It is exported for tools and simulations that predict a group's
 // split.
-func Owner(members []string, key string) string {
+func Assign(members []string, key string) string {
 	h := hashKey(key)
 	best, owner := uint64(0), ""
 	for _, m := range members {

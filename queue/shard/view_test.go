@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// keyOwnedBy returns a key that Owner gives to owner1 among members1 and to
+// keyOwnedBy returns a key that Assign gives to owner1 among members1 and to
 // owner2 among members2, or "" if none of the first 10,000 candidates does.
 func keyOwnedBy(members1 []string, owner1 string, members2 []string, owner2 string) string {
 	for i := range 10000 {
-		if k := fmt.Sprintf("ns/key-%d", i); Owner(members1, k) == owner1 && Owner(members2, k) == owner2 {
+		if k := fmt.Sprintf("ns/key-%d", i); Assign(members1, k) == owner1 && Assign(members2, k) == owner2 {
 			return k
 		}
 	}
@@ -54,9 +54,9 @@ func TestViewOwns(t *testing.T) {
 	}
 }
 
-// TestViewAgreesWithOwner checks that the steady-state view of every member
-// gives each key to the member Owner names, and to no other.
-func TestViewAgreesWithOwner(t *testing.T) {
+// TestViewAgreesWithAssign checks that the steady-state view of every member
+// gives each key to the member Assign names, and to no other.
+func TestViewAgreesWithAssign(t *testing.T) {
 	members := []string{"m-0", "m-1", "m-2", "m-3"}
 	views := map[string]*view{}
 	for _, self := range members {
@@ -76,7 +76,7 @@ func TestViewAgreesWithOwner(t *testing.T) {
 				owners = append(owners, self)
 			}
 		}
-		require.Equal(t, []string{Owner(members, key)}, owners, key)
+		require.Equal(t, []string{Assign(members, key)}, owners, key)
 	}
 }
 
@@ -91,7 +91,7 @@ func TestRendezvousSpreadAndMoves(t *testing.T) {
 	moved := 0
 	for i := range keys {
 		key := fmt.Sprintf("default/foo-%d", i)
-		before, after := Owner(three, key), Owner(four, key)
+		before, after := Assign(three, key), Assign(four, key)
 		split[before]++
 		if before != after {
 			moved++

@@ -19,7 +19,6 @@ package reconciletest
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -29,16 +28,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
-
-// InformerFactory is what client-go's and code-generator's shared informer
-// factories have in common.
-type InformerFactory interface {
-	Start(stopCh <-chan struct{})
-	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
-	Shutdown()
-}
 
 // ActionRecorder is the request log of a fake clientset: pass &client.Fake.
 type ActionRecorder interface {
@@ -53,7 +45,7 @@ const SyncTimeout = 30 * time.Second
 // for example by creating listers) and waits until their caches are
 // synced; it fails the test if they do not sync within SyncTimeout. The
 // informers are stopped, and their goroutines waited for, when the test ends.
-func StartInformers(t testing.TB, factories ...InformerFactory) {
+func StartInformers(t testing.TB, factories ...informer.Factory) {
 	t.Helper()
 	stop := make(chan struct{})
 	t.Cleanup(func() {

@@ -36,6 +36,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
+	"github.com/ctrlkit/ctrlkit/queue/shard"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
@@ -43,7 +44,7 @@ import (
 // README.md, "Wiring a controller".
 
 // newController logs each Deployment's available replicas whenever it changes.
-func newController(deployments appsinformers.DeploymentInformer, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
+func newController(deployments appsinformers.TypedDeploymentInformer, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
 	lister := deployments.Lister()
 	ctrl, err := queue.New("deployments", reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 		d, err := lister.Deployments(key.Namespace).Get(key.Name)
@@ -61,7 +62,7 @@ func newController(deployments appsinformers.DeploymentInformer, opts ...queue.O
 	}
 	// Registered when Run starts and removed when it returns: a controller
 	// that never runs leaves nothing behind.
-	if err := ctrl.Watch(deployments.Informer(), informer.EnqueueHandler[*appsv1.Deployment](ctrl)); err != nil {
+	if err := ctrl.Watch(queue.On(deployments.TypedInformer(), informer.EnqueueHandler[*appsv1.Deployment](ctrl))); err != nil {
 		return nil, err
 	}
 	return ctrl, nil
@@ -72,7 +73,7 @@ func newController(deployments appsinformers.DeploymentInformer, opts ...queue.O
 func main() {
 	flags := operator.Flags{LeaderElectID: "deployment-watcher", MetricsAddr: ":8080", ProbeAddr: ":8081"}
 	fs := flag.NewFlagSet("deployment-watcher", flag.ContinueOnError)
-	flags.Bind(fs) // --kubeconfig, --leader-elect, --metrics-bind-address, -v, ...
+	flags.Bind(fs) // --kubeconfig, --leader-elect, --sharded, --metrics-bind-address, -v, ...
 	os.Exit(flags.Main(fs, os.Args[1:], os.Stderr, func(ctx context.Context) error {
 		cfg, err := flags.RESTConfig("deployment-watcher")
 		if err != nil {
@@ -82,21 +83,24 @@ func main() {
 		if err != nil {
 			return err
 		}
-		registry := prometheus.NewRegistry()
-		m, err := metrics.New(registry, metrics.WithRuntimeCollectors())
+		// Started and stopped by Run; managedFields are dropped from the
+		// cache unless --keep-managed-fields.
+		factory := operator.Informers(&flags, func(transform cache.TransformFunc) informers.SharedInformerFactory {
+			return informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithTransform(transform))
+		})
+		deployments := factory.Apps().V1().Deployments()
+		// The flags' shutdown timeout and metrics, then the controller's own options.
+		ctrl, err := newController(deployments, append(flags.ControllerOptions(), queue.WithWorkers(2))...)
 		if err != nil {
 			return err
 		}
-		factory := informers.NewSharedInformerFactory(kube, 10*time.Minute)
-		ctrl, err := newController(factory.Apps().V1().Deployments(),
-			queue.WithWorkers(2), queue.WithMetrics(m), queue.WithShutdownTimeout(flags.ShutdownTimeout))
-		if err != nil {
+		// With --sharded, this replica reconciles only the Deployments it owns.
+		if err := operator.Shard(&flags, ctrl, kube, shard.ObjectNames(deployments.TypedInformer())); err != nil {
 			return err
 		}
-		// Leader election, /healthz, /readyz and /metrics as the flags say;
+		// Leader election or sharding, /healthz, /readyz and /metrics as the flags say;
 		// on SIGTERM the controller drains, then the informers and servers stop.
-		return operator.Run(ctx, append(flags.Options(kube, metrics.Handler(registry)),
-			operator.WithInformers(factory), operator.WithControllers(ctrl))...)
+		return operator.Run(ctx, append(flags.Options(kube), operator.WithControllers(ctrl))...)
 	}, nil))
 }
 
@@ -112,8 +116,8 @@ func TestController(t *testing.T) {
 	require.NoError(t, err)
 	ctrl, err := newController(factory.Apps().V1().Deployments(), queue.WithMetrics(m))
 	require.NoError(t, err)
-	queuetest.Start(t, ctrl, factory) // stopped when the test ends; a Run error fails it
-	queuetest.WaitIdle(t, ctrl, kube) // queue empty, nothing in flight, caches caught up
+	queuetest.Start(t, ctrl, operator.WithInformers(factory)) // stopped when the test ends; a Run error fails it
+	queuetest.WaitIdle(t, ctrl, kube)                         // queue empty, nothing in flight, caches caught up
 	assert.Equal(t, 1.0, metricstest.Value(t, reg, "controller_runtime_reconcile_total",
 		map[string]string{"controller": "deployments", "result": "success"}))
 }

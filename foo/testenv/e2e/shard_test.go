@@ -97,7 +97,7 @@ func TestSharding(t *testing.T) {
 		}, waitTimeout, relPoll, "members %v", want)
 	}
 	ownerOf := func(members []string, name string) string {
-		return userOf[shard.Owner(members, ns+"/"+name)]
+		return userOf[shard.Assign(members, ns+"/"+name)]
 	}
 
 	var all []string

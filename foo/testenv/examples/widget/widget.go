@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -40,29 +41,35 @@ var (
 // ConfigMap name is taken by an object the Widget does not control.
 var ErrForeignConfigMap = errors.New("a ConfigMap of that name exists and is not controlled by the Widget")
 
-// NewController returns the widget controller. widgets is an informer of
-// Resource (from a dynamic informer factory); the caller starts the
-// informers and runs the controller.
-func NewController(kube kubernetes.Interface, dyn dynamic.Interface, widgets cache.SharedIndexInformer, configMaps coreinformers.ConfigMapInformer, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
+// NewController returns the widget controller. widgets is the informer of
+// Resource of a dynamic informer factory, typed by Informer; the
+// caller starts the informers and runs the controller.
+func NewController(kube kubernetes.Interface, dyn dynamic.Interface, widgets cache.TypedSharedIndexInformer[*unstructured.Unstructured],
+	configMaps coreinformers.TypedConfigMapInformer, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
 	r := &reconciler{kube: kube, dyn: dyn, widgets: widgets.GetIndexer(), configMaps: configMaps}
 	ctrl, err := queue.New("widget", reconcile.Func[cache.ObjectName](r.reconcile), opts...)
 	if err != nil {
 		return nil, err
 	}
-	if err := ctrl.Watch(widgets, informer.EnqueueHandler[*unstructured.Unstructured](ctrl)); err != nil {
-		return nil, err
-	}
-	if err := ctrl.Watch(configMaps.Informer(), owner.EnqueueHandler(Kind.GroupKind(), ctrl)); err != nil {
+	if err := ctrl.Watch(queue.On(widgets, informer.EnqueueHandler[*unstructured.Unstructured](ctrl)),
+		queue.On(configMaps.TypedInformer(), owner.EnqueueOwner[*corev1.ConfigMap](Kind.GroupKind(), ctrl))); err != nil {
 		return nil, err
 	}
 	return ctrl, nil
+}
+
+// Informer returns the informer of Resource of a dynamic informer
+// factory, typed for NewController: its objects are
+// *unstructured.Unstructured.
+func Informer(factory dynamicinformer.DynamicSharedInformerFactory) cache.TypedSharedIndexInformer[*unstructured.Unstructured] {
+	return cache.NewTypedSharedIndexInformer[*unstructured.Unstructured](factory.ForResource(Resource).Informer())
 }
 
 type reconciler struct {
 	kube       kubernetes.Interface
 	dyn        dynamic.Interface
 	widgets    cache.Indexer
-	configMaps coreinformers.ConfigMapInformer
+	configMaps coreinformers.TypedConfigMapInformer
 }
 
 func (r *reconciler) reconcile(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {

@@ -127,7 +127,7 @@ func runController(t *testing.T, cfg *rest.Config) {
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	kubeInformers := informers.NewSharedInformerFactory(kube, 0)
 	dynInformers := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	ctrl, err := widget.NewController(kube, dyn, dynInformers.ForResource(widget.Resource).Informer(), kubeInformers.Core().V1().ConfigMaps())
+	ctrl, err := widget.NewController(kube, dyn, widget.Informer(dynInformers), kubeInformers.Core().V1().ConfigMaps())
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
