@@ -21,7 +21,11 @@
 // Objects that refer to others are found through typed indexes: NewIndex
 // files the objects of an informer under values of their own, and
 // EnqueueByIndex maps an object of another kind to the keys of the objects
-// filed under its values.
+// filed under its values. When objects depend on something shared instead
+// (a ConfigMap of settings, a Namespace), EnqueueTargets fans a change out
+// to every object of another informer, or to those a function matches;
+// LabelPresent and LabelChanged keep such fan-outs to the changes that
+// matter.
 //
 // Keys are cache.ObjectName values (namespace and name). Queue methods are
 // called synchronously from the informer's notification goroutine for the

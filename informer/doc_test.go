@@ -2,7 +2,9 @@ package informer_test
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
@@ -35,4 +37,14 @@ func watchWantedDeployments(ctrl *queue.Controller[cache.ObjectName], deployment
 	return err
 }
 
-var _, _, _ = watchChangedFoos, watchFoos, watchWantedDeployments
+// watchSettings is the example of EnqueueTargets' documentation:
+// settingsOf tells whether a Foo reads a ConfigMap of settings.
+func watchSettings(ctrl *queue.Controller[cache.ObjectName], configMaps coreinformers.TypedConfigMapInformer,
+	foos fooinformers.TypedFooInformer, settingsOf func(cm *corev1.ConfigMap, foo *v1alpha1.Foo) bool) error {
+	err := ctrl.Watch(queue.On(configMaps.TypedInformer(),
+		informer.EnqueueTargets(foos.TypedInformer(), settingsOf, ctrl,
+			informer.WithPredicates(informer.LabelPresent("foo.example.com/settings")))))
+	return err
+}
+
+var _, _, _, _ = watchChangedFoos, watchFoos, watchWantedDeployments, watchSettings

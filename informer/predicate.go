@@ -115,6 +115,27 @@ func LabelSelector(sel labels.Selector) ObjectPredicate {
 	}
 }
 
+// LabelPresent returns an ObjectPredicate satisfied by objects that carry
+// the label key, whatever its value: an update passes when the old or the
+// new object has it, so the removal of the label is seen once.
+func LabelPresent(key string) ObjectPredicate {
+	return func(obj metav1.Object) bool {
+		_, ok := obj.GetLabels()[key]
+		return ok
+	}
+}
+
+// LabelChanged returns a Predicate that passes adds and deletes, and
+// updates only when the label key was added, removed or given another
+// value.
+func LabelChanged(key string) Predicate {
+	return PredicateFuncs{UpdateFunc: func(oldObj, newObj metav1.Object) bool {
+		o, hadOld := oldObj.GetLabels()[key]
+		n, hasNew := newObj.GetLabels()[key]
+		return hadOld != hasNew || o != n
+	}}
+}
+
 // GenerationChanged returns a Predicate that passes adds and deletes, and
 // updates only when metadata.generation changed. The API server bumps the
 // generation on changes to an object's spec (for most built-in types and

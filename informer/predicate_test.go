@@ -54,6 +54,18 @@ func TestPredicates(t *testing.T) {
 		{name: "object func on T", p: named("a"), old: web, new: web, want: verdict{true, true, true}},
 		{name: "object func rejects other types", p: named("p"), old: pod("ns", "p"), new: pod("ns", "p"), want: verdict{}},
 
+		{name: "label present on both", p: informer.LabelPresent("app"), old: web, new: db, want: verdict{true, true, true}},
+		{name: "label removed", p: informer.LabelPresent("app"), old: web, new: noRV, want: verdict{false, true, false}},
+		{name: "label added", p: informer.LabelPresent("app"), old: noRV, new: web, want: verdict{true, true, true}},
+		{name: "label absent", p: informer.LabelPresent("team"), old: web, new: db, want: verdict{}},
+
+		{name: "label value changed", p: informer.LabelChanged("app"), old: web, new: db, want: verdict{true, true, true}},
+		{name: "label value same", p: informer.LabelChanged("app"), old: web, new: webGen2, want: verdict{true, false, true}},
+		{name: "label dropped", p: informer.LabelChanged("app"), old: web, new: noRV, want: verdict{true, true, true}},
+		{name: "label set", p: informer.LabelChanged("app"), old: noRV, new: web, want: verdict{true, true, true}},
+		{name: "label set empty", p: informer.LabelChanged("app"), old: noRV, new: deployment("ns", "a", withLabels("app", "")), want: verdict{true, true, true}},
+		{name: "other label changed", p: informer.LabelChanged("team"), old: web, new: db, want: verdict{true, false, true}},
+
 		{name: "generation changed", p: informer.GenerationChanged(), old: web, new: webGen2, want: verdict{true, true, true}},
 		{name: "generation same", p: informer.GenerationChanged(), old: web, new: db, want: verdict{true, false, true}},
 
