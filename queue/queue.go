@@ -86,8 +86,9 @@ type Controller[K comparable] struct {
 
 	mu       sync.Mutex
 	started  bool
-	watches  []*registration
-	delayed  map[K]time.Time // AddAfter before Run: when each key is due
+	watches  []*registration             // informer handlers, registered by Run
+	feeds    []func(ctx context.Context) // sources of keys, run by Run
+	delayed  map[K]time.Time             // AddAfter before Run: when each key is due
 	aborted  chan struct{}
 	abortErr error
 
@@ -100,8 +101,9 @@ type Controller[K comparable] struct {
 	loggerKey any
 }
 
-// Watch is a typed event handler bound to the informer of its type, to be
-// registered by Controller.Watch. Make it with On; the zero Watch is
+// Watch is something that feeds a controller, given to Controller.Watch: a
+// typed event handler bound to the informer of its type (On), or a source of
+// keys from outside informers (Periodic, Channel, Feed). The zero Watch is
 // refused by Controller.Watch.
 type Watch struct {
 	// An informer's handler: informer, and add, which registers the
@@ -207,7 +209,11 @@ func (c *Controller[K]) Watch(ws ...Watch) error {
 		return fmt.Errorf("queue: controller %q: Watch called after Run", c.name)
 	}
 	for _, w := range ws {
-		c.watches = append(c.watches, &registration{Watch: w})
+		if w.start != nil {
+			c.feeds = append(c.feeds, w.start)
+		} else {
+			c.watches = append(c.watches, &registration{Watch: w})
+		}
 	}
 	return nil
 }
@@ -223,9 +229,6 @@ func (c *Controller[K]) HasSynced() bool {
 	watches := c.watches
 	c.mu.Unlock()
 	for _, w := range watches {
-		if w.add == nil {
-			continue
-		}
 		if reg := w.reg.Load(); reg != nil {
 			if !(*reg).HasSynced() {
 				return false
@@ -380,7 +383,7 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 		q.AddAfter(key, at.Sub(now))
 	}
 	c.delayed = nil
-	watches := c.watches
+	watches, feeds := c.watches, c.feeds
 	c.mu.Unlock()
 	// Shutting the queue down also stops its delaying goroutine and waits
 	// for it.
@@ -413,10 +416,8 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 		case <-stopCtx.Done():
 		}
 	})
-	for _, w := range watches {
-		if w.start != nil {
-			background.Go(func() { w.start(stopCtx) })
-		}
+	for _, feed := range feeds {
+		background.Go(func() { feed(stopCtx) })
 	}
 	if o := c.owner(); o != nil {
 		background.Go(func() { o.Start(stopCtx, c) })
@@ -427,9 +428,6 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 
 	synced := make([]cache.InformerSynced, 0, len(watches))
 	for _, w := range watches {
-		if w.add == nil {
-			continue
-		}
 		synced = append(synced, (*w.reg.Load()).HasSynced)
 	}
 	logger.Info("Waiting for caches to sync")
@@ -508,9 +506,6 @@ func (c *Controller[K]) abortError() error {
 // removes those already added.
 func (c *Controller[K]) register(logger klog.Logger, watches []*registration) error {
 	for i, w := range watches {
-		if w.add == nil {
-			continue
-		}
 		reg, err := w.add(logger)
 		if err != nil {
 			c.unregister(logger, watches[:i])
