@@ -79,24 +79,22 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions/samplecontroller/v1alpha1"
-	foolisters "github.com/ctrlkit/ctrlkit/foo/generated/listers/samplecontroller/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/owner"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -127,15 +125,16 @@ var ErrResourceExists = errors.New("deployment exists and is not controlled by t
 // queue's.
 type Controller struct {
 	*queue.Controller[cache.ObjectName]
-	kube         kubernetes.Interface
-	foos         fooclientset.Interface
-	fooLister    foolisters.FooLister
-	deployLister appslisters.DeploymentLister
-	byOwner      *informer.Index[*appsv1.Deployment]  // Deployments by their controller's UID
-	byWanted     *informer.Index[*samplev1alpha1.Foo] // Foos by the namespace/name of the Deployment they want
-	recorder     record.EventRecorder
-	reports      sync.Map // Foo key -> the last problem this process reported
-	statusWrites informer.OwnWrites[cache.ObjectName]
+	kube     kubernetes.Interface
+	foos     fooclientset.Interface
+	byOwner  *informer.Index[*appsv1.Deployment]  // Deployments by their controller's UID
+	byWanted *informer.Index[*samplev1alpha1.Foo] // Foos by the namespace/name of the Deployment they want
+	recorder record.EventRecorder
+	reports  sync.Map // Foo key -> the last problem this process reported
+	// fooWrites and deployWrites write Foos and Deployments, and keep a
+	// reconcile from acting on a cache that has not seen their writes.
+	fooWrites    *write.Objects[*samplev1alpha1.Foo]
+	deployWrites *write.Objects[*appsv1.Deployment]
 }
 
 // NewController wires a Foo controller onto the given informers, reporting
@@ -147,7 +146,8 @@ type Controller struct {
 // of the handlers' reports. Every argument is required.
 func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClient fooclientset.Interface,
 	deployments appsinformers.TypedDeploymentInformer, foos fooinformers.TypedFooInformer, recorder record.EventRecorder, opts ...queue.Option) (*Controller, error) {
-	c := &Controller{kube: kubeClient, foos: fooClient, fooLister: foos.Lister(), deployLister: deployments.Lister(), recorder: recorder}
+	c := &Controller{kube: kubeClient, foos: fooClient, recorder: recorder,
+		fooWrites: write.New(foos.TypedInformer()), deployWrites: write.New(deployments.TypedInformer())}
 	var err error
 	if c.byOwner, err = informer.NewIndex(deployments.TypedInformer(), "ctrlkit.foo/controller-uid", owner.ControllerUID[*appsv1.Deployment]); err != nil {
 		return nil, err
@@ -182,20 +182,16 @@ var errGone = errors.New("the Foo is gone")
 // directly.
 func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 	// foo is the cache's object: read, never written (writeStatus copies).
-	foo, err := c.fooLister.Foos(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
+	// While the cache has not seen this process's own last status update,
+	// Get answers with a stale-cache error, which is requeued quietly:
+	// whatever this reconcile wrote would meet a conflict.
+	foo, found, err := c.fooWrites.Get(key)
+	if err == nil && !found {
 		c.reports.Delete(key)
-		c.statusWrites.Forget(key)
-		return reconcile.Result{}, nil
+		c.fooWrites.Forget(key)
 	}
-	if err != nil || foo.DeletionTimestamp != nil {
+	if err != nil || !found || foo.DeletionTimestamp != nil {
 		return reconcile.Result{}, err
-	}
-	// The cache still holds the Foo this process's own status update
-	// replaced: whatever this reconcile wrote would fail with a conflict.
-	// The update's watch event brings the Foo back to the queue.
-	if c.statusWrites.Stale(key, foo.ResourceVersion) {
-		return reconcile.Result{}, nil
 	}
 	status := foo.Status.DeepCopy()
 	if errs := samplev1alpha1.ValidateFoo(foo); len(errs) > 0 {
@@ -204,33 +200,34 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	}
 
 	deployments := c.kube.AppsV1().Deployments(foo.Namespace)
-	d, err := c.deployLister.Deployments(foo.Namespace).Get(foo.Spec.DeploymentName)
+	// Created as the Foo asks, or corrected in what the controller owns;
+	// a Deployment of that name controlled by something else is refused.
+	creating := false
+	d, change, err := c.deployWrites.Ensure(ctx, deployments, newDeployment(foo), func(d *appsv1.Deployment) error {
+		creating = d.ResourceVersion == ""
+		if owner.Check(d, foo) != owner.Controlled {
+			return ErrResourceExists
+		}
+		correctDeployment(d, foo)
+		return nil
+	})
 	switch {
-	case apierrors.IsNotFound(err):
-		if d, err = deployments.Create(ctx, newDeployment(foo), metav1.CreateOptions{}); err != nil {
-			// AlreadyExists: the cache is behind; the retry sees the Deployment.
-			if !apierrors.IsAlreadyExists(err) {
-				setReady(foo, status, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady,
-					fmt.Sprintf("Creating Deployment %q failed: %v", foo.Spec.DeploymentName, err))
-				statusErr := c.writeStatus(ctx, foo, status)
-				err = errors.Join(err, statusErr)
-			}
-			return reconcile.Result{}, fmt.Errorf("creating Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
-		}
+	case errors.Is(err, ErrResourceExists):
+		msg := fmt.Sprintf(MessageResourceExists, foo.Spec.DeploymentName)
+		return c.refuse(ctx, foo, status, samplev1alpha1.ReasonErrResourceExists, msg,
+			fmt.Errorf("Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, ErrResourceExists))
+	case errors.Is(err, reconcile.ErrStaleCache):
+		return reconcile.Result{}, err // the cache is behind: requeued quietly
+	case err != nil && creating:
+		setReady(foo, status, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady,
+			fmt.Sprintf("Creating Deployment %q failed: %v", foo.Spec.DeploymentName, err))
+		return reconcile.Result{}, errors.Join(err, c.writeStatus(ctx, foo, status))
 	case err != nil:
-		return reconcile.Result{}, err
-	case owner.Check(d, foo) != owner.Controlled:
-		msg := fmt.Sprintf(MessageResourceExists, d.Name)
-		return c.refuse(ctx, foo, status, samplev1alpha1.ReasonErrResourceExists, msg, fmt.Errorf("Deployment %s/%s: %w", d.Namespace, d.Name, ErrResourceExists))
-	default:
-		if want, drifted := correctDeployment(d, foo); drifted {
-			if d, err = deployments.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
-				return reconcile.Result{}, fmt.Errorf("correcting Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
-			}
-			// Recorded as soon as the override succeeded: the status write
-			// below may fail, and its retry finds nothing left to override.
-			c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
-		}
+		return reconcile.Result{}, fmt.Errorf("correcting Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
+	case change == write.Updated:
+		// Recorded as soon as the override succeeded: the status write
+		// below may fail, and its retry finds nothing left to override.
+		c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
 	}
 
 	// Deployments this Foo controls under another name are left over from a
@@ -243,8 +240,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		if old.Namespace != foo.Namespace || old.Name == foo.Spec.DeploymentName || old.DeletionTimestamp != nil {
 			continue
 		}
-		err := deployments.Delete(ctx, old.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID}})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err := c.deployWrites.Delete(ctx, deployments, old); err != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting stale Deployment %s/%s: %w", old.Namespace, old.Name, err)
 		}
 		c.recorder.Event(foo, corev1.EventTypeNormal, ReasonSynced, MessageSynced)
@@ -298,19 +294,16 @@ func (c *Controller) refuse(ctx context.Context, foo *samplev1alpha1.Foo, status
 // Foo's. A Foo deleted since it was read gives errGone.
 func (c *Controller) writeStatus(ctx context.Context, foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus) error {
 	status.ObservedGeneration = foo.Generation
-	if equality.Semantic.DeepEqual(*status, foo.Status) {
+	_, _, err := c.fooWrites.UpdateStatus(ctx, c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace), foo, func(foo *samplev1alpha1.Foo) error {
+		foo.Status = *status
 		return nil
-	}
-	foo = foo.DeepCopy()
-	foo.Status = *status
-	updated, err := c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace).UpdateStatus(ctx, foo, metav1.UpdateOptions{})
+	})
 	switch {
 	case apierrors.IsNotFound(err):
 		return errGone
 	case err != nil:
 		return fmt.Errorf("updating status of Foo %s/%s: %w", foo.Namespace, foo.Name, err)
 	}
-	c.statusWrites.Replaced(cache.MetaObjectToName(foo), foo.ResourceVersion, updated.ResourceVersion)
 	return nil
 }
 
@@ -366,37 +359,27 @@ func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	}
 }
 
-// correctDeployment compares what the controller owns (replicas, its pod
-// labels, and its own container, found by name: its image) and returns a
-// corrected copy when any of it drifted. A missing container of its own is
-// added after the others. Everything else, including containers others
-// added (a sidecar injected by a policy or by kubectl edit), annotations and
-// fields the API server defaults, is left alone, so a matching Deployment is
-// never rewritten.
-func correctDeployment(existing *appsv1.Deployment, foo *samplev1alpha1.Foo) (*appsv1.Deployment, bool) {
-	d := existing.DeepCopy()
-	drifted := false
-	if want := desiredReplicas(foo); d.Spec.Replicas == nil || *d.Spec.Replicas != want {
-		d.Spec.Replicas = &want
-		drifted = true
-	}
+// correctDeployment sets what the controller owns in d: the replicas, its
+// pod labels, and its own container, found by name (its image); a missing
+// container of its own is added after the others. Everything else,
+// including containers others added (a sidecar injected by a policy or by
+// kubectl edit), annotations and fields the API server defaults, is left
+// alone, so a matching Deployment is never rewritten.
+func correctDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) {
+	want := desiredReplicas(foo)
+	d.Spec.Replicas = &want
 	for k, v := range deploymentLabels(foo) {
 		if d.Spec.Template.Labels[k] != v {
 			if d.Spec.Template.Labels == nil {
 				d.Spec.Template.Labels = map[string]string{}
 			}
 			d.Spec.Template.Labels[k] = v
-			drifted = true
 		}
 	}
-	want, containers := nginxContainer(), d.Spec.Template.Spec.Containers
-	switch i := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == want.Name }); {
-	case i < 0:
-		d.Spec.Template.Spec.Containers = append(containers, want)
-		drifted = true
-	case containers[i].Image != want.Image:
-		containers[i].Image = want.Image
-		drifted = true
+	own, containers := nginxContainer(), d.Spec.Template.Spec.Containers
+	if i := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == own.Name }); i < 0 {
+		d.Spec.Template.Spec.Containers = append(containers, own)
+	} else {
+		containers[i].Image = own.Image
 	}
-	return d, drifted
 }

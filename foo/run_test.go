@@ -34,6 +34,9 @@ type countingMetrics struct {
 	queue.NoopMetrics
 	reconciles atomic.Int64
 	errors     atomic.Int64
+	// requeues counts the reconciles that met a cache behind the
+	// controller's own write (or a 409): requeued, not failed.
+	requeues atomic.Int64
 	// adds counts the keys that became due, as the workqueue's adds
 	// metric does: a key added while it already waits is not counted.
 	adds atomic.Int64
@@ -49,8 +52,11 @@ func (c counter) Inc() { c.n.Add(1) }
 
 func (m *countingMetrics) ObserveReconcile(_ string, o queue.Observation) {
 	m.reconciles.Add(1)
-	if o.Outcome == queue.OutcomeError {
+	switch o.Outcome {
+	case queue.OutcomeError:
 		m.errors.Add(1)
+	case queue.OutcomeRequeue:
+		m.requeues.Add(1)
 	}
 }
 

@@ -46,8 +46,9 @@
 // steps of 1s, then 15s, 20s, 25s, 30s, 40s, 50s and 60s. The two workqueue
 // duration histograms have one bucket per power of ten from 10ns to 1000s.
 //
-// The result label takes the values of queue.Outcome: "success", "error" and
-// "requeue_after" (ctrlkit has no "requeue" result). The workqueue metrics set
+// The result label takes the values of queue.Outcome: "success", "error",
+// "requeue_after" and "requeue" (a cache behind the controller's own write,
+// reconcile.ErrStaleCache). The workqueue metrics set
 // both name and controller to the queue's name, which the worker loop sets to
 // the controller's name; priority is always empty, as for controller-runtime
 // queues without priorities. The two duration histograms also carry
@@ -158,11 +159,12 @@ type Recorder struct {
 // exported (with a zero count) before there is one, as the other libraries
 // do.
 type controllerSeries struct {
-	controller                          string
-	success, requeueAfter, errorOutcome prometheus.Counter
-	errors, terminal, panics, timeouts  prometheus.Counter
-	active                              prometheus.Gauge
-	time                                func() prometheus.Observer
+	controller                         string
+	success, requeueAfter, requeue     prometheus.Counter
+	errorOutcome                       prometheus.Counter
+	errors, terminal, panics, timeouts prometheus.Counter
+	active                             prometheus.Gauge
+	time                               func() prometheus.Observer
 }
 
 // seriesOf returns the controller's series, creating them on first use.
@@ -189,6 +191,7 @@ func (r *Recorder) seriesOf(controller string) *controllerSeries {
 		controller:   controller,
 		success:      r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeSuccess)),
 		requeueAfter: r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeRequeueAfter)),
+		requeue:      r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeRequeue)),
 		errorOutcome: r.reconcileTotal.WithLabelValues(controller, string(queue.OutcomeError)),
 		errors:       r.reconcileErrors.WithLabelValues(controller),
 		terminal:     r.terminalErrors.WithLabelValues(controller),
@@ -362,7 +365,7 @@ func newRecorder() *Recorder {
 		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: controllerRuntimeNamespace,
 			Name:      "reconcile_total",
-			Help:      "Number of finished reconciles, by controller and result (success, error, requeue_after).",
+			Help:      "Number of finished reconciles, by controller and result (success, error, requeue_after, requeue).",
 		}, []string{labelController, labelResult}),
 		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: controllerRuntimeNamespace,
@@ -463,6 +466,8 @@ func (r *Recorder) ObserveReconcile(controller string, o queue.Observation) {
 		cs.success.Inc()
 	case queue.OutcomeRequeueAfter:
 		cs.requeueAfter.Inc()
+	case queue.OutcomeRequeue:
+		cs.requeue.Inc()
 	case queue.OutcomeError:
 		cs.errorOutcome.Inc()
 	default:

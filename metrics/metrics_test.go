@@ -21,7 +21,7 @@ import (
 
 // The help texts, repeated here so that a change to them is a visible change.
 const (
-	helpTotal      = "Number of finished reconciles, by controller and result (success, error, requeue_after)."
+	helpTotal      = "Number of finished reconciles, by controller and result (success, error, requeue_after, requeue)."
 	helpErrors     = "Number of reconciles that ended with an error, terminal errors and recovered panics included, by controller."
 	helpTerminal   = "Number of reconciles that ended with a terminal error, which is not retried, by controller."
 	helpPanics     = "Number of reconciles that panicked, by controller."
@@ -195,6 +195,7 @@ func TestSetMaxWorkersCreatesZeroSeries(t *testing.T) {
 # HELP controller_runtime_reconcile_total ` + helpTotal + `
 # TYPE controller_runtime_reconcile_total counter
 controller_runtime_reconcile_total{controller="c",result="error"} 0
+controller_runtime_reconcile_total{controller="c",result="requeue"} 0
 controller_runtime_reconcile_total{controller="c",result="requeue_after"} 0
 controller_runtime_reconcile_total{controller="c",result="success"} 0
 # HELP controller_runtime_reconcile_errors_total ` + helpErrors + `
@@ -223,12 +224,14 @@ func TestObserveReconcile(t *testing.T) {
 	tests := []struct {
 		name string
 		obs  queue.Observation
-		// counts of the result series success, error, requeue_after
+		// counts of the result series success, error, requeue_after, requeue
 		success, errored, requeueAfter   float64
+		requeue                          float64
 		errs, terminal, panics, timeouts float64
 	}{
 		{name: "success", obs: queue.Observation{Outcome: queue.OutcomeSuccess}, success: 1},
 		{name: "requeue after", obs: queue.Observation{Outcome: queue.OutcomeRequeueAfter}, requeueAfter: 1},
+		{name: "requeue on a stale cache", obs: queue.Observation{Outcome: queue.OutcomeRequeue}, requeue: 1},
 		{name: "error", obs: queue.Observation{Outcome: queue.OutcomeError}, errored: 1, errs: 1},
 		{
 			name:    "terminal error",
@@ -262,6 +265,7 @@ func TestObserveReconcile(t *testing.T) {
 # HELP controller_runtime_reconcile_total ` + helpTotal + `
 # TYPE controller_runtime_reconcile_total counter
 controller_runtime_reconcile_total{controller="c",result="error"} ` + fmtFloat(tc.errored) + `
+controller_runtime_reconcile_total{controller="c",result="requeue"} ` + fmtFloat(tc.requeue) + `
 controller_runtime_reconcile_total{controller="c",result="requeue_after"} ` + fmtFloat(tc.requeueAfter) + `
 controller_runtime_reconcile_total{controller="c",result="success"} ` + fmtFloat(tc.success) + `
 # HELP controller_runtime_reconcile_errors_total ` + helpErrors + `
@@ -418,9 +422,11 @@ func TestTwoControllersShareOneRegistry(t *testing.T) {
 # HELP controller_runtime_reconcile_total ` + helpTotal + `
 # TYPE controller_runtime_reconcile_total counter
 controller_runtime_reconcile_total{controller="a",result="error"} 0
+controller_runtime_reconcile_total{controller="a",result="requeue"} 0
 controller_runtime_reconcile_total{controller="a",result="requeue_after"} 0
 controller_runtime_reconcile_total{controller="a",result="success"} 2
 controller_runtime_reconcile_total{controller="b",result="error"} 1
+controller_runtime_reconcile_total{controller="b",result="requeue"} 0
 controller_runtime_reconcile_total{controller="b",result="requeue_after"} 0
 controller_runtime_reconcile_total{controller="b",result="success"} 0
 # HELP controller_runtime_max_concurrent_reconciles ` + helpMax + `

@@ -18,6 +18,9 @@ const (
 	OutcomeRequeueAfter Outcome = "requeue_after"
 	// OutcomeError: a non-nil error, a recovered panic, or a terminal error.
 	OutcomeError Outcome = "error"
+	// OutcomeRequeue: an error matching reconcile.ErrStaleCache; the key
+	// runs again, after its backoff, and nothing failed.
+	OutcomeRequeue Outcome = "requeue"
 )
 
 // Observation describes one finished reconcile.

@@ -615,6 +615,11 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	case err == nil:
 		obs.Outcome = OutcomeSuccess
 		c.forget(key)
+	case isStale(err):
+		// The cache is behind the controller's own write: not a failure.
+		obs.Outcome = OutcomeRequeue
+		c.delays.addRetry(key, c.rateLimiter.When(key))
+		c.keyLogger(rc).V(4).Info("Cache behind this controller's own write, requeued", "err", err.Error())
 	case errors.Is(err, &reconcile.TerminalError{}):
 		obs.Outcome = OutcomeError
 		obs.Terminal = true
@@ -672,25 +677,45 @@ func (c *Controller[K]) safeReconcile(ctx context.Context, rc *reconcileContext[
 var errReconcileTimeout = errors.New("reconcile timeout")
 
 // isConflict reports whether err is an HTTP 409 from the API server (a
-// resourceVersion conflict or an AlreadyExists), through any wrapping. A
-// joined error is a conflict only when every error it joins is one, so that
-// a real failure joined to a conflict is never logged quietly.
+// resourceVersion conflict or an AlreadyExists), through any wrapping.
 func isConflict(err error) bool {
-	switch e := err.(type) {
-	case nil:
+	return matchesAll(err, func(err error) bool {
+		e, ok := err.(apierrors.APIStatus)
+		return ok && e.Status().Code == http.StatusConflict
+	})
+}
+
+// isStale reports whether err says only that the cache was behind the
+// controller's own write (reconcile.ErrStaleCache), and is not terminal.
+func isStale(err error) bool {
+	return matchesAll(err, func(err error) bool {
+		is, ok := err.(interface{ Is(error) bool })
+		return err == reconcile.ErrStaleCache || ok && is.Is(reconcile.ErrStaleCache)
+	}) &&
+		!errors.Is(err, &reconcile.TerminalError{})
+}
+
+// matchesAll reports whether match holds for err or an error it wraps. A
+// joined error matches only when every error it joins does, so that a real
+// failure joined to a routine one is never handled quietly.
+func matchesAll(err error, match func(error) bool) bool {
+	if err == nil {
 		return false
-	case apierrors.APIStatus:
-		return e.Status().Code == http.StatusConflict
+	}
+	if match(err) {
+		return true
+	}
+	switch e := err.(type) {
 	case interface{ Unwrap() []error }:
 		errs := e.Unwrap()
 		for _, inner := range errs {
-			if inner != nil && !isConflict(inner) {
+			if inner != nil && !matchesAll(inner, match) {
 				return false
 			}
 		}
 		return slices.ContainsFunc(errs, func(e error) bool { return e != nil })
 	case interface{ Unwrap() error }:
-		return isConflict(e.Unwrap())
+		return matchesAll(e.Unwrap(), match)
 	}
 	return false
 }

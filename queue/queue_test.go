@@ -225,6 +225,37 @@ func TestOutcomes(t *testing.T) {
 			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
 		},
 		{
+			name: "a stale cache is requeued quietly and not counted as an error",
+			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
+				return reconcile.Result{}, fmt.Errorf("ensure: %w", reconcile.StaleCache(conflict))
+			}, ok},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeRequeue}, {Outcome: queue.OutcomeSuccess}},
+		},
+		{
+			name: "a failure joined to a stale cache is an error",
+			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
+				return reconcile.Result{}, errors.Join(reconcile.StaleCache(nil), errors.New("boom"))
+			}, ok},
+			wantCalls:   2,
+			wantWhens:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError}, {Outcome: queue.OutcomeSuccess}},
+			wantErrLog:  true,
+		},
+		{
+			name: "a terminal stale cache is terminal",
+			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
+				return reconcile.Result{}, reconcile.Terminal(reconcile.StaleCache(nil))
+			}},
+			wantCalls:   1,
+			wantForgets: 1,
+			wantObs:     []queue.Observation{{Outcome: queue.OutcomeError, Terminal: true}},
+			wantErrLog:  true,
+		},
+		{
 			name: "a failure joined after a conflict is logged",
 			results: []func() (reconcile.Result, error){func() (reconcile.Result, error) {
 				return reconcile.Result{}, errors.Join(conflict, apierrors.NewForbidden(schema.GroupResource{Resource: "foos"}, "a", errors.New("no")))

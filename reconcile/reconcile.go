@@ -13,6 +13,10 @@
 //     because optimistic-concurrency conflicts are a normal part of life.
 //   - a terminal error (see Terminal): the key is not retried; the error is
 //     counted and logged once.
+//   - an error matching ErrStaleCache: the reconcile acted on (or refused
+//     to act on) a cache that had not yet seen the controller's own last
+//     write. The key is requeued with its backoff, quietly: not logged as
+//     a failure and not counted as an error.
 //   - a panic: recovered by the worker loop, counted, and handled like a
 //     non-nil error; the process keeps running.
 //
@@ -35,6 +39,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -97,3 +102,32 @@ func (e *TerminalError) Is(target error) bool {
 	_, ok := target.(*TerminalError)
 	return ok
 }
+
+// ErrStaleCache matches the errors that only say the informer cache is
+// behind the controller's own writes: a write refused because the cache had
+// not yet seen the controller's last write of the object, a create answered
+// with AlreadyExists for an object the cache did not show, or an update
+// answered with 409 Conflict. Retrying after the cache caught up is the
+// whole fix, so the worker loop requeues the key with its backoff without
+// logging or counting a failure. Create such errors with StaleCache; match
+// them with errors.Is(err, ErrStaleCache).
+var ErrStaleCache = errors.New("the cache has not yet seen this controller's own last write")
+
+// StaleCache wraps cause (which may be nil) as an error matching
+// ErrStaleCache. errors.Is and errors.As see cause through it. Joined with
+// other errors (errors.Join), it is handled quietly only when every joined
+// error is.
+func StaleCache(cause error) error { return &staleCacheError{cause: cause} }
+
+type staleCacheError struct{ cause error }
+
+func (e *staleCacheError) Error() string {
+	if e.cause == nil {
+		return ErrStaleCache.Error()
+	}
+	return ErrStaleCache.Error() + ": " + e.cause.Error()
+}
+
+func (e *staleCacheError) Unwrap() error { return e.cause }
+
+func (e *staleCacheError) Is(target error) bool { return target == ErrStaleCache }

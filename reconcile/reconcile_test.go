@@ -58,3 +58,25 @@ func TestFuncAdapter(t *testing.T) {
 	assert.False(t, res.IsZero())
 	assert.True(t, reconcile.Result{}.IsZero())
 }
+
+func TestStaleCache(t *testing.T) {
+	cause := errors.New("409")
+	tests := []struct {
+		name      string
+		err       error
+		wantMsg   string
+		wantCause bool
+	}{
+		{name: "with a cause", err: reconcile.StaleCache(cause), wantMsg: reconcile.ErrStaleCache.Error() + ": 409", wantCause: true},
+		{name: "without a cause", err: reconcile.StaleCache(nil), wantMsg: reconcile.ErrStaleCache.Error()},
+		{name: "wrapped", err: fmt.Errorf("ensure: %w", reconcile.StaleCache(cause)), wantMsg: "ensure: " + reconcile.ErrStaleCache.Error() + ": 409", wantCause: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.ErrorIs(t, tt.err, reconcile.ErrStaleCache)
+			assert.Equal(t, tt.wantCause, errors.Is(tt.err, cause))
+			assert.Equal(t, tt.wantMsg, tt.err.Error())
+			assert.NotErrorIs(t, tt.err, &reconcile.TerminalError{})
+		})
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
 // Targets are ConfigMaps named targetPrefix+entry in one namespace, labelled
@@ -44,7 +44,10 @@ type targets struct {
 	system    *system.System
 	kube      kubernetes.Interface
 	lister    corelisters.ConfigMapLister
-	recorder  record.EventRecorder
+	// configMaps writes the Targets and keeps a reconcile from acting on a
+	// cache that has not seen those writes.
+	configMaps *write.Objects[*corev1.ConfigMap]
+	recorder   record.EventRecorder
 }
 
 // newController wires the Target controller: notifications of the System at
@@ -53,7 +56,8 @@ type targets struct {
 // a Target is undone.
 func newController(sys *system.System, kube kubernetes.Interface, configMaps coreinformers.TypedConfigMapInformer, recorder record.EventRecorder,
 	namespace string, resync time.Duration, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
-	t := &targets{namespace: namespace, system: sys, kube: kube, lister: configMaps.Lister(), recorder: recorder}
+	t := &targets{namespace: namespace, system: sys, kube: kube, lister: configMaps.Lister(),
+		configMaps: write.New(configMaps.TypedInformer()), recorder: recorder}
 	ctrl, err := queue.New("targets", reconcile.Reconciler[cache.ObjectName](t), opts...)
 	if err != nil {
 		return nil, err
@@ -96,59 +100,47 @@ func (t *targets) Reconcile(ctx context.Context, key cache.ObjectName) (reconcil
 		return reconcile.Result{}, nil
 	}
 	want, exists := t.system.Get(name)
-	cm, err := t.lister.ConfigMaps(key.Namespace).Get(key.Name)
+	client := t.kube.CoreV1().ConfigMaps(key.Namespace)
+	cm, found, err := t.configMaps.Get(key) // a stale cache is requeued quietly
 	switch {
-	case apierrors.IsNotFound(err) && !exists:
-		return reconcile.Result{}, nil
-	case apierrors.IsNotFound(err):
-		created, err := t.kube.CoreV1().ConfigMaps(key.Namespace).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{managedBy: managerName}},
-			Data:       want,
-		}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return reconcile.Result{}, t.alreadyExists(ctx, key)
-		}
-		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("creating Target %s: %w", key, err)
-		}
-		t.recorder.Event(created, corev1.EventTypeNormal, ReasonSynced, "Created from entry "+name)
-		return reconcile.Result{}, nil
 	case err != nil:
 		return reconcile.Result{}, err
-	case cm.Labels[managedBy] != managerName:
-		// Somebody else's ConfigMap of that name (a cache without the
-		// label filter shows it): leave it alone.
-		return reconcile.Result{}, nil
-	case !exists:
-		uid := cm.UID
-		err := t.kube.CoreV1().ConfigMaps(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) {
+	case !exists && found:
+		if err := t.configMaps.Delete(ctx, client, cm); err != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting Target %s: %w", key, err)
 		}
 		return reconcile.Result{}, nil
-	case maps.Equal(cm.Data, want):
+	case !exists:
 		return reconcile.Result{}, nil
 	}
-	updated := cm.DeepCopy()
-	updated.Data = want
-	updated, err = t.kube.CoreV1().ConfigMaps(key.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("updating Target %s: %w", key, err) // a 409 is retried quietly
+	target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{managedBy: managerName}}}
+	written, change, err := t.configMaps.Ensure(ctx, client, target, func(cm *corev1.ConfigMap) error {
+		cm.Data = want
+		return nil
+	})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return reconcile.Result{}, t.alreadyExists(ctx, key)
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("writing Target %s: %w", key, err)
+	case change == write.Created:
+		t.recorder.Event(written, corev1.EventTypeNormal, ReasonSynced, "Created from entry "+name)
+	case change == write.Updated:
+		t.recorder.Event(written, corev1.EventTypeNormal, ReasonSynced, "Updated from entry "+name)
 	}
-	t.recorder.Event(updated, corev1.EventTypeNormal, ReasonSynced, "Updated from entry "+name)
 	return reconcile.Result{}, nil
 }
 
 // alreadyExists explains a create that found a ConfigMap of the Target's
-// name: the cache, which holds only Targets, has not seen it yet (a 409,
-// retried quietly), or it is somebody else's, which is left alone.
+// name: the cache, which holds only Targets, has not seen it yet (requeued
+// quietly), or it is somebody else's, which is left alone.
 func (t *targets) alreadyExists(ctx context.Context, key cache.ObjectName) error {
 	cm, err := t.kube.CoreV1().ConfigMaps(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	switch {
 	case err != nil:
 		return fmt.Errorf("reading ConfigMap %s: %w", key, err)
 	case cm.Labels[managedBy] == managerName:
-		return apierrors.NewAlreadyExists(corev1.Resource("configmaps"), key.Name)
+		return reconcile.StaleCache(apierrors.NewAlreadyExists(corev1.Resource("configmaps"), key.Name))
 	}
 	klog.FromContext(ctx).Info("Not touching a ConfigMap of a Target's name that this operator does not manage")
 	return reconcile.Terminal(fmt.Errorf("ConfigMap %s exists and is not managed by %s", key, managerName))

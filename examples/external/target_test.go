@@ -41,7 +41,7 @@ type fixture struct {
 func start(t *testing.T, resync time.Duration, capacity int, entries map[string]map[string]string, objects ...*corev1.ConfigMap) *fixture {
 	t.Helper()
 	f := &fixture{system: system.New(entries, capacity), kube: fake.NewClientset(), recorder: eventstest.NewRecorder()}
-	reconciletest.StrictVersions(f.kube)
+	reconciletest.Strict(f.kube)
 	for _, cm := range objects {
 		_, err := f.kube.CoreV1().ConfigMaps(cm.Namespace).Create(context.Background(), cm, metav1.CreateOptions{})
 		require.NoError(t, err)

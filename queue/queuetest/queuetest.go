@@ -4,7 +4,7 @@
 // do.
 //
 //	kube := fake.NewClientset()
-//	reconciletest.StrictVersions(kube) // 409 on stale updates, as a real API server
+//	reconciletest.Strict(kube) // 409 on stale updates, as a real API server
 //	factory := informers.NewSharedInformerFactory(kube, 0)
 //	ctrl := newMirror(t, kube, factory) // a *queue.Controller, or one embedding it
 //	queuetest.Start(t, ctrl, operator.WithInformers(factory))

@@ -70,7 +70,7 @@ func newMirror(t *testing.T, kube kubernetes.Interface, factory informers.Shared
 func TestStartAndWaitIdle(t *testing.T) {
 	ctx := context.Background()
 	kube := fake.NewClientset()
-	reconciletest.StrictVersions(kube) // 409 on stale updates, as a real API server
+	reconciletest.Strict(kube) // 409 on stale updates, as a real API server
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	ctrl := newMirror(t, kube, factory) // a *queue.Controller, or one embedding it
 	queuetest.Start(t, ctrl, operator.WithInformers(factory))

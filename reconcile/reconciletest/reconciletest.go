@@ -1,8 +1,9 @@
 // Package reconciletest runs a reconcile.Reconciler against fake clientsets
 // in unit tests: it starts and syncs informer factories, runs one reconcile
 // with a test logger, and reports the write requests it made (see Describe
-// for their form). StrictVersions makes fake clientsets keep
-// resourceVersions and answer stale updates with 409, as an API server does.
+// for their form). Strict makes fake clientsets behave like an API server
+// where a controller can tell: resourceVersions and 409s, UIDs, generation,
+// the status subresource, finalizers and garbage collection.
 // For tests of a running controller, see package queue/queuetest.
 //
 // A typical table-driven test:

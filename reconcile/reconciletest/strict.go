@@ -1,15 +1,28 @@
 package reconciletest
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -20,140 +33,1093 @@ type FakeClientset interface {
 	PrependReactor(verb, resource string, reaction k8stesting.ReactionFunc)
 }
 
-// resourceVersionBase is the first resourceVersion StrictVersions assigns.
-// It keeps its versions apart from the small numbers the fake tracker uses
+// resourceVersionBase is the first resourceVersion Strict assigns. It
+// keeps its versions apart from the small numbers the fake tracker uses
 // for lists.
 const resourceVersionBase = 1000
 
-// StrictVersions makes fake clientsets keep resourceVersions as an API
-// server does, so that a controller's handling of conflicts is exercised by
-// unit tests:
+// StrictAPI is a set of fake clientsets made to behave like one API server
+// where a controller can tell; Strict makes one. Its methods are safe for
+// concurrent use.
 //
-//   - every create, update, patch and apply stamps the stored object with a
-//     new resourceVersion, taken from one counter shared by the given
-//     clientsets (so that versions increase across them, as they do across
-//     the resources of one API server);
-//   - an update or patch that carries a resourceVersion other than the
-//     stored object's fails with a 409 Conflict, as it does on an API
-//     server; one without a resourceVersion is unconditional;
-//   - a create that carries a resourceVersion fails with 400 Bad Request.
+// Like an API server, across all its clientsets (one lock, one counter):
 //
-// Watch events and informer caches then carry the versions, and a
-// controller that updates from a stale cache gets the conflict it would get
-// from a real cluster. Objects given to a clientset's constructor keep the
-// resourceVersion they were given until they are first written; give them
-// one (any, such as "1"), or an update of them carries none and is
-// unconditional. Call StrictVersions before the clientsets are used.
-func StrictVersions(clientsets ...FakeClientset) {
-	counter := &versionCounter{next: resourceVersionBase}
+//   - resourceVersions: every write that changes an object stamps it with a
+//     new resourceVersion from one counter, so versions increase across
+//     all the resources, and watch events and informer caches carry them.
+//     An update or patch that carries a resourceVersion other than the
+//     stored object's fails with 409 Conflict; an update without one is
+//     unconditional for a built-in kind, and fails with 422 Invalid for a
+//     custom resource. A create that carries one fails with 400 Bad Request.
+//     A write that changes nothing is not stored: the resourceVersion
+//     stays and watchers see no event.
+//   - UIDs and creationTimestamp: a create gets a fresh metadata.uid (any
+//     uid in the request is ignored) and a creationTimestamp (whole
+//     seconds); deletionTimestamp and deletionGracePeriodSeconds in a
+//     create are dropped; generateName makes a name. Updates and patches
+//     keep the stored uid and creationTimestamp: an update whose uid differs
+//     fails with 409 Conflict, a patch that changes it with 422 Invalid.
+//   - metadata.generation: 1 on create, for custom resources and for
+//     built-in kinds with a spec; an update or patch of the main resource
+//     that changes anything outside metadata and status adds 1 (for a
+//     Deployment, a change of its annotations too); writes of the status
+//     subresource and changes of metadata alone do not. Setting
+//     deletionTimestamp adds 1 to a generation above 0. A request cannot
+//     set the generation. Services, Namespaces, Nodes, PersistentVolumes,
+//     PersistentVolumeClaims, ResourceQuotas and LimitRanges keep none.
+//   - the status subresource, for objects with a status field: a create
+//     drops the status; an update or patch of the main resource keeps the
+//     stored status whatever the request says. An update or patch of
+//     subresource "status" of a custom resource changes only the status;
+//     of a built-in kind it keeps the stored spec (and a Deployment's
+//     labels, a Pod's ownerReferences) but changes other metadata.
+//   - finalizers and deletionTimestamp: deleting an object with finalizers
+//     sets deletionTimestamp and deletionGracePeriodSeconds 0 and keeps it
+//     (watchers see MODIFIED); deleting it again changes nothing; a write
+//     that leaves it without finalizers removes it (watchers see DELETED,
+//     the writer gets the object it wrote). Adding a finalizer to an object
+//     being deleted fails with 422 Invalid; an update cannot clear
+//     deletionTimestamp (the stored one is kept) or set it (422 Invalid).
+//     DeleteOptions.Preconditions (UID, ResourceVersion) that do not match
+//     fail with 409 Conflict.
+//   - garbage collection: when an object is removed, each object of the
+//     clientsets (in its namespace, or in any for a cluster-scoped owner)
+//     whose ownerReferences name its uid is deleted in turn, honouring its
+//     own finalizers, when none of its other owners exists; otherwise the
+//     references to absent owners are dropped. DeleteOptions.PropagationPolicy
+//     Orphan leaves the dependents, dropping their reference, behind the
+//     "orphan" finalizer as the garbage collector does; Foreground keeps the
+//     owner, with the "foregroundDeletion" finalizer, until its dependents
+//     that block owner deletion are gone.
+//   - patches that do not apply: a JSON patch whose test fails or whose
+//     path does not exist fails with 422 Invalid, a patch that is not one
+//     with 400 Bad Request.
+//
+// Unlike an API server:
+//
+//   - no admission, validation, defaulting, conversion, field selectors,
+//     quotas, name or namespace checks: an invalid object is stored as sent;
+//   - fields are managed as client-go's fake tracker manages them
+//     (NewClientset: server-side apply through its field manager;
+//     NewSimpleClientset: apply as a strategic merge patch). An apply is
+//     stored by that tracker first and then made to follow the rules above,
+//     so watchers may see two events for it, and an apply that breaks a
+//     rule is undone by a third;
+//   - garbage collection happens at once, within the delete or write that
+//     removed the owner, and only for kinds the clientsets served a request
+//     for since Strict (informers list every kind they watch; objects given
+//     to a constructor count once their kind was requested). Owners of
+//     unknown kinds count as present. A dependent whose owner never existed
+//     is not collected;
+//   - no graceful deletion: a Pod is removed at once, as an unscheduled
+//     Pod is; no namespace finalization; no dry run (dry-run writes are
+//     carried out, as by client-go's fake); DeleteCollection is not
+//     handled (as in client-go's fake), nor the deprecated
+//     DeleteOptions.OrphanDependents;
+//   - error messages are the fake's own (reasons and causes are the API
+//     server's);
+//   - subresources other than status (scale, eviction, ...) are handled as
+//     client-go's fake handles them, with resourceVersions checked and
+//     stamped but no other rule;
+//   - an Unstructured object is treated as a custom resource; the Go types
+//     of k8s.io/api as built-in kinds; a Pod or Namespace created gets no
+//     status from the server;
+//   - the DELETED event of a removed object carries its last stored
+//     resourceVersion, not a new one; the fake's watch channels hold 100
+//     events, so a long cascade needs a watcher that reads.
+//
+// Objects given to a clientset's constructor are stored as given: they
+// keep the resourceVersion, uid and generation they were given (none, if
+// none) until they are first written. Give them a resourceVersion (any,
+// such as "1"): an update of one without it carries none, which is
+// unconditional for a built-in kind and refused for a custom resource.
+// Give them a uid if their dependents must be collected.
+type StrictAPI struct {
+	mu       sync.Mutex
+	version  int64 // the last resourceVersion handed out
+	trackers []*strictTracker
+	byFake   map[FakeClientset]*strictTracker
+}
+
+// Strict makes the given fake clientsets behave like one API server, as
+// StrictAPI describes, by prepending a reactor for every verb and resource
+// to each. Call it once per clientset, before the clientsets are used.
+// Reactors prepended later run before it: a test's reactor that writes
+// must write through Tracker, not through a clientset.
+func Strict(clientsets ...FakeClientset) *StrictAPI {
+	api := &StrictAPI{version: resourceVersionBase, byFake: make(map[FakeClientset]*strictTracker, len(clientsets))}
 	for _, cs := range clientsets {
-		st := &strictTracker{ObjectTracker: cs.Tracker(), versions: counter}
-		cs.PrependReactor("*", "*", k8stesting.ObjectReaction(st))
+		t := &strictTracker{api: api, base: cs.Tracker(), kinds: make(map[schema.GroupVersionResource]string)}
+		api.trackers = append(api.trackers, t)
+		api.byFake[cs] = t
+		cs.PrependReactor("*", "*", t.react)
+	}
+	return api
+}
+
+// Tracker returns an ObjectTracker over cs's objects that applies every
+// rule of the StrictAPI: what a test's reactor writes through (the fake
+// clientset holds its lock while reactors run, so a reactor cannot call
+// the clientset). Create, Update, Patch, Apply and Delete act as the
+// corresponding requests for the main resource (Update and Patch keep the
+// stored status; Patch takes the patched object); Get, List and Watch read
+// cs's tracker; Add stores an object as given, as a clientset's
+// constructor does. It is safe for concurrent use. Tracker panics if cs
+// was not given to Strict.
+func (a *StrictAPI) Tracker(cs FakeClientset) k8stesting.ObjectTracker {
+	t, ok := a.byFake[cs]
+	if !ok {
+		panic("reconciletest: StrictAPI.Tracker of a clientset not given to Strict")
+	}
+	return lockedTracker{t}
+}
+
+// strictTracker applies the rules to one clientset's tracker. Its methods
+// expect the caller to hold api.mu.
+type strictTracker struct {
+	api  *StrictAPI
+	base k8stesting.ObjectTracker
+	// kinds are the resources requests were served for, with their kinds.
+	kinds map[schema.GroupVersionResource]string
+}
+
+// react is the reactor Strict prepends.
+func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, error) {
+	t.api.mu.Lock()
+	defer t.api.mu.Unlock()
+	gvr, ns, sub := action.GetResource(), action.GetNamespace(), action.GetSubresource()
+	switch a := action.(type) {
+	case k8stesting.CreateActionImpl:
+		if sub == "" {
+			obj, err := t.create(gvr, a.GetObject(), ns, a.CreateOptions)
+			return true, obj, err
+		}
+		return t.viaObjectReaction(action)
+	case k8stesting.UpdateActionImpl:
+		obj, err := t.update(false, gvr, a.GetObject(), ns, sub, a.UpdateOptions.FieldManager)
+		return true, obj, err
+	case k8stesting.PatchActionImpl:
+		return t.viaObjectReaction(action)
+	case k8stesting.DeleteActionImpl:
+		return true, nil, t.delete(gvr, ns, a.GetName(), a.DeleteOptions)
+	case k8stesting.GetActionImpl:
+		if sub != "" {
+			return false, nil, nil
+		}
+		obj, err := t.base.Get(gvr, ns, a.GetName(), a.GetOptions)
+		if err == nil {
+			t.remember(gvr, obj)
+		}
+		return true, obj, err
+	case k8stesting.ListActionImpl:
+		if sub == "" && a.GetKind().Kind != "" {
+			t.kinds[gvr] = a.GetKind().Kind
+		}
+	}
+	return false, nil, nil
+}
+
+// viaObjectReaction lets client-go's ObjectReaction work out patches and
+// subresource creates, and the rules store the result.
+func (t *strictTracker) viaObjectReaction(action k8stesting.Action) (bool, runtime.Object, error) {
+	at := &actionTracker{ObjectTracker: t.base, t: t, sub: action.GetSubresource()}
+	handled, obj, err := k8stesting.ObjectReaction(at)(action)
+	if err == nil && at.result != nil {
+		obj = at.result
+	}
+	if p, ok := action.(k8stesting.PatchActionImpl); ok && err != nil {
+		err = patchError(p, err)
+	}
+	return handled, obj, err
+}
+
+// patchError answers a patch that could not be applied as the API server
+// does: a JSON patch that is no list of operations with 400 Bad Request,
+// one that fails (a test that does not hold, a path that does not exist)
+// with 422 Invalid, other patches that do not apply with 400. Errors of
+// the rules are returned as they are.
+func patchError(action k8stesting.PatchActionImpl, err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	if action.GetPatchType() == types.JSONPatchType {
+		var ops []map[string]any
+		if json.Unmarshal(action.GetPatch(), &ops) == nil {
+			return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+	}
+	return apierrors.NewBadRequest(err.Error())
+}
+
+// actionTracker is what ObjectReaction sees for one action: writes go
+// through the rules with the action's subresource, and the object they
+// stored (or removed) is the action's result.
+type actionTracker struct {
+	k8stesting.ObjectTracker
+	t      *strictTracker
+	sub    string
+	result runtime.Object
+}
+
+func (a *actionTracker) Get(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.GetOptions) (runtime.Object, error) {
+	if a.result != nil {
+		return a.result.DeepCopyObject(), nil
+	}
+	obj, err := a.ObjectTracker.Get(gvr, ns, name, opts...)
+	if err == nil && a.sub == "" {
+		a.t.remember(gvr, obj)
+	}
+	return obj, err
+}
+
+func (a *actionTracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
+	var err error
+	a.result, err = a.t.update(false, gvr, obj, ns, a.sub, first(opts).FieldManager)
+	return err
+}
+
+func (a *actionTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	var err error
+	a.result, err = a.t.update(true, gvr, obj, ns, a.sub, first(opts).FieldManager)
+	return err
+}
+
+func (a *actionTracker) Apply(gvr schema.GroupVersionResource, cfg runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	var err error
+	a.result, err = a.t.apply(gvr, cfg, ns, a.sub, first(opts))
+	return err
+}
+
+// lockedTracker is the ObjectTracker Tracker returns.
+type lockedTracker struct{ t *strictTracker }
+
+func (l lockedTracker) lock() func() {
+	l.t.api.mu.Lock()
+	return l.t.api.mu.Unlock
+}
+
+func (l lockedTracker) Add(obj runtime.Object) error {
+	defer l.lock()()
+	return l.t.base.Add(obj)
+}
+
+func (l lockedTracker) Get(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.GetOptions) (runtime.Object, error) {
+	defer l.lock()()
+	obj, err := l.t.base.Get(gvr, ns, name, opts...)
+	if err == nil {
+		l.t.remember(gvr, obj)
+	}
+	return obj, err
+}
+
+func (l lockedTracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
+	defer l.lock()()
+	_, err := l.t.create(gvr, obj, ns, first(opts))
+	return err
+}
+
+func (l lockedTracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
+	defer l.lock()()
+	_, err := l.t.update(false, gvr, obj, ns, "", first(opts).FieldManager)
+	return err
+}
+
+func (l lockedTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	defer l.lock()()
+	_, err := l.t.update(true, gvr, obj, ns, "", first(opts).FieldManager)
+	return err
+}
+
+func (l lockedTracker) Apply(gvr schema.GroupVersionResource, cfg runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	defer l.lock()()
+	_, err := l.t.apply(gvr, cfg, ns, "", first(opts))
+	return err
+}
+
+func (l lockedTracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, opts ...metav1.ListOptions) (runtime.Object, error) {
+	defer l.lock()()
+	if gvk.Kind != "" {
+		l.t.kinds[gvr] = gvk.Kind
+	}
+	return l.t.base.List(gvr, gvk, ns, opts...)
+}
+
+func (l lockedTracker) Delete(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.DeleteOptions) error {
+	defer l.lock()()
+	return l.t.delete(gvr, ns, name, first(opts))
+}
+
+func (l lockedTracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
+	return l.t.base.Watch(gvr, ns, opts...)
+}
+
+// first returns the first of opts, or the zero value.
+func first[T any](opts []T) T {
+	var zero T
+	if len(opts) > 0 {
+		return opts[0]
+	}
+	return zero
+}
+
+// remember notes the kind of obj, served for gvr, for garbage collection.
+func (t *strictTracker) remember(gvr schema.GroupVersionResource, obj runtime.Object) {
+	if kind := kindOf(obj); kind != "" {
+		t.kinds[gvr] = kind
 	}
 }
 
-type versionCounter struct {
-	mu   sync.Mutex
-	next int64
+// kindOf is the kind of obj: its own, or the name of its Go type.
+func kindOf(obj runtime.Object) string {
+	if kind := obj.GetObjectKind().GroupVersionKind().Kind; kind != "" {
+		return kind
+	}
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return ""
+	}
+	return reflect.TypeOf(obj).Elem().Name()
 }
 
-// strictTracker is an ObjectTracker that stamps and checks resourceVersions.
-type strictTracker struct {
-	k8stesting.ObjectTracker
-	versions *versionCounter
+// stamp gives m the next resourceVersion.
+func (t *strictTracker) stamp(m metav1.Object) {
+	t.api.version++
+	m.SetResourceVersion(strconv.FormatInt(t.api.version, 10))
 }
 
-func (s *strictTracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
-	obj = obj.DeepCopyObject() // the caller's object is left as it was
+// maxGeneratedNameAttempts bounds the names tried for one generateName.
+const maxGeneratedNameAttempts = 8
+
+// create stores a new object made from obj (which it leaves as it was)
+// and returns what it stored.
+func (t *strictTracker) create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts metav1.CreateOptions) (runtime.Object, error) {
+	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if m.GetResourceVersion() != "" {
-		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
-	s.versions.mu.Lock()
-	defer s.versions.mu.Unlock()
-	s.stamp(m)
-	return s.ObjectTracker.Create(gvr, obj, ns, opts...)
+	t.remember(gvr, obj)
+	if m.GetNamespace() == "" {
+		m.SetNamespace(ns)
+	}
+	if err := t.prepareCreate(gvr, obj, m); err != nil {
+		return nil, err
+	}
+	t.stamp(m)
+	generated := m.GetName() == "" && m.GetGenerateName() != ""
+	for attempt := 0; ; attempt++ {
+		if generated {
+			m.SetName(generateName(m.GetGenerateName()))
+		}
+		err = t.base.Create(gvr, obj, ns, opts)
+		if !generated || !apierrors.IsAlreadyExists(err) || attempt == maxGeneratedNameAttempts-1 {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t.base.Get(gvr, ns, m.GetName())
 }
 
-func (s *strictTracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
+// generateName appends five random characters to base, as an API server's
+// name generator does.
+func generateName(base string) string {
+	const maxNameLength, randomLength = 63, 5
+	if len(base) > maxNameLength-randomLength {
+		base = base[:maxNameLength-randomLength]
+	}
+	return base + utilrand.String(randomLength)
+}
+
+// prepareCreate sets what the API server sets on a new object m of obj.
+func (t *strictTracker) prepareCreate(gvr schema.GroupVersionResource, obj runtime.Object, m metav1.Object) error {
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(metav1.Now().Rfc3339Copy())
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	content, err := contentOf(obj)
+	if err != nil {
+		return err
+	}
+	if _, ok := content["status"]; ok {
+		clearPart(obj, "status")
+	}
+	if tracksGeneration(gvr, obj, content) {
+		m.SetGeneration(1)
+	}
+	return nil
+}
+
+// update stores obj, the object of an update (or the patched object of a
+// patch) of subresource sub, by the rules; it returns what it stored, the
+// stored object when nothing changed, or obj as it would have been stored
+// when the write removed the object.
+func (t *strictTracker) update(patch bool, gvr schema.GroupVersionResource, obj runtime.Object, ns, sub, fieldManager string) (runtime.Object, error) {
 	obj = obj.DeepCopyObject()
-	s.versions.mu.Lock()
-	defer s.versions.mu.Unlock()
-	m, err := s.check(gvr, obj, ns)
-	if err != nil {
-		return err
-	}
-	s.stamp(m)
-	return s.ObjectTracker.Update(gvr, obj, ns, opts...)
-}
-
-func (s *strictTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
-	// obj is the patched copy the reaction returns: stamp it in place.
-	s.versions.mu.Lock()
-	defer s.versions.mu.Unlock()
-	m, err := s.check(gvr, obj, ns)
-	if err != nil {
-		return err
-	}
-	s.stamp(m)
-	return s.ObjectTracker.Patch(gvr, obj, ns, opts...)
-}
-
-func (s *strictTracker) Apply(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
-	s.versions.mu.Lock()
-	defer s.versions.mu.Unlock()
-	if err := s.ObjectTracker.Apply(gvr, obj, ns, opts...); err != nil {
-		return err
-	}
-	// Stamp the applied result: read it back and store it with a version.
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return err
-	}
-	stored, err := s.ObjectTracker.Get(gvr, ns, m.GetName())
-	if err != nil {
-		return err
-	}
-	sm, err := meta.Accessor(stored)
-	if err != nil {
-		return err
-	}
-	s.stamp(sm)
-	return s.ObjectTracker.Update(gvr, stored, ns)
-}
-
-// check returns the metadata of obj, or a conflict when obj carries a
-// resourceVersion that is not the stored object's. The caller holds the
-// counter's lock, which serializes the check with the write.
-func (s *strictTracker) check(gvr schema.GroupVersionResource, obj runtime.Object, ns string) (metav1.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
 	}
-	rv := m.GetResourceVersion()
-	if rv == "" {
-		return m, nil
+	if m.GetNamespace() == "" {
+		m.SetNamespace(ns)
 	}
-	stored, err := s.ObjectTracker.Get(gvr, ns, m.GetName())
+	stored, err := t.base.Get(gvr, ns, m.GetName())
 	if err != nil {
 		return nil, err
 	}
+	if sub == "" {
+		t.remember(gvr, stored)
+	}
+	final, plain, err := t.prepareUpdate(patch, gvr, sub, stored, obj)
+	if err != nil {
+		return nil, err
+	}
+	if plain {
+		fm, err := meta.Accessor(final)
+		if err != nil {
+			return nil, err
+		}
+		t.stamp(fm)
+		if err := t.base.Update(gvr, final, ns, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+			return nil, err
+		}
+		return t.base.Get(gvr, ns, fm.GetName())
+	}
+	return t.commit(gvr, ns, stored, final, fieldManager)
+}
+
+// statusKeeps names the metadata fields that a status write of a built-in
+// resource cannot change, beyond those no write can change.
+var statusKeeps = map[schema.GroupResource]string{
+	{Group: "apps", Resource: "deployments"}: "labels",
+	{Resource: "pods"}:                       "ownerReferences",
+}
+
+// prepareUpdate returns the object that a write of req to subresource sub
+// stores over stored, or the error the API server answers. plain means
+// only resourceVersions apply: a subresource other than status.
+func (t *strictTracker) prepareUpdate(patch bool, gvr schema.GroupVersionResource, sub string, stored, req runtime.Object) (final runtime.Object, plain bool, err error) {
+	sm, err := meta.Accessor(stored)
+	if err != nil {
+		return nil, false, err
+	}
+	rm, err := meta.Accessor(req)
+	if err != nil {
+		return nil, false, err
+	}
+	if rv := rm.GetResourceVersion(); rv != "" && rv != sm.GetResourceVersion() {
+		return nil, false, apierrors.NewConflict(gvr.GroupResource(), rm.GetName(),
+			fmt.Errorf("the object has been modified: resourceVersion %s, stored %s; please apply your changes to the latest version and try again", rv, sm.GetResourceVersion()))
+	}
+	sameType := reflect.TypeOf(stored) == reflect.TypeOf(req)
+	if (sub != "" && sub != "status") || !sameType {
+		return req, true, nil
+	}
+	if !patch && rm.GetResourceVersion() == "" && !builtin(req) {
+		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: gvr.Resource}, rm.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), rm.GetResourceVersion(), "must be specified for an update"),
+		})
+	}
+	if uid := rm.GetUID(); !patch && uid != "" && uid != sm.GetUID() {
+		return nil, false, apierrors.NewConflict(gvr.GroupResource(), rm.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, sm.GetUID()))
+	}
+	content, err := contentOf(stored)
+	if err != nil {
+		return nil, false, err
+	}
+	_, hasStatus := content["status"]
+	if !hasStatus {
+		reqContent, err := contentOf(req)
+		if err != nil {
+			return nil, false, err
+		}
+		_, hasStatus = reqContent["status"]
+	}
+	final = req
+	switch {
+	case sub == "status" && !builtin(req):
+		// Only the status changes.
+		final = stored.DeepCopyObject()
+		copyPart(final, req, "status")
+	case sub == "status":
+		copyPart(final, stored, "spec")
+		switch statusKeeps[gvr.GroupResource()] {
+		case "labels":
+			rm.SetLabels(sm.GetLabels())
+		case "ownerReferences":
+			rm.SetOwnerReferences(sm.GetOwnerReferences())
+		}
+	case hasStatus:
+		copyPart(final, stored, "status")
+	}
+	fm, err := meta.Accessor(final)
+	if err != nil {
+		return nil, false, err
+	}
+	fm.SetGeneration(sm.GetGeneration())
+	if fm.GetUID() == "" {
+		fm.SetUID(sm.GetUID())
+	}
+	if ct := sm.GetCreationTimestamp(); !ct.IsZero() {
+		fm.SetCreationTimestamp(ct)
+	}
+	if sm.GetDeletionTimestamp() != nil {
+		fm.SetDeletionTimestamp(sm.GetDeletionTimestamp())
+	}
+	if sm.GetDeletionGracePeriodSeconds() != nil && fm.GetDeletionGracePeriodSeconds() == nil {
+		fm.SetDeletionGracePeriodSeconds(sm.GetDeletionGracePeriodSeconds())
+	}
+	path := field.NewPath("metadata")
+	var errs field.ErrorList
+	if sm.GetDeletionTimestamp() != nil {
+		errs = append(errs, apivalidation.ValidateNoNewFinalizers(fm.GetFinalizers(), sm.GetFinalizers(), path.Child("finalizers"))...)
+	}
+	errs = append(errs, apivalidation.ValidateImmutableField(fm.GetUID(), sm.GetUID(), path.Child("uid"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(fm.GetDeletionTimestamp(), sm.GetDeletionTimestamp(), path.Child("deletionTimestamp"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(fm.GetDeletionGracePeriodSeconds(), sm.GetDeletionGracePeriodSeconds(), path.Child("deletionGracePeriodSeconds"))...)
+	if len(errs) > 0 {
+		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: kindOf(stored)}, fm.GetName(), errs)
+	}
+	if sub == "" && tracksGeneration(gvr, final, content) {
+		changed, err := specChanged(gvr, stored, final)
+		if err != nil {
+			return nil, false, err
+		}
+		if changed {
+			fm.SetGeneration(sm.GetGeneration() + 1)
+		}
+	}
+	return final, false, nil
+}
+
+// commit stores final over stored: not at all if nothing changed; by
+// removing the object if final completes its deletion; else with a new
+// resourceVersion. It returns what the writer gets back.
+func (t *strictTracker) commit(gvr schema.GroupVersionResource, ns string, stored, final runtime.Object, fieldManager string) (runtime.Object, error) {
 	sm, err := meta.Accessor(stored)
 	if err != nil {
 		return nil, err
 	}
-	if have := sm.GetResourceVersion(); have != rv {
-		return nil, apierrors.NewConflict(gvr.GroupResource(), m.GetName(),
-			fmt.Errorf("the object has been modified: resourceVersion %s, stored %s; please apply your changes to the latest version and try again", rv, have))
+	fm, err := meta.Accessor(final)
+	if err != nil {
+		return nil, err
 	}
-	return m, nil
+	if sm.GetDeletionTimestamp() != nil && len(fm.GetFinalizers()) == 0 &&
+		(sm.GetDeletionGracePeriodSeconds() == nil || *sm.GetDeletionGracePeriodSeconds() == 0) {
+		return final, t.remove(gvr, ns, stored)
+	}
+	same, err := sameContent(stored, final)
+	if err != nil {
+		return nil, err
+	}
+	if same {
+		return stored, nil
+	}
+	t.stamp(fm)
+	if err := t.base.Update(gvr, final, ns, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		return nil, err
+	}
+	return t.base.Get(gvr, ns, fm.GetName())
 }
 
-// stamp gives m the next resourceVersion; the caller holds the lock.
-func (s *strictTracker) stamp(m metav1.Object) {
-	s.versions.next++
-	m.SetResourceVersion(strconv.FormatInt(s.versions.next, 10))
+// apply stores a server-side apply of cfg: the fake tracker applies it,
+// then the result is made to follow the rules (or the apply is undone).
+func (t *strictTracker) apply(gvr schema.GroupVersionResource, cfg runtime.Object, ns, sub string, opts metav1.PatchOptions) (runtime.Object, error) {
+	cm, err := meta.Accessor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	name := cm.GetName()
+	old, getErr := t.base.Get(gvr, ns, name)
+	if getErr != nil && !apierrors.IsNotFound(getErr) {
+		return nil, getErr
+	}
+	if err := t.base.Apply(gvr, cfg, ns, opts); err != nil {
+		return nil, err
+	}
+	applied, err := t.base.Get(gvr, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	am, err := meta.Accessor(applied)
+	if err != nil {
+		return nil, err
+	}
+	if getErr != nil { // created
+		t.remember(gvr, applied)
+		if err := t.prepareCreate(gvr, applied, am); err != nil {
+			return nil, err
+		}
+		t.stamp(am)
+		if err := t.base.Update(gvr, applied, ns, metav1.UpdateOptions{FieldManager: opts.FieldManager}); err != nil {
+			return nil, err
+		}
+		return t.base.Get(gvr, ns, name)
+	}
+	final, plain, err := t.prepareUpdate(true, gvr, sub, old, applied)
+	if err != nil || plain {
+		// Undo the apply: it broke a rule, or it wrote a subresource the
+		// rules do not know.
+		if undoErr := t.base.Update(gvr, old, ns); undoErr != nil {
+			return nil, errors.Join(err, undoErr)
+		}
+		if err == nil {
+			err = apierrors.NewBadRequest(fmt.Sprintf("apply of subresource %q is not supported", sub))
+		}
+		return nil, err
+	}
+	return t.commit(gvr, ns, old, final, opts.FieldManager)
+}
+
+// delete answers a delete request: it checks the preconditions, marks an
+// object with finalizers as being deleted, and removes one without.
+func (t *strictTracker) delete(gvr schema.GroupVersionResource, ns, name string, opts metav1.DeleteOptions) error {
+	stored, err := t.base.Get(gvr, ns, name)
+	if err != nil {
+		return err
+	}
+	t.remember(gvr, stored)
+	sm, err := meta.Accessor(stored)
+	if err != nil {
+		return err
+	}
+	if p := opts.Preconditions; p != nil {
+		gr := schema.GroupResource{Group: gvr.Group, Resource: kindOf(stored)}
+		if p.UID != nil && *p.UID != sm.GetUID() {
+			return apierrors.NewConflict(gr, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, sm.GetUID()))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != sm.GetResourceVersion() {
+			return apierrors.NewConflict(gr, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, sm.GetResourceVersion()))
+		}
+	}
+	finalizers := deletionFinalizers(sm.GetFinalizers(), opts.PropagationPolicy)
+	if len(finalizers) == 0 {
+		return t.remove(gvr, ns, stored)
+	}
+	marked := stored.DeepCopyObject()
+	mm, err := meta.Accessor(marked)
+	if err != nil {
+		return err
+	}
+	mm.SetFinalizers(finalizers)
+	if mm.GetDeletionTimestamp() == nil {
+		if mm.GetGeneration() > 0 {
+			mm.SetGeneration(mm.GetGeneration() + 1)
+		}
+		now := metav1.Now().Rfc3339Copy()
+		mm.SetDeletionTimestamp(&now)
+	}
+	mm.SetDeletionGracePeriodSeconds(new(int64))
+	if _, err := t.commit(gvr, ns, stored, marked, ""); err != nil {
+		return err
+	}
+	owner := ref{t: t, gvr: gvr, ns: ns, name: name, uid: sm.GetUID()}
+	switch {
+	case slices.Contains(finalizers, metav1.FinalizerOrphanDependents):
+		return t.api.orphan(owner)
+	case slices.Contains(finalizers, metav1.FinalizerDeleteDependents):
+		return t.api.deleteDependents(owner)
+	}
+	return nil
+}
+
+// deletionFinalizers returns the finalizers of an object being deleted
+// with the given propagation policy: the garbage collector's orphan and
+// foregroundDeletion finalizers follow the policy, or stay as they are
+// without one.
+func deletionFinalizers(finalizers []string, policy *metav1.DeletionPropagation) []string {
+	if policy == nil {
+		return finalizers
+	}
+	out := slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool {
+		return f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents
+	})
+	switch *policy {
+	case metav1.DeletePropagationOrphan:
+		out = append(out, metav1.FinalizerOrphanDependents)
+	case metav1.DeletePropagationForeground:
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	if slices.Equal(slices.Sorted(slices.Values(out)), slices.Sorted(slices.Values(finalizers))) {
+		return finalizers
+	}
+	return out
+}
+
+// remove removes the stored object last for good, collects its dependents
+// and lets owners waiting in the foreground for it go on.
+func (t *strictTracker) remove(gvr schema.GroupVersionResource, ns string, last runtime.Object) error {
+	m, err := meta.Accessor(last)
+	if err != nil {
+		return err
+	}
+	if err := t.base.Delete(gvr, ns, m.GetName()); err != nil {
+		return err
+	}
+	var errs []error
+	if m.GetUID() != "" {
+		for _, dep := range t.api.dependents(m.GetUID(), m.GetNamespace()) {
+			errs = append(errs, t.api.attemptToDelete(dep))
+		}
+	}
+	for _, r := range m.GetOwnerReferences() {
+		owner, state := t.api.lookup(r, m.GetNamespace())
+		if state == waiting {
+			errs = append(errs, t.api.finishForeground(owner))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ref names one stored object.
+type ref struct {
+	t    *strictTracker
+	gvr  schema.GroupVersionResource
+	ns   string
+	name string
+	uid  types.UID
+}
+
+// get returns the object r names, if it is still the one r names.
+func (r ref) get() (runtime.Object, metav1.Object, bool) {
+	obj, err := r.t.base.Get(r.gvr, r.ns, r.name)
+	if err != nil {
+		return nil, nil, false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetUID() != r.uid {
+		return nil, nil, false
+	}
+	return obj, m, true
+}
+
+// dependents returns the objects whose ownerReferences name uid: in
+// namespace ns, or in any namespace when ns is empty (a cluster-scoped
+// owner).
+func (a *StrictAPI) dependents(uid types.UID, ns string) []ref {
+	var out []ref
+	for _, t := range a.trackers {
+		for _, gvr := range slices.SortedFunc(func(yield func(schema.GroupVersionResource) bool) {
+			for gvr := range t.kinds {
+				if !yield(gvr) {
+					return
+				}
+			}
+		}, func(x, y schema.GroupVersionResource) int { return strings.Compare(x.String(), y.String()) }) {
+			list, err := t.base.List(gvr, gvr.GroupVersion().WithKind(t.kinds[gvr]), ns)
+			if err != nil {
+				continue
+			}
+			items, err := meta.ExtractList(list)
+			if err != nil {
+				continue
+			}
+			for _, item := range items {
+				m, err := meta.Accessor(item)
+				if err != nil {
+					continue
+				}
+				if slices.ContainsFunc(m.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == uid }) {
+					out = append(out, ref{t: t, gvr: gvr, ns: m.GetNamespace(), name: m.GetName(), uid: m.GetUID()})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ownerState is what the garbage collector makes of an owner reference.
+type ownerState int
+
+const (
+	// absent: no object of the reference's kind, name and uid exists.
+	absent ownerState = iota
+	// solid: the owner exists (or its kind is unknown).
+	solid
+	// waiting: the owner is being deleted in the foreground.
+	waiting
+)
+
+// lookup finds the owner r names for a dependent in namespace ns.
+func (a *StrictAPI) lookup(r metav1.OwnerReference, ns string) (ref, ownerState) {
+	gv, err := schema.ParseGroupVersion(r.APIVersion)
+	if err != nil {
+		return ref{}, absent
+	}
+	known := false
+	for _, t := range a.trackers {
+		for gvr, kind := range t.kinds {
+			if gvr.Group != gv.Group || kind != r.Kind {
+				continue
+			}
+			known = true
+			for _, n := range slices.Compact([]string{ns, ""}) {
+				owner := ref{t: t, gvr: gvr, ns: n, name: r.Name, uid: r.UID}
+				if _, m, ok := owner.get(); ok {
+					if m.GetDeletionTimestamp() != nil && slices.Contains(m.GetFinalizers(), metav1.FinalizerDeleteDependents) {
+						return owner, waiting
+					}
+					return owner, solid
+				}
+			}
+		}
+	}
+	if !known {
+		return ref{}, solid
+	}
+	return ref{}, absent
+}
+
+// attemptToDelete does for one dependent what the garbage collector does:
+// with an owner left, it drops the references to absent owners and to
+// owners deleted in the foreground; with none, it deletes the dependent.
+func (a *StrictAPI) attemptToDelete(dep ref) error {
+	obj, m, ok := dep.get()
+	if !ok {
+		return nil
+	}
+	var (
+		hasSolid, block bool
+		drop            []types.UID
+	)
+	for _, r := range m.GetOwnerReferences() {
+		_, state := a.lookup(r, m.GetNamespace())
+		switch state {
+		case solid:
+			hasSolid = true
+		case waiting:
+			drop = append(drop, r.UID)
+			block = block || (r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion)
+		default:
+			drop = append(drop, r.UID)
+		}
+	}
+	if hasSolid {
+		if len(drop) == 0 {
+			return nil
+		}
+		return a.dropReferences(dep, obj, drop)
+	}
+	policy := metav1.DeletePropagationBackground
+	if block && len(a.dependents(m.GetUID(), m.GetNamespace())) > 0 {
+		policy = metav1.DeletePropagationForeground
+	}
+	err := dep.t.delete(dep.gvr, dep.ns, dep.name, metav1.DeleteOptions{PropagationPolicy: &policy})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// dropReferences removes the owner references to the given uids from dep.
+func (a *StrictAPI) dropReferences(dep ref, obj runtime.Object, uids []types.UID) error {
+	updated := obj.DeepCopyObject()
+	m, err := meta.Accessor(updated)
+	if err != nil {
+		return err
+	}
+	m.SetOwnerReferences(slices.DeleteFunc(m.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
+		return slices.Contains(uids, r.UID)
+	}))
+	_, err = dep.t.commit(dep.gvr, dep.ns, obj, updated, "")
+	return err
+}
+
+// orphan does what the garbage collector does for an owner deleted with
+// the orphan finalizer: drops the references to it, then the finalizer.
+func (a *StrictAPI) orphan(owner ref) error {
+	var errs []error
+	for _, dep := range a.dependents(owner.uid, owner.ns) {
+		if obj, _, ok := dep.get(); ok {
+			errs = append(errs, a.dropReferences(dep, obj, []types.UID{owner.uid}))
+		}
+	}
+	errs = append(errs, a.dropFinalizer(owner, metav1.FinalizerOrphanDependents))
+	return errors.Join(errs...)
+}
+
+// deleteDependents does what the garbage collector does for an owner
+// deleted in the foreground: it deletes the dependents, and drops the
+// owner's finalizer once none that blocks it is left.
+func (a *StrictAPI) deleteDependents(owner ref) error {
+	var errs []error
+	for _, dep := range a.dependents(owner.uid, owner.ns) {
+		errs = append(errs, a.attemptToDelete(dep))
+	}
+	errs = append(errs, a.finishForeground(owner))
+	return errors.Join(errs...)
+}
+
+// finishForeground drops the foregroundDeletion finalizer of owner when no
+// dependent that blocks owner deletion is left.
+func (a *StrictAPI) finishForeground(owner ref) error {
+	for _, dep := range a.dependents(owner.uid, owner.ns) {
+		_, m, ok := dep.get()
+		if !ok {
+			continue
+		}
+		for _, r := range m.GetOwnerReferences() {
+			if r.UID == owner.uid && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
+				return nil
+			}
+		}
+	}
+	return a.dropFinalizer(owner, metav1.FinalizerDeleteDependents)
+}
+
+// dropFinalizer removes finalizer f from owner, which removes the owner
+// if it was the last.
+func (a *StrictAPI) dropFinalizer(owner ref, f string) error {
+	obj, _, ok := owner.get()
+	if !ok {
+		return nil
+	}
+	updated := obj.DeepCopyObject()
+	m, err := meta.Accessor(updated)
+	if err != nil {
+		return err
+	}
+	m.SetFinalizers(slices.DeleteFunc(m.GetFinalizers(), func(s string) bool { return s == f }))
+	_, err = owner.t.commit(owner.gvr, owner.ns, obj, updated, "")
+	return err
+}
+
+// generationless are the built-in resources with a spec whose API server
+// strategy keeps no metadata.generation.
+var generationless = map[schema.GroupResource]bool{
+	{Resource: "services"}:               true,
+	{Resource: "namespaces"}:             true,
+	{Resource: "nodes"}:                  true,
+	{Resource: "persistentvolumes"}:      true,
+	{Resource: "persistentvolumeclaims"}: true,
+	{Resource: "resourcequotas"}:         true,
+	{Resource: "limitranges"}:            true,
+}
+
+// builtin tells whether obj is of a built-in kind: a Go type of k8s.io/api.
+func builtin(obj runtime.Object) bool {
+	return strings.HasPrefix(reflect.TypeOf(obj).Elem().PkgPath(), "k8s.io/api/")
+}
+
+// tracksGeneration tells whether the API server keeps metadata.generation
+// for obj of resource gvr, whose unstructured content is given.
+func tracksGeneration(gvr schema.GroupVersionResource, obj runtime.Object, content map[string]any) bool {
+	if !builtin(obj) {
+		return true
+	}
+	_, hasSpec := content["spec"]
+	return hasSpec && !generationless[gvr.GroupResource()]
+}
+
+// specChanged tells whether final differs from stored outside metadata
+// and status (for a Deployment, in its annotations too).
+func specChanged(gvr schema.GroupVersionResource, stored, final runtime.Object) (bool, error) {
+	before, err := contentOf(stored)
+	if err != nil {
+		return false, err
+	}
+	after, err := contentOf(final)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range []map[string]any{before, after} {
+		delete(c, "metadata")
+		delete(c, "status")
+		delete(c, "apiVersion")
+		delete(c, "kind")
+	}
+	if !equality.Semantic.DeepEqual(before, after) {
+		return true, nil
+	}
+	if gvr.GroupResource() == (schema.GroupResource{Group: "apps", Resource: "deployments"}) {
+		sm, _ := meta.Accessor(stored)
+		fm, _ := meta.Accessor(final)
+		return !equality.Semantic.DeepEqual(sm.GetAnnotations(), fm.GetAnnotations()), nil
+	}
+	return false, nil
+}
+
+// sameContent tells whether a and b are the same object apart from
+// resourceVersion, managedFields and type metadata: a write of b over a
+// changes nothing.
+func sameContent(a, b runtime.Object) (bool, error) {
+	x, err := contentOf(a)
+	if err != nil {
+		return false, err
+	}
+	y, err := contentOf(b)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range []map[string]any{x, y} {
+		delete(c, "apiVersion")
+		delete(c, "kind")
+		if md, ok := c["metadata"].(map[string]any); ok {
+			delete(md, "resourceVersion")
+			delete(md, "managedFields")
+		}
+	}
+	return equality.Semantic.DeepEqual(x, y), nil
+}
+
+// contentOf returns the unstructured form of obj, a copy.
+func contentOf(obj runtime.Object) (map[string]any, error) {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		return runtime.DeepCopyJSON(u.UnstructuredContent()), nil
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+}
+
+// part returns the top-level field of a typed object whose JSON name is
+// name.
+func part(obj runtime.Object, name string) (reflect.Value, bool) {
+	v := reflect.ValueOf(obj).Elem()
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	for i := range v.NumField() {
+		if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); tag == name {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// copyPart sets field name of dst (which src must not share) to src's.
+func copyPart(dst, src runtime.Object, name string) {
+	du, dok := dst.(runtime.Unstructured)
+	su, sok := src.(runtime.Unstructured)
+	if dok && sok {
+		content := du.UnstructuredContent()
+		if v, ok := su.UnstructuredContent()[name]; ok {
+			content[name] = runtime.DeepCopyJSONValue(v)
+		} else {
+			delete(content, name)
+		}
+		return
+	}
+	src = src.DeepCopyObject()
+	df, ok := part(dst, name)
+	if !ok {
+		return
+	}
+	if sf, ok := part(src, name); ok {
+		df.Set(sf)
+	}
+}
+
+// clearPart removes field name of obj (sets it to its zero value).
+func clearPart(obj runtime.Object, name string) {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		delete(u.UnstructuredContent(), name)
+		return
+	}
+	if f, ok := part(obj, name); ok {
+		f.SetZero()
+	}
 }

@@ -109,7 +109,7 @@ var _ = main
 // README.md, "Testing".
 func TestController(t *testing.T) {
 	kube := fake.NewClientset(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}})
-	reconciletest.StrictVersions(kube) // resourceVersions and 409s, as an API server
+	reconciletest.Strict(kube) // resourceVersions and 409s, as an API server
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg)

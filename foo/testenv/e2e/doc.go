@@ -10,6 +10,13 @@
 // prove that the controller leaves foreign Deployments alone and writes
 // nothing during an idle resync.
 //
+// TestStrictMatchesAPIServer runs one scenario of Foos and Deployments
+// (UIDs, generation, the status subresource, finalizers and
+// deletionTimestamp, delete preconditions, garbage collection of
+// dependents) against fake clientsets made strict by package
+// reconcile/reconciletest and against the full control plane, and asserts
+// that what a controller can observe is the same on both.
+//
 // Run it from the foo/testenv module once the binaries are built (see
 // hack/build-binaries.sh):
 //

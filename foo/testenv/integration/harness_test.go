@@ -346,6 +346,7 @@ type probe struct {
 	queue.NoopMetrics
 	reconciles   atomic.Int64
 	errors       atomic.Int64
+	requeues     atomic.Int64 // reconciles that met a cache behind the controller's write
 	retryPending atomic.Bool
 	active       atomic.Int64
 	depth        atomic.Int64
@@ -355,10 +356,13 @@ var _ queue.Metrics = (*probe)(nil)
 
 func (p *probe) ObserveReconcile(_ string, o queue.Observation) {
 	p.reconciles.Add(1)
-	if o.Outcome == queue.OutcomeError {
+	switch o.Outcome {
+	case queue.OutcomeError:
 		p.errors.Add(1)
+	case queue.OutcomeRequeue:
+		p.requeues.Add(1)
 	}
-	p.retryPending.Store(o.Outcome == queue.OutcomeError && !o.Terminal)
+	p.retryPending.Store(o.Outcome == queue.OutcomeError && !o.Terminal || o.Outcome == queue.OutcomeRequeue)
 }
 
 func (p *probe) AddActiveWorkers(_ string, delta int) { p.active.Add(int64(delta)) }

@@ -1,0 +1,38 @@
+package finalizer_test
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/finalizer"
+	"github.com/ctrlkit/ctrlkit/reconcile/write"
+)
+
+// externalStore is a system outside the cluster that holds one entry per
+// ConfigMap.
+type externalStore interface {
+	Put(ctx context.Context, name string, data map[string]string) error
+	Delete(ctx context.Context, name string) error // nil when already gone
+}
+
+func Example() {
+	kube := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	var store externalStore // the external system's client
+
+	entries := write.New(factory.Core().V1().ConfigMaps().TypedInformer())
+	r := finalizer.Reconciler("example.com/entry", entries, kube.CoreV1().ConfigMaps, finalizer.Funcs[*corev1.ConfigMap]{
+		Apply: func(ctx context.Context, cm *corev1.ConfigMap) (reconcile.Result, error) {
+			return reconcile.Result{}, store.Put(ctx, cm.Name, cm.Data) // the finalizer is in place
+		},
+		Cleanup: func(ctx context.Context, cm *corev1.ConfigMap) (reconcile.Result, error) {
+			return reconcile.Result{}, store.Delete(ctx, cm.Name) // the finalizer goes once this succeeds
+		},
+	})
+	var _ reconcile.Reconciler[cache.ObjectName] = r // run it with a queue.Controller watching the ConfigMaps
+}

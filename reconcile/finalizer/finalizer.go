@@ -1,0 +1,197 @@
+// Package finalizer runs a controller's cleanup before the API server
+// deletes an object: a finalizer is added before the controller's first
+// effect, cleanup runs once the object is being deleted, and the finalizer
+// is removed only after the cleanup succeeded.
+//
+// Reconciler wraps a controller's two functions, Apply and Cleanup, into a
+// reconcile.Reconciler of object keys:
+//
+//	entries := write.New(factory.Core().V1().ConfigMaps().TypedInformer())
+//	r := finalizer.Reconciler("example.com/entry", entries, kube.CoreV1().ConfigMaps, finalizer.Funcs[*corev1.ConfigMap]{
+//		Apply: func(ctx context.Context, cm *corev1.ConfigMap) (reconcile.Result, error) {
+//			return reconcile.Result{}, store.Put(ctx, cm.Name, cm.Data) // the finalizer is in place
+//		},
+//		Cleanup: func(ctx context.Context, cm *corev1.ConfigMap) (reconcile.Result, error) {
+//			return reconcile.Result{}, store.Delete(ctx, cm.Name) // the finalizer goes once this succeeds
+//		},
+//	})
+//
+// Contains, Ensure and Remove are the single steps, for controllers that
+// arrange them otherwise.
+//
+// # Writes
+//
+// Ensure and Remove send JSON patches of metadata.finalizers alone, guarded
+// by tests of the object's UID and of the finalizer entries they rely on,
+// not by the resourceVersion: changes of other fields, or of other
+// controllers' finalizers after the entry, do not make them fail. A patch
+// whose test no longer holds means the cache was behind; it fails with an
+// error matching reconcile.ErrStaleCache, which the worker loop requeues
+// quietly. Both go through a write.Objects, so the next reconcile does not
+// act on a cache that has not yet seen them.
+package finalizer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/write"
+)
+
+// Contains reports whether obj carries the finalizer name.
+func Contains[T write.Object](obj T, name string) bool {
+	return slices.Contains(obj.GetFinalizers(), name)
+}
+
+// Ensure adds the finalizer name to obj (as read from the cache, or
+// returned by a write) unless it carries it, and returns the object as the
+// API server has it then (obj itself when nothing was sent). An object that
+// is being deleted gets no new finalizer: Ensure returns an error, and
+// sends nothing. A NotFound from the API server is returned, wrapped.
+func Ensure[T write.Object](ctx context.Context, objects *write.Objects[T], c write.Client[T], obj T, name string) (T, error) {
+	if Contains(obj, name) {
+		return obj, nil
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		var zero T
+		return zero, fmt.Errorf("finalizer %s: %s is being deleted: no finalizer can be added", name, cache.MetaObjectToName(obj))
+	}
+	current := obj.GetFinalizers()
+	ops := guard(obj)
+	if len(current) == 0 {
+		ops = append(ops, patchOp{op: "test", path: "/metadata/finalizers", value: nil},
+			patchOp{op: "add", path: "/metadata/finalizers", value: []string{name}})
+	} else {
+		// Appending leaves the others' entries alone, whatever they are now.
+		ops = append(ops, patchOp{op: "add", path: "/metadata/finalizers/-", value: name})
+	}
+	return patch(ctx, objects, c, obj, name, ops)
+}
+
+// Remove removes the finalizer name from obj (as read from the cache, or
+// returned by a write) if it carries it, and returns the object as the API
+// server has it then (obj itself when nothing was sent). Once an object
+// being deleted has no finalizer left, the API server deletes it. An object
+// that is gone counts as done: a NotFound is returned, wrapped, so callers
+// that do not care test it with apierrors.IsNotFound.
+func Remove[T write.Object](ctx context.Context, objects *write.Objects[T], c write.Client[T], obj T, name string) (T, error) {
+	i := slices.Index(obj.GetFinalizers(), name)
+	if i < 0 {
+		return obj, nil
+	}
+	entry := fmt.Sprintf("/metadata/finalizers/%d", i)
+	// The entries before it may not have moved; those after it may.
+	ops := append(guard(obj), patchOp{op: "test", path: entry, value: name}, patchOp{op: "remove", path: entry})
+	return patch(ctx, objects, c, obj, name, ops)
+}
+
+// patchOp is one operation of a JSON patch (RFC 6902).
+type patchOp struct {
+	op, path string
+	value    any
+}
+
+// MarshalJSON writes the operation; a test or add always has a value, so a
+// test for a missing field is written with "value": null.
+func (p patchOp) MarshalJSON() ([]byte, error) {
+	if p.op == "remove" {
+		return json.Marshal(map[string]any{"op": p.op, "path": p.path})
+	}
+	return json.Marshal(map[string]any{"op": p.op, "path": p.path, "value": p.value})
+}
+
+// guard returns the test of obj's UID, if it has one, that makes a patch
+// apply to this incarnation of the object only.
+func guard(obj metav1.Object) []patchOp {
+	if obj.GetUID() == "" {
+		return nil
+	}
+	return []patchOp{{op: "test", path: "/metadata/uid", value: obj.GetUID()}}
+}
+
+func patch[T write.Object](ctx context.Context, objects *write.Objects[T], c write.Client[T], obj T, name string, ops []patchOp) (T, error) {
+	var zero T
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return zero, err
+	}
+	patched, err := objects.Patch(ctx, c, obj, types.JSONPatchType, data)
+	if apierrors.IsInvalid(err) {
+		// A test of the patch failed, or the API server refused a new
+		// finalizer on an object being deleted: either way the object
+		// changed since it was read.
+		err = reconcile.StaleCache(err)
+	}
+	if err != nil {
+		return zero, fmt.Errorf("finalizer %s: %w", name, err)
+	}
+	return patched, nil
+}
+
+// Funcs are what a controller does with the objects it finalizes.
+type Funcs[T write.Object] struct {
+	// Apply brings obj to its desired state. It is called while obj is not
+	// being deleted, once obj carries the finalizer; obj is the cache's
+	// (or the finalizer patch's answer): read it, do not modify it. Its
+	// result and error are the reconcile's.
+	Apply func(ctx context.Context, obj T) (reconcile.Result, error)
+	// Cleanup undoes what Apply did outside obj. It is called when obj is
+	// being deleted and still carries the finalizer, again and again until
+	// it returns a nil error and a zero Result (a positive RequeueAfter
+	// means "in progress, look again later"); then the finalizer is
+	// removed. It must treat an effect that is already gone as cleaned up.
+	Cleanup func(ctx context.Context, obj T) (reconcile.Result, error)
+}
+
+// Reconciler returns a reconciler of the keys of objects of type T that
+// keeps the finalizer name on them and runs funcs:
+//
+//   - an object that is gone is done: nothing is called;
+//   - an object being deleted that carries the finalizer gets Cleanup, and
+//     the finalizer is removed once Cleanup succeeded; without the
+//     finalizer, nothing is called;
+//   - any other object gets the finalizer (if it lacks it) before Apply
+//     runs, so that nothing Apply does can outlive the object unnoticed.
+//
+// objects reads the objects from the cache and remembers the finalizer
+// patches; client gives the typed client of a namespace (for cluster-scoped
+// kinds it ignores its argument). Both funcs are required.
+func Reconciler[T write.Object, C write.Client[T]](name string, objects *write.Objects[T], client func(namespace string) C, funcs Funcs[T]) reconcile.Reconciler[cache.ObjectName] {
+	if name == "" || objects == nil || client == nil || funcs.Apply == nil || funcs.Cleanup == nil {
+		panic("finalizer.Reconciler: name, objects, client, Apply and Cleanup are required")
+	}
+	return reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+		obj, found, err := objects.Get(key)
+		if err != nil || !found {
+			return reconcile.Result{}, err
+		}
+		c := client(key.Namespace)
+		if obj.GetDeletionTimestamp() != nil {
+			if !Contains(obj, name) {
+				return reconcile.Result{}, nil
+			}
+			res, err := funcs.Cleanup(ctx, obj)
+			if err != nil || !res.IsZero() {
+				return res, err
+			}
+			if _, err := Remove(ctx, objects, c, obj, name); err != nil && !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{}, nil
+		}
+		if obj, err = Ensure(ctx, objects, c, obj, name); apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil // gone since the cache saw it: nothing to apply
+		} else if err != nil {
+			return reconcile.Result{}, err
+		}
+		return funcs.Apply(ctx, obj)
+	})
+}

@@ -1,0 +1,263 @@
+package finalizer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/finalizer"
+	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
+	"github.com/ctrlkit/ctrlkit/reconcile/write"
+)
+
+const name = "example.com/cleanup"
+
+var key = cache.ObjectName{Namespace: "ns", Name: "entry"}
+
+// env is a strict fake clientset and a cache the test fills by hand, with a
+// finalizing reconciler whose Apply and Cleanup record their calls.
+type env struct {
+	kube    *fake.Clientset
+	cache   cache.Indexer
+	objects *write.Objects[*corev1.ConfigMap]
+	r       reconcile.Reconciler[cache.ObjectName]
+
+	applied, cleaned []*corev1.ConfigMap
+	cleanup          func() (reconcile.Result, error)
+}
+
+func newEnv(t *testing.T, finalizers ...string) *env {
+	t.Helper()
+	kube := fake.NewClientset()
+	reconciletest.Strict(kube)
+	inf := informers.NewSharedInformerFactory(kube, 0).Core().V1().ConfigMaps().TypedInformer()
+	require.NoError(t, inf.GetIndexer().Replace(nil, "1"))
+	e := &env{kube: kube, cache: inf.GetIndexer(), objects: write.New(inf)}
+	e.cleanup = func() (reconcile.Result, error) { return reconcile.Result{}, nil }
+	e.r = finalizer.Reconciler(name, e.objects, kube.CoreV1().ConfigMaps, finalizer.Funcs[*corev1.ConfigMap]{
+		Apply: func(_ context.Context, cm *corev1.ConfigMap) (reconcile.Result, error) {
+			e.applied = append(e.applied, cm)
+			return reconcile.Result{RequeueAfter: time.Minute}, nil
+		},
+		Cleanup: func(_ context.Context, cm *corev1.ConfigMap) (reconcile.Result, error) {
+			e.cleaned = append(e.cleaned, cm)
+			return e.cleanup()
+		},
+	})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Finalizers: finalizers}}
+	cm, err := e.client().Create(context.Background(), cm, metav1.CreateOptions{})
+	require.NoError(t, err)
+	e.sync(t)
+	return e
+}
+
+func (e *env) client() typedcorev1.ConfigMapInterface {
+	return e.kube.CoreV1().ConfigMaps(key.Namespace)
+}
+
+// sync makes the cache show what the API server has, as an informer would.
+func (e *env) sync(t *testing.T) {
+	t.Helper()
+	cm, err := e.client().Get(context.Background(), key.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		old, found, _ := e.cache.GetByKey(key.String())
+		if found {
+			require.NoError(t, e.cache.Delete(old))
+		}
+		return
+	}
+	require.NoError(t, err)
+	require.NoError(t, e.cache.Update(cm))
+}
+
+func (e *env) run(t *testing.T) reconciletest.Outcome {
+	t.Helper()
+	return reconciletest.Run(t, e.r, key, &e.kube.Fake)
+}
+
+func (e *env) server(t *testing.T) (*corev1.ConfigMap, error) {
+	t.Helper()
+	return e.client().Get(context.Background(), key.Name, metav1.GetOptions{})
+}
+
+func TestReconcilerLifecycle(t *testing.T) {
+	e := newEnv(t, "other.io/keep")
+
+	// First reconcile: the finalizer is added before Apply runs, after the
+	// other controller's.
+	out := e.run(t)
+	require.NoError(t, out.Err)
+	assert.Equal(t, reconcile.Result{RequeueAfter: time.Minute}, out.Result, "Apply's result")
+	assert.Equal(t, []string{"patch v1/configmaps ns/entry"}, reconciletest.Describe(out.Writes))
+	require.Len(t, e.applied, 1)
+	assert.Equal(t, []string{"other.io/keep", name}, e.applied[0].Finalizers, "Apply sees the finalizer")
+
+	// The cache has not seen the patch: the next reconcile waits quietly.
+	out = e.run(t)
+	require.ErrorIs(t, out.Err, reconcile.ErrStaleCache)
+	assert.Empty(t, out.Writes)
+	assert.Len(t, e.applied, 1)
+
+	e.sync(t)
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Empty(t, out.Writes, "the finalizer is in place: nothing to write")
+	assert.Len(t, e.applied, 2)
+
+	// Deleted: the object stays while the finalizer is held.
+	require.NoError(t, e.client().Delete(context.Background(), key.Name, metav1.DeleteOptions{}))
+	e.sync(t)
+
+	// A failing cleanup keeps the finalizer and is retried.
+	boom := errors.New("external service down")
+	e.cleanup = func() (reconcile.Result, error) { return reconcile.Result{}, boom }
+	out = e.run(t)
+	require.ErrorIs(t, out.Err, boom)
+	assert.Empty(t, out.Writes)
+	// A cleanup in progress keeps it too.
+	e.cleanup = func() (reconcile.Result, error) { return reconcile.Result{RequeueAfter: time.Second}, nil }
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Equal(t, reconcile.Result{RequeueAfter: time.Second}, out.Result)
+	assert.Empty(t, out.Writes)
+	_, err := e.server(t)
+	require.NoError(t, err, "still there while cleaning up")
+
+	// Cleanup done: the finalizer goes; the other controller's stays.
+	e.cleanup = func() (reconcile.Result, error) { return reconcile.Result{}, nil }
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{"patch v1/configmaps ns/entry"}, reconciletest.Describe(out.Writes))
+	assert.Len(t, e.cleaned, 3)
+	assert.Len(t, e.applied, 2, "Apply never runs on an object being deleted")
+	cm, err := e.server(t)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"other.io/keep"}, cm.Finalizers)
+
+	// Once the cache shows the finalizer gone, nothing more happens.
+	e.sync(t)
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Empty(t, out.Writes)
+	assert.Len(t, e.cleaned, 3)
+}
+
+func TestReconcilerLastFinalizerDeletes(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.run(t).Err)
+	e.sync(t)
+	require.NoError(t, e.client().Delete(context.Background(), key.Name, metav1.DeleteOptions{}))
+	e.sync(t)
+	out := e.run(t)
+	require.NoError(t, out.Err)
+	require.Len(t, e.cleaned, 1)
+	_, err := e.server(t)
+	assert.True(t, apierrors.IsNotFound(err), "the last finalizer removed, the API server deletes it: %v", err)
+
+	// Gone from the cache too: nothing is called.
+	e.sync(t)
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Empty(t, out.Writes)
+	assert.Len(t, e.cleaned, 1)
+}
+
+func TestReconcilerObjectGoneMidway(t *testing.T) {
+	e := newEnv(t)
+	// The cache still shows the object, which is gone from the server.
+	require.NoError(t, e.client().Delete(context.Background(), key.Name, metav1.DeleteOptions{}))
+	out := e.run(t)
+	require.NoError(t, out.Err, "a vanished object is done")
+	assert.Empty(t, e.applied)
+}
+
+func TestReconcilerNotOurs(t *testing.T) {
+	e := newEnv(t, "other.io/keep")
+	require.NoError(t, e.client().Delete(context.Background(), key.Name, metav1.DeleteOptions{}))
+	e.sync(t)
+	out := e.run(t)
+	require.NoError(t, out.Err)
+	assert.Empty(t, out.Writes)
+	assert.Empty(t, e.cleaned, "no cleanup without our finalizer")
+	assert.Empty(t, e.applied)
+}
+
+func TestEnsureAndRemove(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "a.io/first")
+	cm, _, err := e.objects.Get(key)
+	require.NoError(t, err)
+	assert.False(t, finalizer.Contains(cm, name))
+
+	added, err := finalizer.Ensure(ctx, e.objects, e.client(), cm, name)
+	require.NoError(t, err)
+	assert.True(t, finalizer.Contains(added, name))
+	again, err := finalizer.Ensure(ctx, e.objects, e.client(), added, name)
+	require.NoError(t, err)
+	assert.Same(t, added, again, "nothing sent when present")
+
+	// Another controller adds a finalizer after ours: removing ours leaves it.
+	theirs := added.DeepCopy()
+	theirs.Finalizers = append(theirs.Finalizers, "z.io/last")
+	theirs, err = e.client().Update(ctx, theirs, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	// From the copy the API answered our patch with: it predates their change.
+	removed, err := finalizer.Remove(ctx, e.objects, e.client(), added, name)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.io/first", "z.io/last"}, removed.Finalizers)
+	same, err := finalizer.Remove(ctx, e.objects, e.client(), removed, name)
+	require.NoError(t, err)
+	assert.Same(t, removed, same, "nothing sent when absent")
+	_ = theirs
+}
+
+func TestPatchGuards(t *testing.T) {
+	ctx := context.Background()
+	t.Run("an entry before ours moved", func(t *testing.T) {
+		e := newEnv(t, "a.io/first", name)
+		cm, _, err := e.objects.Get(key)
+		require.NoError(t, err)
+		moved := cm.DeepCopy()
+		moved.Finalizers = []string{name}
+		_, err = e.client().Update(ctx, moved, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		_, err = finalizer.Remove(ctx, e.objects, e.client(), cm, name)
+		require.ErrorIs(t, err, reconcile.ErrStaleCache)
+	})
+	t.Run("another incarnation", func(t *testing.T) {
+		e := newEnv(t)
+		cm, _, err := e.objects.Get(key)
+		require.NoError(t, err)
+		require.NoError(t, e.client().Delete(ctx, key.Name, metav1.DeleteOptions{}))
+		_, err = e.client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = finalizer.Ensure(ctx, e.objects, e.client(), cm, name)
+		require.ErrorIs(t, err, reconcile.ErrStaleCache)
+		now, err := e.server(t)
+		require.NoError(t, err)
+		assert.Empty(t, now.Finalizers, "the new incarnation is left alone")
+	})
+	t.Run("no finalizer on an object being deleted", func(t *testing.T) {
+		e := newEnv(t, "a.io/first")
+		require.NoError(t, e.client().Delete(ctx, key.Name, metav1.DeleteOptions{}))
+		e.sync(t)
+		cm, _, err := e.objects.Get(key)
+		require.NoError(t, err)
+		e.kube.ClearActions()
+		_, err = finalizer.Ensure(ctx, e.objects, e.client(), cm, name)
+		require.Error(t, err)
+		assert.Empty(t, reconciletest.WriteActions(&e.kube.Fake))
+	})
+}

@@ -1,0 +1,80 @@
+package write
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+func cm(uid types.UID, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: uid, ResourceVersion: rv}}
+}
+
+func TestSeenIn(t *testing.T) {
+	update := written{uid: "u1", version: "20", before: "10"}
+	create := written{uid: "u1", version: "20"}
+	deleted := written{uid: "u1", version: "20", deleted: true}
+	opaque := written{uid: "u1", version: "b", before: "a"}
+	tests := []struct {
+		name   string
+		w      written
+		cached *corev1.ConfigMap // nil: not in the cache
+		store  string
+		want   bool
+	}{
+		{name: "update: cache at the write", w: update, cached: cm("u1", "20"), store: "20", want: true},
+		{name: "update: cache past the write", w: update, cached: cm("u1", "25"), store: "25", want: true},
+		{name: "update: cache before the write", w: update, cached: cm("u1", "10"), store: "15", want: false},
+		{name: "update: store past the write, object since deleted", w: update, store: "30", want: true},
+		{name: "update: store before the write, object missing", w: update, store: "15", want: false},
+		{name: "update: store version unknown, object missing", w: update, store: "", want: true},
+		{name: "update: store version unknown, cache before", w: update, cached: cm("u1", "10"), store: "", want: false},
+		{name: "create: not in the cache yet", w: create, store: "15", want: false},
+		{name: "create: old incarnation in the cache", w: create, cached: cm("u0", "5"), store: "15", want: false},
+		{name: "create: old incarnation, store unknown", w: create, cached: cm("u0", "5"), store: "", want: true},
+		{name: "create: another incarnation after it", w: create, cached: cm("u2", "30"), store: "30", want: true},
+		{name: "delete: still cached as it was", w: deleted, cached: cm("u1", "20"), store: "40", want: false},
+		{name: "delete: cached as being deleted", w: deleted, cached: cm("u1", "21"), store: "21", want: true},
+		{name: "delete: gone", w: deleted, store: "15", want: true},
+		{name: "delete: recreated", w: deleted, cached: cm("u2", "19"), store: "19", want: true},
+		{name: "delete: opaque versions, unchanged", w: written{uid: "u1", version: "x", deleted: true}, cached: cm("u1", "x"), want: false},
+		{name: "delete: opaque versions, changed", w: written{uid: "u1", version: "x", deleted: true}, cached: cm("u1", "y"), want: true},
+		{name: "opaque: the replaced version", w: opaque, cached: cm("u1", "a"), store: "a", want: false},
+		{name: "opaque: the written version", w: opaque, cached: cm("u1", "b"), store: "b", want: true},
+		{name: "opaque: another version", w: opaque, cached: cm("u1", "c"), store: "c", want: true},
+		{name: "opaque: missing", w: opaque, store: "c", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cached metav1.Object
+			if tt.cached != nil {
+				cached = tt.cached
+			}
+			assert.Equal(t, tt.want, tt.w.seenIn(cached, tt.cached != nil, tt.store))
+		})
+	}
+}
+
+// Writes of objects that are never read again are dropped once the cache
+// has seen them, when the map has doubled.
+func TestSweep(t *testing.T) {
+	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().ConfigMaps().TypedInformer()
+	o := New(inf)
+	for i := range 200 {
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint(i), UID: types.UID(fmt.Sprint(i)), ResourceVersion: fmt.Sprint(100 + i)}}
+		o.remember(cache.MetaObjectToName(obj), "", obj)
+		require.NoError(t, inf.GetIndexer().Add(obj)) // the cache sees it at once
+		o.mu.Lock()
+		n := len(o.pending)
+		o.mu.Unlock()
+		require.Less(t, n, 2*minSweep, "after %d writes", i+1)
+	}
+}
