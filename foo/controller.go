@@ -86,6 +86,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
@@ -173,10 +174,6 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClie
 	return c, nil
 }
 
-// errGone stops a reconcile whose Foo was deleted while it ran: its
-// Deployments go with garbage collection, and nothing is left to retry.
-var errGone = errors.New("the Foo is gone")
-
 // Reconcile brings the Deployment and status of the Foo named by key in line
 // with its spec. It is the controller's reconcile.Reconciler; tests call it
 // directly.
@@ -188,7 +185,6 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	foo, found, err := c.fooWrites.Get(key)
 	if err == nil && !found {
 		c.reports.Delete(key)
-		c.fooWrites.Forget(key)
 	}
 	if err != nil || !found || foo.DeletionTimestamp != nil {
 		return reconcile.Result{}, err
@@ -216,14 +212,12 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 		msg := fmt.Sprintf(MessageResourceExists, foo.Spec.DeploymentName)
 		return c.refuse(ctx, foo, status, samplev1alpha1.ReasonErrResourceExists, msg,
 			fmt.Errorf("Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, ErrResourceExists))
-	case errors.Is(err, reconcile.ErrStaleCache):
-		return reconcile.Result{}, err // the cache is behind: requeued quietly
-	case err != nil && creating:
+	case err != nil && creating && !errors.Is(err, reconcile.ErrStaleCache):
 		setReady(foo, status, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady,
 			fmt.Sprintf("Creating Deployment %q failed: %v", foo.Spec.DeploymentName, err))
 		return reconcile.Result{}, errors.Join(err, c.writeStatus(ctx, foo, status))
-	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("correcting Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
+	case err != nil: // a stale cache is requeued quietly
+		return reconcile.Result{}, fmt.Errorf("writing Deployment %s/%s: %w", foo.Namespace, foo.Spec.DeploymentName, err)
 	case change == write.Updated:
 		// Recorded as soon as the override succeeded: the status write
 		// below may fail, and its retry finds nothing left to override.
@@ -249,7 +243,7 @@ func (c *Controller) Reconcile(ctx context.Context, key cache.ObjectName) (recon
 	c.reports.Delete(key) // the problem is gone: a later refusal is news again
 	status.AvailableReplicas = d.Status.AvailableReplicas
 	setReadyFromDeployment(foo, status, d)
-	if err := c.writeStatus(ctx, foo, status); err != nil && !errors.Is(err, errGone) {
+	if err := c.writeStatus(ctx, foo, status); err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
@@ -282,7 +276,7 @@ func (c *Controller) refuse(ctx context.Context, foo *samplev1alpha1.Foo, status
 		c.reports.Store(key, report)
 	}
 	setReady(foo, status, metav1.ConditionFalse, reason, msg)
-	if err := c.writeStatus(ctx, foo, status); errors.Is(err, errGone) {
+	if err := c.writeStatus(ctx, foo, status); apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil
 	} else if err != nil {
 		return reconcile.Result{}, err // retried: the report must reach the status
@@ -291,20 +285,14 @@ func (c *Controller) refuse(ctx context.Context, foo *samplev1alpha1.Foo, status
 }
 
 // writeStatus updates the Foo's status subresource if status differs from the
-// Foo's. A Foo deleted since it was read gives errGone.
+// Foo's. A Foo deleted since it was read gives a NotFound error.
 func (c *Controller) writeStatus(ctx context.Context, foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus) error {
 	status.ObservedGeneration = foo.Generation
 	_, _, err := c.fooWrites.UpdateStatus(ctx, c.foos.SamplecontrollerV1alpha1().Foos(foo.Namespace), foo, func(foo *samplev1alpha1.Foo) error {
 		foo.Status = *status
 		return nil
 	})
-	switch {
-	case apierrors.IsNotFound(err):
-		return errGone
-	case err != nil:
-		return fmt.Errorf("updating status of Foo %s/%s: %w", foo.Namespace, foo.Name, err)
-	}
-	return nil
+	return err
 }
 
 // setReadyFromDeployment derives the Ready condition from the Deployment.
@@ -325,10 +313,7 @@ func setReady(foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus, s metav
 }
 
 func desiredReplicas(foo *samplev1alpha1.Foo) int32 {
-	if foo.Spec.Replicas == nil {
-		return samplev1alpha1.DefaultReplicas
-	}
-	return *foo.Spec.Replicas
+	return ptr.Deref(foo.Spec.Replicas, samplev1alpha1.DefaultReplicas)
 }
 
 // deploymentLabels are the labels of the Deployment's selector and pods.

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 #
-# Regenerates the code derived from the Foo API types in foo/apis:
+# Regenerates the code derived from the API types of the Foo API (foo/apis
+# -> foo/generated) and of the bucket example (examples/bucket/apis ->
+# examples/bucket/generated):
 #
-#   foo/apis/<group>/<version>/zz_generated.deepcopy.go   deepcopy-gen
-#   foo/generated/applyconfiguration                      applyconfiguration-gen
-#   foo/generated/clientset/versioned (and .../fake)      client-gen
-#   foo/generated/listers                                 lister-gen
-#   foo/generated/informers/externalversions              informer-gen
+#   <apis>/<group>/<version>/zz_generated.deepcopy.go   deepcopy-gen
+#   <generated>/applyconfiguration                      applyconfiguration-gen
+#   <generated>/clientset/versioned (and .../fake)      client-gen
+#   <generated>/listers                                 lister-gen
+#   <generated>/informers/externalversions              informer-gen
 #
 # The generators are the k8s.io/code-generator commands pinned by the `tool`
 # directives in go.mod and run with `go tool`, so every run uses the same
@@ -26,66 +28,66 @@ cd "${MODULE_ROOT}"
 
 MODULE="$(go list -m)"
 BOILERPLATE="foo/hack/boilerplate.go.txt"
-APIS_DIR="foo/apis"
-OUT_DIR="foo/generated"
-OUT_PKG="${MODULE}/${OUT_DIR}"
-
-# The group/version packages under foo/apis, as <group>/<version>. Add new
-# versions here.
-GROUP_VERSIONS=(
-  samplecontroller/v1alpha1
-)
-
-input_pkgs=()
-client_inputs=()
-for gv in "${GROUP_VERSIONS[@]}"; do
-  input_pkgs+=("${MODULE}/${APIS_DIR}/${gv}")
-  client_inputs+=(--input "${gv}")
-done
-
 # Verbosity of the generators' own logging; raise to debug them.
 V="${CODEGEN_VERBOSE:-0}"
 
-# Start from a clean slate so files of removed types do not linger.
-find "${APIS_DIR}" -type f -name 'zz_generated.deepcopy.go' -delete
-rm -rf "${OUT_DIR}/applyconfiguration" "${OUT_DIR}/clientset" \
-  "${OUT_DIR}/listers" "${OUT_DIR}/informers"
+# generate APIS_DIR OUT_DIR GROUP/VERSION...: the generated code of the
+# group/version packages under APIS_DIR, into OUT_DIR.
+generate() {
+  local apis_dir="$1" out_dir="$2"
+  shift 2
+  local out_pkg="${MODULE}/${out_dir}"
+  local input_pkgs=() client_inputs=()
+  for gv in "$@"; do
+    input_pkgs+=("${MODULE}/${apis_dir}/${gv}")
+    client_inputs+=(--input "${gv}")
+  done
 
-echo "deepcopy-gen: ${input_pkgs[*]}"
-go tool deepcopy-gen -v "${V}" \
-  --go-header-file "${BOILERPLATE}" \
-  --output-file zz_generated.deepcopy.go \
-  "${input_pkgs[@]}"
+  # Start from a clean slate so files of removed types do not linger.
+  find "${apis_dir}" -type f -name 'zz_generated.deepcopy.go' -delete
+  rm -rf "${out_dir}/applyconfiguration" "${out_dir}/clientset" \
+    "${out_dir}/listers" "${out_dir}/informers"
 
-echo "applyconfiguration-gen -> ${OUT_DIR}/applyconfiguration"
-go tool applyconfiguration-gen -v "${V}" \
-  --go-header-file "${BOILERPLATE}" \
-  --output-dir "${OUT_DIR}/applyconfiguration" \
-  --output-pkg "${OUT_PKG}/applyconfiguration" \
-  "${input_pkgs[@]}"
+  echo "deepcopy-gen: ${input_pkgs[*]}"
+  go tool deepcopy-gen -v "${V}" \
+    --go-header-file "${BOILERPLATE}" \
+    --output-file zz_generated.deepcopy.go \
+    "${input_pkgs[@]}"
 
-echo "client-gen -> ${OUT_DIR}/clientset/versioned"
-go tool client-gen -v "${V}" \
-  --go-header-file "${BOILERPLATE}" \
-  --output-dir "${OUT_DIR}/clientset" \
-  --output-pkg "${OUT_PKG}/clientset" \
-  --clientset-name versioned \
-  --input-base "${MODULE}/${APIS_DIR}" \
-  "${client_inputs[@]}" \
-  --apply-configuration-package "${OUT_PKG}/applyconfiguration"
+  echo "applyconfiguration-gen -> ${out_dir}/applyconfiguration"
+  go tool applyconfiguration-gen -v "${V}" \
+    --go-header-file "${BOILERPLATE}" \
+    --output-dir "${out_dir}/applyconfiguration" \
+    --output-pkg "${out_pkg}/applyconfiguration" \
+    "${input_pkgs[@]}"
 
-echo "lister-gen -> ${OUT_DIR}/listers"
-go tool lister-gen -v "${V}" \
-  --go-header-file "${BOILERPLATE}" \
-  --output-dir "${OUT_DIR}/listers" \
-  --output-pkg "${OUT_PKG}/listers" \
-  "${input_pkgs[@]}"
+  echo "client-gen -> ${out_dir}/clientset/versioned"
+  go tool client-gen -v "${V}" \
+    --go-header-file "${BOILERPLATE}" \
+    --output-dir "${out_dir}/clientset" \
+    --output-pkg "${out_pkg}/clientset" \
+    --clientset-name versioned \
+    --input-base "${MODULE}/${apis_dir}" \
+    "${client_inputs[@]}" \
+    --apply-configuration-package "${out_pkg}/applyconfiguration"
 
-echo "informer-gen -> ${OUT_DIR}/informers"
-go tool informer-gen -v "${V}" \
-  --go-header-file "${BOILERPLATE}" \
-  --output-dir "${OUT_DIR}/informers" \
-  --output-pkg "${OUT_PKG}/informers" \
-  --versioned-clientset-package "${OUT_PKG}/clientset/versioned" \
-  --listers-package "${OUT_PKG}/listers" \
-  "${input_pkgs[@]}"
+  echo "lister-gen -> ${out_dir}/listers"
+  go tool lister-gen -v "${V}" \
+    --go-header-file "${BOILERPLATE}" \
+    --output-dir "${out_dir}/listers" \
+    --output-pkg "${out_pkg}/listers" \
+    "${input_pkgs[@]}"
+
+  echo "informer-gen -> ${out_dir}/informers"
+  go tool informer-gen -v "${V}" \
+    --go-header-file "${BOILERPLATE}" \
+    --output-dir "${out_dir}/informers" \
+    --output-pkg "${out_pkg}/informers" \
+    --versioned-clientset-package "${out_pkg}/clientset/versioned" \
+    --listers-package "${out_pkg}/listers" \
+    "${input_pkgs[@]}"
+}
+
+# Each API root with its group/version packages. Add new versions here.
+generate foo/apis foo/generated samplecontroller/v1alpha1
+generate examples/bucket/apis examples/bucket/generated storage/v1alpha1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 #
-# Fails when the checked-in generated code of the Foo API is out of date.
+# Fails when the checked-in generated code of the Foo API or of the bucket
+# example's API is out of date.
 #
 # It copies go.mod, go.sum and the generator inputs and outputs into a
 # temporary module, runs update-codegen.sh there and compares the result with
@@ -19,7 +20,7 @@ cd "${MODULE_ROOT}"
 
 # Directories that hold generator inputs or outputs. Everything in them is
 # compared, so a leftover file of a removed type is reported too.
-CHECKED=(foo/apis foo/generated)
+CHECKED=(foo/apis foo/generated examples/bucket/apis examples/bucket/generated)
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/ctrlkit-verify-codegen.XXXXXX")"
 trap 'rm -rf "${TMP}"' EXIT

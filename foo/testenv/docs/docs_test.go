@@ -35,7 +35,12 @@ type block struct {
 // skipDir reports directories whose Go files are not the project's own
 // writing: generated code, and hidden directories.
 func skipDir(rel string) bool {
-	return rel == "foo/generated" || strings.HasPrefix(rel, "foo/generated/") || strings.HasPrefix(filepath.Base(rel), ".")
+	for _, generated := range []string{"foo/generated", "examples/bucket/generated"} {
+		if rel == generated || strings.HasPrefix(rel, generated+"/") {
+			return true
+		}
+	}
+	return strings.HasPrefix(filepath.Base(rel), ".")
 }
 
 // normalize trims each line and drops empty ones, so that indentation does

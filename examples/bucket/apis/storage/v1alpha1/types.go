@@ -1,0 +1,83 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Finalizer is the finalizer the bucket operator keeps on every Bucket until
+// the bucket it declares is gone from the storage service.
+const Finalizer = "storage.ctrlkit.io/bucket"
+
+// ConditionReady is the type of the condition that summarises a Bucket:
+// True when the storage service holds the bucket as the spec asks.
+const ConditionReady = "Ready"
+
+// Reasons of the Ready condition.
+const (
+	// ReasonSynced (Ready=True): the storage service holds the bucket as
+	// the spec asks.
+	ReasonSynced = "Synced"
+	// ReasonStoreUnavailable (Ready=False): the storage service could not
+	// be reached or failed; the operator retries with backoff. Also the
+	// reason of the Warning event.
+	ReasonStoreUnavailable = "StoreUnavailable"
+	// ReasonDeleting (Ready=False): the Bucket is being deleted and the
+	// operator is removing the bucket from the storage service.
+	ReasonDeleting = "Deleting"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Bucket declares a bucket of the same name in the storage service. The
+// operator creates it there, keeps it as the spec says (restoring it if it
+// is changed or removed behind the operator's back) and deletes it before
+// the Bucket is deleted.
+type Bucket struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// Spec is the bucket as it should be.
+	// +required
+	Spec BucketSpec `json:"spec"`
+	// Status is what the operator last observed, written through the
+	// status subresource.
+	// +optional
+	Status BucketStatus `json:"status,omitempty"`
+}
+
+// BucketSpec is the desired state of a bucket.
+type BucketSpec struct {
+	// Region is where the bucket lives, such as "eu-west-1".
+	// +required
+	Region string `json:"region"`
+	// Versioning keeps older versions of the bucket's objects.
+	// +optional
+	Versioning bool `json:"versioning,omitempty"`
+}
+
+// BucketStatus is the observed state of a Bucket.
+type BucketStatus struct {
+	// ObservedGeneration is the metadata.generation the operator last
+	// acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are the latest observations, keyed by type; the operator
+	// maintains ConditionReady.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// BucketList is a list of Buckets.
+type BucketList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Buckets in the list.
+	Items []Bucket `json:"items"`
+}

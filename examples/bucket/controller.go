@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned"
+	bucketinformers "github.com/ctrlkit/ctrlkit/examples/bucket/generated/informers/externalversions/storage/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/finalizer"
+	"github.com/ctrlkit/ctrlkit/reconcile/write"
+)
+
+// buckets keeps the storage service's buckets as the Buckets declare them.
+type buckets struct {
+	store    *store.Client
+	client   versioned.Interface
+	objects  *write.Objects[*storagev1alpha1.Bucket]
+	recorder record.EventRecorder
+}
+
+// newController wires the Bucket controller: the Buckets' own changes, the
+// storage service's change notifications, and a check of every Bucket each
+// resync period at low priority, so that a bucket changed or removed behind
+// the operator's back is restored.
+func newController(ctx context.Context, st *store.Client, client versioned.Interface, bucketInformer bucketinformers.TypedBucketInformer,
+	recorder record.EventRecorder, resync time.Duration, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
+	b := &buckets{store: st, client: client, objects: write.New(bucketInformer.TypedInformer()), recorder: recorder}
+	r := finalizer.Reconciler(storagev1alpha1.Finalizer, b.objects, b.bucketsClient, finalizer.Funcs[*storagev1alpha1.Bucket]{
+		Apply: b.apply, Cleanup: b.cleanup,
+	})
+	ctrl, err := queue.New("buckets", r, opts...)
+	if err != nil {
+		return nil, err
+	}
+	lister := bucketInformer.Lister()
+	return ctrl, ctrl.Watch(queue.On(bucketInformer.TypedInformer(), informer.EnqueueHandler[*storagev1alpha1.Bucket](ctrl)),
+		queue.Channel(ctrl, st.Changes(ctx), func(names []string) []cache.ObjectName {
+			keys := make([]cache.ObjectName, len(names))
+			for i, name := range names {
+				keys[i] = cache.ObjectName{Name: name}
+			}
+			return keys
+		}),
+		queue.Periodic(ctrl, resync, func(context.Context) ([]cache.ObjectName, error) {
+			all, err := lister.List(labels.Everything())
+			keys := make([]cache.ObjectName, len(all))
+			for i, b := range all {
+				keys[i] = cache.MetaObjectToName(b)
+			}
+			return keys, err
+		}, queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1)))
+}
+
+// bucketsClient is the typed client of Buckets, which are cluster-scoped.
+func (b *buckets) bucketsClient(string) write.Client[*storagev1alpha1.Bucket] {
+	return b.client.StorageV1alpha1().Buckets()
+}
+
+// apply makes the storage service hold the bucket as bucket's spec asks, and
+// says so in the Ready condition.
+func (b *buckets) apply(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
+	want := store.Spec{Region: bucket.Spec.Region, Versioning: bucket.Spec.Versioning}
+	got, found, err := b.store.Get(ctx, bucket.Name)
+	if err == nil && (!found || got.Spec != want) {
+		_, err = b.store.Put(ctx, bucket.Name, want)
+	}
+	if err != nil {
+		return reconcile.Result{}, b.report(ctx, bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
+	}
+	return reconcile.Result{}, b.setReady(ctx, bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified")
+}
+
+// cleanup deletes the bucket from the storage service; the finalizer goes
+// once it succeeded.
+func (b *buckets) cleanup(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
+	if err := b.store.Delete(ctx, bucket.Name); err != nil {
+		return reconcile.Result{}, b.report(ctx, bucket, fmt.Errorf("deleting bucket %s: %w", bucket.Name, err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// report records a failure of the storage service: a Warning event and
+// Ready=False when the condition did not say so yet. It returns err, to be
+// retried with backoff, joined with a failed status write.
+func (b *buckets) report(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
+	reason := storagev1alpha1.ReasonStoreUnavailable
+	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c == nil || c.Reason != reason {
+		b.recorder.Event(bucket, corev1.EventTypeWarning, reason, err.Error())
+	}
+	return errors.Join(err, b.setReady(ctx, bucket, metav1.ConditionFalse, reason, err.Error()))
+}
+
+// setReady writes the Ready condition, if it changed.
+func (b *buckets) setReady(ctx context.Context, bucket *storagev1alpha1.Bucket, status metav1.ConditionStatus, reason, msg string) error {
+	_, _, err := b.objects.UpdateStatus(ctx, b.client.StorageV1alpha1().Buckets(), bucket, func(bucket *storagev1alpha1.Bucket) error {
+		bucket.Status.ObservedGeneration = bucket.Generation
+		meta.SetStatusCondition(&bucket.Status.Conditions, metav1.Condition{
+			Type: storagev1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: bucket.Generation,
+		})
+		return nil
+	})
+	return err
+}
