@@ -6,8 +6,9 @@
 // client: Ensure creates an object or updates only what its mutate function
 // sets (what others added is left alone), Update and UpdateStatus change an
 // existing object the same way, Patch sends a patch, and Delete deletes one
-// incarnation of an object. None of them sends a request when nothing
-// differs.
+// incarnation of an object. Apply is the other write style: server-side
+// apply of a generated apply configuration, skipped when it cannot change
+// anything. None of them sends a request when nothing differs.
 //
 // Every write is remembered until the cache has caught up with it. Until
 // then Get, and every write of that object, answer with an error matching
@@ -51,6 +52,8 @@ package write
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -113,6 +116,16 @@ type Objects[T Object] struct {
 	mu      sync.Mutex
 	pending map[cache.ObjectName]written
 	sweepAt int // len(pending) at which the next write sweeps it
+	// applied is what this Objects last applied to each object, with the
+	// resourceVersion the API server answered.
+	applied        map[cache.ObjectName]appliedConfig
+	appliedSweepAt int
+}
+
+// appliedConfig is one server-side apply, remembered to skip its repeats.
+type appliedConfig struct {
+	hash    [sha256.Size]byte
+	version string
 }
 
 // written is what is remembered of one write until the cache shows it.
@@ -132,7 +145,8 @@ const minSweep = 64
 // New returns the Objects of the objects in inf's cache. inf is a typed
 // informer, such as factory.Apps().V1().Deployments().TypedInformer().
 func New[T Object](inf cache.TypedSharedIndexInformer[T]) *Objects[T] {
-	return &Objects[T]{indexer: inf.GetIndexer(), pending: map[cache.ObjectName]written{}, sweepAt: minSweep}
+	return &Objects[T]{indexer: inf.GetIndexer(), pending: map[cache.ObjectName]written{}, sweepAt: minSweep,
+		applied: map[cache.ObjectName]appliedConfig{}, appliedSweepAt: minSweep}
 }
 
 // Get returns the cached object named name and whether the cache holds one.
@@ -269,6 +283,79 @@ func (o *Objects[T]) Forget(name cache.ObjectName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.pending, name)
+	delete(o.applied, name)
+}
+
+// Applier is the part of a generated typed client that applies
+// configurations of type A server-side, such as
+// kube.AppsV1().Deployments(namespace) with A
+// *appsv1ac.DeploymentApplyConfiguration (k8s.io/client-go/applyconfigurations).
+type Applier[T Object, A any] interface {
+	Apply(ctx context.Context, cfg A, opts metav1.ApplyOptions) (T, error)
+}
+
+// Apply applies cfg server-side to the object named name as fieldManager,
+// forcing ownership of the fields cfg sets: cfg is the whole of what the
+// controller owns in the object, and fields it owned before and cfg leaves
+// out are removed by the API server. It is the other write style beside
+// Ensure, with the same read-your-own-writes gate.
+//
+// A repeated apply is skipped, without a request, when it cannot change
+// anything: the cache shows the object at the resourceVersion the API
+// server answered this Objects' last apply of the same configuration (the
+// same JSON) with, so nobody has written the object since. Any other write
+// of the object, by anyone, makes the next Apply send its configuration
+// again; an apply that changes nothing leaves the resourceVersion as it was,
+// so the one after it is skipped again. The object's managedFields are not
+// needed, so informers may drop them (operator.Flags does by default).
+//
+// Apply returns the object as the API server answered (or the cached one
+// when nothing was sent) and Created, Updated or Unchanged.
+func Apply[T Object, A any](ctx context.Context, o *Objects[T], c Applier[T, A], name cache.ObjectName, cfg A, fieldManager string) (T, Change, error) {
+	var zero T
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return zero, Unchanged, fmt.Errorf("write: %s: encoding the apply configuration: %w", name, err)
+	}
+	hash := sha256.Sum256(data)
+	cached, found, err := o.Get(name)
+	if err != nil {
+		return zero, Unchanged, err
+	}
+	o.mu.Lock()
+	last, ok := o.applied[name]
+	o.mu.Unlock()
+	if found && ok && last.hash == hash && last.version == cached.GetResourceVersion() {
+		return cached, Unchanged, nil
+	}
+	applied, err := c.Apply(ctx, cfg, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+	if err != nil {
+		return zero, Unchanged, wrap("applying", err)
+	}
+	before := ""
+	if found {
+		before = cached.GetResourceVersion()
+	}
+	o.remember(name, before, applied)
+	o.mu.Lock()
+	o.applied[name] = appliedConfig{hash: hash, version: applied.GetResourceVersion()}
+	if len(o.applied) >= o.appliedSweepAt {
+		// Drop what was applied to objects the cache no longer holds.
+		for n := range o.applied {
+			if _, found, err := o.cached(n); err == nil && !found {
+				delete(o.applied, n)
+			}
+		}
+		o.appliedSweepAt = max(minSweep, 2*len(o.applied))
+	}
+	o.mu.Unlock()
+	switch {
+	case !found:
+		return applied, Created, nil
+	case applied.GetResourceVersion() == before:
+		return applied, Unchanged, nil
+	}
+	return applied, Updated, nil
 }
 
 // checkedUpdate checks that obj is not older than the last write of it,
