@@ -15,6 +15,7 @@ import (
 
 	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned"
+	bucketclient "github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned/typed/storage/v1alpha1"
 	bucketinformers "github.com/ctrlkit/ctrlkit/examples/bucket/generated/informers/externalversions/storage/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -27,7 +28,7 @@ import (
 // buckets keeps the storage service's buckets as the Buckets declare them.
 type buckets struct {
 	store    *store.Client
-	client   versioned.Interface
+	client   bucketclient.BucketInterface
 	objects  *write.Objects[*storagev1alpha1.Bucket]
 	recorder record.EventRecorder
 }
@@ -38,7 +39,7 @@ type buckets struct {
 // the operator's back is restored.
 func newController(ctx context.Context, st *store.Client, client versioned.Interface, bucketInformer bucketinformers.TypedBucketInformer,
 	recorder record.EventRecorder, resync time.Duration, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
-	b := &buckets{store: st, client: client, objects: write.New(bucketInformer.TypedInformer()), recorder: recorder}
+	b := &buckets{store: st, client: client.StorageV1alpha1().Buckets(), objects: write.New(bucketInformer.TypedInformer()), recorder: recorder}
 	r := finalizer.Reconciler(storagev1alpha1.Finalizer, b.objects, b.bucketsClient, finalizer.Funcs[*storagev1alpha1.Bucket]{
 		Apply: b.apply, Cleanup: b.cleanup,
 	})
@@ -66,19 +67,17 @@ func newController(ctx context.Context, st *store.Client, client versioned.Inter
 }
 
 // bucketsClient is the typed client of Buckets, which are cluster-scoped.
-func (b *buckets) bucketsClient(string) write.Client[*storagev1alpha1.Bucket] {
-	return b.client.StorageV1alpha1().Buckets()
-}
+func (b *buckets) bucketsClient(string) bucketclient.BucketInterface { return b.client }
 
 // apply makes the storage service hold the bucket as bucket's spec asks, and
 // says so in the Ready condition.
 func (b *buckets) apply(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
 	want := store.Spec{Region: bucket.Spec.Region, Versioning: bucket.Spec.Versioning}
 	got, found, err := b.store.Get(ctx, bucket.Name)
-	if err == nil && (!found || got.Spec != want) {
+	if err == nil && (!found || got.Spec != want) { // missing, or changed behind the operator's back
 		_, err = b.store.Put(ctx, bucket.Name, want)
 	}
-	if err != nil {
+	if err != nil { // the Get's or the Put's
 		return reconcile.Result{}, b.report(ctx, bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
 	}
 	return reconcile.Result{}, b.setReady(ctx, bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified")
@@ -93,8 +92,9 @@ func (b *buckets) cleanup(ctx context.Context, bucket *storagev1alpha1.Bucket) (
 	return reconcile.Result{}, nil
 }
 
-// report records a failure of the storage service: a Warning event and
-// Ready=False when the condition did not say so yet. It returns err, to be
+// report records a failure of the storage service: a Warning event when
+// the Ready condition did not say so yet (once per outage, whether the
+// apply or the cleanup met it), and Ready=False. It returns err, to be
 // retried with backoff, joined with a failed status write.
 func (b *buckets) report(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
 	reason := storagev1alpha1.ReasonStoreUnavailable
@@ -106,7 +106,7 @@ func (b *buckets) report(ctx context.Context, bucket *storagev1alpha1.Bucket, er
 
 // setReady writes the Ready condition, if it changed.
 func (b *buckets) setReady(ctx context.Context, bucket *storagev1alpha1.Bucket, status metav1.ConditionStatus, reason, msg string) error {
-	_, _, err := b.objects.UpdateStatus(ctx, b.client.StorageV1alpha1().Buckets(), bucket, func(bucket *storagev1alpha1.Bucket) error {
+	_, _, err := b.objects.UpdateStatus(ctx, b.client, bucket, func(bucket *storagev1alpha1.Bucket) error {
 		bucket.Status.ObservedGeneration = bucket.Generation
 		meta.SetStatusCondition(&bucket.Status.Conditions, metav1.Condition{
 			Type: storagev1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: bucket.Generation,

@@ -27,6 +27,11 @@ var operators = []struct {
 		ctrlkit: []string{"examples/external/main.go", "examples/external/target.go"},
 		peer:    []string{"foo/testenv/bench/cmd/crexternal/main.go", "foo/testenv/bench/cmd/crexternal/target.go"},
 	},
+	{
+		row:     "external Buckets with a finalizer (`examples/bucket`)",
+		ctrlkit: []string{"examples/bucket/main.go", "examples/bucket/controller.go"},
+		peer:    []string{"foo/testenv/bench/cmd/crbucket/main.go", "foo/testenv/bench/cmd/crbucket/controller.go"},
+	},
 }
 
 const root = "../../../.."
@@ -43,8 +48,8 @@ func count(t *testing.T, files []string) (int, string) {
 	return n, strings.Join(names, ", ")
 }
 
-// The table in README.md states today's counts, and ctrlkit is not longer
-// than controller-runtime for either operator.
+// The table in README.md states today's counts, and ctrlkit takes at most
+// 0.90 of controller-runtime's lines for every operator.
 func TestREADMETable(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	require.NoError(t, err)
@@ -54,6 +59,6 @@ func TestREADMETable(t *testing.T) {
 		row := fmt.Sprintf("| %s | %d (%s) | %d (%s) |", op.row, ours, ourFiles, theirs, theirFiles)
 		t.Log(row)
 		assert.Contains(t, string(readme), row+"\n", "README.md's line counts are out of date")
-		assert.LessOrEqual(t, ours, theirs, "%s: ctrlkit is longer than controller-runtime", op.row)
+		assert.LessOrEqual(t, 10*ours, 9*theirs, "%s: ctrlkit's %d lines are more than 0.90 of controller-runtime's %d", op.row, ours, theirs)
 	}
 }

@@ -21,9 +21,6 @@ const (
 	// be reached or failed; the operator retries with backoff. Also the
 	// reason of the Warning event.
 	ReasonStoreUnavailable = "StoreUnavailable"
-	// ReasonDeleting (Ready=False): the Bucket is being deleted and the
-	// operator is removing the bucket from the storage service.
-	ReasonDeleting = "Deleting"
 )
 
 // +genclient

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
+)
+
+// BucketReconciler keeps the storage service's buckets as the Buckets
+// declare them.
+type BucketReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Store    *store.Client
+	Resync   time.Duration // how often each Bucket is checked again
+}
+
+// SetupWithManager registers the controller: the Buckets' own changes and
+// the storage service's change notifications. The periodic check is the
+// RequeueAfter of Reconcile.
+func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	changes := make(chan event.TypedGenericEvent[[]string])
+	// Forward the service's notifications while this replica leads.
+	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for names := range r.Store.Changes(ctx) {
+			select {
+			case changes <- event.TypedGenericEvent[[]string]{Object: names}:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}))
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&storagev1alpha1.Bucket{}).
+		WatchesRawSource(source.Channel(changes, handler.TypedEnqueueRequestsFromMapFunc(
+			func(_ context.Context, names []string) []reconcile.Request {
+				reqs := make([]reconcile.Request, len(names))
+				for i, name := range names {
+					reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+				}
+				return reqs
+			}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// Reconcile holds the finalizer on a Bucket, makes the storage service hold
+// its bucket as specified, and deletes the bucket there before the Bucket
+// goes.
+func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var bucket storagev1alpha1.Bucket
+	if err := r.Get(ctx, req.NamespacedName, &bucket); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// A merge patch replaces the whole list of finalizers: the optimistic
+	// lock keeps it from dropping one that another controller just added.
+	patch := client.MergeFromWithOptions(bucket.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if !bucket.DeletionTimestamp.IsZero() {
+		if !controllerutil.ContainsFinalizer(&bucket, storagev1alpha1.Finalizer) {
+			return ctrl.Result{}, nil
+		}
+		if err := r.Store.Delete(ctx, bucket.Name); err != nil {
+			return ctrl.Result{}, r.report(ctx, &bucket, fmt.Errorf("deleting bucket %s: %w", bucket.Name, err))
+		}
+		controllerutil.RemoveFinalizer(&bucket, storagev1alpha1.Finalizer)
+		return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, &bucket, patch))
+	}
+	if controllerutil.AddFinalizer(&bucket, storagev1alpha1.Finalizer) {
+		if err := r.Patch(ctx, &bucket, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	want := store.Spec{Region: bucket.Spec.Region, Versioning: bucket.Spec.Versioning}
+	got, found, err := r.Store.Get(ctx, bucket.Name)
+	if err == nil && (!found || got.Spec != want) {
+		_, err = r.Store.Put(ctx, bucket.Name, want)
+	}
+	if err != nil {
+		return ctrl.Result{}, r.report(ctx, &bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
+	}
+	if err := r.setReady(ctx, &bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified"); err != nil {
+		return ctrl.Result{}, err
+	}
+	// The periodic check, for notifications lost while the service or the
+	// operator was down. controller-runtime's documentation (of
+	// cache.Options.SyncPeriod) recommends this over a shorter SyncPeriod,
+	// which would replay every cached object of every controller, to poll
+	// what cannot be watched. At low priority, behind the notifications;
+	// the initial list checks every Bucket at start.
+	return ctrl.Result{RequeueAfter: r.Resync, Priority: ptr.To(handler.LowPriority)}, nil
+}
+
+// report records a failure of the storage service: a Warning event and
+// Ready=False when the condition did not say so yet. It returns err, to be
+// retried with backoff, joined with a failed status write.
+func (r *BucketReconciler) report(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
+	reason := storagev1alpha1.ReasonStoreUnavailable
+	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c == nil || c.Reason != reason {
+		r.Recorder.Eventf(bucket, nil, corev1.EventTypeWarning, reason, "Reconcile", "%v", err)
+	}
+	return errors.Join(err, r.setReady(ctx, bucket, metav1.ConditionFalse, reason, err.Error()))
+}
+
+// setReady writes the Ready condition, if it changed.
+func (r *BucketReconciler) setReady(ctx context.Context, bucket *storagev1alpha1.Bucket, status metav1.ConditionStatus, reason, msg string) error {
+	changed := meta.SetStatusCondition(&bucket.Status.Conditions, metav1.Condition{
+		Type: storagev1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: bucket.Generation,
+	})
+	if !changed && bucket.Status.ObservedGeneration == bucket.Generation {
+		return nil
+	}
+	bucket.Status.ObservedGeneration = bucket.Generation
+	return r.Status().Update(ctx, bucket)
+}
