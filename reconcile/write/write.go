@@ -436,12 +436,15 @@ func wrap(verb string, err error) error {
 // before (if any) and gave obj.
 func (o *Objects[T]) remember(name cache.ObjectName, before string, obj T) {
 	v := obj.GetResourceVersion()
-	if v == "" || v == before {
+	// A write that leaves an object being deleted without finalizers
+	// deleted it; the API server answers with the version before that.
+	gone := obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0
+	if v == "" || v == before && !gone {
 		return // nothing to compare the cache with, or nothing changed
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.pending[name] = written{uid: obj.GetUID(), version: v, before: before}
+	o.pending[name] = written{uid: obj.GetUID(), version: v, before: before, deleted: gone}
 	o.sweepLocked()
 }
 

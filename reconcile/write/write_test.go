@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
@@ -323,6 +325,36 @@ func TestForget(t *testing.T) {
 	_, _, err = e.objects.Get(key)
 	requireStale(t, err)
 	e.objects.Forget(key)
+	_, found, err := e.objects.Get(key)
+	require.NoError(t, err)
+	assert.False(t, found)
+}
+
+// A patch that takes the last finalizer off an object being deleted
+// deletes it; the API server answers with the object at the version it had
+// before. The cache is stale until it no longer shows the object.
+func TestWriteThatDeletes(t *testing.T) {
+	ctx := reconciletest.Context(t)
+	e := newEnv(t)
+	cm, err := e.client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Finalizers: []string{"x.io/f"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.client().Delete(ctx, key.Name, metav1.DeleteOptions{}))
+	cm, err = e.kube.CoreV1().ConfigMaps("ns").Get(ctx, key.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, cm.DeletionTimestamp)
+	e.deliver(t, cm)
+	// Answer as kube-apiserver does: the last state, at the same version.
+	answer := cm.DeepCopy()
+	answer.Finalizers = nil
+	e.kube.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, answer, nil
+	})
+
+	_, err = e.objects.Patch(ctx, e.client(), cm, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`))
+	require.NoError(t, err)
+	_, _, err = e.objects.Get(key)
+	requireStale(t, err) // the cache still shows the object being deleted
+	require.NoError(t, e.cache.Delete(cm))
 	_, found, err := e.objects.Get(key)
 	require.NoError(t, err)
 	assert.False(t, found)

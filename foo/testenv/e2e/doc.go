@@ -17,6 +17,13 @@
 // reconcile/reconciletest and against the full control plane, and asserts
 // that what a controller can observe is the same on both.
 //
+// TestBucketOperator runs examples/bucket and its storage service
+// (examples/bucket/store/cmd/bucketstore) as processes, the operator with
+// exactly the RBAC of examples/bucket/deploy: buckets created, restored
+// when changed or removed behind the operator's back, deleted from the
+// service before their Bucket goes, held by the finalizer while the service
+// is down, and cleaned up by a new operator after a kill -9 mid-cleanup.
+//
 // Run it from the foo/testenv module once the binaries are built (see
 // hack/build-binaries.sh):
 //
