@@ -33,7 +33,8 @@
 //
 // A write is remembered with the resourceVersion the API server gave the
 // written object (for a delete: the object's UID and the resourceVersion it
-// was deleted at). The cache has seen the write once it holds the object at
+// was deleted at; a write that takes the last finalizer off an object being
+// deleted counts as its delete). The cache has seen the write once it holds the object at
 // that resourceVersion or a later one, once the informer's store has applied
 // an event at that resourceVersion or later (client-go's
 // LastStoreSyncResourceVersion: an object missing then was deleted since),
@@ -47,7 +48,8 @@
 // meets AlreadyExists or a conflict, which is quiet too. Update,
 // UpdateStatus, Patch and Delete judge the object they are given, which
 // may be newer than the cache (a write's answer). Memory is one small
-// entry per object written and not yet seen in the cache.
+// entry per object written and not yet seen in the cache, and one per
+// object that Apply wrote and the cache still holds.
 package write
 
 import (
