@@ -788,6 +788,15 @@ func watchDeployments(t *testing.T, kube *kubefake.Clientset) *eventLog {
 	})
 	require.NoError(t, err)
 	reconciletest.StartInformers(t, factory)
+	// A synced informer may not be watching yet, and a fake clientset's
+	// watch does not replay what came before it: wait until the event of a
+	// sentinel arrives, then start the log afresh.
+	_, err = kube.AppsV1().Deployments(ns).Create(context.Background(), deployment("sentinel"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(log.get()) > 0 }, 10*time.Second, time.Millisecond, "the informer watches")
+	log.mu.Lock()
+	log.events = nil
+	log.mu.Unlock()
 	return log
 }
 
