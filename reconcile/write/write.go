@@ -193,7 +193,7 @@ func (o *Objects[T]) Ensure(ctx context.Context, c Client[T], want T, mutate fun
 		return zero, Unchanged, err
 	}
 	if found {
-		return o.update(ctx, name, cached, mutate, func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) })
+		return o.update(name, cached, mutate, func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) })
 	}
 	obj, err := o.mutated(name, want, mutate)
 	if err != nil {
@@ -341,15 +341,7 @@ func Apply[T Object, A any](ctx context.Context, o *Objects[T], c Applier[T, A],
 	o.remember(name, before, applied)
 	o.mu.Lock()
 	o.applied[name] = appliedConfig{hash: hash, version: applied.GetResourceVersion()}
-	if len(o.applied) >= o.appliedSweepAt {
-		// Drop what was applied to objects the cache no longer holds.
-		for n := range o.applied {
-			if _, found, err := o.cached(n); err == nil && !found {
-				delete(o.applied, n)
-			}
-		}
-		o.appliedSweepAt = max(minSweep, 2*len(o.applied))
-	}
+	o.sweepLocked()
 	o.mu.Unlock()
 	switch {
 	case !found:
@@ -368,7 +360,7 @@ func (o *Objects[T]) checkedUpdate(ctx context.Context, obj T, mutate func(T) er
 	if err := o.check(name, obj); err != nil {
 		return zero, Unchanged, err
 	}
-	return o.update(ctx, name, obj, mutate, send)
+	return o.update(name, obj, mutate, send)
 }
 
 // check returns an error matching reconcile.ErrStaleCache when obj, read by
@@ -388,7 +380,7 @@ func errStale(name cache.ObjectName) error {
 }
 
 // update mutates a copy of current and sends it if it differs.
-func (o *Objects[T]) update(_ context.Context, name cache.ObjectName, current T, mutate func(T) error, send func(T) (T, error)) (T, Change, error) {
+func (o *Objects[T]) update(name cache.ObjectName, current T, mutate func(T) error, send func(T) (T, error)) (T, Change, error) {
 	var zero T
 	obj, err := o.mutated(name, current, mutate)
 	if err != nil {
@@ -450,20 +442,27 @@ func (o *Objects[T]) remember(name cache.ObjectName, before string, obj T) {
 	o.sweepLocked()
 }
 
-// sweepLocked drops the writes the cache has seen once the map has grown
-// to twice its size after the last sweep, so that writes of objects never
-// read again do not pile up. The caller holds o.mu.
+// sweepLocked keeps the maps from piling up entries of objects never read
+// again: once pending has grown to twice its size after its last sweep, it
+// drops the writes the cache has seen, and once applied has, the applies to
+// objects the cache no longer holds. The caller holds o.mu.
 func (o *Objects[T]) sweepLocked() {
-	if len(o.pending) < o.sweepAt {
-		return
-	}
-	for name := range o.pending {
-		cached, found, err := o.cached(name)
-		if err == nil {
-			o.seenLocked(name, cached, found)
+	if len(o.pending) >= o.sweepAt {
+		for name := range o.pending {
+			if cached, found, err := o.cached(name); err == nil {
+				o.seenLocked(name, cached, found)
+			}
 		}
+		o.sweepAt = max(minSweep, 2*len(o.pending))
 	}
-	o.sweepAt = max(minSweep, 2*len(o.pending))
+	if len(o.applied) >= o.appliedSweepAt {
+		for name := range o.applied {
+			if _, found, err := o.cached(name); err == nil && !found {
+				delete(o.applied, name)
+			}
+		}
+		o.appliedSweepAt = max(minSweep, 2*len(o.applied))
+	}
 }
 
 // cached reads name from the cache.
