@@ -16,6 +16,7 @@ import (
 	"os"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -94,6 +95,16 @@ func (o *options) runController(ctx context.Context) error {
 	fooInformers := operator.Informers(&o.Flags, func(transform cache.TransformFunc) fooinformers.SharedInformerFactory {
 		return fooinformers.NewSharedInformerFactoryWithOptions(fooClient, o.resync, fooinformers.WithTransform(transform))
 	})
+	// Sharded, each replica caches only the Foos it owns and their Deployments.
+	m, err := o.Membership(kubeClient)
+	if err != nil {
+		return err
+	}
+	fooAPI, deployAPI := fooClient.SamplecontrollerV1alpha1().Foos(""), kubeClient.AppsV1().Deployments("")
+	if err := errors.Join(shard.Informer[*samplev1alpha1.Foo](m, fooInformers.InformerFor, fooAPI.List, fooAPI.Watch, shard.ByName),
+		shard.Informer[*appsv1.Deployment](m, kubeInformers.InformerFor, deployAPI.List, deployAPI.Watch, shard.ByController(samplev1alpha1.Kind("Foo")))); err != nil {
+		return err
+	}
 	foos := fooInformers.Samplecontroller().V1alpha1().Foos()
 	ctrl, err := foo.NewController(ctx, kubeClient, fooClient, kubeInformers.Apps().V1().Deployments(), foos, recorder,
 		append(o.ControllerOptions(), queue.WithWorkers(o.workers))...)

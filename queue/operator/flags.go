@@ -315,17 +315,14 @@ func (f *Flags) leaseNamespace() string {
 	return "default"
 }
 
-// Shard restricts ctrl to the keys this replica owns when --sharded is set
-// (see Controller.Restrict of package queue), and does nothing otherwise.
-// The first call creates the replica's membership (package shard, on
+// Membership returns this replica's membership (package shard) when
+// --sharded is set, and nil otherwise. The first call creates it, on
 // client, with the operator's metrics unless --metrics-bind-address is
-// disabled) and the options of Options run it,
-// whether Options was called before or after; every controller of the
-// operator gets its own Gate on it, for its keys. Shard must be called
-// before the controller runs; it fails if the membership cannot be created.
-func Shard[K comparable](f *Flags, ctrl *queue.Controller[K], client kubernetes.Interface, keys shard.Keys[K]) error {
+// disabled; the options of Options run it, whether Options was called
+// before or after. Pass it to shard.Informer to shard the caches too.
+func (f *Flags) Membership(client kubernetes.Interface) (*shard.Membership, error) {
 	if !f.Sharded {
-		return nil
+		return nil, nil
 	}
 	if f.membership == nil {
 		var sm shard.Metrics
@@ -337,11 +334,24 @@ func Shard[K comparable](f *Flags, ctrl *queue.Controller[K], client kubernetes.
 			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPeriod,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		f.membership = m
 	}
-	return ctrl.Restrict(shard.NewGate(f.membership, keys))
+	return f.membership, nil
+}
+
+// Shard restricts ctrl to the keys this replica owns when --sharded is set
+// (see Controller.Restrict of package queue), and does nothing otherwise.
+// Every controller of the operator gets its own Gate on the replica's
+// Membership, for its keys. Shard must be called before the controller
+// runs; it fails if the membership cannot be created.
+func Shard[K comparable](f *Flags, ctrl *queue.Controller[K], client kubernetes.Interface, keys shard.Keys[K]) error {
+	m, err := f.Membership(client)
+	if m == nil || err != nil {
+		return err
+	}
+	return ctrl.Restrict(shard.NewGate(m, keys))
 }
 
 // Informers makes an informer factory with build, which is given the

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -200,10 +202,15 @@ func TestFlagsOptions(t *testing.T) {
 	assert.Regexp(t, `^op-[0-9a-f]{12}$`, m.Name())
 	require.NoError(t, Shard(&f, newController(t, "d"), client, strings))
 	assert.Same(t, m, f.membership, "one membership per process")
+	got, err := f.Membership(client)
+	require.NoError(t, err)
+	assert.Same(t, m, got, "Membership returns the one Shard made")
 	assert.ErrorContains(t, Shard(&f, ctrl, client, strings), "Restrict called twice", "Shard restricted the controller")
 	bad := parse(t, Flags{}, "--sharded", "--leader-elect-id=op", "--leader-elect-lease-duration=1s")
 	require.ErrorContains(t, Shard(&bad, newController(t, "e"), client, strings), "lease duration", "Shard reports why the membership failed")
 	assert.Nil(t, bad.membership)
+	_, err = bad.Membership(client)
+	require.ErrorContains(t, err, "lease duration", "Membership reports why it failed")
 	c = apply(f.Options(client))
 	assert.Same(t, m, c.sharding, "Options runs the membership")
 	assert.Nil(t, c.election)
@@ -239,6 +246,9 @@ func TestShardNotSharded(t *testing.T) {
 	keys := shard.Keys[string]{String: func(k string) string { return k }, List: func() []string { return []string{"a"} }}
 	require.NoError(t, Shard(&f, ctrl, client, keys))
 	assert.Nil(t, f.membership)
+	m, err := f.Membership(client)
+	require.NoError(t, err)
+	assert.Nil(t, m, "no membership without --sharded")
 	assert.Empty(t, client.Actions(), "no request to the API server")
 	assert.NoError(t, ctrl.Restrict(everything{}), "the controller was not restricted")
 	assert.Empty(t, apply(f.Options(client)).errs, "Run does not ask for a Shard")
@@ -682,3 +692,57 @@ type stubController struct{}
 
 func (stubController) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 func (stubController) HasSynced() bool               { return true }
+
+// With --sharded, an informer made sharded by shard.Informer on the
+// flags' Membership syncs before the membership runs (holding nothing of
+// any key yet), relists once the replica owns keys, and feeds the
+// restricted controller every key, each read from the sharded cache.
+func TestShardedInformerThroughRun(t *testing.T) {
+	var maps []runtime.Object
+	for i := range 5 {
+		maps = append(maps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: fmt.Sprint("cm-", i)}})
+	}
+	client := fake.NewClientset(maps...)
+	f := parse(t, Flags{}, "--sharded", "--leader-elect-id=op", "--leader-elect-namespace=ops", "--metrics-bind-address=0",
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms")
+	factory := Informers(&f, func(transform cache.TransformFunc) informers.SharedInformerFactory {
+		return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(transform))
+	})
+	m, err := f.Membership(client)
+	require.NoError(t, err)
+	api := client.CoreV1().ConfigMaps("")
+	require.NoError(t, shard.Informer[*corev1.ConfigMap](m, factory.InformerFor, api.List, api.Watch, shard.ByName))
+	lister := factory.Core().V1().ConfigMaps().Lister()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	ctrl, err := queue.New("maps", reconcile.Func[cache.ObjectName](func(_ context.Context, key cache.ObjectName) (reconcile.Result, error) {
+		if _, err := lister.ConfigMaps(key.Namespace).Get(key.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+		mu.Lock()
+		seen[key.String()] = true
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	}), f.ControllerOptions()...)
+	require.NoError(t, err)
+	require.NoError(t, ctrl.Watch(queue.On(factory.Core().V1().ConfigMaps().TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))))
+	require.NoError(t, Shard(&f, ctrl, client, shard.ObjectNames(factory.Core().V1().ConfigMaps().TypedInformer())))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, append(f.Options(client), WithControllers(ctrl))...) }()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Len(c, seen, len(maps))
+	}, waitFor, 10*time.Millisecond)
+	var lists int
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "configmaps" {
+			lists++
+		}
+	}
+	assert.Equal(t, 2, lists, "the first list, and the relist for the keys the replica gained")
+	cancel()
+	require.NoError(t, <-done)
+}

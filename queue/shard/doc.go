@@ -1,16 +1,24 @@
 // Package shard spreads the keys of a controller over several replicas of
 // an operator: every replica announces itself with a coordination.k8s.io/v1
-// Lease of its own, every key belongs to exactly one live replica, and no
-// key is ever reconciled by two replicas at once, also while keys move.
+// Lease of its own, every key belongs to exactly one live replica, no key
+// is ever reconciled by two replicas at once, also while keys move, and
+// each replica caches only the objects of its own keys.
 //
 // A Membership is one replica's seat in a group. A Gate restricts one
 // queue.Controller to the keys its replica owns (it is a queue.Ownership,
-// given to Controller.Restrict):
+// given to Controller.Restrict); Informer makes an informer factory's
+// informer of one kind cache only what the replica needs:
 //
 //	m, err := shard.New(shard.Config{Client: kubeClient, Namespace: "foo-system", Group: "foo-controller"})
 //	if err != nil {
 //		return err
 //	}
+//	// The factory's Deployment informer caches only this replica's Deployments.
+//	api := kubeClient.AppsV1().Deployments("")
+//	if err := shard.Informer[*appsv1.Deployment](m, factory.InformerFor, api.List, api.Watch, shard.ByName); err != nil {
+//		return err
+//	}
+//	deployments := factory.Apps().V1().Deployments()
 //	ctrl, err := queue.New("deployments", reconciler)
 //	if err != nil {
 //		return err
@@ -24,7 +32,7 @@
 //	return operator.Run(ctx, operator.WithSharding(m), operator.WithInformers(factory), operator.WithControllers(ctrl))
 //
 // An operator built on operator.Flags gets the same from --sharded
-// (operator.Shard).
+// (operator.Flags.Membership and operator.Shard).
 //
 // # Who owns a key
 //
@@ -113,8 +121,12 @@
 //
 // A seeded deterministic simulation in the package's tests drives three to
 // six replicas over an in-memory API server and checks, after every event,
-// that no key is held by two processes and that every claim is backed by
-// every list its Lease may show; and, once the faults stop, that every key
+// that no key is held by two processes, that every claim is backed by
+// every list its Lease may show, and that a replica claiming a key that
+// another process wrote last has that write in its cache (every reconcile
+// writes its key's object; each replica's sharded cache, fed by delayed
+// watches and relists, holds the keys its view wants); that no change of
+// view gives keys when the member lists say it cannot; and, once the faults stop, that every key
 // is owned by exactly one live replica and reconciled by it within
 // 3*LeaseDuration + RenewDeadline, and that only the live members' Leases
 // are left. The scheduler chooses every request's latency and outcome
@@ -124,10 +136,71 @@
 //
 // # What each replica caches
 //
-// Ownership filters the queue, not the informers: every replica caches
-// every object its controllers watch, and sharding divides the reconciles
-// and the writes, not the memory. Objects carry no shard label, so the
-// informers have nothing to filter on.
+// A replica learns which objects are its own from the objects alone: a
+// Route names the key each object belongs to (ByName: the object's own
+// "namespace/name", for the controller's primary kind; ByController: the
+// key of its controller owner, for what the controller creates, so that a
+// Foo's Deployment follows its Foo), and the replica hashes that key as
+// its Gates do. Nothing is written to any object, there is no webhook and
+// no other process; names made with generateName, cluster-scoped objects
+// (ByName gives "name") and namespaced children of cluster-scoped owners
+// (ByClusterScopedController) are placed alike. A sharded informer holds:
+//
+//   - the objects of the keys that the member list the replica works
+//     under gives it: a superset of the keys it owns, so that keys it is
+//     about to take over are in already;
+//   - the objects its Route places under no key (a Deployment no Foo
+//     controls), which every replica keeps;
+//   - and nothing at all of the other keys' objects.
+//
+// The filter sits in the informer's ListerWatcher: list items and watch
+// events of keys the replica does not want never reach the store, and an
+// event that moves an object it holds to such a key (a new controller)
+// reaches it as a deletion. When its member list changes, the replica
+// drops from the stores, in place and without a request, the objects of
+// keys it no longer wants.
+//
+// # Gaining keys
+//
+// Until the old owner let a key go, that process wrote the key's objects,
+// and events of its last writes may still be on their way to the new
+// owner. So whenever a change of view may give the replica keys it did
+// not own (judged from the member lists: a replica joining takes keys but
+// gives none, one leaving gives the survivors its keys), the Membership
+// asks every sharded informer to relist: its watch ends with an expiry
+// (410), and the reflector lists again, which Informer makes a
+// consistent, paginated read. That list is sent after the view changed,
+// hence after the old owner published that it let the key go (or its
+// Lease expired), hence after its last write. The keys of that change are
+// owned (by Gate.Claim, Gate.Owns and the scans that enqueue gained keys)
+// only once every sharded informer's store holds the list, which client-go
+// tells by the resourceVersion the store last synced at. A replica
+// therefore never reconciles a key it gained from a cache older than the
+// old owner's last write; the simulation checks exactly that (see How the
+// protocol is tested).
+//
+// # What it costs
+//
+// Keys a replica loses cost it nothing. The API server serves every
+// replica the watch of every object of a sharded kind, as it does
+// unsharded replicas (the objects carry nothing a server-side selector
+// could use), and lists of whole kinds: every sharded informer lists once
+// when it starts (keeping only unplaced objects: the replica owns nothing
+// yet), once when the replica's first view forms, and once after every
+// later change that gives the replica keys. A join thus costs the joiner
+// one list of each sharded kind per group of old owners letting keys go
+// at once, and the others nothing; a kill -9 costs each survivor one list
+// of each kind. Lists are paginated (500 objects per request) and keep
+// only the wanted objects of each page, so a relist adds about one page to
+// a replica's memory. Each gain also waits for its relist: about a second
+// of the reflector's backoff plus the list itself.
+//
+// An object that another replica's key controls is not in this replica's
+// caches, also when one of this replica's keys names it: a Foo whose
+// spec.deploymentName is a Deployment that another replica's Foo controls
+// meets AlreadyExists when it creates it, which package reconcile/write
+// treats as a stale cache and retries quietly with backoff, where an
+// unsharded replica reports the conflict at once.
 //
 // # RBAC
 //

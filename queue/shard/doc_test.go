@@ -15,14 +15,19 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// runSharded is the package documentation's example; TestGroup runs the
-// same wiring with short timings.
+// runSharded is the package documentation's example; TestGroup runs its
+// Gates and TestInformerCachesOwnedKeys its informers, with short timings.
 func runSharded(ctx context.Context, kubeClient kubernetes.Interface, factory informers.SharedInformerFactory, reconciler reconcile.Reconciler[cache.ObjectName]) error {
-	deployments := factory.Apps().V1().Deployments()
 	m, err := shard.New(shard.Config{Client: kubeClient, Namespace: "foo-system", Group: "foo-controller"})
 	if err != nil {
 		return err
 	}
+	// The factory's Deployment informer caches only this replica's Deployments.
+	api := kubeClient.AppsV1().Deployments("")
+	if err := shard.Informer[*appsv1.Deployment](m, factory.InformerFor, api.List, api.Watch, shard.ByName); err != nil {
+		return err
+	}
+	deployments := factory.Apps().V1().Deployments()
 	ctrl, err := queue.New("deployments", reconciler)
 	if err != nil {
 		return err

@@ -128,6 +128,17 @@ type Membership struct {
 	gatesMu sync.Mutex
 	gates   []gate
 
+	// applyMu orders the views given to the gates.
+	applyMu sync.Mutex
+	// cachesMu guards the sharded caches and the gains they still owe.
+	cachesMu sync.Mutex
+	caches   []shardCache
+	// base is the last view the core set, without pending gains.
+	base    *view
+	pending []gain
+	epoch   uint64
+	done    map[shardCache]uint64
+
 	started atomic.Bool
 	kick    chan struct{}
 	write   chan struct{}
@@ -183,6 +194,28 @@ func (m *Membership) Members() []string {
 	return slices.Clone(m.core.members)
 }
 
+// shardCache is what a Membership needs of a sharded cache.
+type shardCache interface {
+	// refresh asks for a consistent relist begun after this call, which
+	// the cache reports to the membership once it holds it; it must not
+	// report from within the call.
+	refresh(epoch uint64)
+	// keep drops the objects of the keys v does not want.
+	keep(v *view)
+}
+
+// registerCache adds a sharded cache; caches are registered when they are
+// created.
+func (m *Membership) registerCache(c shardCache) {
+	m.cachesMu.Lock()
+	defer m.cachesMu.Unlock()
+	m.caches = append(m.caches, c)
+	if m.done == nil {
+		m.done = map[shardCache]uint64{}
+	}
+	m.done[c] = m.epoch
+}
+
 // register adds a gate; gates are registered when they are created.
 func (m *Membership) register(g gate) {
 	m.gatesMu.Lock()
@@ -191,9 +224,80 @@ func (m *Membership) register(g gate) {
 }
 
 // apply makes v the view the gates check, cancels the claims it does not
-// allow, and returns what those claims close when they are released.
+// allow, and returns what those claims close when they are released. If
+// v may own keys the view before did not, and the replica has sharded
+// caches, those keys wait until every cache has been refreshed.
 func (m *Membership) apply(v *view) (pending []<-chan struct{}) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	m.cachesMu.Lock()
+	caches := slices.Clone(m.caches)
+	var epoch uint64
+	if len(caches) > 0 && mayGain(m.base, v) {
+		m.epoch++
+		epoch = m.epoch
+		m.pending = append(m.pending, gain{from: m.base.listsOnly(), to: v.listsOnly(), epoch: epoch})
+	}
+	m.base = v
+	v = m.withPending(v)
 	m.view.Store(v)
+	m.cachesMu.Unlock()
+	for _, c := range caches {
+		if v != nil {
+			c.keep(v)
+		}
+		if epoch > 0 {
+			c.refresh(epoch)
+		}
+	}
+	return m.restrict(v)
+}
+
+// extend replaces the view with v, which owns the same keys for longer.
+func (m *Membership) extend(v *view) {
+	m.cachesMu.Lock()
+	defer m.cachesMu.Unlock()
+	m.base = v
+	m.view.Store(m.withPending(v))
+}
+
+// withPending returns v with the gains still pending; m.cachesMu is held.
+func (m *Membership) withPending(v *view) *view {
+	if v == nil || len(m.pending) == 0 {
+		return v
+	}
+	c := *v
+	c.pending = slices.Clone(m.pending)
+	return &c
+}
+
+// refreshed records that cache c holds a relist begun after the gain of
+// epoch; once every cache does, the keys of the gains up to it are owned.
+func (m *Membership) refreshed(c shardCache, epoch uint64) {
+	m.applyMu.Lock()
+	defer m.applyMu.Unlock()
+	m.cachesMu.Lock()
+	m.done[c] = max(m.done[c], epoch)
+	all := epoch
+	for _, other := range m.caches {
+		all = min(all, m.done[other])
+	}
+	n := len(m.pending)
+	m.pending = slices.DeleteFunc(m.pending, func(g gain) bool { return g.epoch <= all })
+	if len(m.pending) == n {
+		m.cachesMu.Unlock()
+		return
+	}
+	v := m.withPending(m.base)
+	m.view.Store(v)
+	m.cachesMu.Unlock()
+	m.restrict(v) // takes nothing away: it records v for the scans
+}
+
+// restrict gives v to the gates, which cancel the claims it does not
+// allow and enqueue the keys it gave; it returns what the cancelled
+// claims close when they are released.
+func (m *Membership) restrict(v *view) (pending []<-chan struct{}) {
 	m.gatesMu.Lock()
 	gates := slices.Clone(m.gates)
 	m.gatesMu.Unlock()
@@ -313,7 +417,7 @@ func (m *Membership) Run(ctx context.Context) error {
 			logger.V(2).Info("Ownership changed", "members", m.Members(), "generation", res.gen)
 			releases.add(res.gen, m.apply(res.view))
 		} else {
-			m.view.Store(res.view) // the same keys, valid for longer
+			m.extend(res.view) // the same keys, valid for longer
 		}
 		if res.publish {
 			if res.gen > 1 {

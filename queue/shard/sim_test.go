@@ -24,9 +24,10 @@ import (
 // latency and outcome, every watch delivery's delay, process pauses,
 // partitions, clock steps and rate differences, kill -9, restarts under
 // the same identity, joins and normal stops. The protocol code it runs is
-// the replicas' core, Membership.apply and Gate (Claim, restrict, scan);
-// only the goroutines and the client of Membership.Run are replaced by
-// events. A failing seed replays exactly with -shard.sim.seed.
+// the replicas' core, Membership.apply and refreshed, mayGain and Gate
+// (Claim, restrict, scan); only the goroutines and the client of
+// Membership.Run are replaced by events, and the sharded informers by the
+// model of simcache_test.go. A failing seed replays exactly with -shard.sim.seed.
 var (
 	simSchedules = flag.Int("shard.sim.schedules", 0, "schedules the simulation explores (0: 5000, or 300 under the race detector)")
 	simSeed      = flag.Uint64("shard.sim.seed", 0, "replay only this seed of the simulation")
@@ -102,6 +103,11 @@ type sim struct {
 	idents int
 	keys   []string
 	holder map[string]*simProc // key -> the process reconciling it
+	// The objects: each key's version and its last writer, and the count
+	// of writes.
+	objects    map[string]uint64
+	lastWriter map[string]*simProc
+	objSeq     uint64
 	// calmReconciles holds, per key, the processes that reconciled it
 	// since the faults stopped.
 	calmReconciles map[string][]*simProc
@@ -117,7 +123,7 @@ type sim struct {
 }
 
 type simStats struct {
-	events, claims, handoffs, kills, restarts, joins, leaves, pauses, partitions, steps, lost int
+	events, claims, handoffs, kills, restarts, joins, leaves, pauses, partitions, steps, lost, relists, writes int
 }
 
 // simProc is one process of a replica: an incarnation of an identity.
@@ -128,6 +134,7 @@ type simProc struct {
 	m        *Membership
 	core     *core
 	gate     *Gate[string]
+	cache    *simCache
 
 	dead, stopping, left bool
 	exitOnStop, joined   bool
@@ -185,7 +192,8 @@ func (p *simProc) after(d time.Duration) time.Duration {
 
 func newSim(t testing.TB, seed uint64, verbose bool) *sim {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), verbose: verbose,
-		leases: map[string]*coordinationv1.Lease{}, holder: map[string]*simProc{}, calmReconciles: map[string][]*simProc{}}
+		leases: map[string]*coordinationv1.Lease{}, holder: map[string]*simProc{}, calmReconciles: map[string][]*simProc{},
+		objects: map[string]uint64{}, lastWriter: map[string]*simProc{}}
 	for i := range simKeys {
 		s.keys = append(s.keys, "ns/key-"+strconv.Itoa(i))
 	}
@@ -444,6 +452,8 @@ func (s *sim) start(identity string) *simProc {
 	p.m, p.core, p.name = m, m.core, m.lease
 	p.core.incarnation = identity + "." + strconv.Itoa(len(s.procs))
 	p.gate = NewGate(m, Keys[string]{String: func(k string) string { return k }, List: func() []string { return s.keys }})
+	p.cache = newSimCache(p)
+	m.registerCache(p.cache)
 	s.procs = append(s.procs, p)
 
 	// The informer lists, then watches.
@@ -544,7 +554,7 @@ func (p *simProc) step() {
 	if res.applyView {
 		p.applyView(res.gen, res.view)
 	} else {
-		p.m.view.Store(res.view)
+		p.m.extend(res.view)
 	}
 	if res.publish {
 		s.stats.handoffs++
@@ -567,6 +577,7 @@ func (p *simProc) step() {
 }
 
 func (p *simProc) applyView(gen uint64, v *view) {
+	p.s.checkGain(p, v)
 	pending := p.m.apply(v)
 	p.releases = append(p.releases, simRelease{gen: gen, pending: pending})
 	p.cancelled()
@@ -846,6 +857,7 @@ func (p *simProc) reconcile(key string) {
 			s.fail("%s claimed %s, which its Lease's list %v (on the server or on its way) does not give it", p.identity, key, pub)
 		}
 	}
+	s.checkFresh(p, key)
 	s.holder[key] = p
 	r := &simReconcile{key: key, ctx: ctx, release: release}
 	p.active[key] = r
@@ -854,6 +866,12 @@ func (p *simProc) reconcile(key string) {
 	if s.chance(0.05) {
 		hold = s.dur(0, 3*time.Second) // a slow reconcile, which a handoff must wait for
 	}
+	// It writes its object once, before it returns, even when cancelled.
+	s.after(s.dur(0, hold), p, "", func() {
+		if p.active[key] == r {
+			s.write(p, key)
+		}
+	})
 	s.after(hold, p, "", func() {
 		if !r.returning {
 			p.finish(r)
@@ -1070,8 +1088,8 @@ func TestSimulation(t *testing.T) {
 		}
 		total.add(s.stats)
 	}
-	t.Logf("%d schedules, %d events, %d steps, %d claims, %d publications; faults: %d joins, %d stops, %d kills, %d restarts, %d pauses, %d partitions; %d replicas gave up their Lease",
-		explored, total.events, total.steps, total.claims, total.handoffs, total.joins, total.leaves, total.kills, total.restarts, total.pauses, total.partitions, total.lost)
+	t.Logf("%d schedules, %d events, %d steps, %d claims, %d writes, %d publications, %d relists; faults: %d joins, %d stops, %d kills, %d restarts, %d pauses, %d partitions; %d replicas gave up their Lease",
+		explored, total.events, total.steps, total.claims, total.writes, total.handoffs, total.relists, total.joins, total.leaves, total.kills, total.restarts, total.pauses, total.partitions, total.lost)
 }
 
 func (a *simStats) add(b simStats) {
@@ -1086,6 +1104,8 @@ func (a *simStats) add(b simStats) {
 	a.partitions += b.partitions
 	a.steps += b.steps
 	a.lost += b.lost
+	a.relists += b.relists
+	a.writes += b.writes
 }
 
 // TestSimulationRegressions replays the seeds on which the simulation

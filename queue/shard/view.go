@@ -81,6 +81,27 @@ type view struct {
 	// validUntil is the time on the membership's monotonic clock after
 	// which no new claim may be made under this view.
 	validUntil time.Duration
+	// pending are the gains whose sharded caches have not been refreshed
+	// yet: a key one of them gave this replica is not owned until then.
+	pending []gain
+}
+
+// gain is a change of view that may give this replica keys, with the
+// cache refresh that must complete before those keys are owned.
+type gain struct {
+	from, to *view // their lists only
+	epoch    uint64
+}
+
+// blocks reports whether g gave the key with hash h to this replica.
+func (g gain) blocks(h uint64) bool { return g.to.ownsByLists(h) && !g.from.ownsByLists(h) }
+
+// lists returns a view with v's lists only (nil for nil).
+func (v *view) listsOnly() *view {
+	if v == nil {
+		return nil
+	}
+	return &view{lists: v.lists, fingerprint: v.fingerprint}
 }
 
 // owns reports whether a key with hash h may be reconciled: it must belong
@@ -89,6 +110,31 @@ type view struct {
 // still land; and to no other live member under the list that member
 // published. A nil view owns nothing.
 func (v *view) owns(h uint64) bool {
+	if !v.ownsByLists(h) {
+		return false
+	}
+	for _, g := range v.pending {
+		if g.blocks(h) {
+			return false
+		}
+	}
+	return true
+}
+
+// wants reports whether the key with hash h is this replica's under the
+// list it works under: its caches keep the objects of such keys, a
+// superset of those it owns.
+func (v *view) wants(h uint64) bool {
+	if v == nil || len(v.lists) == 0 {
+		return false
+	}
+	l := &v.lists[0] // newView puts the target first
+	o := l.owner(h)
+	return o >= 0 && l.members[o].self
+}
+
+// ownsByLists is owns without the pending gains.
+func (v *view) ownsByLists(h uint64) bool {
 	if v == nil {
 		return false
 	}
@@ -185,4 +231,92 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// mayGain reports whether some key owned under to's lists is not owned
+// under from's, judged from the lists alone (false means certainly not).
+// It proves "no gain" when every constraint of from follows from those of
+// to: this replica winning among the members of to's lists it must own
+// keys under beats each of those members, which implies that it wins
+// among any list of from holding itself and only such members, and that
+// no such member wins there.
+func mayGain(from, to *view) bool {
+	if to == nil {
+		return false
+	}
+	if from == nil {
+		return true
+	}
+	beaten := map[string]bool{} // members this replica beats for every key it owns under to
+	self := ""
+	for _, l := range to.lists {
+		if !l.mustOwn {
+			continue
+		}
+		hasSelf := false
+		for _, m := range l.members {
+			hasSelf = hasSelf || m.self
+		}
+		if !hasSelf {
+			return false // to owns nothing
+		}
+		for _, m := range l.members {
+			if m.self {
+				self = m.name
+			} else {
+				beaten[m.name] = true
+			}
+		}
+	}
+	for _, l := range from.lists {
+		if implied(l, to.lists, self, beaten) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// implied reports whether the constraint of list l follows from lists.
+func implied(l memberList, lists []memberList, self string, beaten map[string]bool) bool {
+	hasSelf := false
+	for _, m := range l.members {
+		hasSelf = hasSelf || m.name == self
+	}
+	if hasSelf {
+		covered := true
+		for _, m := range l.members {
+			// A member this replica beats cannot win l; if it must own
+			// under l, it must beat every other member of l.
+			if m.name != self && !beaten[m.name] && (l.mustOwn || m.claimant) {
+				covered = false
+			}
+		}
+		if covered {
+			return true
+		}
+	}
+	// The same list with at least the same roles.
+	for _, n := range lists {
+		if !sameMembers(l, n) || (l.mustOwn && !n.mustOwn) {
+			continue
+		}
+		if n.mustOwn && hasSelf {
+			return true
+		}
+		ok := !l.mustOwn
+		for i, m := range l.members {
+			if m.claimant && !n.members[i].claimant {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func sameMembers(a, b memberList) bool {
+	return slices.EqualFunc(a.members, b.members, func(x, y member) bool { return x.name == y.name })
 }

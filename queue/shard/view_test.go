@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -102,4 +103,92 @@ func TestRendezvousSpreadAndMoves(t *testing.T) {
 		assert.InDelta(t, keys/3, split[m], keys/3*0.05, "split of %s", m)
 	}
 	assert.InDelta(t, keys/4, moved, keys/4*0.05, "keys moved when a fourth member joined")
+}
+
+// TestMayGain checks, for the views a replica goes through when a member
+// joins and when one is killed, which changes ask for a relist: only
+// those that give keys.
+func TestMayGain(t *testing.T) {
+	ab, abc := []string{"a", "b"}, []string{"a", "b", "c"}
+	type step struct {
+		target, confirmed []string
+		claims            map[string][]string
+		gains             bool
+	}
+	tests := []struct {
+		name  string
+		self  string
+		steps []step
+	}{
+		{name: "c joins, seen by a", self: "a", steps: []step{
+			{target: ab, confirmed: ab, claims: map[string][]string{"b": ab}, gains: true}, // from no view
+			{target: abc, confirmed: ab, claims: map[string][]string{"b": ab, "c": abc}},
+			{target: abc, confirmed: abc, claims: map[string][]string{"b": ab, "c": abc}},
+			{target: abc, confirmed: abc, claims: map[string][]string{"b": abc, "c": abc}},
+		}},
+		{name: "c joins, seen by c", self: "c", steps: []step{
+			{target: abc, confirmed: abc, claims: map[string][]string{"a": ab, "b": ab}, gains: true}, // from no view
+			{target: abc, confirmed: abc, claims: map[string][]string{"a": abc, "b": ab}, gains: true},
+			{target: abc, confirmed: abc, claims: map[string][]string{"a": abc, "b": abc}, gains: true},
+		}},
+		{name: "c is killed, seen by a", self: "a", steps: []step{
+			{target: abc, confirmed: abc, claims: map[string][]string{"b": abc, "c": abc}, gains: true}, // from no view
+			{target: ab, confirmed: abc, claims: map[string][]string{"b": abc}},
+			{target: ab, confirmed: ab, claims: map[string][]string{"b": abc}, gains: true},
+			{target: ab, confirmed: ab, claims: map[string][]string{"b": ab}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var prev *view
+			for i, s := range tt.steps {
+				v := newView(nil, tt.self, s.target, s.confirmed, nil, s.claims, time.Hour)
+				assert.Equal(t, s.gains, mayGain(prev, v), "step %d", i)
+				prev = v
+			}
+		})
+	}
+}
+
+// TestMayGainIsSound checks on random views that mayGain never denies a
+// gain: no key is owned under the lists of a view and not under those of
+// the view before when mayGain says so.
+func TestMayGainIsSound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "b", "c", "d", "e"}
+	randomList := func() []string {
+		var l []string
+		for _, n := range names {
+			if n == "a" || rng.IntN(2) == 0 {
+				l = append(l, n)
+			}
+		}
+		return l
+	}
+	randomView := func() *view {
+		claims := map[string][]string{}
+		for _, n := range names[1:] {
+			if rng.IntN(2) == 0 {
+				claims[n] = randomList()
+			}
+		}
+		var inFlight [][]string
+		if rng.IntN(3) == 0 {
+			inFlight = append(inFlight, randomList())
+		}
+		return newView(nil, "a", randomList(), randomList(), inFlight, claims, time.Hour)
+	}
+	var denied int
+	for range 3000 {
+		from, to := randomView(), randomView()
+		if mayGain(from, to) {
+			continue
+		}
+		denied++
+		for k := range 400 {
+			h := hashKey(fmt.Sprintf("ns/key-%d", k))
+			require.False(t, to.ownsByLists(h) && !from.ownsByLists(h), "mayGain denies that %q gives key-%d over %q", to.fingerprint, k, from.fingerprint)
+		}
+	}
+	assert.Greater(t, denied, 300, "the random views exercise the proof")
 }

@@ -88,6 +88,15 @@ func main() {
 		factory := operator.Informers(&flags, func(transform cache.TransformFunc) informers.SharedInformerFactory {
 			return informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithTransform(transform))
 		})
+		// With --sharded, the Deployment informer caches only this replica's Deployments.
+		m, err := flags.Membership(kube)
+		if err != nil {
+			return err
+		}
+		api := kube.AppsV1().Deployments("")
+		if err := shard.Informer[*appsv1.Deployment](m, factory.InformerFor, api.List, api.Watch, shard.ByName); err != nil {
+			return err
+		}
 		deployments := factory.Apps().V1().Deployments()
 		// The flags' shutdown timeout and metrics, then the controller's own options.
 		ctrl, err := newController(deployments, append(flags.ControllerOptions(), queue.WithWorkers(2))...)

@@ -49,7 +49,8 @@ func count(t *testing.T, files []string) (int, string) {
 }
 
 // The table in README.md states today's counts, and ctrlkit takes at most
-// 0.90 of controller-runtime's lines for every operator.
+// 0.93 of controller-runtime's lines for every operator (the ctrlkit Foo
+// operator also shards its caches, which its peer cannot).
 func TestREADMETable(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	require.NoError(t, err)
@@ -59,6 +60,6 @@ func TestREADMETable(t *testing.T) {
 		row := fmt.Sprintf("| %s | %d (%s) | %d (%s) |", op.row, ours, ourFiles, theirs, theirFiles)
 		t.Log(row)
 		assert.Contains(t, string(readme), row+"\n", "README.md's line counts are out of date")
-		assert.LessOrEqual(t, 10*ours, 9*theirs, "%s: ctrlkit's %d lines are more than 0.90 of controller-runtime's %d", op.row, ours, theirs)
+		assert.LessOrEqual(t, 100*ours, 93*theirs, "%s: ctrlkit's %d lines are more than 0.93 of controller-runtime's %d", op.row, ours, theirs)
 	}
 }
