@@ -55,6 +55,13 @@ type Flags struct {
 	LeaderElect          bool
 	LeaderElectNamespace string
 	LeaderElectID        string
+	// Identity (--identity) names this replica in its Lease. With
+	// --sharded, a process started with the identity of one that is gone
+	// takes that one's Lease over without waiting for it to expire: give
+	// it the pod name (a container restarted in its pod keeps it). Two
+	// live processes must never share one. Default: the host name and a
+	// random suffix, unique per process.
+	Identity string
 	// LeaseDuration, RenewDeadline and RetryPeriod
 	// (--leader-elect-lease-duration, --leader-elect-renew-deadline,
 	// --leader-elect-retry-period) default to those of package leader.
@@ -90,7 +97,7 @@ type Flags struct {
 	// What the flags hand out, made on first use. The options of Options
 	// read them when Run applies them, so that Options, Informers and
 	// Shard may be called in any order.
-	membership *shard.Membership  // the replica's, made by the first Shard
+	membership *shard.Membership  // the replica's, made by the first Membership or Shard
 	factories  []informer.Factory // made by Informers
 	registry   *prometheus.Registry
 	metrics    *metrics.Recorder
@@ -133,6 +140,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.LeaderElect, "leader-elect", f.LeaderElect, "Elect a leader with a Lease so that only one replica reconciles.")
 	fs.BoolVar(&f.Sharded, "sharded", f.Sharded, "Share the keys with the other replicas run with --sharded and the same --leader-elect-id: each reconciles its share, and takes over the shares of replicas that stop. Excludes --leader-elect.")
 	fs.StringVar(&f.LeaderElectNamespace, "leader-elect-namespace", f.LeaderElectNamespace, "Namespace of the leader election Lease (default: the pod's namespace in a cluster, else \"default\").")
+	fs.StringVar(&f.Identity, "identity", f.Identity, "This replica's name in its Lease; with --sharded, a process restarted with the identity of one that is gone takes its Lease over at once. Use the pod name; never give two live processes the same one. Default: the host name and a random suffix.")
 	fs.StringVar(&f.LeaderElectID, "leader-elect-id", f.LeaderElectID, "Name of the leader election Lease; with --sharded, the group whose replicas share the keys (each on a Lease named after it).")
 	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", f.LeaseDuration, "How long a non-leader waits after the last renewal before taking over; with --sharded, how long a replica's keys stay its own after its last renewal.")
 	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", f.RenewDeadline, "How long the leader keeps retrying a renewal before giving up leadership; with --sharded, how long a replica keeps its keys without a renewal coming back.")
@@ -285,7 +293,7 @@ func (f *Flags) Options(client kubernetes.Interface) []Option {
 	}
 	if f.LeaderElect {
 		opts = append(opts, WithLeaderElection(leader.Config{
-			Client: client, Namespace: f.leaseNamespace(), Name: f.LeaderElectID,
+			Client: client, Namespace: f.leaseNamespace(), Name: f.LeaderElectID, Identity: f.Identity,
 			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPeriod,
 		}))
 	}
@@ -330,7 +338,7 @@ func (f *Flags) Membership(client kubernetes.Interface) (*shard.Membership, erro
 			sm = f.Metrics()
 		}
 		m, err := shard.New(shard.Config{
-			Client: client, Namespace: f.leaseNamespace(), Group: f.LeaderElectID, Metrics: sm,
+			Client: client, Namespace: f.leaseNamespace(), Group: f.LeaderElectID, Identity: f.Identity, Metrics: sm,
 			LeaseDuration: f.LeaseDuration, RenewDeadline: f.RenewDeadline, RetryPeriod: f.RetryPeriod,
 		})
 		if err != nil {
