@@ -112,7 +112,7 @@ bench: testenv-binaries
 
 bench-shard: testenv-binaries
 	mkdir -p _output
-	cd $(TESTENV)/e2e && $(GO) test -run '^$$' -bench BenchmarkShardedConvergence -benchtime 1x -timeout 2h -convergence.foos $${SHARD_FOOS:-3000} . | tee $(CURDIR)/_output/bench-shard.txt
+	cd $(TESTENV)/e2e && $(GO) test -run '^$$' -bench BenchmarkShardedConvergence -benchtime 1x -timeout 3h -convergence.foos $${SHARD_FOOS:-10000} . | tee $(CURDIR)/_output/bench-shard.txt
 
 bench-queue:
 	mkdir -p _output
