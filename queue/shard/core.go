@@ -468,10 +468,7 @@ func (c *core) inFlight() [][]string {
 // view that differs only in how long it is valid counts as the same: the
 // driver stores it in place of the old one without revoking anything.
 func (c *core) setView(v *view) (changed bool, _ *view) {
-	fp := "<none>"
-	if v != nil {
-		fp = v.fingerprint
-	}
+	fp := v.id()
 	changed = fp != c.fingerprint
 	c.fingerprint, c.view = fp, v
 	return changed, v

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"fmt"
 	"slices"
 	"time"
 )
@@ -155,15 +154,8 @@ func (s *sim) checkGain(p *simProc, v *view) {
 	}
 	for _, k := range s.keys {
 		if h := hashKey(k); v.ownsByLists(h) && !from.ownsByLists(h) {
-			s.fail("%s", fmt.Sprintf("%s gains %s from view %q to %q, which mayGain denies", p.identity, k, fingerprint(from), fingerprint(v)))
+			s.fail("%s gains %s from view %q to %q, which mayGain denies", p.identity, k, from.id(), v.id())
 			return
 		}
 	}
-}
-
-func fingerprint(v *view) string {
-	if v == nil {
-		return "<none>"
-	}
-	return v.fingerprint
 }

@@ -96,12 +96,20 @@ type gain struct {
 // blocks reports whether g gave the key with hash h to this replica.
 func (g gain) blocks(h uint64) bool { return g.to.ownsByLists(h) && !g.from.ownsByLists(h) }
 
-// lists returns a view with v's lists only (nil for nil).
+// listsOnly returns a view with v's lists only (nil for nil).
 func (v *view) listsOnly() *view {
 	if v == nil {
 		return nil
 	}
 	return &view{lists: v.lists, fingerprint: v.fingerprint}
+}
+
+// id identifies v's lists and their roles ("<none>" for nil).
+func (v *view) id() string {
+	if v == nil {
+		return "<none>"
+	}
+	return v.fingerprint
 }
 
 // owns reports whether a key with hash h may be reconciled: it must belong
