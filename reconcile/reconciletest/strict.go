@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,25 +49,36 @@ const resourceVersionBase = 1000
 //     new resourceVersion from one counter, so versions increase across
 //     all the resources, and watch events and informer caches carry them.
 //     An update or patch that carries a resourceVersion other than the
-//     stored object's fails with 409 Conflict; an update without one is
-//     unconditional for a built-in kind, and fails with 422 Invalid for a
-//     custom resource. A create that carries one fails with 400 Bad Request.
-//     A write that changes nothing is not stored: the resourceVersion
-//     stays and watchers see no event.
+//     stored object's fails with 409 Conflict. An update without one is
+//     unconditional where the kind's API server strategy allows it (most
+//     built-in kinds, such as ConfigMaps, Secrets, Services, Pods and the
+//     workloads), and fails with 422 Invalid where it does not: custom
+//     resources, Leases, PodDisruptionBudgets, webhook configurations and
+//     the other kinds strict.go's strategies table names. A patch needs
+//     none. A create that carries one fails with 400 Bad Request. A write
+//     that changes nothing is not stored: the resourceVersion stays and
+//     watchers see no event.
 //   - UIDs and creationTimestamp: a create gets a fresh metadata.uid (any
 //     uid in the request is ignored) and a creationTimestamp (whole
 //     seconds); deletionTimestamp and deletionGracePeriodSeconds in a
 //     create are dropped; generateName makes a name. Updates and patches
 //     keep the stored uid and creationTimestamp: an update whose uid differs
 //     fails with 409 Conflict, a patch that changes it with 422 Invalid.
-//   - metadata.generation: 1 on create, for custom resources and for
-//     built-in kinds with a spec; an update or patch of the main resource
-//     that changes anything outside metadata and status adds 1 (for a
-//     Deployment, a change of its annotations too); writes of the status
-//     subresource and changes of metadata alone do not. Setting
-//     deletionTimestamp adds 1 to a generation above 0. A request cannot
-//     set the generation. Services, Namespaces, Nodes, PersistentVolumes,
-//     PersistentVolumeClaims, ResourceQuotas and LimitRanges keep none.
+//   - metadata.generation, kept as each kind's API server strategy keeps
+//     it: for custom resources, Pods, the workloads (Deployments,
+//     ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs,
+//     ReplicationControllers), HorizontalPodAutoscalers,
+//     PodDisruptionBudgets, Ingresses, NetworkPolicies, EndpointSlices and
+//     most other kinds strict.go's strategies table names, 1 on create;
+//     an update or patch of the main resource that changes anything
+//     outside metadata and status adds 1 (for a Deployment, a change of
+//     its annotations too; for an EndpointSlice, of its labels); writes of
+//     the status subresource and changes of metadata alone do not. Other
+//     built-in kinds (ConfigMaps, Secrets, Services, Leases, Namespaces,
+//     Nodes, ...) keep none: a create keeps the generation it carries
+//     (usually none), and no write changes it. Setting deletionTimestamp
+//     adds 1 to a generation above 0. An update or patch cannot set the
+//     generation.
 //   - the status subresource, for objects with a status field: a create
 //     drops the status; an update or patch of the main resource keeps the
 //     stored status whatever the request says. An update or patch of
@@ -116,14 +128,19 @@ const resourceVersionBase = 1000
 //     carried out, as by client-go's fake); DeleteCollection is not
 //     handled (as in client-go's fake), nor the deprecated
 //     DeleteOptions.OrphanDependents;
+//   - an update of an object that does not exist fails with 404 Not
+//     Found, also for the kinds whose API server creates it (Leases,
+//     Services, Endpoints, Events, LimitRanges, RuntimeClasses, the RBAC
+//     kinds);
 //   - error messages are the fake's own (reasons and causes are the API
 //     server's);
 //   - subresources other than status (scale, eviction, ...) are handled as
 //     client-go's fake handles them, with resourceVersions checked and
 //     stamped but no other rule;
-//   - an Unstructured object is treated as a custom resource; the Go types
-//     of k8s.io/api as built-in kinds; a Pod or Namespace created gets no
-//     status from the server;
+//   - an Unstructured object is treated as a custom resource, even of a
+//     built-in kind; the Go types of k8s.io/api as built-in kinds, with the
+//     strategy of kube-apiserver v1.37 for each resource, whatever its
+//     version; a Pod or Namespace created gets no status from the server;
 //   - the DELETED event of a removed object carries its last stored
 //     resourceVersion, not a new one; the fake's watch channels hold 100
 //     events, so a long cascade needs a watcher that reads.
@@ -132,7 +149,8 @@ const resourceVersionBase = 1000
 // keep the resourceVersion, uid and generation they were given (none, if
 // none) until they are first written. Give them a resourceVersion (any,
 // such as "1"): an update of one without it carries none, which is
-// unconditional for a built-in kind and refused for a custom resource.
+// unconditional for most built-in kinds and refused for the others and
+// for custom resources.
 // Give them a uid if their dependents must be collected.
 type StrictAPI struct {
 	mu       sync.Mutex
@@ -448,7 +466,7 @@ func (t *strictTracker) prepareCreate(gvr schema.GroupVersionResource, obj runti
 	if _, ok := content["status"]; ok {
 		clearPart(obj, "status")
 	}
-	if tracksGeneration(gvr, obj, content) {
+	if strategyOf(gvr, obj).startsGeneration {
 		m.SetGeneration(1)
 	}
 	return nil
@@ -519,14 +537,17 @@ func (t *strictTracker) prepareUpdate(patch bool, gvr schema.GroupVersionResourc
 	if (sub != "" && sub != "status") || !sameType {
 		return req, true, nil
 	}
-	if !patch && rm.GetResourceVersion() == "" && !builtin(req) {
-		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: gvr.Resource}, rm.GetName(), field.ErrorList{
-			field.Invalid(field.NewPath("metadata", "resourceVersion"), rm.GetResourceVersion(), "must be specified for an update"),
-		})
-	}
+	// The API server checks the uid precondition before the
+	// resourceVersion.
 	if uid := rm.GetUID(); !patch && uid != "" && uid != sm.GetUID() {
 		return nil, false, apierrors.NewConflict(gvr.GroupResource(), rm.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, sm.GetUID()))
+	}
+	strat := strategyOf(gvr, req)
+	if !patch && rm.GetResourceVersion() == "" && strat.conditional {
+		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: gvr.Resource}, rm.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), rm.GetResourceVersion(), "must be specified for an update"),
+		})
 	}
 	content, err := contentOf(stored)
 	if err != nil {
@@ -585,8 +606,8 @@ func (t *strictTracker) prepareUpdate(patch bool, gvr schema.GroupVersionResourc
 	if len(errs) > 0 {
 		return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: gvr.Group, Kind: kindOf(stored)}, fm.GetName(), errs)
 	}
-	if sub == "" && tracksGeneration(gvr, final, content) {
-		changed, err := specChanged(gvr, stored, final)
+	if sub == "" && strat.countsGeneration {
+		changed, err := specChanged(strat.countsMeta, stored, final)
 		if err != nil {
 			return nil, false, err
 		}
@@ -989,16 +1010,100 @@ func (a *StrictAPI) dropFinalizer(owner ref, f string) error {
 	return err
 }
 
-// generationless are the built-in resources with a spec whose API server
-// strategy keeps no metadata.generation.
-var generationless = map[schema.GroupResource]bool{
-	{Resource: "services"}:               true,
-	{Resource: "namespaces"}:             true,
-	{Resource: "nodes"}:                  true,
-	{Resource: "persistentvolumes"}:      true,
-	{Resource: "persistentvolumeclaims"}: true,
-	{Resource: "resourcequotas"}:         true,
-	{Resource: "limitranges"}:            true,
+// strategy is what the API server's registry strategy for a resource
+// does where a controller can tell. The zero value is the default of the
+// built-in kinds: updates without a resourceVersion are unconditional,
+// and metadata.generation is not kept.
+type strategy struct {
+	// conditional: an update (also of the status subresource) must carry
+	// a resourceVersion; without one it fails with 422 Invalid
+	// (AllowUnconditionalUpdate is false).
+	conditional bool
+	// startsGeneration: a create sets metadata.generation to 1; otherwise
+	// it keeps the generation the create carries.
+	startsGeneration bool
+	// countsGeneration: an update or patch of the main resource that
+	// changes anything outside metadata and status adds 1 to it.
+	countsGeneration bool
+	// countsMeta names the metadata field ("labels" or "annotations")
+	// whose change adds 1 too.
+	countsMeta string
+}
+
+var (
+	generation            = strategy{startsGeneration: true, countsGeneration: true}
+	conditional           = strategy{conditional: true}
+	conditionalGeneration = strategy{conditional: true, startsGeneration: true, countsGeneration: true}
+	// customResource is kube-apiserver's strategy for custom resources:
+	// every Unstructured object and every Go type outside k8s.io/api.
+	customResource = conditionalGeneration
+)
+
+// strategies are the built-in resources whose strategy differs from the
+// zero one, as kube-apiserver v1.37 serves them (pkg/registry/<group>/
+// <resource>/strategy.go: AllowUnconditionalUpdate, and the Generation
+// set by PrepareForCreate and PrepareForUpdate). Every other built-in
+// resource allows unconditional updates and keeps no generation: among
+// them ConfigMaps, Secrets, Services, Namespaces, Nodes, Endpoints,
+// Events, ServiceAccounts, PersistentVolumes and their claims,
+// ResourceQuotas, LimitRanges, ControllerRevisions, the RBAC kinds,
+// StorageClasses, CertificateSigningRequests, ResourceClaims and
+// ServiceCIDRs.
+var strategies = map[schema.GroupResource]strategy{
+	{Resource: "pods"}:                   generation,
+	{Resource: "podtemplates"}:           generation,
+	{Resource: "replicationcontrollers"}: generation,
+
+	{Group: "apps", Resource: "deployments"}:  {startsGeneration: true, countsGeneration: true, countsMeta: "annotations"},
+	{Group: "apps", Resource: "daemonsets"}:   generation,
+	{Group: "apps", Resource: "replicasets"}:  generation,
+	{Group: "apps", Resource: "statefulsets"}: generation,
+
+	{Group: "batch", Resource: "jobs"}:                           generation,
+	{Group: "batch", Resource: "cronjobs"}:                       generation,
+	{Group: "autoscaling", Resource: "horizontalpodautoscalers"}: generation, // feature HPAGeneration, on since v1.37
+	{Group: "policy", Resource: "poddisruptionbudgets"}:          conditionalGeneration,
+
+	{Group: "coordination.k8s.io", Resource: "leases"}:          conditional,
+	{Group: "coordination.k8s.io", Resource: "leasecandidates"}: conditional,
+
+	{Group: "networking.k8s.io", Resource: "ingresses"}:       generation,
+	{Group: "networking.k8s.io", Resource: "ingressclasses"}:  generation,
+	{Group: "networking.k8s.io", Resource: "networkpolicies"}: generation,
+	{Group: "discovery.k8s.io", Resource: "endpointslices"}:   {startsGeneration: true, countsGeneration: true, countsMeta: "labels"},
+
+	{Group: "scheduling.k8s.io", Resource: "priorityclasses"}:    {startsGeneration: true},
+	{Group: "scheduling.k8s.io", Resource: "workloads"}:          conditional,
+	{Group: "scheduling.k8s.io", Resource: "podgroups"}:          conditional,
+	{Group: "scheduling.k8s.io", Resource: "compositepodgroups"}: conditional,
+
+	{Group: "storage.k8s.io", Resource: "csidrivers"}:           {conditional: true, countsGeneration: true},
+	{Group: "storage.k8s.io", Resource: "csinodes"}:             conditional,
+	{Group: "storage.k8s.io", Resource: "csistoragecapacities"}: conditional,
+	{Group: "storage.k8s.io", Resource: "volumeattachments"}:    conditional,
+
+	{Group: "resource.k8s.io", Resource: "deviceclasses"}:              generation,
+	{Group: "resource.k8s.io", Resource: "resourceslices"}:             generation,
+	{Group: "resource.k8s.io", Resource: "devicetaintrules"}:           conditionalGeneration, // of v1; v1beta2 and v1alpha3 allow unconditional updates
+	{Group: "resource.k8s.io", Resource: "resourcepoolstatusrequests"}: conditional,
+
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}:     conditionalGeneration,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}:   conditionalGeneration,
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}:         conditionalGeneration,
+	{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}:   conditionalGeneration,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}:       conditionalGeneration,
+	{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}: conditionalGeneration,
+
+	{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}:                 generation,
+	{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}: generation,
+
+	{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}:          conditional,
+	{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}:       conditional,
+	{Group: "node.k8s.io", Resource: "runtimeclasses"}:                       conditional,
+	{Group: "internal.apiserver.k8s.io", Resource: "storageversions"}:        conditional,
+	{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations"}: conditional,
+	{Group: "lifecycle.k8s.io", Resource: "evictions"}:                       conditionalGeneration,
+	{Group: "lifecycle.k8s.io", Resource: "evictionrequests"}:                conditionalGeneration,
 }
 
 // builtin tells whether obj is of a built-in kind: a Go type of k8s.io/api.
@@ -1006,19 +1111,18 @@ func builtin(obj runtime.Object) bool {
 	return strings.HasPrefix(reflect.TypeOf(obj).Elem().PkgPath(), "k8s.io/api/")
 }
 
-// tracksGeneration tells whether the API server keeps metadata.generation
-// for obj of resource gvr, whose unstructured content is given.
-func tracksGeneration(gvr schema.GroupVersionResource, obj runtime.Object, content map[string]any) bool {
+// strategyOf returns the strategy the API server follows for obj of
+// resource gvr.
+func strategyOf(gvr schema.GroupVersionResource, obj runtime.Object) strategy {
 	if !builtin(obj) {
-		return true
+		return customResource
 	}
-	_, hasSpec := content["spec"]
-	return hasSpec && !generationless[gvr.GroupResource()]
+	return strategies[gvr.GroupResource()]
 }
 
 // specChanged tells whether final differs from stored outside metadata
-// and status (for a Deployment, in its annotations too).
-func specChanged(gvr schema.GroupVersionResource, stored, final runtime.Object) (bool, error) {
+// and status, or in the metadata field countsMeta names.
+func specChanged(countsMeta string, stored, final runtime.Object) (bool, error) {
 	before, err := contentOf(stored)
 	if err != nil {
 		return false, err
@@ -1027,21 +1131,18 @@ func specChanged(gvr schema.GroupVersionResource, stored, final runtime.Object) 
 	if err != nil {
 		return false, err
 	}
+	var metaBefore, metaAfter any
+	if countsMeta != "" {
+		metaBefore, _, _ = unstructured.NestedFieldNoCopy(before, "metadata", countsMeta)
+		metaAfter, _, _ = unstructured.NestedFieldNoCopy(after, "metadata", countsMeta)
+	}
 	for _, c := range []map[string]any{before, after} {
 		delete(c, "metadata")
 		delete(c, "status")
 		delete(c, "apiVersion")
 		delete(c, "kind")
 	}
-	if !equality.Semantic.DeepEqual(before, after) {
-		return true, nil
-	}
-	if gvr.GroupResource() == (schema.GroupResource{Group: "apps", Resource: "deployments"}) {
-		sm, _ := meta.Accessor(stored)
-		fm, _ := meta.Accessor(final)
-		return !equality.Semantic.DeepEqual(sm.GetAnnotations(), fm.GetAnnotations()), nil
-	}
-	return false, nil
+	return !equality.Semantic.DeepEqual(before, after) || !equality.Semantic.DeepEqual(metaBefore, metaAfter), nil
 }
 
 // sameContent tells whether a and b are the same object apart from

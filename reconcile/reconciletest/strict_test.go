@@ -11,8 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	appsv1apply "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
@@ -424,6 +430,91 @@ func TestStrictGeneration(t *testing.T) {
 			require.NoError(t, err)
 			return svc.Generation
 		}, 0},
+		{"a Lease is created with none", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			return createLease(ctx, t, e, "a").Generation
+		}, 0},
+		{"a Lease's spec change adds none", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			l := createLease(ctx, t, e, "a")
+			l.Spec.HolderIdentity = ptr.To("b")
+			l, err := e.kube.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return l.Generation
+		}, 0},
+		{"a Lease's spec patch adds none", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			createLease(ctx, t, e, "a")
+			l, err := e.kube.CoordinationV1().Leases(ns).Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"holderIdentity":"b"}}`), metav1.PatchOptions{})
+			require.NoError(t, err)
+			return l.Generation
+		}, 0},
+		{"a Lease keeps the generation its create carries", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			l := newLease("a")
+			l.Generation = 3
+			l, err := e.kube.CoordinationV1().Leases(ns).Create(ctx, l, metav1.CreateOptions{})
+			require.NoError(t, err)
+			return l.Generation
+		}, 3},
+		{"a Lease's update cannot set one", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			l := createLease(ctx, t, e, "a")
+			l.Generation = 3
+			l.Spec.HolderIdentity = ptr.To("b")
+			l, err := e.kube.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return l.Generation
+		}, 0},
+		{"a PodDisruptionBudget's spec change adds 1", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			p, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, podDisruptionBudget("a"), metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, int64(1), p.Generation, "on create")
+			p.Spec.MinAvailable = ptr.To(intstr.FromInt32(2))
+			p, err = e.kube.PolicyV1().PodDisruptionBudgets(ns).Update(ctx, p, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return p.Generation
+		}, 2},
+		{"a Pod's spec change adds 1", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			p, err := e.kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, int64(1), p.Generation, "on create")
+			p.Spec.ActiveDeadlineSeconds = ptr.To[int64](60)
+			p, err = e.kube.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return p.Generation
+		}, 2},
+		{"a PodTemplate's template change adds 1", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			pt, err := e.kube.CoreV1().PodTemplates(ns).Create(ctx, &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, int64(1), pt.Generation, "on create")
+			pt.Template.Spec.NodeName = "node"
+			pt, err = e.kube.CoreV1().PodTemplates(ns).Update(ctx, pt, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return pt.Generation
+		}, 2},
+		{"an EndpointSlice's label change adds 1", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			s, err := e.kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "a"}, AddressType: discoveryv1.AddressTypeIPv4}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, int64(1), s.Generation, "on create")
+			s.Labels = map[string]string{"x": "y"}
+			s, err = e.kube.DiscoveryV1().EndpointSlices(ns).Update(ctx, s, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return s.Generation
+		}, 2},
+		{"a PriorityClass keeps generation 1", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			pc, err := e.kube.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Value: 1}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, int64(1), pc.Generation, "on create")
+			pc.Description = "changed"
+			pc, err = e.kube.SchedulingV1().PriorityClasses().Update(ctx, pc, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return pc.Generation
+		}, 1},
+		{"a CSIDriver counts spec changes from 0", func(ctx context.Context, t *testing.T, e *strictEnv) int64 {
+			d, err := e.kube.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, int64(0), d.Generation, "on create")
+			d.Spec.AttachRequired = ptr.To(true)
+			d, err = e.kube.StorageV1().CSIDrivers().Update(ctx, d, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return d.Generation
+		}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -437,6 +528,32 @@ func createDeployment(ctx context.Context, t *testing.T, e *strictEnv, name stri
 	d, err := e.deployments().Create(ctx, deployment(name), metav1.CreateOptions{})
 	require.NoError(t, err)
 	return d
+}
+
+// newLease returns a Lease named name held by "a".
+func newLease(name string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](15)},
+	}
+}
+
+func createLease(ctx context.Context, t *testing.T, e *strictEnv, name string) *coordinationv1.Lease {
+	t.Helper()
+	l, err := e.kube.CoordinationV1().Leases(ns).Create(ctx, newLease(name), metav1.CreateOptions{})
+	require.NoError(t, err)
+	return l
+}
+
+// podDisruptionBudget returns a PodDisruptionBudget named name.
+func podDisruptionBudget(name string) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		},
+	}
 }
 
 func createFoo(ctx context.Context, t *testing.T, e *strictEnv, name string, mods ...func(*samplev1alpha1.Foo)) *samplev1alpha1.Foo {
@@ -1292,25 +1409,120 @@ func TestStrictUnstructured(t *testing.T) {
 	assert.ErrorContains(t, err, "metadata.resourceVersion")
 }
 
-func TestStrictCustomResourceUpdatesNeedAVersion(t *testing.T) {
-	ctx := context.Background()
-	e := newStrictEnv()
-	f := createFoo(ctx, t, e, "a")
-	f.ResourceVersion = ""
-	f.Spec.Replicas = ptr.To[int32](2)
-	_, err := e.foos.SamplecontrollerV1alpha1().Foos(ns).Update(ctx, f, metav1.UpdateOptions{})
-	assert.True(t, apierrors.IsInvalid(err), "update: %v", err)
-	_, err = e.foos.SamplecontrollerV1alpha1().Foos(ns).UpdateStatus(ctx, f, metav1.UpdateOptions{})
-	assert.True(t, apierrors.IsInvalid(err), "status update: %v", err)
-	_, err = e.foos.SamplecontrollerV1alpha1().Foos(ns).Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{})
-	assert.NoError(t, err, "a patch needs none")
-
-	// A built-in kind's update without one is unconditional.
-	d := createDeployment(ctx, t, e, "web")
-	d.ResourceVersion = ""
-	d.Spec.Replicas = ptr.To[int32](2)
-	_, err = e.deployments().Update(ctx, d, metav1.UpdateOptions{})
-	assert.NoError(t, err)
+func TestStrictUnconditionalUpdates(t *testing.T) {
+	// invalid wants 422 Invalid naming metadata.resourceVersion.
+	invalid := func(t *testing.T, err error) {
+		assert.True(t, apierrors.IsInvalid(err), "%v", err)
+		assert.ErrorContains(t, err, "metadata.resourceVersion")
+	}
+	ok := func(t *testing.T, err error) { assert.NoError(t, err) }
+	conflict := func(t *testing.T, err error) { assert.True(t, apierrors.IsConflict(err), "%v", err) }
+	tests := []struct {
+		name string
+		// write writes an object created before, as the name says.
+		write func(ctx context.Context, t *testing.T, e *strictEnv) error
+		want  func(t *testing.T, err error)
+	}{
+		{"a Lease's update without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			l := createLease(ctx, t, e, "a")
+			l.ResourceVersion = ""
+			l.Spec.HolderIdentity = ptr.To("b")
+			_, err := e.kube.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}, invalid},
+		{"a Lease's update without resourceVersion through Tracker", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			l := createLease(ctx, t, e, "a")
+			l.ResourceVersion = ""
+			l.Spec.HolderIdentity = ptr.To("b")
+			return e.api.Tracker(e.kube).Update(coordinationv1.SchemeGroupVersion.WithResource("leases"), l, ns)
+		}, invalid},
+		{"a Lease's update with its resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			l := createLease(ctx, t, e, "a")
+			l.Spec.HolderIdentity = ptr.To("b")
+			_, err := e.kube.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}, ok},
+		{"a Lease's update with a stale resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			l := createLease(ctx, t, e, "a")
+			l.ResourceVersion = "1"
+			_, err := e.kube.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}, conflict},
+		{"a Lease's update with another uid and without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			l := createLease(ctx, t, e, "a")
+			l.ResourceVersion = ""
+			l.UID = "another-uid"
+			_, err := e.kube.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}, conflict}, // the uid precondition is checked first
+		{"a Lease's patch, which needs none", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			createLease(ctx, t, e, "a")
+			_, err := e.kube.CoordinationV1().Leases(ns).Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"holderIdentity":"b"}}`), metav1.PatchOptions{})
+			return err
+		}, ok},
+		{"a PodDisruptionBudget's update without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			p, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, podDisruptionBudget("a"), metav1.CreateOptions{})
+			require.NoError(t, err)
+			p.ResourceVersion = ""
+			p.Spec.MinAvailable = ptr.To(intstr.FromInt32(2))
+			_, err = e.kube.PolicyV1().PodDisruptionBudgets(ns).Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		}, invalid},
+		{"a PodDisruptionBudget's status update without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			p, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, podDisruptionBudget("a"), metav1.CreateOptions{})
+			require.NoError(t, err)
+			p.ResourceVersion = ""
+			p.Status.CurrentHealthy = 1
+			_, err = e.kube.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			return err
+		}, invalid},
+		{"a ConfigMap's update without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			cm, err := e.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			cm.ResourceVersion = ""
+			cm.Data = map[string]string{"k": "v"}
+			_, err = e.kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+			return err
+		}, ok},
+		{"a Deployment's update without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			d := createDeployment(ctx, t, e, "web")
+			d.ResourceVersion = ""
+			d.Spec.Replicas = ptr.To[int32](2)
+			_, err := e.deployments().Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		}, ok},
+		{"a Deployment's status update without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			d := createDeployment(ctx, t, e, "web")
+			d.ResourceVersion = ""
+			d.Status.Replicas = 1
+			_, err := e.deployments().UpdateStatus(ctx, d, metav1.UpdateOptions{})
+			return err
+		}, ok},
+		{"a Foo's update without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			f := createFoo(ctx, t, e, "a")
+			f.ResourceVersion = ""
+			f.Spec.Replicas = ptr.To[int32](2)
+			_, err := e.foos.SamplecontrollerV1alpha1().Foos(ns).Update(ctx, f, metav1.UpdateOptions{})
+			return err
+		}, invalid},
+		{"a Foo's status update without resourceVersion", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			f := createFoo(ctx, t, e, "a")
+			f.ResourceVersion = ""
+			f.Status.AvailableReplicas = 1
+			_, err := e.foos.SamplecontrollerV1alpha1().Foos(ns).UpdateStatus(ctx, f, metav1.UpdateOptions{})
+			return err
+		}, invalid},
+		{"a Foo's patch, which needs none", func(ctx context.Context, t *testing.T, e *strictEnv) error {
+			createFoo(ctx, t, e, "a")
+			_, err := e.foos.SamplecontrollerV1alpha1().Foos(ns).Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{})
+			return err
+		}, ok},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.want(t, tt.write(context.Background(), t, newStrictEnv()))
+		})
+	}
 }
 
 func TestStrictPatchErrors(t *testing.T) {

@@ -13,12 +13,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -50,9 +53,11 @@ const strictTimeout = 60 * time.Second
 // kube-controller-manager's garbage collector, and no deployment
 // controller, so that nothing but the scenario and the garbage collector
 // writes), and requires that a controller observes the same on both: uids,
-// generations, what Update and UpdateStatus keep, finalizers and
-// deletionTimestamp, the errors, garbage collection of dependents, and the
-// watch events of every object.
+// generations and whether updates need a resourceVersion (for a custom
+// resource, Deployments, Leases, PodDisruptionBudgets and ConfigMaps), what
+// Update and UpdateStatus keep, finalizers and deletionTimestamp, the
+// errors, garbage collection of dependents, and the watch events of every
+// object.
 func TestStrictMatchesAPIServer(t *testing.T) {
 	root, err := repo.Root()
 	require.NoError(t, err)
@@ -154,6 +159,23 @@ func strictDeployment(name string, owners ...metav1.Object) *appsv1.Deployment {
 	return d
 }
 
+func strictLease(name string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](15)},
+	}
+}
+
+func strictPodDisruptionBudget(name string) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		},
+	}
+}
+
 // strictWatch records the watch events of one resource, by object name.
 type strictWatch struct {
 	w      watch.Interface
@@ -224,6 +246,9 @@ func strictScenario(ctx context.Context, t *testing.T, s strictSide) []string {
 	fooEvents := newStrictWatch(t, w, err)
 	w, err = deployments.Watch(ctx, metav1.ListOptions{})
 	deploymentEvents := newStrictWatch(t, w, err)
+	leases := s.kube.CoordinationV1().Leases(s.ns)
+	w, err = leases.Watch(ctx, metav1.ListOptions{})
+	leaseEvents := newStrictWatch(t, w, err)
 	eventually := func(step string, cond func(ctx context.Context) (bool, error)) {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, strictTimeout, true, cond)
@@ -438,6 +463,92 @@ func strictScenario(ctx context.Context, t *testing.T, s strictSide) []string {
 	_, err = deployments.Get(ctx, "web", metav1.GetOptions{})
 	rec.add("Get Deployment after its last finalizer", "%s", strictErr(err))
 
+	// A Lease: its API server strategy refuses updates without a
+	// resourceVersion and keeps no generation.
+	leaseState := func(l *coordinationv1.Lease) string {
+		return fmt.Sprintf("%s spec.holderIdentity=%s", strictMeta(l), ptr.Deref(l.Spec.HolderIdentity, ""))
+	}
+	getLease := func(name string) *coordinationv1.Lease {
+		t.Helper()
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return l
+	}
+	l, err := leases.Create(ctx, strictLease("lock"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	rec.add("create Lease", "uid set=%t %s", l.UID != "", leaseState(l))
+
+	l.Spec.HolderIdentity = ptr.To("b")
+	l.Generation = 7
+	l, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	rec.add("Update Lease spec and generation", "%s %s", strictErr(err), leaseState(getLease("lock")))
+	require.NoError(t, err)
+
+	stale := l.DeepCopy()
+	unversionedLease := l.DeepCopy()
+	unversionedLease.ResourceVersion = ""
+	unversionedLease.Spec.HolderIdentity = ptr.To("c")
+	_, err = leases.Update(ctx, unversionedLease, metav1.UpdateOptions{})
+	rec.add("Update Lease without resourceVersion", "%s %s", strictErr(err), leaseState(getLease("lock")))
+	unversionedLease.UID = "another-uid"
+	_, err = leases.Update(ctx, unversionedLease, metav1.UpdateOptions{})
+	rec.add("Update Lease with another uid and without resourceVersion", "%s", strictErr(err))
+
+	l, err = leases.Patch(ctx, "lock", types.MergePatchType, []byte(`{"spec":{"holderIdentity":"d"}}`), metav1.PatchOptions{})
+	rec.add("Patch Lease spec", "%s %s", strictErr(err), leaseState(getLease("lock")))
+	require.NoError(t, err)
+	stale.Spec.HolderIdentity = ptr.To("e")
+	_, err = leases.Update(ctx, stale, metav1.UpdateOptions{})
+	rec.add("Update Lease from a stale copy", "%s", strictErr(err))
+
+	l.Finalizers = []string{"example.com/hold"}
+	l, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, leases.Delete(ctx, "lock", metav1.DeleteOptions{}))
+	rec.add("Delete Lease with a finalizer", "%s", leaseState(getLease("lock")))
+	_, err = leases.Patch(ctx, "lock", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+
+	carried := strictLease("carried")
+	carried.Generation = 3
+	carried.Finalizers = []string{"example.com/hold"}
+	carried, err = leases.Create(ctx, carried, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rec.add("create Lease carrying a generation", "%s", leaseState(carried))
+	require.NoError(t, leases.Delete(ctx, "carried", metav1.DeleteOptions{}))
+	rec.add("Delete Lease carrying a generation", "%s", leaseState(getLease("carried")))
+	_, err = leases.Patch(ctx, "carried", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+
+	// A PodDisruptionBudget keeps a generation and refuses updates without
+	// a resourceVersion; a ConfigMap keeps none and allows them.
+	pdbs := s.kube.PolicyV1().PodDisruptionBudgets(s.ns)
+	pdb, err := pdbs.Create(ctx, strictPodDisruptionBudget("budget"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	rec.add("create PodDisruptionBudget", "%s", strictMeta(pdb))
+	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(2))
+	pdb, err = pdbs.Update(ctx, pdb, metav1.UpdateOptions{})
+	rec.add("Update PodDisruptionBudget spec", "%s %s", strictErr(err), strictMeta(pdb))
+	require.NoError(t, err)
+	pdb.ResourceVersion = ""
+	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(3))
+	_, err = pdbs.Update(ctx, pdb, metav1.UpdateOptions{})
+	rec.add("Update PodDisruptionBudget without resourceVersion", "%s", strictErr(err))
+	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(2))
+	pdb.Status.DisruptionsAllowed = 1
+	_, err = pdbs.UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
+	rec.add("UpdateStatus PodDisruptionBudget without resourceVersion", "%s", strictErr(err))
+
+	configMaps := s.kube.CoreV1().ConfigMaps(s.ns)
+	cm, err := configMaps.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"k": "1"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rec.add("create ConfigMap", "%s", strictMeta(cm))
+	cm.ResourceVersion = ""
+	cm.Data["k"] = "2"
+	cm, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
+	rec.add("Update ConfigMap without resourceVersion", "%s %s data=%v", strictErr(err), strictMeta(cm), cm.Data)
+	require.NoError(t, err)
+
 	// Garbage collection of dependents, across the two clientsets.
 	owner, err := foos.Create(ctx, strictFoo("owner"), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -509,6 +620,14 @@ func strictScenario(ctx context.Context, t *testing.T, s strictSide) []string {
 		})
 		for _, ev := range fooEvents.of(name) {
 			rec.add("event Foo "+name, "%s", ev)
+		}
+	}
+	for _, name := range []string{"lock", "carried"} {
+		eventually("watch of Lease "+name, func(ctx context.Context) (bool, error) {
+			return leaseEvents.settled(name, func() (runtime.Object, error) { return leases.Get(ctx, name, metav1.GetOptions{}) })
+		})
+		for _, ev := range leaseEvents.of(name) {
+			rec.add("event Lease "+name, "%s", ev)
 		}
 	}
 	for _, name := range []string{"web", "child", "shared", "held", "orphaned", "blocker"} {
