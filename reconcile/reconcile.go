@@ -15,8 +15,10 @@
 //     counted and logged once.
 //   - an error matching ErrStaleCache: the reconcile acted on (or refused
 //     to act on) a cache that had not yet seen the controller's own last
-//     write. The key is requeued with its backoff, quietly: not logged as
-//     a failure and not counted as an error.
+//     write, or what the API server answered a write with. The key is
+//     requeued with its backoff, quietly: not logged as a failure and not
+//     counted as an error, but as a requeue. Such an error must be
+//     temporary (see ErrStaleCache).
 //   - a panic: recovered by the worker loop, counted, and handled like a
 //     non-nil error; the process keeps running.
 //
@@ -104,13 +106,17 @@ func (e *TerminalError) Is(target error) bool {
 }
 
 // ErrStaleCache matches the errors that only say the informer cache is
-// behind the controller's own writes: a write refused because the cache had
-// not yet seen the controller's last write of the object, a create answered
-// with AlreadyExists for an object the cache did not show, or an update
-// answered with 409 Conflict. Retrying after the cache caught up is the
-// whole fix, so the worker loop requeues the key with its backoff without
-// logging or counting a failure. Create such errors with StaleCache; match
-// them with errors.Is(err, ErrStaleCache).
+// behind: a read or write refused because the cache has not yet seen the
+// controller's own last write of the object, or a write answered with
+// AlreadyExists, 409 Conflict, NotFound or 422 Invalid while the cache
+// provably has not yet seen the object as the API server has it. Retrying
+// after the cache caught up is the whole fix, so the worker loop requeues
+// the key with its backoff without logging or counting a failure (its
+// outcome is counted as a requeue). Whoever returns such an error must
+// know it to be temporary: package reconcile/write gives it only while the
+// cache can still be behind and for a bounded time, after which the same
+// answer is the real error it is. Create such errors with StaleCache;
+// match them with errors.Is(err, ErrStaleCache).
 var ErrStaleCache = errors.New("the cache has not yet seen this controller's own last write")
 
 // StaleCache wraps cause (which may be nil) as an error matching

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -34,6 +34,9 @@ const (
 	// created or corrected.
 	ReasonSynced = "Synced"
 )
+
+// errNotManaged refuses a ConfigMap that is not a Target.
+var errNotManaged = errors.New("not managed by " + managerName)
 
 // managedSelector selects the Targets.
 var managedSelector = labels.SelectorFromSet(labels.Set{managedBy: managerName})
@@ -115,12 +118,16 @@ func (t *targets) Reconcile(ctx context.Context, key cache.ObjectName) (reconcil
 	}
 	target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{managedBy: managerName}}}
 	written, change, err := t.configMaps.Ensure(ctx, client, target, func(cm *corev1.ConfigMap) error {
+		if cm.Labels[managedBy] != managerName {
+			return errNotManaged // a ConfigMap of a Target's name that is somebody else's
+		}
 		cm.Data = want
 		return nil
 	})
 	switch {
-	case apierrors.IsAlreadyExists(err):
-		return reconcile.Result{}, t.alreadyExists(ctx, key)
+	case errors.Is(err, errNotManaged):
+		klog.FromContext(ctx).Info("Not touching a ConfigMap of a Target's name that this operator does not manage")
+		return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("ConfigMap %s exists and is not managed by %s", key, managerName))
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("writing Target %s: %w", key, err)
 	case change == write.Created:
@@ -129,19 +136,4 @@ func (t *targets) Reconcile(ctx context.Context, key cache.ObjectName) (reconcil
 		t.recorder.Event(written, corev1.EventTypeNormal, ReasonSynced, "Updated from entry "+name)
 	}
 	return reconcile.Result{}, nil
-}
-
-// alreadyExists explains a create that found a ConfigMap of the Target's
-// name: the cache, which holds only Targets, has not seen it yet (requeued
-// quietly), or it is somebody else's, which is left alone.
-func (t *targets) alreadyExists(ctx context.Context, key cache.ObjectName) error {
-	cm, err := t.kube.CoreV1().ConfigMaps(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
-	switch {
-	case err != nil:
-		return fmt.Errorf("reading ConfigMap %s: %w", key, err)
-	case cm.Labels[managedBy] == managerName:
-		return reconcile.StaleCache(apierrors.NewAlreadyExists(corev1.Resource("configmaps"), key.Name))
-	}
-	klog.FromContext(ctx).Info("Not touching a ConfigMap of a Target's name that this operator does not manage")
-	return reconcile.Terminal(fmt.Errorf("ConfigMap %s exists and is not managed by %s", key, managerName))
 }

@@ -202,9 +202,12 @@
 // An object that another replica's key controls is not in this replica's
 // caches, also when one of this replica's keys names it: a Foo whose
 // spec.deploymentName is a Deployment that another replica's Foo controls
-// meets AlreadyExists when it creates it, which package reconcile/write
-// treats as a stale cache and retries quietly with backoff, where an
-// unsharded replica reports the conflict at once.
+// meets AlreadyExists when it creates it. Package reconcile/write reads
+// the Deployment back and asks the Foo controller's mutate function about
+// it, which refuses it, so the Foo is reported at once as on an unsharded
+// replica. What the refusal cannot see is the other Deployment going
+// away: this replica gets no event of it, so the refused Foo is
+// reconciled again when it changes or at its informer's resync.
 //
 // # RBAC
 //

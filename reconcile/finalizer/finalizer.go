@@ -23,12 +23,17 @@
 //
 // Ensure and Remove send JSON patches of metadata.finalizers alone, guarded
 // by tests of the object's UID and of the finalizer entries they rely on,
-// not by the resourceVersion: changes of other fields, or of other
-// controllers' finalizers after the entry, do not make them fail. A patch
-// whose test no longer holds means the cache was behind; it fails with an
-// error matching reconcile.ErrStaleCache, which the worker loop requeues
-// quietly. Both go through a write.Objects, so the next reconcile does not
-// act on a cache that has not yet seen them.
+// not by the resourceVersion: changes of other fields do not make them
+// fail. Ensure tests the whole list it read, so that it never adds a
+// finalizer that is already there; Remove tests the entries it removes,
+// every copy of the name, so that changes of other controllers' finalizers
+// after them do not make it fail either. Both go through a write.Objects,
+// which judges the API server's answers: a patch whose test no longer
+// holds, because the object changed since it was read, fails with an error
+// matching reconcile.ErrStaleCache while the cache has not seen the change;
+// a patch refused for what it is (an invalid finalizer name, an admission
+// policy) fails with the API server's error, loudly. The next reconcile
+// does not act on a cache that has not yet seen the patches.
 package finalizer
 
 import (
@@ -38,8 +43,10 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
@@ -54,14 +61,19 @@ func Contains[T write.Object](obj T, name string) bool {
 // Ensure adds the finalizer name to obj (as read from the cache, or
 // returned by a write) unless it carries it, and returns the object as the
 // API server has it then (obj itself when nothing was sent). An object that
-// is being deleted gets no new finalizer: Ensure returns an error, and
-// sends nothing. A NotFound from the API server is returned, wrapped.
+// is being deleted gets no new finalizer, and neither does any object when
+// name is not a valid finalizer name (a qualified name, such as
+// example.com/cleanup): Ensure returns an error and sends nothing. A
+// NotFound from the API server is returned, wrapped.
 func Ensure[T write.Object](ctx context.Context, objects *write.Objects[T], c write.Client[T], obj T, name string) (T, error) {
+	var zero T
+	if err := Validate(name); err != nil {
+		return zero, err
+	}
 	if Contains(obj, name) {
 		return obj, nil
 	}
 	if obj.GetDeletionTimestamp() != nil {
-		var zero T
 		return zero, fmt.Errorf("finalizer %s: %s is being deleted: no finalizer can be added", name, cache.MetaObjectToName(obj))
 	}
 	current := obj.GetFinalizers()
@@ -70,26 +82,46 @@ func Ensure[T write.Object](ctx context.Context, objects *write.Objects[T], c wr
 		ops = append(ops, patchOp{op: "test", path: "/metadata/finalizers", value: nil},
 			patchOp{op: "add", path: "/metadata/finalizers", value: []string{name}})
 	} else {
-		// Appending leaves the others' entries alone, whatever they are now.
-		ops = append(ops, patchOp{op: "add", path: "/metadata/finalizers/-", value: name})
+		// The whole list as read: a list that changed since may hold the
+		// name already.
+		ops = append(ops, patchOp{op: "test", path: "/metadata/finalizers", value: current},
+			patchOp{op: "add", path: "/metadata/finalizers/-", value: name})
 	}
 	return patch(ctx, objects, c, obj, name, ops)
 }
 
+// Validate returns an error, naming what is wrong, when name cannot be a
+// finalizer: the API server accepts only qualified names.
+func Validate(name string) error {
+	if errs := validation.ValidateFinalizerName(name, field.NewPath("metadata", "finalizers")); len(errs) > 0 {
+		return fmt.Errorf("finalizer %q: %w", name, errs.ToAggregate())
+	}
+	return nil
+}
+
 // Remove removes the finalizer name from obj (as read from the cache, or
-// returned by a write) if it carries it, and returns the object as the API
-// server has it then (obj itself when nothing was sent). Once an object
-// being deleted has no finalizer left, the API server deletes it. An object
-// that is gone counts as done: a NotFound is returned, wrapped, so callers
-// that do not care test it with apierrors.IsNotFound.
+// returned by a write) if it carries it, every copy of it, and returns the
+// object as the API server has it then (obj itself when nothing was sent).
+// Once an object being deleted has no finalizer left, the API server
+// deletes it. An object that is gone counts as done: a NotFound is
+// returned, wrapped, so callers that do not care test it with
+// apierrors.IsNotFound.
 func Remove[T write.Object](ctx context.Context, objects *write.Objects[T], c write.Client[T], obj T, name string) (T, error) {
-	i := slices.Index(obj.GetFinalizers(), name)
-	if i < 0 {
+	finalizers := obj.GetFinalizers()
+	ops := guard(obj)
+	// From the last copy to the first, so that each index still holds
+	// when its operation runs; the entries before a copy may not have
+	// moved, those after it may.
+	for i := len(finalizers) - 1; i >= 0; i-- {
+		if finalizers[i] != name {
+			continue
+		}
+		entry := fmt.Sprintf("/metadata/finalizers/%d", i)
+		ops = append(ops, patchOp{op: "test", path: entry, value: name}, patchOp{op: "remove", path: entry})
+	}
+	if len(ops) == len(guard(obj)) {
 		return obj, nil
 	}
-	entry := fmt.Sprintf("/metadata/finalizers/%d", i)
-	// The entries before it may not have moved; those after it may.
-	ops := append(guard(obj), patchOp{op: "test", path: entry, value: name}, patchOp{op: "remove", path: entry})
 	return patch(ctx, objects, c, obj, name, ops)
 }
 
@@ -124,12 +156,6 @@ func patch[T write.Object](ctx context.Context, objects *write.Objects[T], c wri
 		return zero, err
 	}
 	patched, err := objects.Patch(ctx, c, obj, types.JSONPatchType, data)
-	if apierrors.IsInvalid(err) {
-		// A test of the patch failed, or the API server refused a new
-		// finalizer on an object being deleted: either way the object
-		// changed since it was read.
-		err = reconcile.StaleCache(err)
-	}
 	if err != nil {
 		return zero, fmt.Errorf("finalizer %s: %w", name, err)
 	}
@@ -163,10 +189,15 @@ type Funcs[T write.Object] struct {
 //
 // objects reads the objects from the cache and remembers the finalizer
 // patches; client gives the typed client of a namespace (for cluster-scoped
-// kinds it ignores its argument). Both funcs are required.
+// kinds it ignores its argument). Both funcs are required, and name must
+// be a valid finalizer name (see Validate): Reconciler panics otherwise, as
+// these are the program's constants.
 func Reconciler[T write.Object, C write.Client[T]](name string, objects *write.Objects[T], client func(namespace string) C, funcs Funcs[T]) reconcile.Reconciler[cache.ObjectName] {
 	if name == "" || objects == nil || client == nil || funcs.Apply == nil || funcs.Cleanup == nil {
 		panic("finalizer.Reconciler: name, objects, client, Apply and Cleanup are required")
+	}
+	if err := Validate(name); err != nil {
+		panic("finalizer.Reconciler: " + err.Error())
 	}
 	return reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 		obj, found, err := objects.Get(key)

@@ -11,9 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
@@ -260,4 +263,78 @@ func TestPatchGuards(t *testing.T) {
 		require.Error(t, err)
 		assert.Empty(t, reconciletest.WriteActions(&e.kube.Fake))
 	})
+}
+
+// A finalizer name the API server would refuse is refused before any
+// request, loudly.
+func TestInvalidName(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	cm, _, err := e.objects.Get(key)
+	require.NoError(t, err)
+	e.kube.ClearActions()
+	for _, bad := range []string{"Example.com/Cleanup", "example.com/", "has space"} {
+		_, err = finalizer.Ensure(ctx, e.objects, e.client(), cm, bad)
+		require.Error(t, err, bad)
+		assert.NotErrorIs(t, err, reconcile.ErrStaleCache)
+		assert.ErrorContains(t, err, bad)
+		assert.Panics(t, func() {
+			finalizer.Reconciler(bad, e.objects, e.kube.CoreV1().ConfigMaps, finalizer.Funcs[*corev1.ConfigMap]{
+				Apply:   func(context.Context, *corev1.ConfigMap) (reconcile.Result, error) { return reconcile.Result{}, nil },
+				Cleanup: func(context.Context, *corev1.ConfigMap) (reconcile.Result, error) { return reconcile.Result{}, nil },
+			})
+		})
+	}
+	assert.Empty(t, reconciletest.WriteActions(&e.kube.Fake))
+	assert.NoError(t, finalizer.Validate(name))
+}
+
+// A patch refused for what it is (an admission policy) is the API server's
+// error, not a quiet requeue: Apply never runs, and the user is told.
+func TestRefusedPatchIsLoud(t *testing.T) {
+	e := newEnv(t)
+	e.kube.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("ConfigMap").GroupKind(), key.Name,
+			field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"), "denied by policy")})
+	})
+	out := e.run(t)
+	require.Error(t, out.Err)
+	assert.NotErrorIs(t, out.Err, reconcile.ErrStaleCache)
+	assert.True(t, apierrors.IsInvalid(out.Err), "%v", out.Err)
+	assert.Empty(t, e.applied)
+}
+
+// A cache that has not seen the finalizer added (another process's, or a
+// restarted one's) never makes it add the finalizer a second time.
+func TestNoDuplicateFromALaggingCache(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "other.io/keep")
+	before, _, err := e.objects.Get(key)
+	require.NoError(t, err)
+	_, err = finalizer.Ensure(ctx, e.objects, e.client(), before, name)
+	require.NoError(t, err)
+
+	// A second writer whose cache still shows the object before the patch.
+	inf := informers.NewSharedInformerFactory(e.kube, 0).Core().V1().ConfigMaps().TypedInformer()
+	require.NoError(t, inf.GetIndexer().Replace([]any{before}, before.ResourceVersion))
+	lagging := write.New(inf)
+	_, err = finalizer.Ensure(ctx, lagging, e.client(), before, name)
+	require.ErrorIs(t, err, reconcile.ErrStaleCache)
+	now, err := e.server(t)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"other.io/keep", name}, now.Finalizers)
+}
+
+// Remove takes every copy of the name, and only those.
+func TestRemoveEveryCopy(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, name, "other.io/keep", name)
+	cm, _, err := e.objects.Get(key)
+	require.NoError(t, err)
+	removed, err := finalizer.Remove(ctx, e.objects, e.client(), cm, name)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"other.io/keep"}, removed.Finalizers)
+	now, err := e.server(t)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"other.io/keep"}, now.Finalizers)
 }

@@ -18,6 +18,12 @@ func cm(uid types.UID, rv string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: uid, ResourceVersion: rv}}
 }
 
+// deleting is cm marked for deletion.
+func deleting(c *corev1.ConfigMap) *corev1.ConfigMap {
+	c.DeletionTimestamp = &metav1.Time{}
+	return c
+}
+
 func TestSeenIn(t *testing.T) {
 	update := written{uid: "u1", version: "20", before: "10"}
 	create := written{uid: "u1", version: "20"}
@@ -42,11 +48,14 @@ func TestSeenIn(t *testing.T) {
 		{name: "create: old incarnation, store unknown", w: create, cached: cm("u0", "5"), store: "", want: true},
 		{name: "create: another incarnation after it", w: create, cached: cm("u2", "30"), store: "30", want: true},
 		{name: "delete: still cached as it was", w: deleted, cached: cm("u1", "20"), store: "40", want: false},
-		{name: "delete: cached as being deleted", w: deleted, cached: cm("u1", "21"), store: "21", want: true},
+		{name: "delete: cached as being deleted", w: deleted, cached: deleting(cm("u1", "21")), store: "21", want: true},
+		{name: "delete: cached as changed since, not being deleted", w: deleted, cached: cm("u1", "21"), store: "21", want: false},
+		{name: "delete: cached being deleted at the version read", w: deleted, cached: deleting(cm("u1", "20")), store: "21", want: false},
 		{name: "delete: gone", w: deleted, store: "15", want: true},
 		{name: "delete: recreated", w: deleted, cached: cm("u2", "19"), store: "19", want: true},
 		{name: "delete: opaque versions, unchanged", w: written{uid: "u1", version: "x", deleted: true}, cached: cm("u1", "x"), want: false},
-		{name: "delete: opaque versions, changed", w: written{uid: "u1", version: "x", deleted: true}, cached: cm("u1", "y"), want: true},
+		{name: "delete: opaque versions, changed", w: written{uid: "u1", version: "x", deleted: true}, cached: deleting(cm("u1", "y")), want: true},
+		{name: "delete: opaque versions, changed, not being deleted", w: written{uid: "u1", version: "x", deleted: true}, cached: cm("u1", "y"), want: false},
 		{name: "opaque: the replaced version", w: opaque, cached: cm("u1", "a"), store: "a", want: false},
 		{name: "opaque: the written version", w: opaque, cached: cm("u1", "b"), store: "b", want: true},
 		{name: "opaque: another version", w: opaque, cached: cm("u1", "c"), store: "c", want: true},

@@ -14,9 +14,7 @@
 // then Get, and every write of that object, answer with an error matching
 // reconcile.ErrStaleCache, which the worker loop of package queue requeues
 // quietly: the reconcile runs again once the cache shows the write, instead
-// of building on the object as it was before. A create answered with
-// AlreadyExists and an update answered with 409 Conflict mean the same (the
-// cache is behind, whoever wrote last) and give the same error.
+// of building on the object as it was before.
 //
 //	deployments := write.New(factory.Apps().V1().Deployments().TypedInformer())
 //	r := reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
@@ -29,35 +27,81 @@
 //		return reconcile.Result{}, err // a stale cache is requeued quietly
 //	})
 //
+// # The informer Objects needs
+//
+// New takes the informer whose cache the controller reads the objects from.
+// It must watch every object this Objects writes: an informer restricted by
+// a label or field selector, to one namespace, or to a shard (package
+// queue/shard) never shows an object outside what it watches, so a write of
+// such an object is never seen. Objects does not wait for it forever (see
+// below), but every write of it then fails loudly.
+//
+// # When an answer is quiet, and for how long
+//
+// An error matching reconcile.ErrStaleCache says the cache is behind, and
+// nothing else: it is given only while that is provably so, and never for
+// longer than the stale limit (WithStaleLimit, one minute by default):
+//
+//   - Get, and a write of an object older than this Objects' last write of
+//     it, are quiet while the cache has not seen that write.
+//   - A write answered with AlreadyExists, 409 Conflict, NotFound or 422
+//     Invalid is judged by reading the object back from the API server. If
+//     the server still has the object as the write found it (the same
+//     incarnation at the same resourceVersion, or no object at all), the
+//     answer is about the write itself and is returned as it is. Ensure
+//     calls mutate on the object a create met, so that an object it refuses
+//     (one the controller does not own) gives mutate's error at once,
+//     whether or not the cache shows it. Otherwise the answer is quiet
+//     while the cache has not seen the object as the server has it, and
+//     that version is remembered like a write of this Objects'.
+//   - Once the cache has seen that version (it holds the object at that
+//     version or later, or its store has applied a later event or
+//     bookmark), the same answer is the real error it is: an object the
+//     informer does not watch, or a conflict with a write the cache
+//     already shows. One exception is quiet, for a single retry: a create
+//     answered with AlreadyExists of an object the cache shows by now, as
+//     the next reconcile updates it instead.
+//   - A version remembered for longer than the stale limit without the
+//     cache showing it is an error that does not match
+//     reconcile.ErrStaleCache (it wraps the answer that started the wait,
+//     if any): the key is retried with backoff, counted and logged as a
+//     failure until the cache shows the version or Forget drops it.
+//
+// So a key is quiet for at most the stale limit plus one retry backoff of
+// its worker loop. Other errors, such as a failed read-back, are returned
+// as they are, joined with the answer.
+//
 // # How the cache is known to be fresh
 //
 // A write is remembered with the resourceVersion the API server gave the
-// written object (for a delete: the object's UID and the resourceVersion it
-// was deleted at; a write that takes the last finalizer off an object being
-// deleted counts as its delete). The cache has seen the write once it holds the object at
-// that resourceVersion or a later one, once the informer's store has applied
-// an event at that resourceVersion or later (client-go's
-// LastStoreSyncResourceVersion: an object missing then was deleted since),
-// or, for a delete, once it no longer holds that incarnation at that
-// version. Versions are ordered as the API server orders them
-// (k8s.io/apimachinery/pkg/util/resourceversion). Where they cannot be
-// ordered (a store without a version, as with client-go's AtomicFIFO
-// feature off, or versions of another form) any version but the one the
-// write replaced counts as seen, and so does a missing object: nothing
-// waits forever, and a write built on a cache that was behind after all
-// meets AlreadyExists or a conflict, which is quiet too. Update,
-// UpdateStatus, Patch and Delete judge the object they are given, which
-// may be newer than the cache (a write's answer). Memory is one small
-// entry per object written and not yet seen in the cache, and one per
-// object that Apply wrote and the cache still holds.
+// written object (a write that takes the last finalizer off an object being
+// deleted counts as its delete). The cache has seen the write once it holds
+// the object at that resourceVersion or a later one, or once the informer's
+// store has applied an event at that resourceVersion or later (client-go's
+// LastStoreSyncResourceVersion: an object missing then was deleted since).
+// A delete is remembered with the object's UID: the cache has seen it once
+// it no longer holds that incarnation, or holds it marked for deletion at a
+// later version than the caller read. Versions are ordered as the API
+// server orders them (k8s.io/apimachinery/pkg/util/resourceversion). Where
+// they cannot be ordered (a store without a version, as with client-go's
+// AtomicFIFO feature off, or versions of another form) any version but the
+// one the write replaced counts as seen, and so does a missing object:
+// nothing waits for a proof that cannot come. Update, UpdateStatus, Patch
+// and Delete judge the object they are given, which may be newer than the
+// cache (a write's answer), and never take it as proof that the cache has
+// caught up. Memory is one small entry per object written and not yet seen
+// in the cache, and one per object that Apply wrote and the cache still
+// holds.
 package write
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,6 +110,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
@@ -78,10 +123,17 @@ type Object interface {
 	runtime.Object
 }
 
+// Getter is the read of a generated typed client that judges a write's
+// answer against the API server.
+type Getter[T Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+}
+
 // Client is the part of a generated typed client that Objects writes
 // through, bound to a namespace for namespaced kinds: pass
 // kube.AppsV1().Deployments(namespace), or a fake clientset's.
 type Client[T Object] interface {
+	Getter[T]
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
@@ -91,6 +143,7 @@ type Client[T Object] interface {
 // StatusClient is the part of a generated typed client that writes the
 // status subresource.
 type StatusClient[T Object] interface {
+	Getter[T]
 	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
 }
 
@@ -98,13 +151,47 @@ type StatusClient[T Object] interface {
 type Change string
 
 const (
-	// Unchanged: the object already was as wanted; no request was sent.
+	// Unchanged: the object already was as wanted, so no request was sent,
+	// or the API server answered with the object at the version it had.
 	Unchanged Change = "unchanged"
 	// Created: the object did not exist and was created.
 	Created Change = "created"
 	// Updated: the object existed and was updated.
 	Updated Change = "updated"
 )
+
+// DefaultStaleLimit is how long a version stays remembered without the
+// cache showing it before the wait is an error (see the package doc).
+const DefaultStaleLimit = time.Minute
+
+// Option configures an Objects.
+type Option func(*config)
+
+type config struct {
+	staleLimit time.Duration
+	clock      clock.PassiveClock
+}
+
+// WithStaleLimit sets how long at most a key is requeued quietly while the
+// cache does not show a remembered version (DefaultStaleLimit when d is not
+// positive). Longer tolerates a slower watch; shorter surfaces an informer
+// that does not watch what the controller writes sooner.
+func WithStaleLimit(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.staleLimit = d
+		}
+	}
+}
+
+// WithClock sets the clock that times the stale limit, for tests.
+func WithClock(c clock.PassiveClock) Option {
+	return func(cfg *config) {
+		if c != nil {
+			cfg.clock = c
+		}
+	}
+}
 
 // Objects reads objects of type T from an informer's cache and writes them,
 // remembering its own writes until the cache has seen them (see the package
@@ -114,6 +201,7 @@ const (
 // remembered.
 type Objects[T Object] struct {
 	indexer cache.Indexer
+	cfg     config
 
 	mu      sync.Mutex
 	pending map[cache.ObjectName]written
@@ -130,31 +218,44 @@ type appliedConfig struct {
 	version string
 }
 
-// written is what is remembered of one write until the cache shows it.
+// written is what is remembered of one version of an object until the
+// cache shows it: a write's answer, or what the API server had when it
+// refused a write.
 type written struct {
 	uid types.UID
-	// version is the resourceVersion of the written object, or of a deleted
-	// object when it was deleted.
+	// version is the resourceVersion of the written object; for a delete,
+	// the version the deleted object had before it.
 	version string
 	// before is the resourceVersion the write replaced ("" for a create).
 	before  string
 	deleted bool
+	// at is when the version was remembered.
+	at time.Time
+	// cause is the API server's answer that this version explains; nil for
+	// this Objects' own writes.
+	cause error
 }
 
 // minSweep is the least number of remembered writes that starts a sweep.
 const minSweep = 64
 
 // New returns the Objects of the objects in inf's cache. inf is a typed
-// informer, such as factory.Apps().V1().Deployments().TypedInformer().
-func New[T Object](inf cache.TypedSharedIndexInformer[T]) *Objects[T] {
-	return &Objects[T]{indexer: inf.GetIndexer(), pending: map[cache.ObjectName]written{}, sweepAt: minSweep,
+// informer, such as factory.Apps().V1().Deployments().TypedInformer(), that
+// watches every object the Objects writes (see the package doc).
+func New[T Object](inf cache.TypedSharedIndexInformer[T], opts ...Option) *Objects[T] {
+	cfg := config{staleLimit: DefaultStaleLimit, clock: clock.RealClock{}}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	return &Objects[T]{indexer: inf.GetIndexer(), cfg: cfg, pending: map[cache.ObjectName]written{}, sweepAt: minSweep,
 		applied: map[cache.ObjectName]appliedConfig{}, appliedSweepAt: minSweep}
 }
 
 // Get returns the cached object named name and whether the cache holds one.
 // The object is the cache's: read it, never modify it. When the cache has
 // not yet seen this Objects' last write of name, Get returns an error
-// matching reconcile.ErrStaleCache instead.
+// matching reconcile.ErrStaleCache instead, or, past the stale limit, an
+// error that does not (see the package doc).
 func (o *Objects[T]) Get(name cache.ObjectName) (T, bool, error) {
 	var zero T
 	cached, found, err := o.cached(name)
@@ -163,8 +264,8 @@ func (o *Objects[T]) Get(name cache.ObjectName) (T, bool, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.seenLocked(name, cached, found) {
-		return zero, false, errStale(name)
+	if err := o.judgeLocked(name, cached, found, true); err != nil {
+		return zero, false, err
 	}
 	return cached, found, nil
 }
@@ -177,8 +278,12 @@ func (o *Objects[T]) Get(name cache.ObjectName) (T, bool, error) {
 // the cached object (equality.Semantic): mutate sets what the controller
 // owns and leaves the rest, such as what other controllers or users added,
 // as it is. mutate may refuse, for example an object the controller does not
-// own: its error is returned, wrapped, and nothing is written. mutate must
-// not change the name or namespace.
+// own: its error is returned, wrapped, and nothing is written. A create
+// that meets an object the cache does not show calls mutate on a copy of
+// that object too, so that a refusal does not wait for the cache. mutate
+// must not change the name or namespace, and must set nothing in the
+// status: an update of the object does not write a status subresource, and
+// a status the API server left out is an error (use UpdateStatus).
 //
 // Ensure returns the object as written (or the cached one when Unchanged)
 // and what it did. The errors of a stale cache match reconcile.ErrStaleCache
@@ -193,7 +298,7 @@ func (o *Objects[T]) Ensure(ctx context.Context, c Client[T], want T, mutate fun
 		return zero, Unchanged, err
 	}
 	if found {
-		return o.update(name, cached, mutate, func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) })
+		return o.update(ctx, c, name, cached, mutate, true, func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) })
 	}
 	obj, err := o.mutated(name, want, mutate)
 	if err != nil {
@@ -201,7 +306,10 @@ func (o *Objects[T]) Ensure(ctx context.Context, c Client[T], want T, mutate fun
 	}
 	created, err := c.Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
-		return zero, Unchanged, wrap("creating", err)
+		return zero, Unchanged, o.verdict(ctx, c, name, zero, false, err, func(existing T) error {
+			_, err := o.mutated(name, existing, mutate)
+			return err
+		})
 	}
 	o.remember(name, "", created)
 	return created, Created, nil
@@ -212,24 +320,24 @@ func (o *Objects[T]) Ensure(ctx context.Context, c Client[T], want T, mutate fun
 // caller read: from the cache, or a write's answer, which may be newer; if
 // it is older than this Objects' last write of it, nothing is sent and the
 // error matches reconcile.ErrStaleCache. It returns the object as written,
-// or obj when Unchanged. An update answered with 409 Conflict or NotFound
-// (the cache was behind) matches reconcile.ErrStaleCache too.
+// or obj when Unchanged. Answers of the API server are judged as the
+// package doc says; mutate must set nothing in the status, as for Ensure.
 func (o *Objects[T]) Update(ctx context.Context, c Client[T], obj T, mutate func(obj T) error) (T, Change, error) {
-	return o.checkedUpdate(ctx, obj, mutate, func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) })
+	return o.checkedUpdate(ctx, c, obj, mutate, true, func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) })
 }
 
 // UpdateStatus is Update through the status subresource: mutate sets the
 // status on a copy of obj, and the status is written only if it changed.
 func (o *Objects[T]) UpdateStatus(ctx context.Context, c StatusClient[T], obj T, mutate func(obj T) error) (T, Change, error) {
-	return o.checkedUpdate(ctx, obj, mutate, func(obj T) (T, error) { return c.UpdateStatus(ctx, obj, metav1.UpdateOptions{}) })
+	return o.checkedUpdate(ctx, c, obj, mutate, false, func(obj T) (T, error) { return c.UpdateStatus(ctx, obj, metav1.UpdateOptions{}) })
 }
 
 // Patch sends a patch of obj, judged as by Update, and remembers the
-// result. Unlike the other writes it cannot tell whether the patch changes
-// anything: do not call it when nothing needs to change. A 409 Conflict
-// (the resourceVersion in the patch is not the object's) matches
-// reconcile.ErrStaleCache; other errors, such as a NotFound or the 422 of a
-// failed test operation, are the API server's.
+// result. Unlike the other writes it cannot tell beforehand whether the
+// patch changes anything: do not call it when nothing needs to change.
+// Answers of the API server are judged as the package doc says: a 409 or
+// the 422 of a failed test operation is quiet while the object has changed
+// since obj and the cache has not seen it yet.
 func (o *Objects[T]) Patch(ctx context.Context, c Client[T], obj T, pt types.PatchType, data []byte, subresources ...string) (T, error) {
 	var zero T
 	name := cache.MetaObjectToName(obj)
@@ -238,18 +346,19 @@ func (o *Objects[T]) Patch(ctx context.Context, c Client[T], obj T, pt types.Pat
 	}
 	patched, err := c.Patch(ctx, name.Name, pt, data, metav1.PatchOptions{}, subresources...)
 	if err != nil {
-		return zero, wrap("patching", err)
+		return zero, o.verdict(ctx, c, name, obj, true, err, nil)
 	}
 	o.remember(name, obj.GetResourceVersion(), patched)
 	return patched, nil
 }
 
 // Delete deletes obj, judged as by Update, and only that incarnation of it
-// (a UID precondition; another incarnation answers with a conflict, which
-// matches reconcile.ErrStaleCache), with the server's default propagation. It sends
-// nothing for an object that is already being deleted, and a NotFound counts
-// as deleted. Until the cache no longer shows obj as it was, Get reports the
-// cache as stale.
+// (a UID precondition; another incarnation answers with a conflict, judged
+// as the package doc says), with the server's default propagation. It
+// sends nothing for an object that is already being deleted, and a
+// NotFound counts as deleted. Until the cache no longer shows obj's
+// incarnation, or shows it being deleted at a later version than obj's, Get
+// reports the cache as stale.
 func (o *Objects[T]) Delete(ctx context.Context, c Client[T], obj T) error {
 	name := cache.MetaObjectToName(obj)
 	if err := o.check(name, obj); err != nil {
@@ -268,11 +377,11 @@ func (o *Objects[T]) Delete(ctx context.Context, c Client[T], obj T) error {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return wrap("deleting", err)
+		return o.verdict(ctx, c, name, obj, true, err, nil)
 	}
 	if v := obj.GetResourceVersion(); v != "" {
 		o.mu.Lock()
-		o.pending[name] = written{uid: uid, version: v, deleted: true}
+		o.pending[name] = written{uid: uid, version: v, deleted: true, at: o.cfg.clock.Now()}
 		o.sweepLocked()
 		o.mu.Unlock()
 	}
@@ -312,7 +421,9 @@ type Applier[T Object, A any] interface {
 // needed, so informers may drop them (operator.Flags does by default).
 //
 // Apply returns the object as the API server answered (or the cached one
-// when nothing was sent) and Created, Updated or Unchanged.
+// when nothing was sent) and Created, Updated or Unchanged. An apply does
+// not build on the cache, so the API server's errors are returned as they
+// are: none of them is quiet.
 func Apply[T Object, A any](ctx context.Context, o *Objects[T], c Applier[T, A], name cache.ObjectName, cfg A, fieldManager string) (T, Change, error) {
 	var zero T
 	data, err := json.Marshal(cfg)
@@ -332,7 +443,7 @@ func Apply[T Object, A any](ctx context.Context, o *Objects[T], c Applier[T, A],
 	}
 	applied, err := c.Apply(ctx, cfg, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	if err != nil {
-		return zero, Unchanged, wrap("applying", err)
+		return zero, Unchanged, err
 	}
 	before := ""
 	if found {
@@ -354,33 +465,38 @@ func Apply[T Object, A any](ctx context.Context, o *Objects[T], c Applier[T, A],
 
 // checkedUpdate checks that obj is not older than the last write of it,
 // then updates.
-func (o *Objects[T]) checkedUpdate(ctx context.Context, obj T, mutate func(T) error, send func(T) (T, error)) (T, Change, error) {
+func (o *Objects[T]) checkedUpdate(ctx context.Context, get Getter[T], obj T, mutate func(T) error, whole bool, send func(T) (T, error)) (T, Change, error) {
 	var zero T
 	name := cache.MetaObjectToName(obj)
 	if err := o.check(name, obj); err != nil {
 		return zero, Unchanged, err
 	}
-	return o.update(name, obj, mutate, send)
+	return o.update(ctx, get, name, obj, mutate, whole, send)
 }
 
 // check returns an error matching reconcile.ErrStaleCache when obj, read by
 // the caller (from the cache or a write's answer), is older than this
-// Objects' last write of it.
+// Objects' last write of it. It forgets nothing: only the cache can show
+// that the cache has caught up.
 func (o *Objects[T]) check(name cache.ObjectName, obj T) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.seenLocked(name, obj, true) {
-		return errStale(name)
-	}
-	return nil
+	return o.judgeLocked(name, obj, true, false)
 }
 
-func errStale(name cache.ObjectName) error {
+// errStale is the quiet error of a read or write of name that waits for the
+// cache. cause, the answer that started the wait (if any), is named, not
+// wrapped: the wait is not that answer.
+func errStale(name cache.ObjectName, cause error) error {
+	if cause != nil {
+		return reconcile.StaleCache(fmt.Errorf("%s: the cache has not yet seen it as the API server has it since it answered %q", name, cause))
+	}
 	return reconcile.StaleCache(fmt.Errorf("%s: the cache is behind this controller's last write of it", name))
 }
 
-// update mutates a copy of current and sends it if it differs.
-func (o *Objects[T]) update(name cache.ObjectName, current T, mutate func(T) error, send func(T) (T, error)) (T, Change, error) {
+// update mutates a copy of current and sends it if it differs. whole says
+// that send writes the object, not its status subresource.
+func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.ObjectName, current T, mutate func(T) error, whole bool, send func(T) (T, error)) (T, Change, error) {
 	var zero T
 	obj, err := o.mutated(name, current, mutate)
 	if err != nil {
@@ -391,10 +507,42 @@ func (o *Objects[T]) update(name cache.ObjectName, current T, mutate func(T) err
 	}
 	updated, err := send(obj)
 	if err != nil {
-		return zero, Unchanged, wrap("updating", err)
+		return zero, Unchanged, o.verdict(ctx, get, name, current, true, err, nil)
 	}
 	o.remember(name, current.GetResourceVersion(), updated)
+	if whole {
+		if err := statusLeftOut(name, current, obj, updated); err != nil {
+			return updated, Updated, err
+		}
+	}
+	if v := updated.GetResourceVersion(); v != "" && v == current.GetResourceVersion() {
+		// The API server found nothing to change (a webhook or defaulting
+		// undid the change): nothing was written.
+		return updated, Unchanged, nil
+	}
 	return updated, Updated, nil
+}
+
+// statusLeftOut returns an error when sent changed the status of current
+// and the API server's answer kept current's: the kind has a status
+// subresource, which an update of the object does not write, so sending it
+// again would never help.
+func statusLeftOut[T Object](name cache.ObjectName, current, sent, answer T) error {
+	was, want := statusOf(current), statusOf(sent)
+	if equality.Semantic.DeepEqual(was, want) || !equality.Semantic.DeepEqual(was, statusOf(answer)) {
+		return nil
+	}
+	return fmt.Errorf("write: %s: the update changed the status, which the API server left as it was: "+
+		"the kind has a status subresource, so write the status with UpdateStatus", name)
+}
+
+// statusOf returns obj's status field as unstructured data, or nil.
+func statusOf(obj runtime.Object) any {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil
+	}
+	return u["status"]
 }
 
 // mutated returns a copy of obj changed by mutate.
@@ -415,15 +563,68 @@ func (o *Objects[T]) mutated(name cache.ObjectName, obj T, mutate func(T) error)
 	return cp, nil
 }
 
-// wrap returns the API error of a write of name as it is, or, when it says
-// the cache is behind (a conflict, an AlreadyExists, or a NotFound of an
-// update), wrapped to match reconcile.ErrStaleCache. API errors name the
-// object already.
-func wrap(verb string, err error) error {
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || verb == "updating" && apierrors.IsNotFound(err) {
-		return reconcile.StaleCache(err)
+// verdict judges answer, the API server's error for a write of name that
+// was built on base (what the caller read; hadBase is false for a create
+// of an object the cache did not show), as the package doc says: it
+// returns an error matching reconcile.ErrStaleCache only while the cache
+// has not seen the object as the server has it now, and remembers that
+// version; otherwise answer as it is. refuse, if not nil, is asked about the
+// object a create met: its error is returned instead.
+func (o *Objects[T]) verdict(ctx context.Context, get Getter[T], name cache.ObjectName, base T, hadBase bool, answer error, refuse func(T) error) error {
+	if !apierrors.IsAlreadyExists(answer) && !apierrors.IsConflict(answer) && !apierrors.IsNotFound(answer) && !apierrors.IsInvalid(answer) {
+		return answer
 	}
-	return err
+	live, err := get.Get(ctx, name.Name, metav1.GetOptions{})
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return errors.Join(answer, fmt.Errorf("write: %s: reading it back to judge the answer: %w", name, err))
+	}
+	if exists == hadBase && (!exists || live.GetUID() == base.GetUID() && live.GetResourceVersion() == base.GetResourceVersion()) {
+		return answer // the server has what the write was built on: the answer is about the write
+	}
+	if exists && refuse != nil {
+		if err := refuse(live); err != nil {
+			return err
+		}
+	}
+	now := o.cfg.clock.Now()
+	var w written
+	switch {
+	case exists && live.GetResourceVersion() == "":
+		return answer // a server without versions: nothing can show the cache is behind
+	case exists:
+		w = written{uid: live.GetUID(), version: live.GetResourceVersion(), at: now, cause: answer}
+		if hadBase && base.GetUID() == live.GetUID() {
+			w.before = base.GetResourceVersion()
+		}
+	case base.GetResourceVersion() == "":
+		return answer
+	default: // gone since the caller read it
+		w = written{uid: base.GetUID(), version: base.GetResourceVersion(), deleted: true, at: now, cause: answer}
+	}
+	cached, found, err := o.cached(name)
+	if err != nil {
+		return errors.Join(answer, err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if w.seenIn(cached, found, o.indexer.LastStoreSyncResourceVersion()) {
+		switch {
+		case exists && !found && apierrors.IsAlreadyExists(answer):
+			return fmt.Errorf("write: %s exists on the API server at resourceVersion %s, and the informer's cache, which has passed that version, "+
+				"does not hold it: the informer does not watch it (a label or field selector, another namespace, a shard): %w",
+				name, live.GetResourceVersion(), answer)
+		case exists && apierrors.IsAlreadyExists(answer):
+			// The cache caught up since the create: the next reconcile
+			// updates instead, so this wait is one retry long.
+			return reconcile.StaleCache(fmt.Errorf("%s: the cache has just caught up with it: %w", name, answer))
+		}
+		return answer // the cache is not behind: the next reconcile sees what the server has
+	}
+	o.pending[name] = w
+	o.sweepLocked()
+	// The answer is wrapped, so that apierrors.IsConflict and the like see it.
+	return reconcile.StaleCache(fmt.Errorf("%s: the cache has not yet seen it as the API server has it: %w", name, answer))
 }
 
 // remember records a successful write of name that replaced the version
@@ -438,7 +639,7 @@ func (o *Objects[T]) remember(name cache.ObjectName, before string, obj T) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.pending[name] = written{uid: obj.GetUID(), version: v, before: before, deleted: gone}
+	o.pending[name] = written{uid: obj.GetUID(), version: v, before: before, deleted: gone, at: o.cfg.clock.Now()}
 	o.sweepLocked()
 }
 
@@ -450,7 +651,7 @@ func (o *Objects[T]) sweepLocked() {
 	if len(o.pending) >= o.sweepAt {
 		for name := range o.pending {
 			if cached, found, err := o.cached(name); err == nil {
-				o.seenLocked(name, cached, found)
+				_ = o.judgeLocked(name, cached, found, true)
 			}
 		}
 		o.sweepAt = max(minSweep, 2*len(o.pending))
@@ -479,28 +680,51 @@ func (o *Objects[T]) cached(name cache.ObjectName) (T, bool, error) {
 	return obj, true, nil
 }
 
-// seenLocked reports whether the cache, which holds cached for name (if
-// found), has seen the last remembered write of name, and forgets the write
-// once it has. The caller holds o.mu.
-func (o *Objects[T]) seenLocked(name cache.ObjectName, cached T, found bool) bool {
+// judgeLocked returns nil when a read of name that shows obj (if found)
+// may be acted on: it has seen the last remembered version of name. Else it
+// returns an error matching reconcile.ErrStaleCache, or, once the version
+// has been remembered for longer than the stale limit, one that does not.
+// fromCache says that obj is the cache's: only then does a version seen
+// make it forgotten, and only then does the store's own version count.
+// The caller holds o.mu.
+func (o *Objects[T]) judgeLocked(name cache.ObjectName, obj T, found, fromCache bool) error {
 	w, ok := o.pending[name]
 	if !ok {
-		return true
+		return nil
 	}
-	seen := w.seenIn(cached, found, o.indexer.LastStoreSyncResourceVersion())
-	if seen {
-		delete(o.pending, name)
+	storeVersion := ""
+	if fromCache {
+		storeVersion = o.indexer.LastStoreSyncResourceVersion()
 	}
-	return seen
+	if w.seenIn(obj, found, storeVersion) {
+		if fromCache {
+			delete(o.pending, name)
+		}
+		return nil
+	}
+	if waited := o.cfg.clock.Since(w.at); waited > o.cfg.staleLimit {
+		err := fmt.Errorf("write: %s: the informer's cache has not shown resourceVersion %s of it %s after it was written or read back: "+
+			"the informer may not watch it (a label or field selector, another namespace, a shard), or is stuck", name, w.version, waited.Round(time.Second))
+		if w.cause != nil {
+			return fmt.Errorf("%w: %w", err, w.cause)
+		}
+		return err
+	}
+	return errStale(name, w.cause)
 }
 
 // seenIn reports whether a cache that holds cached (if found), and whose
-// store last applied an event at storeVersion, has seen the write w.
+// store last applied an event at storeVersion ("" when unknown), has seen
+// the write w.
 func (w written) seenIn(cached metav1.Object, found bool, storeVersion string) bool {
 	if w.deleted {
-		// Seen once that incarnation is gone or has changed since.
+		// Seen once that incarnation is gone, or shown being deleted at a
+		// later version than the one the delete was built on.
 		if !found || cached.GetUID() != w.uid {
 			return true
+		}
+		if cached.GetDeletionTimestamp() == nil {
+			return false
 		}
 		c, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), w.version)
 		return err == nil && c > 0 || err != nil && cached.GetResourceVersion() != w.version
@@ -522,7 +746,7 @@ func (w written) seenIn(cached metav1.Object, found bool, storeVersion string) b
 	if err != nil {
 		// The store cannot say (its version is unknown or not ordered):
 		// do not wait. A write built on what the cache shows then meets
-		// AlreadyExists or a conflict, which is quiet too.
+		// AlreadyExists or a conflict, which is judged again.
 		return !found || cached.GetUID() != w.uid
 	}
 	return c >= 0

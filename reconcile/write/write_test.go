@@ -30,7 +30,7 @@ type env struct {
 	objects *write.Objects[*corev1.ConfigMap]
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...write.Option) *env {
 	t.Helper()
 	kube := fake.NewClientset()
 	reconciletest.Strict(kube)
@@ -38,7 +38,7 @@ func newEnv(t *testing.T) *env {
 	inf := informers.NewSharedInformerFactory(kube, 0).Core().V1().ConfigMaps().TypedInformer()
 	// The initial list, at a version before every write.
 	require.NoError(t, inf.GetIndexer().Replace(nil, "1"))
-	return &env{kube: kube, cache: inf.GetIndexer(), objects: write.New(inf)}
+	return &env{kube: kube, cache: inf.GetIndexer(), objects: write.New(inf, opts...)}
 }
 
 func (e *env) client() write.Client[*corev1.ConfigMap] { return e.kube.CoreV1().ConfigMaps("ns") }

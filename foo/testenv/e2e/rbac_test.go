@@ -177,10 +177,6 @@ func TestLeastPrivilege(t *testing.T) {
 				_, err := kube.CoreV1().Secrets(relLeaseNamespace).Get(ctx, "any", metav1.GetOptions{})
 				return err
 			}},
-			{"get a Deployment (only list and watch)", func() error {
-				_, err := kube.AppsV1().Deployments(ns).Get(ctx, "least-web", metav1.GetOptions{})
-				return err
-			}},
 			{"patch a Deployment (only update)", func() error {
 				_, err := kube.AppsV1().Deployments(ns).Patch(ctx, "least-web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
 				return err

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlkit/ctrlkit/foo"
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
@@ -33,6 +35,11 @@ const (
 	// is asked and twice as late for every further relist within two
 	// minutes (this test asks three within a minute), then the write.
 	shTakeoverBound = shLeaseDuration + 12*time.Second
+	// shRefusalBound bounds how long a Foo that names another replica's
+	// Foo's Deployment waits for its refusal: one reconcile, whose create
+	// meets AlreadyExists and reads the Deployment back, with a busy
+	// machine's scheduling delays.
+	shRefusalBound = 5 * time.Second
 )
 
 var shJoined = regexp.MustCompile(`"Joined the group" .*member="([^"]+)"`)
@@ -50,7 +57,10 @@ var shJoined = regexp.MustCompile(`"Joined the group" .*member="([^"]+)"`)
 // again, changed Foos converge, each written by its owner only); a replica
 // killed with kill -9 and restarted at once under the same --identity
 // takes its Lease over and writes the Foos of its share when they change;
-// and, for every Foo, no two processes wrote it in overlapping windows, and
+// a Foo naming the Deployment of a Foo another replica owns is refused
+// (Warning, Ready=False) within seconds, as an unsharded replica refuses
+// it, although its owner's cache leaves that Deployment out; and, for
+// every Foo, no two processes wrote it in overlapping windows, and
 // every Foo has converged at the end.
 //
 // The overlap check: for each Foo, the writes of the controller users
@@ -183,6 +193,33 @@ func TestSharding(t *testing.T) {
 	for _, u := range users[:3] {
 		assert.Greater(t, split[u], len(first)/6, "%s has a fair share", u)
 	}
+
+	// A Foo that names the Deployment of a Foo another replica owns: its
+	// owner's cache leaves that Deployment out, and still the Foo is
+	// refused as an unsharded replica refuses it, a Warning and
+	// Ready=False within shRefusalBound, with the Deployment left alone.
+	taken := first[0]
+	claimer := ""
+	for i := 0; claimer == ""; i++ {
+		if name := fmt.Sprintf("claimer-%d", i); ownerOf(three, name) != ownerOf(three, taken) {
+			claimer = name
+		}
+	}
+	takenDeployment, err := r.kube.AppsV1().Deployments(ns).Get(ctx, taken, metav1.GetOptions{})
+	require.NoError(t, err)
+	claimedAt := time.Now()
+	claim, err := r.foos.SamplecontrollerV1alpha1().Foos(ns).Create(ctx, relNewFoo(claimer, taken, 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	r.waitWarning(t, ns, claim, samplev1alpha1.ReasonErrResourceExists, fmt.Sprintf(foo.MessageResourceExists, taken))
+	r.waitFooRefused(t, ns, claimer, samplev1alpha1.ReasonErrResourceExists)
+	refusedIn := time.Since(claimedAt)
+	t.Logf("Foo %s (owned by %s) naming the Deployment of %s (owned by %s): refused %s after its create",
+		claimer, ownerOf(three, claimer), taken, ownerOf(three, taken), refusedIn.Round(time.Millisecond))
+	assert.Less(t, refusedIn, shRefusalBound, "refused as an unsharded replica refuses it")
+	after, err := r.kube.AppsV1().Deployments(ns).Get(ctx, taken, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, takenDeployment.ResourceVersion, after.ResourceVersion, "the other Foo's Deployment is left alone")
+	require.NoError(t, r.foos.SamplecontrollerV1alpha1().Foos(ns).Delete(ctx, claimer, metav1.DeleteOptions{}))
 
 	// A fourth replica joins while settled; then every Foo changes, so that
 	// each owner writes.
