@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned"
@@ -69,39 +70,75 @@ func newController(ctx context.Context, st *store.Client, client versioned.Inter
 // bucketsClient is the typed client of Buckets, which are cluster-scoped.
 func (b *buckets) bucketsClient(string) bucketclient.BucketInterface { return b.client }
 
-// apply makes the storage service hold the bucket as bucket's spec asks, and
-// says so in the Ready condition.
+// apply makes the storage service hold the bucket as bucket's spec asks,
+// owned by bucket's UID, and says so in the Ready condition. A bucket of
+// the name that bucket does not own is refused.
 func (b *buckets) apply(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
-	want := store.Spec{Region: bucket.Spec.Region, Versioning: bucket.Spec.Versioning}
+	want, owner := store.Spec{Region: bucket.Spec.Region, Versioning: bucket.Spec.Versioning}, string(bucket.UID)
 	got, found, err := b.store.Get(ctx, bucket.Name)
+	if err == nil && found && got.Owner != owner {
+		return b.refuse(ctx, bucket)
+	}
 	if err == nil && (!found || got.Spec != want) { // missing, or changed behind the operator's back
-		_, err = b.store.Put(ctx, bucket.Name, want)
+		_, err = b.store.PutAs(ctx, owner, bucket.Name, want)
+	}
+	if errors.Is(err, store.ErrNotOwner) { // created by someone else since the Get
+		return b.refuse(ctx, bucket)
 	}
 	if err != nil { // the Get's or the Put's
-		return reconcile.Result{}, b.report(ctx, bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
+		return reconcile.Result{}, b.unavailable(ctx, bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
 	}
 	return reconcile.Result{}, b.setReady(ctx, bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified")
 }
 
-// cleanup deletes the bucket from the storage service; the finalizer goes
-// once it succeeded.
+// cleanup deletes bucket's own bucket from the storage service; the
+// finalizer goes once it succeeded. A bucket of the name that bucket does
+// not own is left there.
 func (b *buckets) cleanup(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
-	if err := b.store.Delete(ctx, bucket.Name); err != nil {
-		return reconcile.Result{}, b.report(ctx, bucket, fmt.Errorf("deleting bucket %s: %w", bucket.Name, err))
+	err := b.store.DeleteAs(ctx, string(bucket.UID), bucket.Name)
+	if errors.Is(err, store.ErrNotOwner) {
+		klog.FromContext(ctx).Info("Leaving the bucket in the storage service: this Bucket did not create it", "bucket", bucket.Name)
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, b.unavailable(ctx, bucket, fmt.Errorf("deleting bucket %s: %w", bucket.Name, err))
 	}
 	return reconcile.Result{}, nil
 }
 
-// report records a failure of the storage service: a Warning event when
-// the Ready condition did not say so yet (once per outage, whether the
-// apply or the cleanup met it), and Ready=False. It returns err, to be
-// retried with backoff, joined with a failed status write.
-func (b *buckets) report(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
-	reason := storagev1alpha1.ReasonStoreUnavailable
-	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c == nil || c.Reason != reason {
-		b.recorder.Event(bucket, corev1.EventTypeWarning, reason, err.Error())
+// refuse reports a bucket of bucket's name in the storage service that
+// bucket does not own, which the operator leaves alone. The report (a
+// Warning, Ready=False) and a terminal error, logged once, come when the
+// condition does not say so yet; after that the Bucket's periodic checks
+// are quiet. A change of the Bucket, or of that bucket (its deletion
+// above all), wakes it up.
+func (b *buckets) refuse(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
+	reason := storagev1alpha1.ReasonBucketExists
+	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c != nil && c.Reason == reason && c.ObservedGeneration == bucket.Generation {
+		return reconcile.Result{}, nil
 	}
-	return errors.Join(err, b.setReady(ctx, bucket, metav1.ConditionFalse, reason, err.Error()))
+	msg := fmt.Sprintf("The storage service holds a bucket %s that this Bucket did not create: the operator leaves it alone (delete it there, or name the Bucket otherwise)", bucket.Name)
+	if err := b.report(ctx, bucket, reason, msg); err != nil {
+		return reconcile.Result{}, err // retried: the refusal must reach the status
+	}
+	return reconcile.Result{}, reconcile.Terminal(errors.New(msg))
+}
+
+// unavailable reports a failure of the storage service, whether the apply
+// or the cleanup met it, and returns err, to be retried with backoff,
+// joined with a failed status write.
+func (b *buckets) unavailable(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
+	return errors.Join(err, b.report(ctx, bucket, storagev1alpha1.ReasonStoreUnavailable, err.Error()))
+}
+
+// report records a problem: a Warning event when the Ready condition does
+// not have reason yet (once per outage or refusal, not once per retry),
+// and Ready=False. It returns the status write's error.
+func (b *buckets) report(ctx context.Context, bucket *storagev1alpha1.Bucket, reason, msg string) error {
+	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c == nil || c.Reason != reason {
+		b.recorder.Event(bucket, corev1.EventTypeWarning, reason, msg)
+	}
+	return b.setReady(ctx, bucket, metav1.ConditionFalse, reason, msg)
 }
 
 // setReady writes the Ready condition, if it changed.

@@ -32,13 +32,17 @@ const (
 )
 
 // StatusError is the answer of a store that refused or failed a request:
-// its HTTP status code and the message of its {"error": ...} body (the body
-// itself, or the status text, when it has no such message).
+// its HTTP status code and the message and reason of its
+// {"error": ..., "reason": ...} body (the body itself, or the status text,
+// when it has no such message).
 type StatusError struct {
 	// Code is the HTTP status code, such as 400 or 500.
 	Code int
 	// Message tells what went wrong.
 	Message string
+	// Reason is the store's word for it, such as ReasonNotOwner; often
+	// empty.
+	Reason string
 }
 
 // Error returns the code and the message.
@@ -46,11 +50,37 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("bucket store: %d %s: %s", e.Code, http.StatusText(e.Code), e.Message)
 }
 
+// Is reports whether target is ErrNotOwner and e the store's answer that
+// says so.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrNotOwner && e.Code == http.StatusConflict && e.Reason == ReasonNotOwner
+}
+
+// isNoSuchBucket reports whether err is the store's answer that there is no
+// such bucket. Any other 404 (a wrong base URL, a proxy, a store that does
+// not give reasons) is not: taking it for "gone" would drop a finalizer
+// while the bucket is still there.
+func isNoSuchBucket(err error) bool {
+	se, ok := errors.AsType[*StatusError](err)
+	return ok && se.Code == http.StatusNotFound && se.Reason == ReasonNoSuchBucket
+}
+
+var (
+	// ErrNotOwner matches (with errors.Is) the error of PutAs and DeleteAs
+	// for a bucket that exists and is not the owner's: the store changed
+	// nothing.
+	ErrNotOwner = errors.New("bucket store: the bucket is not the owner's")
+	// ErrNoOwner is the error of PutAs and DeleteAs given an empty owner;
+	// they send nothing.
+	ErrNoOwner = errors.New("bucket store: no owner")
+)
+
 // Client is a client of the bucket store at one URL. It is safe for
 // concurrent use. The errors of its methods are a *StatusError when the store
 // answered with an error, else (the store is down or unreachable) the
 // transport's error wrapped, so that for example
-// errors.Is(err, syscall.ECONNREFUSED) holds when nothing listens there.
+// errors.Is(err, syscall.ECONNREFUSED) holds when nothing listens there;
+// and ErrNoOwner for a write on behalf of nobody, which is not sent.
 type Client struct {
 	base string
 	hc   *http.Client
@@ -71,12 +101,12 @@ func NewClient(baseURL string, hc *http.Client) *Client {
 	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc, poll: &poll}
 }
 
-// Get returns the bucket name and true, or false when the store has no such
-// bucket.
+// Get returns the bucket name and true, or false when the store answers
+// that it has no such bucket.
 func (c *Client) Get(ctx context.Context, name string) (Bucket, bool, error) {
 	var b Bucket
-	err := c.do(ctx, c.hc, http.MethodGet, bucketPath(name), nil, &b)
-	if se, ok := errors.AsType[*StatusError](err); ok && se.Code == http.StatusNotFound {
+	err := c.do(ctx, c.hc, http.MethodGet, bucketPath(name), "", nil, &b)
+	if isNoSuchBucket(err) {
 		return Bucket{}, false, nil
 	}
 	if err != nil {
@@ -85,22 +115,53 @@ func (c *Client) Get(ctx context.Context, name string) (Bucket, bool, error) {
 	return b, true, nil
 }
 
-// Put creates the bucket name with spec, or replaces its spec, and returns
-// the bucket as the store now holds it. Putting the spec already there
-// changes nothing (the Version stays).
+// Put creates the bucket name with spec, without an owner, or replaces the
+// spec of the bucket name, whoever owns it, and returns the bucket as the
+// store now holds it. Putting the spec already there changes nothing (the
+// Version stays).
 func (c *Client) Put(ctx context.Context, name string, spec Spec) (Bucket, error) {
+	return c.put(ctx, "", name, spec)
+}
+
+// PutAs is Put on behalf of owner: it creates the bucket name owned by
+// owner, or replaces its spec if owner owns it. A bucket owned by another
+// or by nobody is left as it is, and the error matches ErrNotOwner; the
+// store decides, so of writers with different owners racing to create the
+// bucket exactly one creates it.
+func (c *Client) PutAs(ctx context.Context, owner, name string, spec Spec) (Bucket, error) {
+	if owner == "" {
+		return Bucket{}, ErrNoOwner
+	}
+	return c.put(ctx, owner, name, spec)
+}
+
+func (c *Client) put(ctx context.Context, owner, name string, spec Spec) (Bucket, error) {
 	var b Bucket
-	if err := c.do(ctx, c.hc, http.MethodPut, bucketPath(name), spec, &b); err != nil {
+	if err := c.do(ctx, c.hc, http.MethodPut, bucketPath(name), owner, spec, &b); err != nil {
 		return Bucket{}, err
 	}
 	return b, nil
 }
 
-// Delete deletes the bucket name; it returns nil too when there was no such
-// bucket.
+// Delete deletes the bucket name, whoever owns it; it returns nil too when
+// the store answers that there is no such bucket.
 func (c *Client) Delete(ctx context.Context, name string) error {
-	err := c.do(ctx, c.hc, http.MethodDelete, bucketPath(name), nil, nil)
-	if se, ok := errors.AsType[*StatusError](err); ok && se.Code == http.StatusNotFound {
+	return c.delete(ctx, "", name)
+}
+
+// DeleteAs is Delete on behalf of owner: it deletes the bucket name only if
+// owner owns it. A bucket owned by another or by nobody is left, and the
+// error matches ErrNotOwner.
+func (c *Client) DeleteAs(ctx context.Context, owner, name string) error {
+	if owner == "" {
+		return ErrNoOwner
+	}
+	return c.delete(ctx, owner, name)
+}
+
+func (c *Client) delete(ctx context.Context, owner, name string) error {
+	err := c.do(ctx, c.hc, http.MethodDelete, bucketPath(name), owner, nil, nil)
+	if isNoSuchBucket(err) {
 		return nil
 	}
 	return err
@@ -109,7 +170,7 @@ func (c *Client) Delete(ctx context.Context, name string) error {
 // List returns every bucket, sorted by name.
 func (c *Client) List(ctx context.Context) ([]Bucket, error) {
 	var buckets []Bucket
-	if err := c.do(ctx, c.hc, http.MethodGet, "/buckets", nil, &buckets); err != nil {
+	if err := c.do(ctx, c.hc, http.MethodGet, "/buckets", "", nil, &buckets); err != nil {
 		return nil, err
 	}
 	return buckets, nil
@@ -168,15 +229,16 @@ func (c *Client) changesAfter(ctx context.Context, after int64) (ChangeSet, erro
 	defer cancel()
 	q := url.Values{"after": {strconv.FormatInt(after, 10)}, "wait": {pollWait.String()}}
 	var set ChangeSet
-	err := c.do(ctx, c.poll, http.MethodGet, "/changes?"+q.Encode(), nil, &set)
+	err := c.do(ctx, c.poll, http.MethodGet, "/changes?"+q.Encode(), "", nil, &set)
 	return set, err
 }
 
 func bucketPath(name string) string { return "/buckets/" + url.PathEscape(name) }
 
-// do sends a request with the JSON of in, when not nil, as its body, and
-// decodes the answer into out, when not nil.
-func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
+// do sends a request on behalf of owner, when not empty, with the JSON of
+// in, when not nil, as its body, and decodes the answer into out, when not
+// nil.
+func (c *Client) do(ctx context.Context, hc *http.Client, method, path, owner string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
@@ -191,6 +253,9 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, i
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if owner != "" {
+		req.Header.Set(OwnerHeader, owner)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -216,7 +281,7 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, i
 func statusError(code int, body []byte) *StatusError {
 	var eb errorBody
 	if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
-		return &StatusError{Code: code, Message: eb.Error}
+		return &StatusError{Code: code, Message: eb.Error, Reason: eb.Reason}
 	}
 	if msg := strings.TrimSpace(string(body)); msg != "" {
 		return &StatusError{Code: code, Message: msg}

@@ -111,13 +111,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.list(w)
 	case strings.HasPrefix(path, "/buckets/"):
 		name := strings.TrimPrefix(path, "/buckets/")
+		owner := r.Header.Get(OwnerHeader)
+		if _, set := r.Header[OwnerHeader]; set && owner == "" {
+			writeError(w, http.StatusBadRequest, "header %s is empty", OwnerHeader)
+			return
+		}
 		switch r.Method {
 		case http.MethodGet:
 			s.get(w, name)
 		case http.MethodPut:
-			s.put(w, r, name)
+			s.put(w, r, name, owner)
 		case http.MethodDelete:
-			s.delete(w, name)
+			s.delete(w, name, owner)
 		default:
 			methodNotAllowed(w, r, http.MethodGet, http.MethodPut, http.MethodDelete)
 		}
@@ -148,13 +153,15 @@ func (s *Server) get(w http.ResponseWriter, name string) {
 	b, ok := s.buckets[name]
 	s.mu.Unlock()
 	if !ok {
-		writeError(w, http.StatusNotFound, "no bucket %q", name)
+		writeNoSuchBucket(w, name)
 		return
 	}
 	writeJSON(w, http.StatusOK, b)
 }
 
-func (s *Server) put(w http.ResponseWriter, r *http.Request, name string) {
+// put creates or replaces the bucket name; when owner is not empty, only a
+// bucket of owner's is replaced.
+func (s *Server) put(w http.ResponseWriter, r *http.Request, name, owner string) {
 	if err := CheckName(name); err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
@@ -177,14 +184,19 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, name string) {
 
 	s.mu.Lock()
 	old, exists := s.buckets[name]
+	if exists && owner != "" && old.Owner != owner {
+		s.mu.Unlock()
+		writeNotOwner(w, name, owner)
+		return
+	}
 	if exists && old.Spec == spec {
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, old)
 		return
 	}
-	b, code := Bucket{Name: name, Spec: spec, Version: 1}, http.StatusCreated
+	b, code := Bucket{Name: name, Owner: owner, Spec: spec, Version: 1}, http.StatusCreated
 	if exists {
-		b.Version, code = old.Version+1, http.StatusOK
+		b.Owner, b.Version, code = old.Owner, old.Version+1, http.StatusOK
 	}
 	err = s.commit(name, &b)
 	s.mu.Unlock()
@@ -195,21 +207,26 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, name string) {
 	writeJSON(w, code, b)
 }
 
-func (s *Server) delete(w http.ResponseWriter, name string) {
+// delete deletes the bucket name; when owner is not empty, only a bucket of
+// owner's.
+func (s *Server) delete(w http.ResponseWriter, name, owner string) {
 	if err := CheckName(name); err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	s.mu.Lock()
-	_, exists := s.buckets[name]
+	old, exists := s.buckets[name]
+	foreign := exists && owner != "" && old.Owner != owner
 	var err error
-	if exists {
+	if exists && !foreign {
 		err = s.commit(name, nil)
 	}
 	s.mu.Unlock()
 	switch {
 	case !exists:
-		writeError(w, http.StatusNotFound, "no bucket %q", name)
+		writeNoSuchBucket(w, name)
+	case foreign:
+		writeNotOwner(w, name, owner)
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "%v", err)
 	default:
@@ -349,11 +366,22 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allowed ...string)
 
 // errorBody is the body of every error answer.
 type errorBody struct {
-	Error string `json:"error"`
+	Error  string `json:"error"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, code int, format string, args ...any) {
 	writeJSON(w, code, errorBody{Error: fmt.Sprintf(format, args...)})
+}
+
+// writeNoSuchBucket answers the 404 that tells, unlike any other, that
+// there is no bucket name.
+func writeNoSuchBucket(w http.ResponseWriter, name string) {
+	writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no bucket %q", name), Reason: ReasonNoSuchBucket})
+}
+
+func writeNotOwner(w http.ResponseWriter, name, owner string) {
+	writeJSON(w, http.StatusConflict, errorBody{Error: fmt.Sprintf("bucket %q is not owned by %q", name, owner), Reason: ReasonNotOwner})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -8,15 +8,32 @@
 // process of its own, so that it can be killed and restarted. It serves:
 //
 //	PUT    /buckets/{name}            create (201) or replace (200) a bucket; the body is a Spec, the answer the Bucket
-//	GET    /buckets/{name}            the Bucket (200), or 404
-//	DELETE /buckets/{name}            204, or 404 when there is no such bucket
+//	GET    /buckets/{name}            the Bucket (200), or 404 NoSuchBucket
+//	DELETE /buckets/{name}            204, or 404 NoSuchBucket when there is no such bucket
 //	GET    /buckets                   every Bucket, sorted by name (200)
 //	GET    /changes?after=N&wait=D    long poll for the names of changed buckets (200, a ChangeSet)
 //
 // Bucket names are DNS labels (see CheckName). Errors are answered as JSON,
-// {"error": "..."}, with 400 (bad name, query or body), 404 (no such bucket
-// or endpoint), 405 (wrong method), 413 (body too large), 500 (the data file
-// could not be written) or 503 (a long poll of a closed Server).
+// {"error": "...", "reason": "..."}, with 400 (bad name, owner, query or
+// body), 404 (no such bucket or endpoint), 405 (wrong method), 409 (not the
+// owner's bucket), 413 (body too large), 500 (the data file could not be
+// written) or 503 (a long poll of a closed Server). The reason, a word for
+// programs, is ReasonNoSuchBucket for the 404 of a bucket that does not
+// exist, and only for it (any other 404, of an unknown endpoint or of a
+// proxy in front of the store, says nothing about the bucket), and
+// ReasonNotOwner for a 409; other errors have none.
+//
+// # Owners
+//
+// A bucket may record who created it: a PUT with the header Bucket-Owner
+// (OwnerHeader) creates the bucket owned by that owner, an opaque string
+// such as the UID of the object a controller created it for. A PUT or a
+// DELETE with that header is a write on behalf of the owner: it changes
+// only a bucket that owner owns (or, for a PUT, creates a missing one), and
+// answers 409 NotOwner, changing nothing, for a bucket owned by another or
+// by nobody. The store decides under its lock, so of writers with different
+// owners racing to create a bucket, exactly one creates it. A write without
+// the header, a person's, changes any bucket; a replace keeps the owner.
 //
 // # Changes
 //
@@ -40,7 +57,9 @@
 // directory, renamed over it) before it is answered, so a store that is
 // killed and started again keeps its buckets. The file is JSON: the latest
 // sequence number and the buckets sorted by name,
-// {"seq": 3, "buckets": [{"name": "photos", "spec": {...}, "version": 2}]}.
+// {"seq": 3, "buckets": [{"name": "photos", "owner": "...", "spec": {...}, "version": 2}]};
+// a bucket without an owner has no "owner" field, as in the data files of
+// stores that did not record owners yet.
 package store
 
 import (
@@ -57,10 +76,27 @@ type Spec struct {
 	Versioning bool `json:"versioning"`
 }
 
+// OwnerHeader is the request header of a write on behalf of an owner (see
+// the package documentation).
+const OwnerHeader = "Bucket-Owner"
+
+// Reasons of the store's error answers.
+const (
+	// ReasonNoSuchBucket is the reason of the 404 of a bucket that does not
+	// exist.
+	ReasonNoSuchBucket = "NoSuchBucket"
+	// ReasonNotOwner is the reason of the 409 of a write on behalf of an
+	// owner to a bucket that owner does not own.
+	ReasonNotOwner = "NotOwner"
+)
+
 // Bucket is a bucket as the store holds it.
 type Bucket struct {
 	// Name names the bucket; it is a DNS label (see CheckName).
 	Name string `json:"name"`
+	// Owner is who created the bucket, as the OwnerHeader of its creating
+	// PUT said; empty when that PUT had none. It never changes.
+	Owner string `json:"owner,omitempty"`
 	// Spec is the bucket's latest spec.
 	Spec Spec `json:"spec"`
 	// Version is the store's own counter of this bucket's writes: 1 when it

@@ -68,9 +68,10 @@ func start(t *testing.T) (*store.Server, *httptest.Server, string) {
 	return srv, ts, file
 }
 
-// request sends a request to url and returns the code, the headers and the
-// body of the answer.
-func request(t *testing.T, method, url, body string) (int, http.Header, string) {
+// request sends a request to url, with the headers of header (name, value,
+// name, value, ...), and returns the code, the headers and the body of the
+// answer.
+func request(t *testing.T, method, url, body string, header ...string) (int, http.Header, string) {
 	t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -78,6 +79,9 @@ func request(t *testing.T, method, url, body string) (int, http.Header, string) 
 	}
 	req, err := http.NewRequest(method, url, r)
 	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }()
@@ -85,6 +89,8 @@ func request(t *testing.T, method, url, body string) (int, http.Header, string) 
 	require.NoError(t, err)
 	return resp.StatusCode, resp.Header, string(data)
 }
+
+func ptr(s string) *string { return &s }
 
 // receive returns the next batch of ch, failing the test when none comes in
 // time or ch is closed.
@@ -161,14 +167,16 @@ func TestHandler(t *testing.T) {
 	long := strings.Repeat("b", 63)
 	tests := []struct {
 		name, method, path, body string
+		owner                    *string // the Bucket-Owner header, when set
 		wantCode                 int
 		wantBody                 string // the JSON of the answer, when set
 		wantErr                  string // in the error message, when set
+		wantReason               string // of the error
 		wantAllow                string
 		wantAfter                []store.Bucket // the buckets after the request
 	}{
 		{name: "get", method: "GET", path: "/buckets/a", wantCode: 200, wantBody: a1JSON, wantAfter: seeded},
-		{name: "get missing", method: "GET", path: "/buckets/b", wantCode: 404, wantErr: `no bucket "b"`, wantAfter: seeded},
+		{name: "get missing", method: "GET", path: "/buckets/b", wantCode: 404, wantErr: `no bucket "b"`, wantReason: "NoSuchBucket", wantAfter: seeded},
 		{name: "list", method: "GET", path: "/buckets", wantCode: 200, wantBody: "[" + a1JSON + "]", wantAfter: seeded},
 		{
 			name: "create", method: "PUT", path: "/buckets/b", body: `{"region":"us-east-1","versioning":true}`,
@@ -186,7 +194,25 @@ func TestHandler(t *testing.T) {
 		},
 		{name: "put of the same spec", method: "PUT", path: "/buckets/a", body: `{"region":"eu-west-1"}`, wantCode: 200, wantBody: a1JSON, wantAfter: seeded},
 		{name: "delete", method: "DELETE", path: "/buckets/a", wantCode: 204, wantAfter: []store.Bucket{}},
-		{name: "delete missing", method: "DELETE", path: "/buckets/b", wantCode: 404, wantErr: `no bucket "b"`, wantAfter: seeded},
+		{name: "delete missing", method: "DELETE", path: "/buckets/b", wantCode: 404, wantErr: `no bucket "b"`, wantReason: "NoSuchBucket", wantAfter: seeded},
+
+		{
+			name: "create of an owner", method: "PUT", path: "/buckets/b", body: `{"region":"us-east-1","versioning":true}`, owner: ptr("me"),
+			wantCode: 201, wantBody: `{"name":"b","owner":"me","spec":{"region":"us-east-1","versioning":true},"version":1}`,
+			wantAfter: []store.Bucket{a1, {Name: "b", Owner: "me", Spec: usEast, Version: 1}},
+		},
+		{
+			name: "replace of another's", method: "PUT", path: "/buckets/a", body: `{"region":"us-east-1"}`, owner: ptr("me"),
+			wantCode: 409, wantErr: `bucket "a" is not owned by "me"`, wantReason: "NotOwner", wantAfter: seeded,
+		},
+		{
+			name: "put of another's spec", method: "PUT", path: "/buckets/a", body: `{"region":"eu-west-1"}`, owner: ptr("me"),
+			wantCode: 409, wantReason: "NotOwner", wantAfter: seeded,
+		},
+		{name: "delete of another's", method: "DELETE", path: "/buckets/a", owner: ptr("me"), wantCode: 409, wantReason: "NotOwner", wantAfter: seeded},
+		{name: "delete missing of an owner", method: "DELETE", path: "/buckets/b", owner: ptr("me"), wantCode: 404, wantReason: "NoSuchBucket", wantAfter: seeded},
+		{name: "put of an empty owner", method: "PUT", path: "/buckets/b", body: `{"region":"eu-west-1"}`, owner: ptr(""), wantCode: 400, wantErr: "Bucket-Owner", wantAfter: seeded},
+		{name: "delete of an empty owner", method: "DELETE", path: "/buckets/a", owner: ptr(""), wantCode: 400, wantErr: "Bucket-Owner", wantAfter: seeded},
 
 		{name: "get of an empty name", method: "GET", path: "/buckets/", wantCode: 400, wantErr: "empty", wantAfter: seeded},
 		{name: "get of a bad name", method: "GET", path: "/buckets/A", wantCode: 400, wantErr: `bucket name "A"`, wantAfter: seeded},
@@ -209,7 +235,7 @@ func TestHandler(t *testing.T) {
 		{name: "post of a bucket", method: "POST", path: "/buckets/a", body: `{}`, wantCode: 405, wantErr: "POST", wantAllow: "GET, PUT, DELETE", wantAfter: seeded},
 		{name: "put of the list", method: "PUT", path: "/buckets", body: `{}`, wantCode: 405, wantErr: "PUT", wantAllow: "GET", wantAfter: seeded},
 		{name: "post of changes", method: "POST", path: "/changes", wantCode: 405, wantErr: "POST", wantAllow: "GET", wantAfter: seeded},
-		{name: "unknown endpoint", method: "GET", path: "/objects", wantCode: 404, wantErr: "no endpoint /objects", wantAfter: seeded},
+		{name: "unknown endpoint", method: "GET", path: "/objects", wantCode: 404, wantErr: "no endpoint /objects", wantReason: "", wantAfter: seeded},
 
 		{name: "changes", method: "GET", path: "/changes?after=0&wait=0s", wantCode: 200, wantBody: `{"seq":1,"names":["a"]}`, wantAfter: seeded},
 		{name: "changes, none yet", method: "GET", path: "/changes?after=1&wait=1ms", wantCode: 200, wantBody: `{"seq":1,"names":[]}`, wantAfter: seeded},
@@ -226,7 +252,11 @@ func TestHandler(t *testing.T) {
 			_, err := c.Put(t.Context(), "a", euWest)
 			require.NoError(t, err)
 
-			code, header, body := request(t, tt.method, ts.URL+tt.path, tt.body)
+			var owner []string
+			if tt.owner != nil {
+				owner = []string{store.OwnerHeader, *tt.owner}
+			}
+			code, header, body := request(t, tt.method, ts.URL+tt.path, tt.body, owner...)
 			assert.Equal(t, tt.wantCode, code, body)
 			if code != http.StatusNoContent {
 				assert.Equal(t, "application/json", header.Get("Content-Type"))
@@ -234,10 +264,11 @@ func TestHandler(t *testing.T) {
 			if tt.wantBody != "" {
 				assert.JSONEq(t, tt.wantBody, body)
 			}
-			if tt.wantErr != "" {
-				var e struct{ Error string }
+			if code >= 400 {
+				var e struct{ Error, Reason string }
 				require.NoError(t, json.Unmarshal([]byte(body), &e), body)
 				assert.Contains(t, e.Error, tt.wantErr)
+				assert.Equal(t, tt.wantReason, e.Reason, "reason")
 			}
 			assert.Equal(t, tt.wantAllow, header.Get("Allow"))
 			after, err := c.List(t.Context())
@@ -308,6 +339,142 @@ func TestClient(t *testing.T) {
 	}
 }
 
+// Writes on behalf of an owner touch only that owner's buckets: the store
+// decides, so that a bucket created by someone else (a person, another
+// operator, an earlier Bucket of the same name) is never overwritten or
+// deleted, however the writers race.
+func TestOwnership(t *testing.T) {
+	ctx := t.Context()
+	// Every step starts from bucket "theirs" owned by "them", "mine" owned by
+	// "me" and "nobodys", made by a write without an owner.
+	tests := []struct {
+		name    string
+		do      func(c *store.Client) (store.Bucket, error)
+		want    store.Bucket // the answer, when there is no error
+		wantErr error        // matched with errors.Is, when set
+		gone    string       // the bucket the step deletes
+		changed store.Bucket // the bucket the step creates or changes
+	}{
+		{
+			name: "create", do: func(c *store.Client) (store.Bucket, error) { return c.PutAs(ctx, "me", "new", euWest) },
+			want:    store.Bucket{Name: "new", Owner: "me", Spec: euWest, Version: 1},
+			changed: store.Bucket{Name: "new", Owner: "me", Spec: euWest, Version: 1},
+		},
+		{
+			name: "replace my own", do: func(c *store.Client) (store.Bucket, error) { return c.PutAs(ctx, "me", "mine", usEast) },
+			want:    store.Bucket{Name: "mine", Owner: "me", Spec: usEast, Version: 2},
+			changed: store.Bucket{Name: "mine", Owner: "me", Spec: usEast, Version: 2},
+		},
+		{
+			name: "put of my own spec", do: func(c *store.Client) (store.Bucket, error) { return c.PutAs(ctx, "me", "mine", euWest) },
+			want: store.Bucket{Name: "mine", Owner: "me", Spec: euWest, Version: 1},
+		},
+		{
+			name: "replace theirs", do: func(c *store.Client) (store.Bucket, error) { return c.PutAs(ctx, "me", "theirs", usEast) },
+			wantErr: store.ErrNotOwner,
+		},
+		{
+			name: "put of their spec", do: func(c *store.Client) (store.Bucket, error) { return c.PutAs(ctx, "me", "theirs", euWest) },
+			wantErr: store.ErrNotOwner,
+		},
+		{
+			name: "replace nobody's", do: func(c *store.Client) (store.Bucket, error) { return c.PutAs(ctx, "me", "nobodys", usEast) },
+			wantErr: store.ErrNotOwner,
+		},
+		{
+			name: "a put without an owner keeps the owner", do: func(c *store.Client) (store.Bucket, error) { return c.Put(ctx, "theirs", usEast) },
+			want:    store.Bucket{Name: "theirs", Owner: "them", Spec: usEast, Version: 2},
+			changed: store.Bucket{Name: "theirs", Owner: "them", Spec: usEast, Version: 2},
+		},
+		{
+			name: "delete my own", do: func(c *store.Client) (store.Bucket, error) { return store.Bucket{}, c.DeleteAs(ctx, "me", "mine") },
+			gone: "mine",
+		},
+		{name: "delete a missing one", do: func(c *store.Client) (store.Bucket, error) { return store.Bucket{}, c.DeleteAs(ctx, "me", "new") }},
+		{
+			name: "delete theirs", do: func(c *store.Client) (store.Bucket, error) { return store.Bucket{}, c.DeleteAs(ctx, "me", "theirs") },
+			wantErr: store.ErrNotOwner,
+		},
+		{
+			name: "delete nobody's", do: func(c *store.Client) (store.Bucket, error) { return store.Bucket{}, c.DeleteAs(ctx, "me", "nobodys") },
+			wantErr: store.ErrNotOwner,
+		},
+		{
+			name: "a delete without an owner deletes anyone's", do: func(c *store.Client) (store.Bucket, error) { return store.Bucket{}, c.Delete(ctx, "theirs") },
+			gone: "theirs",
+		},
+		{name: "put without an owner", do: func(c *store.Client) (store.Bucket, error) { return c.PutAs(ctx, "", "new", euWest) }, wantErr: store.ErrNoOwner},
+		{name: "delete without an owner", do: func(c *store.Client) (store.Bucket, error) { return store.Bucket{}, c.DeleteAs(ctx, "", "mine") }, wantErr: store.ErrNoOwner},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ts, _ := start(t)
+			c := store.NewClient(ts.URL, nil)
+			_, err := c.PutAs(ctx, "them", "theirs", euWest)
+			require.NoError(t, err)
+			_, err = c.PutAs(ctx, "me", "mine", euWest)
+			require.NoError(t, err)
+			_, err = c.Put(ctx, "nobodys", euWest)
+			require.NoError(t, err)
+			before, err := c.List(ctx)
+			require.NoError(t, err)
+
+			got, err := tt.do(c)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, got)
+			}
+			var want []store.Bucket
+			for _, b := range before {
+				if b.Name != tt.gone && b.Name != tt.changed.Name {
+					want = append(want, b)
+				}
+			}
+			if tt.changed.Name != "" {
+				want = append(want, tt.changed)
+			}
+			after, err := c.List(ctx)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, want, after)
+		})
+	}
+}
+
+// Of writers of different owners racing to create a bucket, exactly one
+// creates it; the others are told it is not theirs.
+func TestOwnershipRace(t *testing.T) {
+	_, ts, _ := start(t)
+	c := store.NewClient(ts.URL, nil)
+	owners := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	errs := make(chan error, len(owners))
+	startLine := make(chan struct{})
+	for _, owner := range owners {
+		go func() {
+			<-startLine
+			_, err := c.PutAs(context.Background(), owner, "contested", store.Spec{Region: owner})
+			errs <- err
+		}()
+	}
+	close(startLine)
+	won := 0
+	for range owners {
+		err := <-errs
+		if err == nil {
+			won++
+			continue
+		}
+		assert.ErrorIs(t, err, store.ErrNotOwner)
+	}
+	assert.Equal(t, 1, won, "writers that created the bucket")
+	b, found, err := c.Get(t.Context(), "contested")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, b.Owner, b.Spec.Region, "the bucket holds its creator's spec")
+	assert.Equal(t, int64(1), b.Version, "written once")
+}
+
 func TestClientErrors(t *testing.T) {
 	answer := func(code int, body string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -355,6 +522,61 @@ func TestClientErrors(t *testing.T) {
 	}
 }
 
+// A 404 means "no such bucket" only when the store says so: the 404 of a
+// wrong base URL, of a proxy or of an older store is an error, so that a
+// cleanup is not taken for done while the bucket is still there.
+func TestClientNotFound(t *testing.T) {
+	_, live, _ := start(t)
+	tests := []struct {
+		name    string
+		handler http.Handler // answers every request; nil: the real store under a wrong base path
+		wantErr string       // empty: the bucket counts as gone
+	}{
+		{name: "no such bucket", handler: answerNotFound(`{"error":"no bucket \"a\"","reason":"NoSuchBucket"}`)},
+		{name: "plain 404", handler: http.NotFoundHandler(), wantErr: "404 Not Found: 404 page not found"},
+		{name: "JSON 404 without a reason", handler: answerNotFound(`{"error":"no route to bucket a"}`), wantErr: "404 Not Found: no route to bucket a"},
+		{name: "404 of another reason", handler: answerNotFound(`{"error":"gone","reason":"NoSuchRoute"}`), wantErr: "404 Not Found: gone"},
+		{name: "the store's own unknown endpoint", wantErr: "no endpoint /v2/buckets/a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := live.URL + "/v2"
+			if tt.handler != nil {
+				ts := httptest.NewServer(tt.handler)
+				t.Cleanup(ts.Close)
+				base = ts.URL
+			}
+			c := store.NewClient(base, nil)
+			ctx := t.Context()
+			_, found, errGet := c.Get(ctx, "a")
+			errDelete := c.Delete(ctx, "a")
+			if tt.wantErr == "" {
+				assert.NoError(t, errGet, "get")
+				assert.False(t, found, "get")
+				assert.NoError(t, errDelete, "delete")
+				return
+			}
+			for name, err := range map[string]error{"get": errGet, "delete": errDelete} {
+				require.Error(t, err, "%s: a 404 that is not the store's NoSuchBucket is an error, not a bucket gone", name)
+				assert.Contains(t, err.Error(), tt.wantErr, name)
+				se, ok := errors.AsType[*store.StatusError](err)
+				if assert.True(t, ok, "%s: a StatusError", name) {
+					assert.Equal(t, http.StatusNotFound, se.Code, name)
+				}
+			}
+		})
+	}
+}
+
+// answerNotFound answers every request with 404 and body.
+func answerNotFound(body string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, body)
+	})
+}
+
 func TestClientTransportErrors(t *testing.T) {
 	ctx := t.Context()
 	down := store.NewClient("http://"+closedAddress(t), nil)
@@ -384,7 +606,7 @@ func TestPersistence(t *testing.T) {
 	ctx := t.Context()
 	for _, step := range []func() error{
 		func() error { _, err := c.Put(ctx, "a", euWest); return err },
-		func() error { _, err := c.Put(ctx, "b", euWest); return err },
+		func() error { _, err := c.PutAs(ctx, "me", "b", euWest); return err },
 		func() error { _, err := c.Put(ctx, "a", usEast); return err },
 		func() error { _, err := c.Put(ctx, "c", usEast); return err },
 		func() error { return c.Delete(ctx, "c") },
@@ -400,7 +622,7 @@ func TestPersistence(t *testing.T) {
 	got, err := c2.List(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
-	assert.Equal(t, []store.Bucket{{Name: "a", Spec: usEast, Version: 2}, {Name: "b", Spec: euWest, Version: 1}}, got)
+	assert.Equal(t, []store.Bucket{{Name: "a", Spec: usEast, Version: 2}, {Name: "b", Owner: "me", Spec: euWest, Version: 1}}, got, "owners included")
 
 	// The sequence goes on from the data file: a client that saw every
 	// change waits, one that did not gets every name.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +103,7 @@ func TestBucketOperator(t *testing.T) {
 		{"deleting a Bucket deletes its bucket before the Bucket goes", s.delete},
 		{"while the store is down a deletion waits with the finalizer", s.storeDownDuringDeletion},
 		{"an operator killed in the middle of a cleanup finishes it after its restart", s.killMidCleanup},
+		{"a bucket the operator did not create is refused, untouched, and left by the deletion", s.foreignBucket},
 		{"the store holds the buckets of the Buckets that exist, and nothing else", s.nothingLeaked},
 		{"SIGTERM stops the operator and the store", s.sigterm},
 	}
@@ -228,9 +230,9 @@ func (s *bkSuite) createBucket(t *testing.T, name string, spec storagev1alpha1.B
 	return b
 }
 
-// waitSynced waits until the store holds the bucket with the spec and the
-// Bucket has the finalizer and reports its current generation Ready; it
-// returns the Bucket.
+// waitSynced waits until the store holds the bucket with the spec, owned
+// by the Bucket, and the Bucket has the finalizer and reports its current
+// generation Ready; it returns the Bucket.
 func (s *bkSuite) waitSynced(t *testing.T, name string, spec storagev1alpha1.BucketSpec) *storagev1alpha1.Bucket {
 	t.Helper()
 	var b *storagev1alpha1.Bucket
@@ -241,6 +243,7 @@ func (s *bkSuite) waitSynced(t *testing.T, name string, spec storagev1alpha1.Buc
 		assert.Equal(c, bkSpec(spec), got.Spec, "the store's spec")
 		b, err = s.buckets.Get(t.Context(), name, metav1.GetOptions{})
 		require.NoError(c, err)
+		assert.Equal(c, string(b.UID), got.Owner, "the bucket is owned by its Bucket")
 		assert.Equal(c, spec, b.Spec)
 		assert.Contains(c, b.Finalizers, storagev1alpha1.Finalizer)
 		assert.Equal(c, b.Generation, b.Status.ObservedGeneration, "observedGeneration")
@@ -394,7 +397,7 @@ func (s *bkSuite) waitCleanupFailing(t *testing.T, name string) (*storagev1alpha
 
 	var warning corev1.Event
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		found := s.warnings(c, b)
+		found := s.warnings(c, b, storagev1alpha1.ReasonStoreUnavailable)
 		require.NotEmpty(c, found, "no Warning %s about Bucket %s yet", storagev1alpha1.ReasonStoreUnavailable, name)
 		warning = found[0]
 	}, waitTimeout, pollEvery, "Warning %s about Bucket %s", storagev1alpha1.ReasonStoreUnavailable, name)
@@ -402,16 +405,16 @@ func (s *bkSuite) waitCleanupFailing(t *testing.T, name string) (*storagev1alpha
 	return b, warning
 }
 
-// warnings lists the Warning events StoreUnavailable about the Bucket (its
-// UID, so not about an earlier Bucket of the same name).
-func (s *bkSuite) warnings(t require.TestingT, b *storagev1alpha1.Bucket) []corev1.Event {
+// warnings lists the Warning events of reason about the Bucket (its UID, so
+// not about an earlier Bucket of the same name).
+func (s *bkSuite) warnings(t require.TestingT, b *storagev1alpha1.Bucket, reason string) []corev1.Event {
 	list, err := s.kube.CoreV1().Events(bkEventNamespace).List(s.t.Context(), metav1.ListOptions{
 		FieldSelector: fields.Set{"involvedObject.kind": "Bucket", "involvedObject.name": b.Name, "type": corev1.EventTypeWarning}.String(),
 	})
 	require.NoError(t, err)
 	var found []corev1.Event
 	for _, e := range list.Items {
-		if e.Reason == storagev1alpha1.ReasonStoreUnavailable && e.InvolvedObject.UID == b.UID {
+		if e.Reason == reason && e.InvolvedObject.UID == b.UID {
 			found = append(found, e)
 		}
 	}
@@ -428,7 +431,7 @@ func (s *bkSuite) storeDownDuringDeletion(t *testing.T) {
 	require.NoError(t, s.buckets.Delete(ctx, "logs", metav1.DeleteOptions{}))
 	b, _ := s.waitCleanupFailing(t, "logs")
 	// Once per outage: the retries of the cleanup record no other Warning.
-	found := s.warnings(t, b)
+	found := s.warnings(t, b, storagev1alpha1.ReasonStoreUnavailable)
 	if assert.Len(t, found, 1, "Warnings %s about Bucket logs", storagev1alpha1.ReasonStoreUnavailable) {
 		assert.Equal(t, int32(1), found[0].Count, "count of the Warning")
 	}
@@ -468,6 +471,91 @@ func (s *bkSuite) killMidCleanup(t *testing.T) {
 	s.startOperator(t)
 	s.awaitDeleted(t, w, "media")
 	t.Logf("bucket and Bucket media gone %s after the operator's restart", time.Since(restarted).Round(time.Millisecond))
+}
+
+// operatorMetric is the sum of the operator's samples of the metric of its
+// controller.
+func (s *bkSuite) operatorMetric(t require.TestingT, name string) float64 {
+	code, body, err := httpGet(s.t.Context(), s.operator.metricsURL+"/metrics")
+	require.NoError(t, err)
+	require.Equal(t, 200, code)
+	n, _ := metricSum(body, name, map[string]string{"controller": s.operator.controller})
+	return n
+}
+
+func (s *bkSuite) foreignBucket(t *testing.T) {
+	ctx := t.Context()
+	// Someone else's bucket, made in the store without an owner.
+	theirs, err := s.store.Put(ctx, "shared", store.Spec{Region: "us-east-1"})
+	require.NoError(t, err)
+	require.Empty(t, theirs.Owner)
+	terminal := s.operatorMetric(t, "controller_runtime_terminal_reconcile_errors_total")
+
+	created := time.Now()
+	b := s.createBucket(t, "shared", storagev1alpha1.BucketSpec{Region: "eu-west-1", Versioning: true})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := s.buckets.Get(ctx, "shared", metav1.GetOptions{})
+		require.NoError(c, err)
+		assert.Contains(c, got.Finalizers, storagev1alpha1.Finalizer, "the finalizer, whose cleanup must leave the bucket")
+		cond := meta.FindStatusCondition(got.Status.Conditions, storagev1alpha1.ConditionReady)
+		if assert.NotNil(c, cond, "Ready condition") {
+			assert.Equal(c, metav1.ConditionFalse, cond.Status)
+			assert.Equal(c, storagev1alpha1.ReasonBucketExists, cond.Reason)
+			assert.Equal(c, got.Generation, cond.ObservedGeneration)
+		}
+		assert.Len(c, s.warnings(c, b, storagev1alpha1.ReasonBucketExists), 1, "Warning %s", storagev1alpha1.ReasonBucketExists)
+		assert.Equal(c, terminal+1, s.operatorMetric(c, "controller_runtime_terminal_reconcile_errors_total"), "the refusal is a terminal error")
+	}, waitTimeout, pollEvery, "Bucket shared refused with Ready=False %s and a Warning", storagev1alpha1.ReasonBucketExists)
+	t.Logf("Bucket shared refused after %s", time.Since(created).Round(time.Millisecond))
+	// failures counts the operator's log lines of failed reconciles of the
+	// refusal.
+	failures := func() int {
+		n := 0
+		for line := range strings.Lines(s.operator.out.String()) {
+			if strings.Contains(line, "Reconcile failed") && strings.Contains(line, "did not create") {
+				n++
+			}
+		}
+		return n
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Equal(c, 1, failures()) }, waitTimeout, pollEvery, "the refusal is logged")
+
+	// The periodic checks (every bkResync) and the notification of the
+	// bucket come back to the Bucket; they record nothing and log nothing.
+	reconciles := s.operatorMetric(t, "controller_runtime_reconcile_total")
+	checked := time.Now()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, s.operatorMetric(c, "controller_runtime_reconcile_total"), reconciles+6, "reconciles")
+		assert.GreaterOrEqual(c, time.Since(checked), 3*bkResync, "three periodic checks")
+	}, waitTimeout, pollEvery, "periodic checks of Bucket shared")
+	found := s.warnings(t, b, storagev1alpha1.ReasonBucketExists)
+	if assert.Len(t, found, 1, "Warnings %s about Bucket shared", storagev1alpha1.ReasonBucketExists) {
+		assert.Equal(t, int32(1), found[0].Count, "count of the Warning")
+		t.Logf("Warning %s: %s", found[0].Reason, found[0].Message)
+	}
+	assert.Equal(t, terminal+1, s.operatorMetric(t, "controller_runtime_terminal_reconcile_errors_total"), "terminal errors")
+	assert.Equal(t, 1, failures(), "log lines of the refusal")
+	t.Logf("%.0f reconciles in %s after the refusal, quiet", s.operatorMetric(t, "controller_runtime_reconcile_total")-reconciles,
+		time.Since(checked).Round(time.Millisecond))
+	got, ok, err := s.store.Get(ctx, "shared")
+	require.NoError(t, err)
+	require.True(t, ok, "the store holds bucket shared")
+	assert.Equal(t, theirs, got, "bucket shared is untouched")
+
+	// Deleted: the Bucket goes, the bucket stays.
+	require.NoError(t, s.buckets.Delete(ctx, "shared", metav1.DeleteOptions{}))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := s.buckets.Get(ctx, "shared", metav1.GetOptions{})
+		assert.True(c, apierrors.IsNotFound(err), "Bucket shared: want NotFound, got %v", err)
+	}, waitTimeout, pollEvery, "Bucket shared goes")
+	got, ok, err = s.store.Get(ctx, "shared")
+	require.NoError(t, err)
+	require.True(t, ok, "the store still holds bucket shared")
+	assert.Equal(t, theirs, got, "bucket shared is untouched")
+	assert.Contains(t, s.operator.out.String(), "Leaving the bucket in the storage service", "the cleanup ran and left it")
+
+	// Its owner removes it, so that the store holds only the operator's.
+	require.NoError(t, s.store.Delete(ctx, "shared"))
 }
 
 func (s *bkSuite) nothingLeaked(t *testing.T) {

@@ -22,7 +22,10 @@
 // exactly the RBAC of examples/bucket/deploy: buckets created, restored
 // when changed or removed behind the operator's back, deleted from the
 // service before their Bucket goes, held by the finalizer while the service
-// is down, and cleaned up by a new operator after a kill -9 mid-cleanup.
+// is down, cleaned up by a new operator after a kill -9 mid-cleanup, and a
+// bucket the operator did not create refused once (Ready=False
+// BucketExists, one Warning, quiet periodic checks), untouched, and left
+// in the service when its Bucket is deleted.
 //
 // Run it from the foo/testenv module once the binaries are built (see
 // hack/build-binaries.sh):

@@ -21,6 +21,13 @@ const (
 	// be reached or failed; the operator retries with backoff. Also the
 	// reason of the Warning event.
 	ReasonStoreUnavailable = "StoreUnavailable"
+	// ReasonBucketExists (Ready=False): the storage service holds a bucket
+	// of the Bucket's name that the operator did not create for this
+	// Bucket (its owner there is not the Bucket's UID). The operator leaves
+	// it alone: it does not write it, nor delete it when the Bucket goes;
+	// once it is gone from the service, the Bucket gets a bucket of its
+	// own. Also the reason of the Warning event.
+	ReasonBucketExists = "BucketExists"
 )
 
 // +genclient
@@ -28,9 +35,11 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Bucket declares a bucket of the same name in the storage service. The
-// operator creates it there, keeps it as the spec says (restoring it if it
-// is changed or removed behind the operator's back) and deletes it before
-// the Bucket is deleted.
+// operator creates it there, owned by the Bucket's UID, keeps it as the spec
+// says (restoring it if it is changed or removed behind the operator's back)
+// and deletes it before the Bucket is deleted. A bucket of that name that
+// the operator did not create for this Bucket is never written or deleted
+// (see ReasonBucketExists).
 type Bucket struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional

@@ -68,13 +68,15 @@ func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 }
 
 // Reconcile holds the finalizer on a Bucket, makes the storage service hold
-// its bucket as specified, and deletes the bucket there before the Bucket
-// goes.
+// its bucket as specified, owned by the Bucket's UID, and deletes the
+// bucket there before the Bucket goes. A bucket of the name that the
+// Bucket does not own is refused, and left there.
 func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var bucket storagev1alpha1.Bucket
 	if err := r.Get(ctx, req.NamespacedName, &bucket); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	owner := string(bucket.UID)
 	// A merge patch replaces the whole list of finalizers: the optimistic
 	// lock keeps it from dropping one that another controller just added.
 	patch := client.MergeFromWithOptions(bucket.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -82,8 +84,11 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if !controllerutil.ContainsFinalizer(&bucket, storagev1alpha1.Finalizer) {
 			return ctrl.Result{}, nil
 		}
-		if err := r.Store.Delete(ctx, bucket.Name); err != nil {
-			return ctrl.Result{}, r.report(ctx, &bucket, fmt.Errorf("deleting bucket %s: %w", bucket.Name, err))
+		err := r.Store.DeleteAs(ctx, owner, bucket.Name)
+		if errors.Is(err, store.ErrNotOwner) {
+			ctrl.LoggerFrom(ctx).Info("Leaving the bucket in the storage service: this Bucket did not create it", "bucket", bucket.Name)
+		} else if err != nil {
+			return ctrl.Result{}, r.unavailable(ctx, &bucket, fmt.Errorf("deleting bucket %s: %w", bucket.Name, err))
 		}
 		controllerutil.RemoveFinalizer(&bucket, storagev1alpha1.Finalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, &bucket, patch))
@@ -96,13 +101,19 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 	want := store.Spec{Region: bucket.Spec.Region, Versioning: bucket.Spec.Versioning}
 	got, found, err := r.Store.Get(ctx, bucket.Name)
-	if err == nil && (!found || got.Spec != want) {
-		_, err = r.Store.Put(ctx, bucket.Name, want)
+	foreign := err == nil && found && got.Owner != owner
+	if err == nil && !foreign && (!found || got.Spec != want) {
+		_, err = r.Store.PutAs(ctx, owner, bucket.Name, want)
+	}
+	switch {
+	case foreign || errors.Is(err, store.ErrNotOwner): // the latter: created by someone else since the Get
+		err = r.refuse(ctx, &bucket)
+	case err != nil:
+		return ctrl.Result{}, r.unavailable(ctx, &bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
+	default:
+		err = r.setReady(ctx, &bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified")
 	}
 	if err != nil {
-		return ctrl.Result{}, r.report(ctx, &bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
-	}
-	if err := r.setReady(ctx, &bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified"); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The periodic check, for notifications lost while the service or the
@@ -114,15 +125,36 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	return ctrl.Result{RequeueAfter: r.Resync, Priority: ptr.To(handler.LowPriority)}, nil
 }
 
-// report records a failure of the storage service: a Warning event and
-// Ready=False when the condition did not say so yet. It returns err, to be
-// retried with backoff, joined with a failed status write.
-func (r *BucketReconciler) report(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
-	reason := storagev1alpha1.ReasonStoreUnavailable
-	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c == nil || c.Reason != reason {
-		r.Recorder.Eventf(bucket, nil, corev1.EventTypeWarning, reason, "Reconcile", "%v", err)
+// refuse reports a bucket of the Bucket's name that the Bucket does not
+// own, which is left alone: a Warning, Ready=False and a terminal error,
+// logged once, when the condition does not say so yet; nil after that,
+// so that the periodic checks are quiet.
+func (r *BucketReconciler) refuse(ctx context.Context, bucket *storagev1alpha1.Bucket) error {
+	reason := storagev1alpha1.ReasonBucketExists
+	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c != nil && c.Reason == reason && c.ObservedGeneration == bucket.Generation {
+		return nil
 	}
-	return errors.Join(err, r.setReady(ctx, bucket, metav1.ConditionFalse, reason, err.Error()))
+	msg := fmt.Sprintf("The storage service holds a bucket %s that this Bucket did not create: the operator leaves it alone (delete it there, or name the Bucket otherwise)", bucket.Name)
+	if err := r.report(ctx, bucket, reason, msg); err != nil {
+		return err // retried: the refusal must reach the status
+	}
+	return reconcile.TerminalError(errors.New(msg))
+}
+
+// unavailable reports a failure of the storage service and returns err, to
+// be retried with backoff, joined with a failed status write.
+func (r *BucketReconciler) unavailable(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
+	return errors.Join(err, r.report(ctx, bucket, storagev1alpha1.ReasonStoreUnavailable, err.Error()))
+}
+
+// report records a problem: a Warning event when the Ready condition does
+// not have reason yet, and Ready=False. It returns the status write's
+// error.
+func (r *BucketReconciler) report(ctx context.Context, bucket *storagev1alpha1.Bucket, reason, msg string) error {
+	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c == nil || c.Reason != reason {
+		r.Recorder.Eventf(bucket, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", msg)
+	}
+	return r.setReady(ctx, bucket, metav1.ConditionFalse, reason, msg)
 }
 
 // setReady writes the Ready condition, if it changed.

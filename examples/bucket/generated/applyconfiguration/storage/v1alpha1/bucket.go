@@ -28,9 +28,11 @@ import (
 // with apply.
 //
 // Bucket declares a bucket of the same name in the storage service. The
-// operator creates it there, keeps it as the spec says (restoring it if it
-// is changed or removed behind the operator's back) and deletes it before
-// the Bucket is deleted.
+// operator creates it there, owned by the Bucket's UID, keeps it as the spec
+// says (restoring it if it is changed or removed behind the operator's back)
+// and deletes it before the Bucket is deleted. A bucket of that name that
+// the operator did not create for this Bucket is never written or deleted
+// (see ReasonBucketExists).
 type BucketApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
