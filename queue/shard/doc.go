@@ -128,8 +128,9 @@
 // watches and relists, holds the keys its view wants); that no change of
 // view gives keys when the member lists say it cannot; and, once the faults stop, that every key
 // is owned by exactly one live replica and reconciled by it within
-// 3*LeaseDuration + RenewDeadline, and that only the live members' Leases
-// are left. The scheduler chooses every request's latency and outcome
+// RenewDeadline (a Lease lost after the faults stopped), a restart of that
+// process and 3*LeaseDuration, and that only the live members' Leases are
+// left. The scheduler chooses every request's latency and outcome
 // (errors, conflicts, lost answers), watch delays, partitions, pauses,
 // clock steps and rates, kill -9, restarts under the same identity, joins
 // and normal stops.

@@ -42,6 +42,20 @@ func (e *env) passStore(t *testing.T) {
 	e.deliver(t, other)
 }
 
+// changedBehindTheCache creates the object, lets the cache see it, and
+// changes it again without the cache seeing that.
+func (e *env) changedBehindTheCache(t *testing.T) {
+	t.Helper()
+	ctx := reconciletest.Context(t)
+	cm, err := e.client().Create(ctx, settings(), metav1.CreateOptions{})
+	require.NoError(t, err)
+	e.deliver(t, cm)
+	cm = cm.DeepCopy()
+	cm.Labels = map[string]string{"changed": "by someone"}
+	_, err = e.client().Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
 // Each answer that may mean "the cache is behind" is quiet while the cache
 // has not seen the object as the API server has it, and the real error
 // once it has.
@@ -72,15 +86,7 @@ func TestAnswersJudged(t *testing.T) {
 		},
 		{
 			name: "409 Conflict of an update built on an old copy",
-			setup: func(t *testing.T, e *env) {
-				cm, err := e.client().Create(ctx, settings(), metav1.CreateOptions{})
-				require.NoError(t, err)
-				e.deliver(t, cm)
-				cm = cm.DeepCopy()
-				cm.Labels = map[string]string{"changed": "by someone"}
-				_, err = e.client().Update(ctx, cm, metav1.UpdateOptions{})
-				require.NoError(t, err)
-			},
+			setup: func(t *testing.T, e *env) { e.changedBehindTheCache(t) },
 			write: func(t *testing.T, e *env) error {
 				_, _, err := e.objects.Ensure(ctx, e.client(), settings(), setMode("a"))
 				return err
@@ -110,15 +116,7 @@ func TestAnswersJudged(t *testing.T) {
 		},
 		{
 			name: "422 of a patch whose test no longer holds",
-			setup: func(t *testing.T, e *env) {
-				cm, err := e.client().Create(ctx, settings(), metav1.CreateOptions{})
-				require.NoError(t, err)
-				e.deliver(t, cm)
-				cm = cm.DeepCopy()
-				cm.Labels = map[string]string{"changed": "by someone"}
-				_, err = e.client().Update(ctx, cm, metav1.UpdateOptions{})
-				require.NoError(t, err)
-			},
+			setup: func(t *testing.T, e *env) { e.changedBehindTheCache(t) },
 			write: func(t *testing.T, e *env) error {
 				cm, _, err := e.objects.Get(key)
 				if err != nil {

@@ -133,57 +133,6 @@ func TestEnsure(t *testing.T) {
 	assert.Same(t, theirs, got, "the cache still holds what it holds")
 }
 
-func TestEnsureStaleCacheAnswers(t *testing.T) {
-	ctx := reconciletest.Context(t)
-	tests := []struct {
-		name  string
-		setup func(t *testing.T, e *env)
-		is    func(error) bool
-	}{
-		{
-			name: "a create the cache did not show is AlreadyExists",
-			setup: func(t *testing.T, e *env) {
-				_, err := e.client().Create(ctx, settings(), metav1.CreateOptions{})
-				require.NoError(t, err)
-			},
-			is: apierrors.IsAlreadyExists,
-		},
-		{
-			name: "an update from an old version is a conflict",
-			setup: func(t *testing.T, e *env) {
-				cm, err := e.client().Create(ctx, settings(), metav1.CreateOptions{})
-				require.NoError(t, err)
-				e.deliver(t, cm)
-				cm = cm.DeepCopy()
-				cm.Labels = map[string]string{"changed": "by someone"}
-				_, err = e.client().Update(ctx, cm, metav1.UpdateOptions{})
-				require.NoError(t, err)
-			},
-			is: apierrors.IsConflict,
-		},
-		{
-			name: "an update of an object deleted since is NotFound",
-			setup: func(t *testing.T, e *env) {
-				cm, err := e.client().Create(ctx, settings(), metav1.CreateOptions{})
-				require.NoError(t, err)
-				e.deliver(t, cm)
-				require.NoError(t, e.client().Delete(ctx, cm.Name, metav1.DeleteOptions{}))
-			},
-			is: apierrors.IsNotFound,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t)
-			tt.setup(t, e)
-			_, change, err := e.objects.Ensure(ctx, e.client(), settings(), setMode("a"))
-			requireStale(t, err)
-			assert.True(t, tt.is(err), "the API error is kept: %v", err)
-			assert.Equal(t, write.Unchanged, change)
-		})
-	}
-}
-
 func TestEnsureRefusals(t *testing.T) {
 	ctx := reconciletest.Context(t)
 	foreign := errors.New("not ours")
