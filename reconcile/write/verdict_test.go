@@ -85,7 +85,7 @@ func TestAnswersJudged(t *testing.T) {
 			is:      apierrors.IsAlreadyExists,
 		},
 		{
-			name: "409 Conflict of an update built on an old copy",
+			name:  "409 Conflict of an update built on an old copy",
 			setup: func(t *testing.T, e *env) { e.changedBehindTheCache(t) },
 			write: func(t *testing.T, e *env) error {
 				_, _, err := e.objects.Ensure(ctx, e.client(), settings(), setMode("a"))
@@ -115,7 +115,7 @@ func TestAnswersJudged(t *testing.T) {
 			is:      apierrors.IsNotFound,
 		},
 		{
-			name: "422 of a patch whose test no longer holds",
+			name:  "422 of a patch whose test no longer holds",
 			setup: func(t *testing.T, e *env) { e.changedBehindTheCache(t) },
 			write: func(t *testing.T, e *env) error {
 				cm, _, err := e.objects.Get(key)
