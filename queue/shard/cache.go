@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -70,11 +70,15 @@ func byController(gk schema.GroupKind, sameNamespace bool) Route {
 // factory's namespace); route says which key each object belongs to.
 //
 // The informer holds the objects of the keys this replica works towards
-// owning (see "What each replica caches" in the package documentation)
-// and those route places under no key; a key it gains is owned only once
-// the informer has relisted. Use it only for controllers restricted by
-// a Gate of m. The factory's transform and resync period apply; its
-// tweakListOptions do not. With a nil m Informer does nothing, so that
+// owning (see "What each replica caches" in the package documentation),
+// those of keys whose reconciles have not returned since the keys moved
+// away, and those route places under no key; a key it gains is owned
+// only once the informer's store holds its relist. Use it only for
+// controllers restricted by a Gate of m. The factory's transform and
+// resync period apply; its tweakListOptions do not. The informer's
+// indexer has one more index, which indexes nothing: through it the
+// informer sees its store take objects (and for the same reason it wraps
+// the transforms set on it). With a nil m Informer does nothing, so that
 // an operator can call it whether or not it runs sharded.
 //
 // Informer must be called before anything asks the factory for T's
@@ -94,12 +98,14 @@ func Informer[T runtime.Object, L runtime.Object, F ~func(C, time.Duration) cach
 	var made *shardedCache
 	informerFor(example, F(func(_ C, resync time.Duration) cache.SharedIndexInformer {
 		made = &shardedCache{m: m, route: route, kind: typ.Elem().Name(), item: typ.Elem(),
-			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }, watch: watch}
+			list:     func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) },
+			watch:    watch,
+			inFlight: map[any]uint64{}, record: map[string]passed{}, dropWake: make(chan struct{}, 1)}
 		inf := cache.NewSharedIndexInformerWithOptions(made, example, cache.SharedIndexInformerOptions{
-			ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
-		made.indexer, made.synced = inf.GetIndexer(), inf.HasSynced
+			ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, storedIndex: made.observe}})
+		made.indexer = inf.GetIndexer()
 		m.registerCache(made)
-		return inf
+		return &shardedInformer{SharedIndexInformer: inf, c: made}
 	}))
 	if made == nil {
 		return fmt.Errorf("shard: the factory already has an informer of %v: call Informer before asking the factory for it", typ)
@@ -107,15 +113,51 @@ func Informer[T runtime.Object, L runtime.Object, F ~func(C, time.Duration) cach
 	return nil
 }
 
+// storedIndex names the index by which a sharded informer sees its store
+// take each object; it indexes nothing.
+const storedIndex = "shard.ctrlkit.io/stored"
+
+// shardedInformer is the informer Informer gives the factory. It wraps
+// every transform set on it, so that the cache recognises the
+// transformed objects its store takes.
+type shardedInformer struct {
+	cache.SharedIndexInformer
+	c *shardedCache
+}
+
+// SetTransform implements cache.SharedInformer.
+func (i *shardedInformer) SetTransform(t cache.TransformFunc) error {
+	if t == nil {
+		return i.SharedIndexInformer.SetTransform(nil)
+	}
+	return i.SharedIndexInformer.SetTransform(func(obj any) (any, error) {
+		out, err := t(obj)
+		if err == nil {
+			i.c.transformed(obj, out)
+		}
+		return out, err
+	})
+}
+
 // listPage is how many objects a relist asks for per request.
 const listPage = 500
 
 // freshnessPoll is how often a watch checks whether the relist before it
-// has reached the informer's store.
+// has reached the informer's store, and retries drops that wait for the
+// store.
 const freshnessPoll = 20 * time.Millisecond
 
-// shardedCache is the cache.ListerWatcher of a sharded informer: it drops
-// the objects of keys the replica does not want and relists when asked.
+// shardedCache is the cache.ListerWatcher of a sharded informer: it passes
+// to the reflector the objects of the keys the replica keeps, relists when
+// asked, and tells when the store holds a relist.
+//
+// It knows what the store holds from what it passed, not from the store,
+// which lags behind by the informer's queue: record holds, by store key,
+// the object it last passed for each key the store holds or is about to,
+// and each such object passed (a watch event's, or a list's last) gets a
+// number, which the store's index function (observe) reports once the
+// store takes the object; the queue keeps the order, so the store then
+// holds everything passed before.
 type shardedCache struct {
 	m       *Membership
 	route   Route
@@ -124,17 +166,40 @@ type shardedCache struct {
 	list    func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	watch   func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	indexer cache.Indexer
-	synced  func() bool
+
+	// passing is held while something is passed to the reflector and the
+	// record changes with it: an event, a list, or drops.
+	passing sync.Mutex
 
 	mu sync.Mutex
 	// requested is the latest epoch a relist was asked for, listed the
-	// epoch of the latest relist, which is held once the store reached
-	// listedVersion (reported is the latest epoch reported held).
+	// epoch of the latest list passed, reported the latest epoch reported
+	// held.
 	requested, listed, reported uint64
-	listedVersion               string
+	// seq numbers the objects passed; inFlight maps each that the store
+	// has not taken yet to its number, and stored is the highest number
+	// taken.
+	seq, stored uint64
+	inFlight    map[any]uint64
+	// listSeq is the number of the latest list's last object or, for an
+	// empty list (listEmpty), of the last object passed before it.
+	listSeq   uint64
+	listEmpty bool
+	record    map[string]passed
+	// dropDue: objects the replica no longer keeps wait to be dropped
+	// until the store has taken them; dropWake wakes the watch to see to
+	// it.
+	dropDue  bool
+	dropWake chan struct{}
 	// stop ends the current watch with an expiry, which makes the
 	// reflector relist; nil while no watch runs.
 	stop chan struct{}
+}
+
+// passed is the object last passed for a key, with its number.
+type passed struct {
+	obj runtime.Object
+	seq uint64
 }
 
 var (
@@ -157,25 +222,74 @@ func (c *shardedCache) refresh(epoch uint64) {
 	}
 }
 
-// keep drops from the store the objects of keys v does not want. Events
-// of such objects already on their way may bring some back; the next
-// change of view drops them again, and they are never owned.
+// keep drops from the store, without a request or an event, the objects
+// of the keys v does not want and no claim holds. An object whose latest
+// event the store has not taken yet is dropped once it has (see
+// maintain), so that the event cannot bring it back.
 func (c *shardedCache) keep(v *view) {
-	for _, obj := range c.indexer.List() {
-		if o, ok := obj.(metav1.Object); ok && !c.wanted(v, o) {
-			_ = c.indexer.Delete(obj) // the store's Delete fails only for objects without a key
+	if v == nil {
+		return
+	}
+	c.passing.Lock()
+	defer c.passing.Unlock()
+	c.drop(v)
+}
+
+// drop is keep with c.passing held.
+func (c *shardedCache) drop(v *view) {
+	type entry struct {
+		key string
+		passed
+	}
+	c.mu.Lock()
+	entries := make([]entry, 0, len(c.record))
+	for k, p := range c.record {
+		entries = append(entries, entry{k, p})
+	}
+	stored := c.stored
+	c.mu.Unlock()
+	var gone []string
+	due := false
+	for _, e := range entries {
+		if o, err := meta.Accessor(e.obj); err != nil || c.keeps(v, o) {
+			continue
 		}
+		if e.seq > stored {
+			due = true
+			continue
+		}
+		gone = append(gone, e.key)
+	}
+	c.mu.Lock()
+	for _, k := range gone {
+		delete(c.record, k)
+	}
+	c.dropDue = due
+	c.mu.Unlock()
+	if due {
+		signal(c.dropWake)
+	}
+	for _, k := range gone {
+		// An explicit key leaves the store's resourceVersion as it is;
+		// the object's own would set it back.
+		_ = c.indexer.Delete(cache.ExplicitKey(k)) // fails only for objects without a key
 	}
 }
 
-// wanted reports whether the replica keeps obj under v.
-func (c *shardedCache) wanted(v *view, obj metav1.Object) bool {
+// keeps reports whether the replica keeps obj under v: an object of no
+// key, of a key v wants, or of a key a claim still holds (its reconcile
+// has not returned since the key moved away).
+func (c *shardedCache) keeps(v *view, obj metav1.Object) bool {
 	key, ok := c.route(obj)
-	return !ok || v.wants(hashKey(key))
+	if !ok {
+		return true
+	}
+	h := hashKey(key)
+	return v.wants(h) || c.m.claimed(h)
 }
 
 // List implements cache.ListerWatcher with a consistent, paginated list
-// (whatever resourceVersion the reflector asks for) of the wanted objects.
+// (whatever resourceVersion the reflector asks for) of the kept objects.
 func (c *shardedCache) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return c.ListWithContext(context.Background(), opts)
 }
@@ -186,7 +300,10 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 	epoch := c.requested
 	c.mu.Unlock()
 	page := metav1.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector, Limit: listPage}
-	var first runtime.Object
+	// The reflector takes the objects of a list of RawExtensions as they
+	// are (it copies those of a typed list), so that the store takes the
+	// very objects passed, which is how the cache knows when it does.
+	out := &metav1.List{}
 	var kept []runtime.Object
 	for {
 		got, err := c.list(ctx, page)
@@ -199,7 +316,7 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 		}
 		v := c.m.view.Load()
 		for _, item := range items {
-			if o, ok := item.(metav1.Object); ok && c.wanted(v, o) {
+			if o, ok := item.(metav1.Object); ok && c.keeps(v, o) {
 				kept = append(kept, c.copyOf(item))
 			}
 		}
@@ -207,27 +324,39 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 		if err != nil {
 			return nil, fmt.Errorf("shard: list of %s: %w", c.kind, err)
 		}
-		if first == nil {
-			first = got
+		if out.ResourceVersion == "" {
+			out.ResourceVersion = lm.GetResourceVersion()
 		}
 		if page.Continue = lm.GetContinue(); page.Continue == "" {
 			break
 		}
 	}
-	if err := meta.SetList(first, kept); err != nil {
-		return nil, fmt.Errorf("shard: list of %s: %w", c.kind, err)
+	out.Items = make([]runtime.RawExtension, len(kept))
+	for i, obj := range kept {
+		out.Items[i].Object = obj
 	}
-	lm, _ := meta.ListAccessor(first)
-	lm.SetContinue("")
-	lm.SetRemainingItemCount(nil)
+	record := make(map[string]passed, len(kept))
+	c.passing.Lock()
+	defer c.passing.Unlock()
 	c.mu.Lock()
-	c.listed, c.listedVersion = max(c.listed, epoch), lm.GetResourceVersion()
-	c.mu.Unlock()
-	return first, nil
+	defer c.mu.Unlock()
+	if len(kept) > 0 {
+		c.seq++
+		c.track(kept[len(kept)-1], c.seq)
+	}
+	for _, obj := range kept {
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			record[key] = passed{obj: obj, seq: c.seq}
+		}
+	}
+	c.record, c.listSeq, c.listEmpty = record, c.seq, len(kept) == 0
+	c.listed = max(c.listed, epoch)
+	return out, nil
 }
 
 // copyOf returns a shallow copy of a list item, so that the page it
-// came from can be freed.
+// came from can be freed, or of an object passed before, so that the copy
+// can be changed without changing the store's.
 func (c *shardedCache) copyOf(item runtime.Object) runtime.Object {
 	v := reflect.ValueOf(item)
 	if v.Kind() != reflect.Pointer || v.Elem().Type() != c.item {
@@ -238,14 +367,59 @@ func (c *shardedCache) copyOf(item runtime.Object) runtime.Object {
 	return cp.Interface().(runtime.Object)
 }
 
+// track records obj, passed to the reflector with number seq, until the
+// store takes it; c.mu is held.
+func (c *shardedCache) track(obj any, seq uint64) {
+	if reflect.ValueOf(obj).Kind() == reflect.Pointer { // a key of inFlight must be comparable
+		c.inFlight[obj] = seq
+	}
+}
+
+// observe is the index function by which the store reports each object it
+// takes (and the old object on an update or delete, which it took
+// before); it indexes nothing.
+func (c *shardedCache) observe(obj any) ([]string, error) {
+	if reflect.ValueOf(obj).Kind() != reflect.Pointer {
+		return nil, nil
+	}
+	c.mu.Lock()
+	if seq, ok := c.inFlight[obj]; ok {
+		delete(c.inFlight, obj)
+		c.stored = max(c.stored, seq)
+	}
+	c.mu.Unlock()
+	return nil, nil
+}
+
+// transformed records that the informer's transform made out of in, an
+// object passed to the reflector: the store takes out instead.
+func (c *shardedCache) transformed(in, out any) {
+	if reflect.ValueOf(in).Kind() != reflect.Pointer || in == out {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seq, ok := c.inFlight[in]
+	if ok {
+		delete(c.inFlight, in)
+		c.track(out, seq)
+	}
+	key, err := cache.MetaNamespaceKeyFunc(in)
+	if o, isObj := out.(runtime.Object); err == nil && isObj {
+		if p, held := c.record[key]; held && any(p.obj) == in {
+			c.record[key] = passed{obj: o, seq: p.seq}
+		}
+	}
+}
+
 // Watch implements cache.ListerWatcher.
 func (c *shardedCache) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return c.WatchWithContext(context.Background(), opts)
 }
 
 // WatchWithContext implements cache.ListerWatcherWithContext: the events
-// of the wanted objects, those of objects the store holds that are no
-// longer wanted as deletions, and an expiry when a relist is asked for.
+// of the kept objects, those of objects passed before that are no longer
+// kept as deletions, and an expiry when a relist is asked for.
 func (c *shardedCache) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	c.mu.Lock()
 	if c.requested > c.listed {
@@ -281,64 +455,155 @@ func (c *shardedCache) pump(inner watch.Interface, w *filteredWatch, stop chan s
 		}
 		c.mu.Unlock()
 	}()
-	send := func(e watch.Event) bool {
-		select {
-		case w.out <- e:
-			return true
-		case <-w.done:
-			return false
-		}
-	}
 	for {
-		// Poll the store only while a relist is not yet known to be held.
+		// Poll only while a relist is not known to be held or drops wait.
 		var poll <-chan time.Time
-		if !c.checkFresh() {
+		if !c.maintain() {
 			poll = time.After(freshnessPoll)
 		}
 		select {
 		case <-w.done:
 			return
 		case <-stop:
-			send(expiredEvent())
+			w.send(expiredEvent())
 			return
 		case <-poll:
+		case <-c.dropWake:
 		case e, ok := <-inner.ResultChan():
-			if !ok {
-				return
-			}
-			if e, ok = c.filter(e); ok && !send(e) {
+			if !ok || !c.pass(e, w) {
 				return
 			}
 		}
 	}
 }
 
-// filter decides what the reflector sees of an event.
+// pass passes e through the filter to w, and records what it passed; it
+// returns false if w was stopped.
+func (c *shardedCache) pass(e watch.Event, w *filteredWatch) bool {
+	c.passing.Lock()
+	defer c.passing.Unlock()
+	out, ok := c.filter(e)
+	if !ok {
+		return true
+	}
+	key, err := cache.MetaNamespaceKeyFunc(out.Object)
+	if err != nil || (out.Type != watch.Added && out.Type != watch.Modified && out.Type != watch.Deleted) {
+		return w.send(out)
+	}
+	// Record the event before it is sent: the reflector may transform it
+	// and the store take it before send returns.
+	c.mu.Lock()
+	prev, had := c.record[key]
+	seq := c.seq
+	if out.Type == watch.Deleted {
+		delete(c.record, key)
+	} else {
+		c.seq++
+		seq = c.seq
+		c.track(out.Object, seq)
+		c.record[key] = passed{obj: out.Object, seq: seq}
+	}
+	c.mu.Unlock()
+	if w.send(out) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if out.Type != watch.Deleted {
+		delete(c.inFlight, out.Object)
+		if c.seq == seq {
+			c.seq-- // nothing else was numbered since: no gap
+		}
+	}
+	if had {
+		c.record[key] = prev
+	} else {
+		delete(c.record, key)
+	}
+	return false
+}
+
+// filter decides what the reflector sees of an event: the events of kept
+// objects as they are; a change or deletion that leaves an object passed
+// before no longer kept (it moved to a key of another replica) as the
+// deletion of the object as it was passed, so that handlers see the key
+// it left; nothing of other objects.
 func (c *shardedCache) filter(e watch.Event) (watch.Event, bool) {
 	if e.Type != watch.Added && e.Type != watch.Modified && e.Type != watch.Deleted {
 		return e, true // bookmarks and errors
 	}
 	obj, ok := e.Object.(metav1.Object)
-	if !ok || c.wanted(c.m.view.Load(), obj) {
+	if !ok || c.keeps(c.m.view.Load(), obj) {
 		return e, true
 	}
-	if _, held, _ := c.indexer.Get(e.Object); held {
-		return watch.Event{Type: watch.Deleted, Object: e.Object}, true
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return e, false
 	}
-	return e, false
+	c.mu.Lock()
+	held, ok := c.record[key]
+	c.mu.Unlock()
+	if !ok {
+		return e, false
+	}
+	return watch.Event{Type: watch.Deleted, Object: c.atVersion(held.obj, obj.GetResourceVersion())}, true
+}
+
+// atVersion returns a copy of obj at resourceVersion rv, the version of
+// the event that made it leave: the reflector resumes its watch after the
+// version of the last event, and the store takes it as its own.
+func (c *shardedCache) atVersion(obj runtime.Object, rv string) runtime.Object {
+	cp := c.copyOf(obj)
+	if cp == obj {
+		cp = obj.DeepCopyObject()
+	}
+	if o, err := meta.Accessor(cp); err == nil {
+		o.SetResourceVersion(rv)
+	}
+	return cp
+}
+
+// maintain reports the latest relist once the store holds it and makes
+// the drops that waited for the store; it returns whether nothing is left
+// to wait for.
+func (c *shardedCache) maintain() bool {
+	held := c.checkFresh()
+	c.mu.Lock()
+	due := c.dropDue
+	c.mu.Unlock()
+	v := c.m.view.Load()
+	if !due || v == nil {
+		return held // without a view the replica is stopping: nothing to drop
+	}
+	c.passing.Lock()
+	c.drop(v)
+	c.passing.Unlock()
+	c.mu.Lock()
+	due = c.dropDue
+	c.mu.Unlock()
+	return held && !due
 }
 
 // checkFresh reports the latest relist to the membership once the store
-// holds it, and whether it has.
+// holds it, and whether it does. The store holds a list once it took the
+// list's last object, or any object passed after it; an empty list, once
+// it took every object passed before the list and holds none the replica
+// keeps (those can only be deleted since, by the events or the list before
+// them), or any object passed after it.
 func (c *shardedCache) checkFresh() bool {
 	c.mu.Lock()
-	epoch, version := c.listed, c.listedVersion
+	epoch := c.listed
 	if epoch <= c.reported {
 		c.mu.Unlock()
 		return true
 	}
+	held := c.stored >= c.listSeq && (!c.listEmpty || c.stored > c.listSeq)
+	scan := !held && c.listEmpty && c.stored >= c.listSeq
 	c.mu.Unlock()
-	if !storeReached(c.indexer.LastStoreSyncResourceVersion(), version, c.synced()) {
+	if scan {
+		held = !c.holdsKept()
+	}
+	if !held {
 		return false
 	}
 	c.mu.Lock()
@@ -348,24 +613,15 @@ func (c *shardedCache) checkFresh() bool {
 	return true
 }
 
-// storeReached reports whether a store that last synced at store holds a
-// list at version; synced says whether the informer has synced. A list
-// without a version (as fake clients give), or a
-// store that keeps none (client-go's AtomicFIFO feature off), counts as
-// held once the watch after the list runs; versions that cannot be
-// ordered count once they are equal.
-func storeReached(store, version string, synced bool) bool {
-	switch {
-	case !synced:
-		return false // the first list is not in the store yet
-	case version == "" || store == "":
-		return true
+// holdsKept reports whether the store holds an object the replica keeps.
+func (c *shardedCache) holdsKept() bool {
+	v := c.m.view.Load()
+	for _, obj := range c.indexer.List() {
+		if o, ok := obj.(metav1.Object); ok && c.keeps(v, o) {
+			return true
+		}
 	}
-	cmp, err := resourceversion.CompareResourceVersion(store, version)
-	if err != nil {
-		return store == version
-	}
-	return cmp >= 0
+	return false
 }
 
 // filteredWatch is the watch.Interface a sharded cache gives the reflector.
@@ -378,6 +634,16 @@ type filteredWatch struct {
 func (w *filteredWatch) Stop()                          { w.stopOnce.Do(func() { close(w.done) }) }
 func (w *filteredWatch) ResultChan() <-chan watch.Event { return w.out }
 
+// send hands e to the reader of w; false if w was stopped first.
+func (w *filteredWatch) send(e watch.Event) bool {
+	select {
+	case w.out <- e:
+		return true
+	case <-w.done:
+		return false
+	}
+}
+
 func expiredEvent() watch.Event {
 	return watch.Event{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusGone,
 		Reason: metav1.StatusReasonExpired, Message: "shard: relisting for the keys this replica gained"}}
@@ -389,4 +655,35 @@ func expired() watch.Interface {
 	w.out <- expiredEvent()
 	close(w.out)
 	return w
+}
+
+// claimed reports whether a claim of one of the replica's Gates holds the
+// key with hash h.
+func (m *Membership) claimed(h uint64) bool {
+	m.gatesMu.Lock()
+	defer m.gatesMu.Unlock()
+	for _, g := range m.gates {
+		if g.holds(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropUnwanted drops from the sharded caches the objects of the keys the
+// view does not want and no claim holds. The membership's driver calls it
+// whenever the claims a change of view revoked are released: a replica
+// stops owning a key, then its reconciles of the key return, and only
+// then do the key's objects leave its caches.
+func (m *Membership) dropUnwanted() {
+	v := m.view.Load()
+	if v == nil {
+		return // stopping: nothing is owned, and nothing needs dropping
+	}
+	m.cachesMu.Lock()
+	caches := slices.Clone(m.caches)
+	m.cachesMu.Unlock()
+	for _, c := range caches {
+		c.keep(v)
+	}
 }

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -11,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 )
 
 // TestFilter checks what a sharded informer's watch passes on: the events
-// of wanted keys and unplaced objects, deletions for held objects whose
-// key is not wanted, nothing else of unwanted keys, and every bookmark.
+// of wanted keys and unplaced objects, deletions of the held copy (at the
+// event's version) for held objects whose key is not wanted, nothing else
+// of unwanted keys, and every bookmark.
 func TestFilter(t *testing.T) {
 	m, err := New(Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "a"})
 	require.NoError(t, err)
@@ -36,10 +37,15 @@ func TestFilter(t *testing.T) {
 	secret := func(name string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name}}
 	}
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	require.NoError(t, indexer.Add(secret(held)))
-	c := &shardedCache{m: m, route: ByName, indexer: indexer}
-	unplaced := &shardedCache{m: m, route: ByController(schema.GroupKind{Kind: "ConfigMap"}), indexer: indexer}
+	atVersion := func(s *corev1.Secret, rv string) *corev1.Secret {
+		s.ResourceVersion = rv
+		return s
+	}
+	heldCopy := secret(held)
+	heldCopy.ResourceVersion, heldCopy.Labels = "1", map[string]string{"as": "held"}
+	record := map[string]passed{"app/" + held: {obj: heldCopy, seq: 1}}
+	c := &shardedCache{m: m, route: ByName, item: reflect.TypeFor[corev1.Secret](), record: record}
+	unplaced := &shardedCache{m: m, route: ByController(schema.GroupKind{Kind: "ConfigMap"}), record: record}
 
 	tests := []struct {
 		name   string
@@ -47,45 +53,34 @@ func TestFilter(t *testing.T) {
 		event  watch.Event
 		passed bool
 		as     watch.EventType
+		asHeld bool // the held copy, not the event's object
 	}{
-		{"wanted add", c, watch.Event{Type: watch.Added, Object: secret(mine)}, true, watch.Added},
-		{"wanted delete", c, watch.Event{Type: watch.Deleted, Object: secret(mine)}, true, watch.Deleted},
-		{"unwanted add", c, watch.Event{Type: watch.Added, Object: secret(theirs[0])}, false, ""},
-		{"unwanted update", c, watch.Event{Type: watch.Modified, Object: secret(theirs[0])}, false, ""},
-		{"unwanted update of a held object", c, watch.Event{Type: watch.Modified, Object: secret(held)}, true, watch.Deleted},
-		{"bookmark", c, watch.Event{Type: watch.Bookmark, Object: secret(theirs[0])}, true, watch.Bookmark},
-		{"unplaced object", unplaced, watch.Event{Type: watch.Modified, Object: secret(theirs[0])}, true, watch.Modified},
+		{"wanted add", c, watch.Event{Type: watch.Added, Object: secret(mine)}, true, watch.Added, false},
+		{"wanted delete", c, watch.Event{Type: watch.Deleted, Object: secret(mine)}, true, watch.Deleted, false},
+		{"unwanted add", c, watch.Event{Type: watch.Added, Object: secret(theirs[0])}, false, "", false},
+		{"unwanted update", c, watch.Event{Type: watch.Modified, Object: secret(theirs[0])}, false, "", false},
+		{"unwanted delete", c, watch.Event{Type: watch.Deleted, Object: secret(theirs[0])}, false, "", false},
+		{"unwanted update of a held object", c, watch.Event{Type: watch.Modified, Object: atVersion(secret(held), "7")}, true, watch.Deleted, true},
+		{"unwanted deletion of a held object", c, watch.Event{Type: watch.Deleted, Object: atVersion(secret(held), "7")}, true, watch.Deleted, true},
+		{"bookmark", c, watch.Event{Type: watch.Bookmark, Object: secret(theirs[0])}, true, watch.Bookmark, false},
+		{"unplaced object", unplaced, watch.Event{Type: watch.Modified, Object: secret(theirs[0])}, true, watch.Modified, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := tt.c.filter(tt.event)
 			assert.Equal(t, tt.passed, ok)
-			if ok {
-				assert.Equal(t, tt.as, got.Type)
-				assert.Same(t, tt.event.Object, got.Object)
+			if !ok {
+				return
 			}
-		})
-	}
-}
-
-func TestStoreReached(t *testing.T) {
-	tests := []struct {
-		name           string
-		store, version string
-		synced, want   bool
-	}{
-		{"not synced", "200", "100", false, false},
-		{"store behind", "99", "100", true, false},
-		{"store at the list", "100", "100", true, true},
-		{"store past the list", "1000", "100", true, true},
-		{"list without a version", "5", "", true, true},
-		{"store without a version", "", "100", true, true},
-		{"unordered versions, equal", "x", "x", true, true},
-		{"unordered versions, different", "x", "y", true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, storeReached(tt.store, tt.version, tt.synced))
+			assert.Equal(t, tt.as, got.Type)
+			if !tt.asHeld {
+				assert.Same(t, tt.event.Object, got.Object)
+				return
+			}
+			o := got.Object.(*corev1.Secret)
+			assert.Equal(t, map[string]string{"as": "held"}, o.Labels)
+			assert.Equal(t, "7", o.ResourceVersion)
+			assert.Equal(t, "1", heldCopy.ResourceVersion, "the held copy is not changed")
 		})
 	}
 }

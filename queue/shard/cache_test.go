@@ -256,3 +256,59 @@ func TestRoutes(t *testing.T) {
 		})
 	}
 }
+
+// TestInformerKeepsObjectsOfClaimedKeys: when a key moves to another
+// replica while a reconcile holds it, the key's objects stay in the
+// caches of the replica it leaves until the reconcile has returned, so
+// that the reconcile does not see them vanish (as if deleted); then they
+// go.
+func TestInformerKeepsObjectsOfClaimedKeys(t *testing.T) {
+	const keys = 8
+	client := fake.NewClientset()
+	parent := map[string]int{}
+	ctx := context.Background()
+	for i := range keys {
+		_, err := client.CoreV1().ConfigMaps(appNS).Create(ctx, configMap(i), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = client.CoreV1().Secrets(appNS).Create(ctx, childSecret(fmt.Sprintf("s-%d", i), configMap(i)), metav1.CreateOptions{})
+		require.NoError(t, err)
+		parent[fmt.Sprintf("s-%d", i)] = i
+	}
+	a := startCached(t, client, "a")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		maps, secrets := expectedCaches(a, keys, parent)
+		assert.Len(c, maps, keys, "a alone owns every key")
+		assert.Equal(c, maps, storeKeys(a.maps))
+		assert.Equal(c, secrets, storeKeys(a.secrets))
+	}, waitFor, poll)
+
+	bName := shard.LeaseName(group, "b")
+	moving := -1
+	for i := range keys {
+		if shard.Assign([]string{a.m.Name(), bName}, fmt.Sprintf("%s/cm-%d", appNS, i)) == bName {
+			moving = i
+			break
+		}
+	}
+	require.GreaterOrEqual(t, moving, 0, "a key moves to b")
+	claimCtx, release, ok := a.gate.Claim(ctx, cache.ObjectName{Namespace: appNS, Name: fmt.Sprintf("cm-%d", moving)})
+	require.True(t, ok)
+	b := startCached(t, client, "b")
+	select {
+	case <-claimCtx.Done(): // a stopped owning the key and revoked the claim
+	case <-time.After(waitFor):
+		t.Fatal("the claim of a key that moved was not revoked")
+	}
+	assert.Contains(t, storeKeys(a.maps), fmt.Sprintf("%s/cm-%d", appNS, moving), "the ConfigMap of a claimed key left the cache")
+	assert.Contains(t, storeKeys(a.secrets), fmt.Sprintf("%s/s-%d", appNS, moving), "the Secret of a claimed key left the cache")
+
+	release()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, r := range []*cachedReplica{a, b} {
+			maps, secrets := expectedCaches(r, keys, parent)
+			assert.Equal(c, maps, storeKeys(r.maps), "%s's ConfigMaps", r.id)
+			assert.Equal(c, secrets, storeKeys(r.secrets), "%s's Secrets", r.id)
+		}
+		assert.True(c, b.gate.Owns(cache.ObjectName{Namespace: appNS, Name: fmt.Sprintf("cm-%d", moving)}), "b owns the key")
+	}, waitFor, poll)
+}

@@ -151,6 +151,12 @@ type core struct {
 	// replica may claim keys at the earliest.
 	takeover bool
 	hold     time.Duration
+	// joinHold is when this process may claim keys at the earliest
+	// (LeaseDuration after its first step): a member whose Lease was
+	// deleted before this process listed the Leases (by hand, say) is
+	// invisible to it, and may hold keys until its lease would have run
+	// out.
+	joinHold time.Duration
 
 	target      []string
 	targetGen   uint64
@@ -275,7 +281,7 @@ func newerVersion(a, b string) bool {
 	x, errA := strconv.ParseUint(a, 10, 64)
 	y, errB := strconv.ParseUint(b, 10, 64)
 	if errA != nil || errB != nil {
-		return a != b
+		return a != b && a != "" // no version is never newer
 	}
 	return x > y
 }
@@ -370,6 +376,9 @@ func (c *core) step(now time.Duration) stepResult {
 	if !ok || c.echoSeq == 0 || own.writer.incarnation != c.incarnation {
 		return res // this process's Lease has not come back yet
 	}
+	if c.joinHold == 0 {
+		c.joinHold = now + c.leaseDuration
+	}
 	live := []string{c.name}
 	claims := map[string][]string{}
 	for _, name := range sortedKeys(c.observed) {
@@ -421,6 +430,8 @@ func (c *core) step(now time.Duration) stepResult {
 	switch {
 	case c.takeover && now < c.hold:
 		res.wake = min(res.wake, c.hold)
+	case now < c.joinHold:
+		res.wake = min(res.wake, c.joinHold)
 	case !c.leaving:
 		v = newView(c.view, c.name, c.target, confirmed, inFlight, claims, c.validUntil())
 	}

@@ -104,36 +104,51 @@
 // it wakes, before it notices; it starts no new one.
 //
 // A replica that stops normally revokes its claims, waits for them,
-// publishes that it left and deletes its Lease, so its keys move at once.
-// The keys of a member that was killed move after LeaseDuration plus the
-// time for the survivors to publish. A Lease that is deleted while its
-// member has not published that it left (by hand, say) still counts until
-// it expires. Members delete the Leases of members gone for two
+// publishes that it left and deletes its Lease (only the version that says
+// so), so its keys move at once. The keys of a member that was killed move
+// after LeaseDuration plus the time for the survivors to publish. A Lease
+// that is deleted while its member has not published that it left (by
+// hand, say) still counts until it expires for the members that saw it;
+// a replica that starts after the deletion cannot see it, so every process
+// claims nothing until LeaseDuration after its first step, by when such a
+// member has stopped. Members delete the Leases of members gone for two
 // LeaseDurations, so killed replicas leave nothing behind.
 //
 // A replica restarted under the identity of a process that is gone (a pod
 // name, say) finds its Lease still there and takes it over; it claims
 // nothing until RenewDeadline after its first write came back, by when the
-// former process, if it still ran, has stopped. A Lease renewed by another
-// process of the same identity makes Run return leader.ErrLeaseLost.
+// former process, if it still ran, has stopped, and if it stops normally
+// before then, it publishes that it left only then (or, if none of its
+// writes came back, not at all: the Lease expires). A Lease renewed by
+// another process of the same identity makes Run return
+// leader.ErrLeaseLost.
 //
 // # How the protocol is tested
 //
 // A seeded deterministic simulation in the package's tests drives three to
-// six replicas over an in-memory API server and checks, after every event,
-// that no key is held by two processes, that every claim is backed by
-// every list its Lease may show, and that a replica claiming a key that
-// another process wrote last has that write in its cache (every reconcile
-// writes its key's object; each replica's sharded cache, fed by delayed
-// watches and relists, holds the keys its view wants); that no change of
-// view gives keys when the member lists say it cannot; and, once the faults stop, that every key
-// is owned by exactly one live replica and reconciled by it within
-// RenewDeadline (a Lease lost after the faults stopped), a restart of that
-// process and 3*LeaseDuration, and that only the live members' Leases are
-// left. The scheduler chooses every request's latency and outcome
-// (errors, conflicts, lost answers), watch delays, partitions, pauses,
-// clock steps and rates, kill -9, restarts under the same identity, joins
-// and normal stops.
+// six replicas over an in-memory API server, each running the code Run
+// runs: the Membership's loop (a deterministic driver that joins, renews,
+// steps the protocol, applies views, reports released claims in order,
+// deletes departed members' Leases and leaves), its Gate and its sharded
+// cache's bookkeeping, with only the API server, the network, time and
+// the processes simulated. After every event it checks that no key is
+// held by two processes, that every claim is backed by every list its
+// Lease may show, and that a replica claiming a key that another process
+// wrote last has that write in its cache (every reconcile writes its
+// key's object; each replica's sharded cache, fed by delayed watches and
+// relists, holds the keys its view wants and those its reconciles still
+// hold); that a key's object never leaves the cache of a replica while it
+// reconciles the key; that no change of view gives keys when the member
+// lists say it cannot; and, once the faults stop, that every key is owned
+// by exactly one live replica and reconciled by it within RenewDeadline
+// (a Lease lost after the faults stopped), a restart of that process and
+// 3*LeaseDuration, and that only the live members' Leases are left. The
+// scheduler chooses every request's latency and outcome (errors,
+// conflicts, answers lost after the write landed, timeouts before it
+// did), watch delays and stalls longer than a relist, partitions, pauses,
+// clock steps and rates, kill -9, restarts under the same identity (also
+// while the former process still runs), a live member's Lease deleted by
+// hand, joins and normal stops.
 //
 // # What each replica caches
 //
@@ -156,10 +171,17 @@
 //
 // The filter sits in the informer's ListerWatcher: list items and watch
 // events of keys the replica does not want never reach the store, and an
-// event that moves an object it holds to such a key (a new controller)
-// reaches it as a deletion. When its member list changes, the replica
-// drops from the stores, in place and without a request, the objects of
-// keys it no longer wants.
+// event that moves an object it passed to such a key (a new controller)
+// reaches it as the deletion of the object as it was passed, so that a
+// handler such as owner.EnqueueOwner tells the key the object left. What
+// the store holds is judged from what the filter passed, not from the
+// store, which lags behind by the informer's queue. When its member list
+// changes, the replica stops owning the keys it no longer wants, cancels
+// their reconciles and waits for them to return, and only then drops
+// their objects from the stores, in place, without a request or an event,
+// and without changing the resourceVersion the store reports; until then
+// those objects stay and their events keep reaching the store, so that a
+// reconcile being cancelled never sees its objects vanish as if deleted.
 //
 // # Gaining keys
 //
@@ -174,11 +196,15 @@
 // hence after the old owner published that it let the key go (or its
 // Lease expired), hence after its last write. The keys of that change are
 // owned (by Gate.Claim, Gate.Owns and the scans that enqueue gained keys)
-// only once every sharded informer's store holds the list, which client-go
-// tells by the resourceVersion the store last synced at. A replica
-// therefore never reconciles a key it gained from a cache older than the
-// old owner's last write; the simulation checks exactly that (see How the
-// protocol is tested).
+// only once every sharded informer's store holds that list: the informer
+// sees its store take the list's objects (or, for a list without any, the
+// objects passed before it and nothing it keeps left over), whether or
+// not client-go's AtomicFIFO gate is on. A resourceVersion the store
+// reports says nothing here: the store may have reached the list's
+// revision before it took the list, since the objects of the gained keys
+// never passed the filter before. A replica therefore never reconciles a
+// key it gained from a cache older than the old owner's last write; the
+// simulation checks exactly that (see How the protocol is tested).
 //
 // # What it costs
 //
@@ -193,12 +219,15 @@
 // at once, and the others nothing; a kill -9 costs each survivor one list
 // of each kind. Lists are paginated (500 objects per request) and keep
 // only the wanted objects of each page, so a relist adds about one page to
-// a replica's memory. Each gain also waits for its relist: client-go's
-// reflector starts a relist 0.8 to 1.6s after the watch ended, twice as
-// late for every further relist within two minutes (up to 30s), and then
-// the list itself takes its time. At 10,000 Foos on the full control plane
-// (make bench-shard), a join was complete 14s after the joiner was ready,
-// and a kill -9 29s after the kill with the default 15s lease.
+// a replica's memory; besides its store, a sharded informer keeps a map
+// entry per object it holds (the key and the object, which it shares with
+// the store). Each gain also waits for its relist: client-go's reflector
+// starts a relist 0.8 to 1.6s after the watch ended, twice as late for
+// every further relist within two minutes (until the wait is 30 to 60s),
+// and then the list itself takes its time. At 10,000 Foos on the full
+// control plane (make bench-shard), a join was complete 14s after the
+// joiner was ready, and a kill -9 29s after the kill with the default 15s
+// lease.
 //
 // An object that another replica's key controls is not in this replica's
 // caches, also when one of this replica's keys names it: a Foo whose

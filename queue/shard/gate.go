@@ -78,6 +78,7 @@ func (g *Gate[K]) Claim(ctx context.Context, key K) (claimCtx context.Context, r
 		g.mu.Unlock()
 		cancel(context.Canceled)
 		close(c.released)
+		signal(g.m.kick) // a membership may wait for the release
 	}, true
 }
 
@@ -102,6 +103,17 @@ func (g *Gate[K]) restrict(v *view) (pending []<-chan struct{}) {
 }
 
 func (g *Gate[K]) changed() { signal(g.wake) }
+
+func (g *Gate[K]) holds(h uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for c := range g.claims {
+		if c.hash == h {
+			return true
+		}
+	}
+	return false
+}
 
 // Start adds every key that becomes this replica's to q at low priority,
 // until ctx is cancelled. The Controller it restricts runs it (the Gate

@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
@@ -122,7 +121,10 @@ type Membership struct {
 	// now reads the membership's monotonic clock: every duration the
 	// protocol judges is local to this process and immune to steps of the
 	// wall clock.
-	now  func() time.Duration
+	now func() time.Duration
+	// wall reads the time of day, which only the Lease's RenewTime and
+	// AcquireTime show.
+	wall func() time.Time
 	view atomic.Pointer[view]
 
 	gatesMu sync.Mutex
@@ -138,6 +140,8 @@ type Membership struct {
 	pending []gain
 	epoch   uint64
 	done    map[shardCache]uint64
+	// cachesHeld: the caches held every key of a view once.
+	cachesHeld atomic.Bool
 
 	started atomic.Bool
 	kick    chan struct{}
@@ -154,6 +158,8 @@ type gate interface {
 	restrict(v *view) (pending []<-chan struct{})
 	// changed wakes the gate to enqueue the keys it gained.
 	changed()
+	// holds reports whether a claim holds the key with hash h.
+	holds(h uint64) bool
 }
 
 // New returns the membership of one replica, checking cfg. It starts
@@ -168,6 +174,7 @@ func New(cfg Config) (*Membership, error) {
 		cfg:   cfg,
 		lease: LeaseName(cfg.Group, cfg.Identity),
 		now:   func() time.Duration { return time.Since(origin) },
+		wall:  time.Now,
 		kick:  make(chan struct{}, 1),
 		write: make(chan struct{}, 1),
 		core:  newCore(cfg, string(uuid.NewUUID())),
@@ -179,11 +186,12 @@ func New(cfg Config) (*Membership, error) {
 func (m *Membership) Name() string { return m.lease }
 
 // HasSynced reports whether this replica has published its first member
-// list and seen it confirmed, so that it owns keys.
+// list and seen it confirmed, and its sharded caches (see Informer) have
+// held the keys of a view since, so that it owns keys.
 func (m *Membership) HasSynced() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.core.synced
+	return m.core.synced && m.cachesHeld.Load()
 }
 
 // Members returns the Lease names of the members this replica considers
@@ -200,7 +208,8 @@ type shardCache interface {
 	// the cache reports to the membership once it holds it; it must not
 	// report from within the call.
 	refresh(epoch uint64)
-	// keep drops the objects of the keys v does not want.
+	// keep drops the objects of the keys v does not want and no claim
+	// holds.
 	keep(v *view)
 }
 
@@ -226,7 +235,9 @@ func (m *Membership) register(g gate) {
 // apply makes v the view the gates check, cancels the claims it does not
 // allow, and returns what those claims close when they are released. If
 // v may own keys the view before did not, and the replica has sharded
-// caches, those keys wait until every cache has been refreshed.
+// caches, those keys wait until every cache has been refreshed. The
+// objects of keys v does not want stay in the caches: dropUnwanted drops
+// them once those claims are released.
 func (m *Membership) apply(v *view) (pending []<-chan struct{}) {
 	m.applyMu.Lock()
 	defer m.applyMu.Unlock()
@@ -241,12 +252,10 @@ func (m *Membership) apply(v *view) (pending []<-chan struct{}) {
 	m.base = v
 	v = m.withPending(v)
 	m.view.Store(v)
+	m.noteHeld()
 	m.cachesMu.Unlock()
-	for _, c := range caches {
-		if v != nil {
-			c.keep(v)
-		}
-		if epoch > 0 {
+	if epoch > 0 {
+		for _, c := range caches {
 			c.refresh(epoch)
 		}
 	}
@@ -259,6 +268,7 @@ func (m *Membership) extend(v *view) {
 	defer m.cachesMu.Unlock()
 	m.base = v
 	m.view.Store(m.withPending(v))
+	m.noteHeld()
 }
 
 // withPending returns v with the gains still pending; m.cachesMu is held.
@@ -290,8 +300,17 @@ func (m *Membership) refreshed(c shardCache, epoch uint64) {
 	}
 	v := m.withPending(m.base)
 	m.view.Store(v)
+	m.noteHeld()
 	m.cachesMu.Unlock()
 	m.restrict(v) // takes nothing away: it records v for the scans
+}
+
+// noteHeld records that the sharded caches hold the keys of a view with
+// no gain pending; m.cachesMu is held.
+func (m *Membership) noteHeld() {
+	if m.base != nil && len(m.pending) == 0 {
+		m.cachesHeld.Store(true)
+	}
 }
 
 // restrict gives v to the gates, which cancel the claims it does not
@@ -308,18 +327,18 @@ func (m *Membership) restrict(v *view) (pending []<-chan struct{}) {
 	return pending
 }
 
-// revokeAll revokes every claim and waits until they are released.
-func (m *Membership) revokeAll() {
-	for _, ch := range m.apply(nil) {
-		<-ch
-	}
-}
-
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// withCore runs fn on the core under the membership's lock.
+func (m *Membership) withCore(fn func(c *core)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fn(m.core)
 }
 
 // Run creates this replica's Lease (or takes it over from a former
@@ -359,80 +378,44 @@ func (m *Membership) Run(ctx context.Context) error {
 		return fmt.Errorf("shard: %w", err)
 	}
 
-	if err := m.join(ctx); err != nil {
-		return err
-	}
-	logger.Info("Joined the group")
-
 	stopInformers := make(chan struct{})
-	factory.Start(stopInformers)
 	defer factory.Shutdown()
 	defer close(stopInformers)
+	// Requests go on after ctx is cancelled, as leaving needs them; they
+	// end with Run.
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	var requests sync.WaitGroup
+	defer requests.Wait()
+	defer cancelRequests()
+	out := &runEffects{m: m, ctx: reqCtx, requests: &requests, answers: make(chan answer),
+		start: func() { factory.Start(stopInformers) }}
+	d := newDriver(m, out, logger)
+	d.start()
 
-	var background sync.WaitGroup
-	defer background.Wait()
-	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWriter()
-	background.Go(func() { m.renew(writerCtx, report) })
-
-	releases := releaseChain{m: m, background: &background}
-	timer := time.NewTimer(m.cfg.RetryPeriod)
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	stop := ctx.Done()
 	for {
-		select {
-		case <-ctx.Done():
-			m.revokeAll()
-			stopWriter()
-			m.leave(ctx)
-			logger.Info("Left the group")
-			return nil
-		case err := <-lost:
-			m.revokeAll()
-			logger.Error(err, "Every claim is revoked")
+		if done, err := d.done(); done {
 			return err
+		}
+		timer.Stop()
+		if w := d.wake(); w > 0 {
+			resetTimer(timer, max(0, w-m.now()))
+		}
+		select {
+		case <-stop:
+			stop = nil
+			d.stop()
+		case err := <-lost:
+			d.lose(err)
+		case a := <-out.answers:
+			d.answered(a.r, a.lease, a.err)
 		case <-m.kick:
 		case <-timer.C:
 		}
-		if !inf.HasSynced() {
-			resetTimer(timer, m.cfg.RetryPeriod/4)
-			continue
-		}
-		m.mu.Lock()
-		now := m.now()
-		res := m.core.step(now)
-		took := slices.Clone(m.core.tookOver)
-		members := len(m.core.members)
-		m.mu.Unlock()
-		if res.lost != nil {
-			m.revokeAll()
-			logger.Error(res.lost, "Every claim is revoked")
-			return res.lost
-		}
-		m.cfg.Metrics.SetMembers(m.cfg.Group, members)
-		for _, t := range took {
-			m.cfg.Metrics.ObserveTakeover(m.cfg.Group, t.after)
-			logger.Info("Took over the keys of a member that left", "left", t.name, "after", t.after.Round(time.Millisecond))
-		}
-		if res.applyView {
-			logger.V(2).Info("Ownership changed", "members", m.Members(), "generation", res.gen)
-			releases.add(res.gen, m.apply(res.view))
-		} else {
-			m.extend(res.view) // the same keys, valid for longer
-		}
-		if res.publish {
-			if res.gen > 1 {
-				m.cfg.Metrics.IncHandoffs(m.cfg.Group)
-			}
-			signal(m.write)
-		}
-		for _, d := range res.deletes {
-			background.Go(func() { m.deleteStale(ctx, d) })
-		}
-		next := m.cfg.RetryPeriod / 4
-		if res.wake > now {
-			next = min(next, res.wake-now)
-		}
-		resetTimer(timer, next)
+		d.synced = inf.HasSynced()
+		d.turn()
 	}
 }
 
@@ -445,73 +428,36 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-// releaseChain reports the generations whose revoked claims are released
-// to the core, in order: a generation counts as released only once every
-// claim revoked up to it is.
-type releaseChain struct {
-	m          *Membership
-	background *sync.WaitGroup
-	last       chan struct{}
+// answer is the API server's answer to a request.
+type answer struct {
+	r     request
+	lease *coordinationv1.Lease
+	err   error
 }
 
-func (r *releaseChain) add(gen uint64, pending []<-chan struct{}) {
-	prev, done := r.last, make(chan struct{})
-	r.last = done
-	r.background.Go(func() {
-		defer close(done)
-		if prev != nil {
-			<-prev
+// runEffects carries out a driver's requests with the membership's client,
+// each in its own goroutine, and hands the answers to Run's loop.
+type runEffects struct {
+	m        *Membership
+	ctx      context.Context
+	requests *sync.WaitGroup
+	answers  chan answer
+	start    func()
+}
+
+func (e *runEffects) send(r request) {
+	e.requests.Go(func() {
+		ctx, cancel := context.WithTimeout(e.ctx, r.Timeout)
+		l, err := r.do(ctx, e.m)
+		cancel()
+		select {
+		case e.answers <- answer{r: r, lease: l, err: err}:
+		case <-e.ctx.Done():
 		}
-		for _, ch := range pending {
-			<-ch
-		}
-		r.m.mu.Lock()
-		r.m.core.released(gen)
-		r.m.mu.Unlock()
-		signal(r.m.kick)
 	})
 }
 
-// join creates this replica's Lease, or takes over the one a former
-// process of the same identity left behind. It tries again every
-// RetryPeriod after an error that may pass, until ctx is cancelled.
-func (m *Membership) join(ctx context.Context) error {
-	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
-	for {
-		m.mu.Lock()
-		first := m.core.initialLease(m.now(), time.Now())
-		m.mu.Unlock()
-		created, err := leases.Create(ctx, first, metav1.CreateOptions{})
-		if err == nil {
-			m.mu.Lock()
-			m.core.created(created)
-			m.mu.Unlock()
-			return nil
-		}
-		if apierrors.IsAlreadyExists(err) {
-			var existing *coordinationv1.Lease
-			if existing, err = leases.Get(ctx, m.lease, metav1.GetOptions{}); err == nil {
-				klog.FromContext(ctx).Info("Taking over the Lease a former process of this identity left",
-					"holder", ptr.Deref(existing.Spec.HolderIdentity, ""))
-				m.mu.Lock()
-				m.core.tookOverLease(existing, m.now())
-				m.mu.Unlock()
-				signal(m.write)
-				return nil
-			}
-		}
-		err = fmt.Errorf("shard: creating Lease %s/%s: %w", m.cfg.Namespace, m.lease, err)
-		if !mayPass(err) || ctx.Err() != nil {
-			return err
-		}
-		klog.FromContext(ctx).Error(err, "Could not join the group; trying again")
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(m.cfg.RetryPeriod):
-		}
-	}
-}
+func (e *runEffects) startInformer() { e.start() }
 
 // mayPass reports whether a request that failed with err may succeed if
 // sent again: not when it was refused for its content, its permissions or
@@ -554,90 +500,4 @@ func (m *Membership) forget(obj any) error {
 	m.mu.Unlock()
 	signal(m.kick)
 	return err
-}
-
-// renew writes this replica's Lease every RetryPeriod, and at once when
-// the list to publish changes.
-func (m *Membership) renew(ctx context.Context, report func(error)) {
-	tick := time.NewTicker(m.cfg.RetryPeriod)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-m.write:
-		}
-		if err := m.writeOnce(ctx); err != nil {
-			report(err)
-			return
-		}
-	}
-}
-
-// writeOnce sends one renewal and records how it ended; it returns an
-// error only if the Lease is gone.
-func (m *Membership) writeOnce(ctx context.Context) error {
-	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
-	m.mu.Lock()
-	next := m.core.nextWrite(m.now(), time.Now())
-	seq := m.core.seq
-	m.mu.Unlock()
-	reqCtx, cancel := context.WithTimeout(ctx, m.cfg.LeaseDuration-m.cfg.RenewDeadline)
-	updated, err := leases.Update(reqCtx, next, metav1.UpdateOptions{})
-	cancel()
-	m.mu.Lock()
-	m.core.writeDone(seq, updated, apierrors.IsConflict(err))
-	m.mu.Unlock()
-	switch {
-	case err == nil:
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: Lease %s/%s was deleted", leader.ErrLeaseLost, m.cfg.Namespace, m.lease)
-	case apierrors.IsConflict(err):
-		reqCtx, cancel := context.WithTimeout(ctx, m.cfg.RetryPeriod)
-		got, getErr := leases.Get(reqCtx, m.lease, metav1.GetOptions{})
-		cancel()
-		if getErr == nil {
-			m.mu.Lock()
-			m.core.refreshed(got)
-			m.mu.Unlock()
-		}
-	case ctx.Err() == nil:
-		klog.FromContext(ctx).V(2).Info("Could not renew the membership Lease", "err", err.Error())
-	}
-	return nil
-}
-
-// leave publishes that this replica left, then deletes its Lease, after a
-// normal stop with every claim released.
-func (m *Membership) leave(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.RenewDeadline)
-	defer cancel()
-	m.mu.Lock()
-	m.core.leave()
-	m.mu.Unlock()
-	if err := m.writeOnce(ctx); err != nil {
-		return // deleted already
-	}
-	if err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(ctx, m.lease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		klog.FromContext(ctx).Error(err, "Could not delete the membership Lease; it expires on its own")
-	}
-}
-
-// deleteStale deletes the Lease of a member gone for two LeaseDurations,
-// only in the version in which it was seen gone.
-func (m *Membership) deleteStale(ctx context.Context, d staleLease) {
-	delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.RetryPeriod)
-	defer cancel()
-	err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).Delete(delCtx, d.name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &d.uid, ResourceVersion: &d.resourceVersion},
-	})
-	switch {
-	case err == nil:
-		klog.FromContext(ctx).Info("Deleted the Lease of a member that left", "left", d.name)
-	case retryDelete(err):
-		m.mu.Lock()
-		m.core.deleteFailed(d.name)
-		m.mu.Unlock()
-	}
 }

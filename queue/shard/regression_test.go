@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,9 +12,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
 // recordingEnqueuer records the keys a Gate adds; the first add blocks
@@ -130,6 +136,7 @@ func TestListInFlightBindsClaims(t *testing.T) {
 	cfg, err := Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "x"}.complete()
 	require.NoError(t, err)
 	x := newCore(cfg, "x-1")
+	x.joinHold = time.Nanosecond // long past: this test is about the lists
 	y := LeaseName("g", "y")
 	key := keyOwnedBy([]string{x.name}, x.name, []string{x.name, y}, y)
 	require.NotEmpty(t, key)
@@ -184,4 +191,54 @@ func TestListInFlightBindsClaims(t *testing.T) {
 	step()
 	echo(store(x.nextWrite(now, wall))) // publishes [X] again
 	assert.True(t, step().view.owns(hashKey(key)), "X owns the key again once [X] is its only list")
+}
+
+// TestRenewalErrorKeepsTheLease: a renewal that fails (typed clients
+// answer an empty Lease with the error) must not become the version the
+// next renewal is built on: the replica renews on and keeps its keys.
+func TestRenewalErrorKeepsTheLease(t *testing.T) {
+	client := fake.NewClientset()
+	reconciletest.Strict(client) // resourceVersions, as an API server gives them
+	var mu sync.Mutex
+	updates, failed, afterFailure := 0, false, 0
+	var names []string
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		updates++
+		if failed {
+			afterFailure++
+			names = append(names, a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).Name)
+		}
+		if updates == 3 {
+			failed = true
+			return true, nil, apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
+		}
+		return false, nil, nil
+	})
+	m, err := New(Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
+		LeaseDuration: 1500 * time.Millisecond, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	// Ten renewals after the failure, each as long as the renew deadline
+	// of the ones before: the replica would have lost its Lease by then.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return afterFailure >= 10 && m.HasSynced()
+	}, 20*time.Second, 10*time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned after a failed renewal: %v", err)
+	default:
+	}
+	mu.Lock()
+	for _, n := range names {
+		assert.Equal(t, LeaseName("g", "pod-0"), n, "every renewal writes the replica's Lease")
+	}
+	mu.Unlock()
+	cancel()
+	require.NoError(t, <-done)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/go-logr/logr"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -143,8 +144,9 @@ type simProc struct {
 	gate     *Gate[string]
 	cache    *simCache
 
+	d                    *driver
 	dead, stopping, left bool
-	exitOnStop, joined   bool
+	turnDue              bool
 	wakeAt               time.Duration
 	gateLast             *view
 	pausedUntil          time.Duration
@@ -154,24 +156,15 @@ type simProc struct {
 	monoBase             time.Duration
 	wallOffset           time.Duration
 
-	watcher   *simWatcher
-	synced    bool // the informer delivered its initial list
-	stepDue   bool
-	writing   bool
-	writeNext bool
-	releases  []simRelease
-	queue     []string
-	queued    map[string]bool
-	workers   int
-	active    map[string]*simReconcile
+	watcher *simWatcher
+	synced  bool // the informer delivered its initial list
+	queue   []string
+	queued  map[string]bool
+	workers int
+	active  map[string]*simReconcile
 	// inFlight are its Lease updates sent and not yet applied or refused.
 	inFlight map[uint64]published
 	reqSeq   uint64
-}
-
-type simRelease struct {
-	gen     uint64
-	pending []<-chan struct{}
 }
 
 type simReconcile struct {
@@ -352,8 +345,7 @@ func (w *simWatcher) pump() {
 // request runs fn on the server after a latency, unless the process is
 // partitioned or the request fails before it lands, and answers the
 // process after another latency, unless the answer is lost.
-func (s *sim) request(p *simProc, what string, fn func() (*coordinationv1.Lease, error), answer func(*coordinationv1.Lease, error)) {
-	timeout := simLease - simRenew
+func (s *sim) request(p *simProc, what string, timeout time.Duration, fn func() (*coordinationv1.Lease, error), answer func(*coordinationv1.Lease, error)) {
 	fail := func(err error) {
 		s.after(timeout, p, what+" timed out", func() { answer(nil, err) })
 	}
@@ -450,37 +442,104 @@ func (s *sim) start(identity string) *simProc {
 	p := &simProc{s: s, identity: identity, rate: 1 + (s.rng.Float64()-0.5)*0.004, monoBase: s.dur(0, time.Hour), monoAt: s.now,
 		wallOffset: s.dur(0, time.Hour), queued: map[string]bool{}, workers: 2, active: map[string]*simReconcile{}, inFlight: map[uint64]published{}}
 	cfg := Config{Client: &kubernetes.Clientset{}, Namespace: "ops", Group: "g", Identity: identity,
-		LeaseDuration: simLease, RenewDeadline: simRenew, RetryPeriod: simRetry}
+		LeaseDuration: simLease, RenewDeadline: simRenew, RetryPeriod: simRetry, Metrics: simMetrics{s: s}}
 	m, err := New(cfg)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	m.now = p.mono
+	m.now, m.wall = p.mono, p.wall
 	p.m, p.core, p.name = m, m.core, m.lease
 	p.core.incarnation = identity + "." + strconv.Itoa(len(s.procs))
 	p.gate = NewGate(m, Keys[string]{String: func(k string) string { return k }, List: func() []string { return s.keys }})
 	p.cache = newSimCache(p)
 	m.registerCache(p.cache)
+	// The watcher holds the process's network state; its Lease watch
+	// starts when the Membership starts its informer.
+	p.watcher = &simWatcher{proc: p}
 	s.procs = append(s.procs, p)
 
-	// The informer lists, then watches.
-	w := &simWatcher{proc: p}
-	p.watcher = w
+	// Membership.Run's loop, with the simulation as its API server, its
+	// informer and its clock.
+	p.d = newDriver(m, simEffects{p}, logr.Discard())
+	p.d.start()
+	p.afterTurn()
+	p.scheduleResync()
+	return p
+}
+
+// simMetrics counts the publications of new member lists.
+type simMetrics struct {
+	noopMetrics
+	s *sim
+}
+
+func (m simMetrics) IncHandoffs(string) { m.s.stats.handoffs++ }
+
+// simEffects carries out a driver's requests on the simulated API server.
+type simEffects struct{ p *simProc }
+
+func (e simEffects) send(r request) {
+	p, s := e.p, e.p.s
+	var fn func() (*coordinationv1.Lease, error)
+	switch r.Kind {
+	case reqCreate, reqRenew, reqLeave:
+		s.stats.writes++
+		op := s.update
+		if r.Kind == reqCreate {
+			op = s.create
+		}
+		// Until it lands or is refused, the list it publishes may become
+		// what the others read.
+		pub, _ := parsePublished(r.Lease.Annotations[AnnotationView])
+		p.reqSeq++
+		req := p.reqSeq
+		p.inFlight[req] = pub
+		fn = func() (*coordinationv1.Lease, error) {
+			delete(p.inFlight, req)
+			return op(r.Lease)
+		}
+		answer := func(l *coordinationv1.Lease, err error) {
+			delete(p.inFlight, req) // lost on the way: it never lands
+			p.answered(r, l, err)
+		}
+		s.request(p, r.Kind.String()+" "+strconv.FormatUint(r.Seq, 10), r.Timeout, fn, answer)
+		return
+	case reqTakeOver, reqRefresh, reqRefreshLeave:
+		fn = func() (*coordinationv1.Lease, error) { return s.get(p.name) }
+	case reqDeleteOwn, reqDeleteStale:
+		fn = func() (*coordinationv1.Lease, error) {
+			return nil, s.delete(r.Stale.name, r.Stale.uid, r.Stale.resourceVersion)
+		}
+	}
+	s.request(p, r.Kind.String(), r.Timeout, fn, func(l *coordinationv1.Lease, err error) {
+		if r.Kind == reqDeleteStale {
+			s.logf("%s deleted %s@%s: %v", p.identity, r.Stale.name, r.Stale.resourceVersion, err)
+		}
+		p.answered(r, l, err)
+	})
+}
+
+// startInformer starts the Lease informer: it lists, then watches.
+func (e simEffects) startInformer() {
+	p, s := e.p, e.p.s
+	w := p.watcher
 	s.watchers = append(s.watchers, w)
 	list := make([]*coordinationv1.Lease, 0, len(s.leases))
 	for _, name := range sortedKeys(s.leases) {
 		list = append(list, s.leases[name].DeepCopy())
 	}
 	w.push(simDelivery{kind: "list", leases: list, ready: s.now + s.dur(0, s.maxWatchDelay)})
+}
 
-	p.withCore(func(c *core) {
-		first := c.initialLease(p.mono(), p.wall())
-		p.sendUpdate(first, c.seq, true)
-	})
-	p.scheduleTick()
-	p.scheduleRenew()
-	p.scheduleResync()
-	return p
+func (p *simProc) answered(r request, l *coordinationv1.Lease, err error) {
+	if p.dead {
+		return
+	}
+	if err != nil {
+		l = &coordinationv1.Lease{} // as a typed client answers an error
+	}
+	p.d.answered(r, l, err)
+	p.kick()
 }
 
 func (p *simProc) wall() time.Time {
@@ -495,43 +554,32 @@ func (p *simProc) withCore(fn func(c *core)) {
 
 func (p *simProc) alive() bool { return !p.dead && !p.left }
 
-// deliver hands a watch event to the process's informer handler.
+// deliver hands a watch event to the Membership's informer handler.
 func (p *simProc) deliver(kind string, l *coordinationv1.Lease) {
 	var err error
-	p.withCore(func(c *core) {
-		if kind == "delete" {
-			err = c.forget(l.Name)
-		} else {
-			err = c.observe(l, p.mono())
-		}
-	})
+	if kind == "delete" {
+		err = p.m.forget(l)
+	} else {
+		err = p.m.observe(l)
+	}
 	if err != nil {
-		p.lose(err)
+		p.d.lose(err)
+		p.turn()
 		return
 	}
 	p.kick()
 }
 
-// kick runs a step soon, as the Run loop does when the informer signals.
+// kick runs a turn of the loop soon, as Run's loop does when its
+// membership is kicked.
 func (p *simProc) kick() {
-	if p.stepDue {
+	if p.turnDue {
 		return
 	}
-	p.stepDue = true
-	p.s.after(p.s.dur(0, 2*time.Millisecond), p, "step", p.step)
-}
-
-func (p *simProc) scheduleTick() {
-	p.s.after(p.after(simRetry/4), p, "", func() {
-		p.kick()
-		p.scheduleTick()
-	})
-}
-
-func (p *simProc) scheduleRenew() {
-	p.s.after(p.after(simRetry), p, "", func() {
-		p.renew()
-		p.scheduleRenew()
+	p.turnDue = true
+	p.s.after(p.s.dur(0, 2*time.Millisecond), p, "turn", func() {
+		p.turnDue = false
+		p.turn()
 	})
 }
 
@@ -544,52 +592,46 @@ func (p *simProc) scheduleResync() {
 	})
 }
 
-// step is one turn of Membership.Run's loop.
-func (p *simProc) step() {
-	p.stepDue = false
-	if !p.synced || !p.joined || p.stopping || p.left {
+// turn is one turn of Run's loop: the driver runs what is due.
+func (p *simProc) turn() {
+	if p.dead || p.d == nil {
 		return
 	}
-	s := p.s
-	s.stats.steps++
-	var res stepResult
-	p.withCore(func(c *core) { res = c.step(p.mono()) })
-	if res.lost != nil {
-		p.lose(res.lost)
-		return
+	p.s.stats.steps++
+	p.d.synced = p.synced
+	before := p.m.base
+	p.d.turn()
+	if p.m.base != before && p.m.base != nil {
+		p.s.checkGain(p, before, p.m.base)
 	}
-	if res.applyView {
-		p.applyView(res.gen, res.view)
-	} else {
-		p.m.extend(res.view)
-	}
-	if res.publish {
-		s.stats.handoffs++
-		p.writeNext = true
-		p.renew()
-	}
-	for _, d := range res.deletes {
-		s.request(p, "delete "+d.name, func() (*coordinationv1.Lease, error) { return nil, s.delete(d.name, d.uid, d.resourceVersion) },
-			func(_ *coordinationv1.Lease, err error) {
-				s.logf("%s deleted %s@%s: %v", p.identity, d.name, d.resourceVersion, err)
-				if retryDelete(err) {
-					p.withCore(func(c *core) { c.deleteFailed(d.name) })
-				}
-			})
-	}
-	if res.wake > 0 && res.wake != p.wakeAt {
-		p.wakeAt = res.wake
-		s.after(p.after(res.wake-p.mono())+time.Microsecond, p, "wake", p.kick)
-	}
+	p.afterTurn()
 }
 
-func (p *simProc) applyView(gen uint64, v *view) {
-	p.s.checkGain(p, v)
-	pending := p.m.apply(v)
-	p.releases = append(p.releases, simRelease{gen: gen, pending: pending})
+// afterTurn lets cancelled reconciles return, enqueues the keys the
+// replica gained, schedules the next turn that is due without news, and
+// ends the process once Run returns.
+func (p *simProc) afterTurn() {
 	p.cancelled()
 	p.drainGate()
-	p.checkReleases()
+	if p.d.phase == phaseLeaving {
+		p.left = true
+	}
+	p.stopping = p.d.stopping()
+	if done, err := p.d.done(); done {
+		p.exited(err)
+		return
+	}
+	// One timer, as Run's: a turn that finds the timer set for later
+	// sets it earlier; the timer's own turn sets it anew.
+	if w := p.d.wake(); w > 0 && (p.wakeAt == 0 || w < p.wakeAt) {
+		p.wakeAt = w
+		p.s.after(p.after(max(0, w-p.mono()))+time.Microsecond, p, "wake", func() {
+			if p.wakeAt == w {
+				p.wakeAt = 0
+				p.turn()
+			}
+		})
+	}
 }
 
 // cancelled schedules the return of every reconcile whose claim was
@@ -605,198 +647,52 @@ func (p *simProc) cancelled() {
 	}
 }
 
-func (p *simProc) checkReleases() {
-	for len(p.releases) > 0 {
-		r := p.releases[0]
-		for _, ch := range r.pending {
-			select {
-			case <-ch:
-			default:
-				return
-			}
-		}
-		p.releases = p.releases[1:]
-		if r.gen > 0 {
-			p.withCore(func(c *core) { c.released(r.gen) })
-			p.kick()
-		}
-	}
-	if p.stopping && len(p.active) == 0 {
-		p.stopped()
-	}
-}
-
-// lose is Run returning an error wrapping leader.ErrLeaseLost: every
-// claim is revoked, and the process exits once they are released.
+// lose is what the Lease informer's handler or a step does when the Lease
+// is lost: every claim is revoked, and Run returns once they are released.
 func (p *simProc) lose(err error) {
 	if p.stopping {
 		return
 	}
-	p.s.stats.lost++
 	p.s.logf("%s lost: %v", p.identity, err)
-	p.stopping = true
-	p.exitOnStop = true
-	p.applyView(0, nil)
+	p.d.lose(err)
+	p.turn()
 }
 
-// stop is a normal stop: revoke, wait, publish that it left, delete.
+// stop is a normal stop: ctx is cancelled.
 func (p *simProc) stop() {
 	if p.stopping {
 		return
 	}
 	p.s.stats.leaves++
-	p.stopping = true
-	p.applyView(0, nil)
+	p.d.stop()
+	p.turn()
 }
 
-func (p *simProc) stopped() {
-	if p.left || p.dead {
+// exited is Run returning: after a normal stop the process is gone; after
+// an error it exits and its supervisor restarts it, always once the
+// faults have stopped.
+func (p *simProc) exited(err error) {
+	if p.dead {
 		return
 	}
-	if p.exitOnStop {
-		// The process exits; its supervisor restarts it, always once the
-		// faults have stopped.
-		p.kill()
-		s := p.s
-		if !s.faulting || s.chance(0.5) {
-			s.after(s.dur(time.Second, simRestartMax), nil, "", func() {
-				if !slices.ContainsFunc(s.procs, func(q *simProc) bool { return q.identity == p.identity && !q.dead }) {
-					s.stats.restarts++
-					s.logf("%s restarts", p.identity)
-					s.start(p.identity)
-				}
-			})
-		}
+	if err == nil {
+		p.left = true
+		p.dead = true
 		return
 	}
-	p.left = true
-	if !p.joined {
-		p.dead = true // Run returns before it created a Lease
-		return
-	}
+	p.s.stats.lost++
+	p.s.logf("%s exits: %v", p.identity, err)
+	p.kill()
 	s := p.s
-	var l *coordinationv1.Lease
-	p.withCore(func(c *core) {
-		c.leave()
-		l = c.nextWrite(p.mono(), p.wall())
-	})
-	p.reqSeq++
-	req := p.reqSeq
-	p.inFlight[req] = published{left: true}
-	s.request(p, "leave", func() (*coordinationv1.Lease, error) {
-		delete(p.inFlight, req)
-		return s.update(l)
-	}, func(_ *coordinationv1.Lease, err error) {
-		// As Membership.leave: the Lease is deleted unless it is gone.
-		if apierrors.IsNotFound(err) {
-			p.dead = true
-			return
-		}
-		s.request(p, "delete own", func() (*coordinationv1.Lease, error) { return nil, s.delete(p.name, "", "") },
-			func(*coordinationv1.Lease, error) { p.dead = true })
-	})
-}
-
-// renew is one turn of the writer: one write in flight at a time.
-func (p *simProc) renew() {
-	if p.writing || p.stopping || p.left {
-		return
-	}
-	var l *coordinationv1.Lease
-	var seq uint64
-	ok := true
-	p.withCore(func(c *core) {
-		if c.own == nil {
-			ok = false
-			return
-		}
-		l = c.nextWrite(p.mono(), p.wall())
-		seq = c.seq
-	})
-	if !ok {
-		return
-	}
-	p.writeNext = false
-	p.sendUpdate(l, seq, false)
-}
-
-func (p *simProc) sendUpdate(l *coordinationv1.Lease, seq uint64, create bool) {
-	s := p.s
-	p.writing = true
-	pub, _ := parsePublished(l.Annotations[AnnotationView])
-	p.reqSeq++
-	req := p.reqSeq
-	p.inFlight[req] = pub
-	op := s.update
-	what := "update"
-	if create {
-		op, what = s.create, "create"
-	}
-	s.request(p, what+" "+strconv.FormatUint(seq, 10), func() (*coordinationv1.Lease, error) {
-		delete(p.inFlight, req)
-		return op(l)
-	}, func(got *coordinationv1.Lease, err error) {
-		delete(p.inFlight, req) // lost on the way: it never lands
-		p.writing = false
-		switch {
-		case create && apierrors.IsAlreadyExists(err):
-			s.request(p, "get existing", func() (*coordinationv1.Lease, error) { return s.get(p.name) },
-				func(got *coordinationv1.Lease, err error) {
-					p.writing = false
-					if err != nil {
-						p.retryCreate()
-						return
-					}
-					p.withCore(func(c *core) { c.tookOverLease(got, p.mono()) })
-					p.joined = true
-					p.renew()
-				})
-			p.writing = true
-		case create && err != nil:
-			// Run retries a creation that failed for a reason that may
-			// pass.
-			p.retryCreate()
-		case create:
-			p.withCore(func(c *core) { c.created(got) })
-			p.joined = true
-		default:
-			p.withCore(func(c *core) { c.writeDone(seq, got, apierrors.IsConflict(err)) })
-			switch {
-			case apierrors.IsNotFound(err):
-				p.lose(err)
-			case apierrors.IsConflict(err):
-				p.writing = true
-				s.request(p, "get after conflict", func() (*coordinationv1.Lease, error) { return s.get(p.name) },
-					func(got *coordinationv1.Lease, err error) {
-						p.writing = false
-						if err == nil {
-							p.withCore(func(c *core) { c.refreshed(got) })
-						}
-						if p.writeNext {
-							p.renew()
-						}
-					})
-			case p.writeNext:
-				p.renew()
+	if !s.faulting || s.chance(0.5) {
+		s.after(s.dur(time.Second, simRestartMax), nil, "", func() {
+			if !slices.ContainsFunc(s.procs, func(q *simProc) bool { return q.identity == p.identity && !q.dead }) {
+				s.stats.restarts++
+				s.logf("%s restarts", p.identity)
+				s.start(p.identity)
 			}
-		}
-	})
-}
-
-// retryCreate tries to join again after RetryPeriod, as Run does after
-// an error that may pass.
-func (p *simProc) retryCreate() {
-	p.writing = true
-	p.s.after(p.after(simRetry), p, "retry create", func() {
-		p.writing = false
-		var l *coordinationv1.Lease
-		var seq uint64
-		p.withCore(func(c *core) {
-			l = c.initialLease(p.mono(), p.wall())
-			seq = c.seq
 		})
-		p.sendUpdate(l, seq, true)
-	})
+	}
 }
 
 // --- the controller ---
@@ -850,9 +746,12 @@ func (p *simProc) reconcile(key string) {
 		s.fail("%s claimed %s while %s held it", p.identity, key, other.identity)
 	}
 	// Every list of its Lease that the others may read, now or once a
-	// write in flight lands, must give it the key.
+	// write in flight lands, must give it the key: its own writes. (A
+	// second process of its identity may have written the Lease since;
+	// that process claims nothing until this one has stopped, which the
+	// check of holders above shows.)
 	var lists []published
-	if l, ok := s.leases[p.name]; ok {
+	if l, ok := s.leases[p.name]; ok && parseStamp(l.Annotations[annotationWriter]).incarnation == p.core.incarnation {
 		pub, _ := parsePublished(l.Annotations[AnnotationView])
 		lists = append(lists, pub)
 	}
@@ -895,7 +794,7 @@ func (p *simProc) finish(r *simReconcile) {
 		delete(p.s.holder, r.key)
 	}
 	r.release()
-	p.checkReleases()
+	p.kick() // Run's loop hears of the release
 	p.work()
 }
 
@@ -946,7 +845,7 @@ func (s *sim) fault() {
 		}
 	}
 	pick := func() *simProc { return live[s.rng.IntN(len(live))] }
-	switch n := s.rng.IntN(10); {
+	switch n := s.rng.IntN(13); {
 	case n == 0 && len(live) < 6:
 		s.stats.joins++
 		s.start(s.identity())
@@ -988,6 +887,24 @@ func (s *sim) fault() {
 	case n == 7 && len(live) > 0:
 		p := pick()
 		p.watcher.stalledUntil = max(p.watcher.stalledUntil, min(s.now+s.dur(0, 2*time.Second), s.calmAt))
+	case n == 8 && len(live) > 0:
+		// A watch that falls behind for longer than a relist takes: the
+		// relist's answer and the events after it wait.
+		p := pick()
+		p.watcher.stalledUntil = max(p.watcher.stalledUntil, min(s.now+s.dur(2*time.Second, 2*simLease), s.calmAt))
+		s.logf("%s's watches stall until %s", p.identity, p.watcher.stalledUntil)
+	case n == 9 && len(live) > 0:
+		// A second process of a running replica's identity (a pod
+		// restarted while its former container still runs).
+		p := pick()
+		s.stats.restarts++
+		s.logf("%s starts again while it runs", p.identity)
+		s.start(p.identity)
+	case n == 10 && len(live) > 0:
+		// An administrator deletes a live member's Lease.
+		p := pick()
+		s.logf("%s's Lease is deleted by hand", p.identity)
+		_ = s.delete(p.name, "", "")
 	default:
 		s.randomSettings()
 	}

@@ -9,9 +9,14 @@ import (
 // server, whose version a reconcile may raise (a write). Every process has
 // a sharded cache of them (simCache), fed by a watch of the writes with
 // the scheduler's delays and by the relists its Membership asks for, with
-// the filtering of shardedCache: only the keys its view wants are held.
+// the filtering of shardedCache: only the keys its view wants, or a claim
+// of its Gate still holds, are held. As shardedCache does, it reports a
+// relist to its Membership once the relist is in its store (not when its
+// store reaches some version), and drops the objects of keys it no longer
+// wants when its Membership says so, after their claims are released.
 // A claim of a key that another process wrote last must find the cache at
-// that write's version or later.
+// that write's version or later, and the object of a key must not leave
+// the cache while the process reconciles the key.
 
 // simObjEvent is a write as one process's object watch delivers it.
 type simObjEvent struct {
@@ -43,10 +48,27 @@ func (c *simCache) refresh(epoch uint64) {
 
 func (c *simCache) keep(v *view) {
 	for _, k := range sortedKeys(c.objects) {
-		if !v.wants(hashKey(k)) {
-			delete(c.objects, k)
+		if !c.keeps(v, k) {
+			c.drop(k, "dropped")
 		}
 	}
+}
+
+// keeps reports whether the cache keeps key's object under v.
+func (c *simCache) keeps(v *view, key string) bool {
+	h := hashKey(key)
+	return v.wants(h) || c.p.m.claimed(h)
+}
+
+// drop removes key's object from the cache.
+func (c *simCache) drop(key, how string) {
+	if _, ok := c.objects[key]; !ok {
+		return
+	}
+	if c.p.active[key] != nil {
+		c.p.s.fail("%s's cache %s the object of %s while %s reconciled it", c.p.identity, how, key, c.p.identity)
+	}
+	delete(c.objects, key)
 }
 
 // startList relists unless a relist runs or none is asked for: the
@@ -65,13 +87,18 @@ func (c *simCache) startList() {
 		v := p.m.view.Load()
 		snap := map[string]uint64{}
 		for _, k := range sortedKeys(s.objects) {
-			if v.wants(hashKey(k)) {
+			if c.keeps(v, k) {
 				snap[k] = s.objects[k]
 			}
 		}
 		from := s.objSeq
 		c.replacing = true
 		s.after(s.dur(0, s.maxWatchDelay), p, "relist applied", func() {
+			for _, k := range sortedKeys(c.objects) {
+				if _, ok := snap[k]; !ok {
+					c.drop(k, "relisted without")
+				}
+			}
 			c.objects, c.replacing, c.listing, c.listed = snap, false, false, epoch
 			c.events = slices.DeleteFunc(c.events, func(e simObjEvent) bool { return e.seq <= from })
 			p.m.refreshed(c, epoch)
@@ -112,10 +139,10 @@ func (c *simCache) pump() {
 	}
 	e := c.events[0]
 	c.events = c.events[1:]
-	if p.m.view.Load().wants(hashKey(e.key)) {
+	if c.keeps(p.m.view.Load(), e.key) {
 		c.objects[e.key] = max(c.objects[e.key], e.version)
 	} else {
-		delete(c.objects, e.key)
+		c.drop(e.key, "filtered out")
 	}
 	if len(c.events) > 0 {
 		c.schedule()
@@ -147,8 +174,7 @@ func (s *sim) checkFresh(p *simProc, key string) {
 
 // checkGain fails the run if the view p applies owns a key its view
 // before did not while mayGain says it cannot.
-func (s *sim) checkGain(p *simProc, v *view) {
-	from := p.m.base
+func (s *sim) checkGain(p *simProc, from, v *view) {
 	if mayGain(from, v) {
 		return
 	}

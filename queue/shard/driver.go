@@ -1,0 +1,495 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/queue/leader"
+)
+
+// driver is Membership.Run's loop as a deterministic event handler: it
+// joins the group, renews the Lease, steps the core, applies its views,
+// reports released claims to the core in order, deletes the Leases of
+// departed members, and leaves. It starts no goroutine, reads only the
+// membership's monotonic clock and sends requests only through its
+// effects, so Run and the simulation in the tests drive the same code:
+// each hands it the same events (a turn of the loop, the answer to a
+// request) from one goroutine at a time, and carries out its requests.
+type driver struct {
+	m      *Membership
+	out    effects
+	logger logr.Logger
+
+	phase driverPhase
+	// synced: the Lease informer has delivered its initial list.
+	synced bool
+	// joinAt is when the next attempt to create the Lease is due, while
+	// none is in flight.
+	joinAt  time.Duration
+	joining bool
+
+	// writing: a renewal (or the read after its conflict) is in flight.
+	writing bool
+	// writeNow: a write is asked for as soon as the one in flight ends
+	// (a new list to publish, a Lease taken over, or a renewal that fell
+	// due meanwhile).
+	writeNow bool
+	renewAt  time.Duration
+	stepAt   time.Duration
+
+	// releases are the claims each applied view revoked, in order: a
+	// generation counts as released only once every claim revoked up to
+	// it is.
+	releases []pendingRelease
+	// leaveAt is when a stopping process that took its Lease over may
+	// publish that it left.
+	leaveAt time.Duration
+	// leaveTries counts the writes publishing that this replica left.
+	leaveTries int
+	// result is what Run returns once the phase is driverDone.
+	result error
+}
+
+type driverPhase int
+
+const (
+	phaseJoining driverPhase = iota
+	phaseRunning
+	// phaseRevoking: every claim is revoked; once they are released, a
+	// lost replica is done and a stopping one leaves.
+	phaseRevoking
+	// phaseLeaving: publishing that this replica left, then deleting its
+	// Lease.
+	phaseLeaving
+	phaseDone
+)
+
+type pendingRelease struct {
+	gen     uint64
+	pending []<-chan struct{}
+}
+
+// requestKind names what a request does with the Leases.
+type requestKind int
+
+const (
+	reqCreate       requestKind = iota // create this replica's Lease
+	reqTakeOver                        // read the Lease a former process left
+	reqRenew                           // update this replica's Lease
+	reqRefresh                         // read it after a renewal's conflict
+	reqLeave                           // update it to publish that this replica left
+	reqRefreshLeave                    // read it after that update's conflict
+	reqDeleteOwn                       // delete it after leaving
+	reqDeleteStale                     // delete the Lease of a departed member
+)
+
+func (k requestKind) String() string {
+	return [...]string{"create", "get existing", "update", "get after conflict", "leave", "get after leave conflict", "delete own", "delete stale"}[k]
+}
+
+// request is one request to the API server. create and update send Lease;
+// the reads name this replica's Lease; the deletes delete Stale in the
+// version named. The answer must come within Timeout.
+type request struct {
+	Kind    requestKind
+	Lease   *coordinationv1.Lease
+	Seq     uint64 // the write's sequence number, for create and update
+	Stale   staleLease
+	Timeout time.Duration
+}
+
+// effects carries out a driver's requests: the answer to each is handed
+// back through driver.answered, never from within send.
+type effects interface {
+	send(r request)
+	// startInformer starts the Lease informer, once the Lease exists.
+	startInformer()
+}
+
+func newDriver(m *Membership, out effects, logger logr.Logger) *driver {
+	return &driver{m: m, out: out, logger: logger}
+}
+
+// done reports whether Run returns, and with what.
+func (d *driver) done() (bool, error) { return d.phase == phaseDone, d.result }
+
+// stopping reports whether the replica is giving up its keys, after a
+// normal stop or a lost Lease.
+func (d *driver) stopping() bool { return d.phase >= phaseRevoking }
+
+// start begins joining the group.
+func (d *driver) start() { d.sendCreate() }
+
+// stop begins a normal stop: revoke every claim, wait for them, publish
+// that this replica left and delete its Lease.
+func (d *driver) stop() {
+	switch d.phase {
+	case phaseJoining:
+		d.finish(errors.New("shard: stopped before joining the group"))
+	case phaseRunning:
+		d.revoke(nil)
+	}
+}
+
+// lose revokes every claim and makes Run return err once they are
+// released.
+func (d *driver) lose(err error) {
+	if d.phase == phaseJoining || d.phase == phaseRunning {
+		d.logger.Error(err, "Every claim is revoked")
+		d.revoke(err)
+	}
+}
+
+func (d *driver) revoke(err error) {
+	d.phase, d.result = phaseRevoking, err
+	d.releases = append(d.releases, pendingRelease{pending: d.m.apply(nil)})
+}
+
+func (d *driver) finish(err error) { d.phase, d.result = phaseDone, err }
+
+// left ends a normal stop.
+func (d *driver) left() {
+	d.logger.Info("Left the group")
+	d.finish(nil)
+}
+
+// turn runs what is due at the membership's time now: released claims,
+// a step of the core, a renewal, another attempt to join.
+func (d *driver) turn() {
+	now := d.m.now()
+	d.pollReleases()
+	switch d.phase {
+	case phaseJoining:
+		if !d.joining && now >= d.joinAt {
+			d.sendCreate()
+		}
+	case phaseRunning:
+		if now >= d.renewAt {
+			d.renewAt = now + d.m.cfg.RetryPeriod
+			d.writeNow = true
+		}
+		d.renew()
+		d.step(now)
+	}
+	if d.phase == phaseRevoking {
+		// Also right after a step that lost the Lease: with no claim to
+		// wait for, nothing else would come to end the revocation.
+		d.pollReleases()
+		switch {
+		case len(d.releases) > 0:
+		case d.result != nil:
+			d.finish(d.result)
+		case !d.writing:
+			// Every claim is released and no renewal is in flight: publish
+			// that this replica left, unless a former process of its
+			// identity may still hold keys.
+			until, safe := d.leaveHold()
+			switch {
+			case !safe:
+				d.logger.Info("Stopping without publishing that this replica left: a former process of its identity may still hold keys; the Lease expires")
+				d.finish(nil)
+			case now < until:
+				d.leaveAt = until
+			default:
+				d.phase = phaseLeaving
+				d.m.withCore(func(c *core) { c.leave() })
+				d.sendLeave()
+			}
+		}
+	}
+}
+
+// wake returns when the next turn is due without news, on the
+// membership's clock (0: none).
+func (d *driver) wake() time.Duration {
+	switch d.phase {
+	case phaseJoining:
+		if !d.joining {
+			return d.joinAt
+		}
+	case phaseRunning:
+		return min(d.stepAt, d.renewAt)
+	case phaseRevoking:
+		return d.leaveAt
+	}
+	return 0
+}
+
+// leaveHold returns when this process may publish that its replica left:
+// once a former process of its identity, whose Lease it took over, has
+// stopped (see core.hold). safe is false while that time is not known.
+func (d *driver) leaveHold() (until time.Duration, safe bool) {
+	d.m.withCore(func(c *core) {
+		until, safe = c.hold, !c.takeover || c.hold > 0
+	})
+	return until, safe
+}
+
+// step is one step of the core and what follows from it.
+func (d *driver) step(now time.Duration) {
+	d.stepAt = now + d.m.cfg.RetryPeriod/4
+	if !d.synced {
+		return
+	}
+	var res stepResult
+	var took []takeover
+	var members int
+	var publishing uint64
+	d.m.withCore(func(c *core) {
+		res = c.step(now)
+		took = slices.Clone(c.tookOver)
+		members = len(c.members)
+		publishing = c.desired.gen
+	})
+	if res.lost != nil {
+		d.lose(res.lost)
+		return
+	}
+	m := d.m
+	m.cfg.Metrics.SetMembers(m.cfg.Group, members)
+	for _, t := range took {
+		m.cfg.Metrics.ObserveTakeover(m.cfg.Group, t.after)
+		d.logger.Info("Took over the keys of a member that left", "left", t.name, "after", t.after.Round(time.Millisecond))
+	}
+	if res.applyView {
+		d.logger.V(2).Info("Ownership changed", "members", m.Members(), "generation", res.gen)
+		d.releases = append(d.releases, pendingRelease{gen: res.gen, pending: m.apply(res.view)})
+		d.pollReleases()
+	} else {
+		m.extend(res.view) // the same keys, valid for longer
+	}
+	if res.publish {
+		if publishing > 1 { // the first list is no handoff
+			m.cfg.Metrics.IncHandoffs(m.cfg.Group)
+		}
+		d.writeNow = true
+		d.renew()
+	}
+	for _, s := range res.deletes {
+		d.out.send(request{Kind: reqDeleteStale, Stale: s, Timeout: m.cfg.RetryPeriod})
+	}
+	if res.wake > now {
+		d.stepAt = min(d.stepAt, res.wake)
+	}
+}
+
+// pollReleases reports to the core, in order, the generations whose
+// revoked claims are all released.
+func (d *driver) pollReleases() {
+	for len(d.releases) > 0 {
+		r := &d.releases[0]
+		for len(r.pending) > 0 {
+			select {
+			case <-r.pending[0]:
+				r.pending = r.pending[1:]
+			default:
+				return
+			}
+		}
+		gen := r.gen
+		d.releases = d.releases[1:]
+		d.m.dropUnwanted() // the reconciles of the keys that moved away have returned
+		if gen > 0 {
+			d.m.withCore(func(c *core) { c.released(gen) })
+			d.stepAt = d.m.now() // step at once: the list may be published now
+		}
+	}
+}
+
+// renew sends the next write of the Lease if one is asked for and none is
+// in flight.
+func (d *driver) renew() {
+	if d.writing || !d.writeNow {
+		return
+	}
+	d.writeNow = false
+	d.writing = true
+	d.sendUpdate(reqRenew)
+}
+
+func (d *driver) sendUpdate(kind requestKind) {
+	var l *coordinationv1.Lease
+	var seq uint64
+	d.m.withCore(func(c *core) {
+		l = c.nextWrite(d.m.now(), d.m.wall())
+		seq = c.seq
+	})
+	d.out.send(request{Kind: kind, Lease: l, Seq: seq, Timeout: d.m.cfg.LeaseDuration - d.m.cfg.RenewDeadline})
+}
+
+func (d *driver) sendCreate() {
+	var l *coordinationv1.Lease
+	var seq uint64
+	d.m.withCore(func(c *core) {
+		l = c.initialLease(d.m.now(), d.m.wall())
+		seq = c.seq
+	})
+	d.joining = true
+	d.out.send(request{Kind: reqCreate, Lease: l, Seq: seq, Timeout: d.m.cfg.LeaseDuration - d.m.cfg.RenewDeadline})
+}
+
+func (d *driver) sendLeave() {
+	d.leaveTries++
+	d.sendUpdate(reqLeave)
+}
+
+// deleteOwn deletes this replica's Lease in the version l that published
+// that it left, and no other.
+func (d *driver) deleteOwn(l *coordinationv1.Lease) {
+	d.out.send(request{Kind: reqDeleteOwn, Stale: staleLease{name: l.Name, uid: l.UID, resourceVersion: l.ResourceVersion}, Timeout: d.m.cfg.RetryPeriod})
+}
+
+// answered handles the answer to r: got is the Lease the API server
+// answered with, if any.
+func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
+	if err != nil {
+		got = nil // typed clients answer an empty object with an error
+	}
+	m := d.m
+	switch r.Kind {
+	case reqCreate:
+		d.joining = false
+		if d.phase != phaseJoining {
+			return
+		}
+		switch {
+		case err == nil:
+			m.withCore(func(c *core) { c.created(got) })
+			d.joined()
+		case apierrors.IsAlreadyExists(err):
+			d.joining = true
+			d.out.send(request{Kind: reqTakeOver, Timeout: m.cfg.RetryPeriod})
+		default:
+			d.joinFailed(err)
+		}
+	case reqTakeOver:
+		d.joining = false
+		if d.phase != phaseJoining {
+			return
+		}
+		if apierrors.IsNotFound(err) {
+			return // gone since the create met it: create it at the next turn
+		}
+		if err != nil {
+			d.joinFailed(err)
+			return
+		}
+		d.logger.Info("Taking over the Lease a former process of this identity left", "holder", ptr.Deref(got.Spec.HolderIdentity, ""))
+		m.withCore(func(c *core) { c.tookOverLease(got, m.now()) })
+		d.writeNow = true
+		d.joined()
+	case reqRenew:
+		m.withCore(func(c *core) { c.writeDone(r.Seq, got, apierrors.IsConflict(err)) })
+		switch {
+		case err == nil:
+		case apierrors.IsNotFound(err):
+			d.writing = false
+			d.lose(fmt.Errorf("%w: Lease %s/%s was deleted", leader.ErrLeaseLost, m.cfg.Namespace, m.lease))
+			return
+		case apierrors.IsConflict(err):
+			d.out.send(request{Kind: reqRefresh, Timeout: m.cfg.RetryPeriod})
+			return
+		default:
+			d.logger.V(2).Info("Could not renew the membership Lease", "err", err.Error())
+		}
+		d.writing = false
+		d.renew()
+	case reqRefresh:
+		if err == nil {
+			m.withCore(func(c *core) { c.refreshed(got) })
+		}
+		d.writing = false
+		d.renew()
+	case reqLeave:
+		m.withCore(func(c *core) { c.writeDone(r.Seq, got, apierrors.IsConflict(err)) })
+		switch {
+		case err == nil:
+			d.deleteOwn(got)
+		case apierrors.IsNotFound(err):
+			d.left() // deleted already
+		case apierrors.IsConflict(err) && d.leaveTries < 2:
+			d.out.send(request{Kind: reqRefreshLeave, Timeout: m.cfg.RetryPeriod})
+		default:
+			// The Lease is left as it is, to expire: deleting a version
+			// this process did not write could take it from another
+			// process of the identity.
+			d.logger.Info("Could not publish that this replica left; the Lease expires", "err", err.Error())
+			d.left()
+		}
+	case reqRefreshLeave:
+		var ours bool
+		if err == nil {
+			m.withCore(func(c *core) {
+				c.refreshed(got)
+				ours = parseStamp(got.Annotations[annotationWriter]).incarnation == c.incarnation
+			})
+		}
+		if !ours {
+			// Another process of this identity wrote the Lease (or it is
+			// gone): that process holds it now.
+			d.left()
+			return
+		}
+		d.sendLeave() // once more, on the version just read
+	case reqDeleteOwn:
+		if err != nil && !apierrors.IsNotFound(err) {
+			d.logger.Error(err, "Could not delete the membership Lease; it expires on its own")
+		}
+		d.left()
+	case reqDeleteStale:
+		switch {
+		case err == nil:
+			d.logger.Info("Deleted the Lease of a member that left", "left", r.Stale.name)
+		case retryDelete(err):
+			m.withCore(func(c *core) { c.deleteFailed(r.Stale.name) })
+		}
+	}
+}
+
+// joined starts the informer and the renewals once the Lease exists.
+func (d *driver) joined() {
+	d.phase = phaseRunning
+	d.logger.Info("Joined the group")
+	d.renewAt = d.m.now() + d.m.cfg.RetryPeriod
+	d.out.startInformer()
+	d.renew()
+}
+
+// joinFailed tries to join again after RetryPeriod if err may pass, and
+// gives up otherwise.
+func (d *driver) joinFailed(err error) {
+	err = fmt.Errorf("shard: creating Lease %s/%s: %w", d.m.cfg.Namespace, d.m.lease, err)
+	if !mayPass(err) {
+		d.finish(err)
+		return
+	}
+	d.logger.Error(err, "Could not join the group; trying again")
+	d.joinAt = d.m.now() + d.m.cfg.RetryPeriod
+}
+
+// do sends r through leases and returns the answer.
+func (r request) do(ctx context.Context, m *Membership) (*coordinationv1.Lease, error) {
+	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
+	switch r.Kind {
+	case reqCreate:
+		return leases.Create(ctx, r.Lease, metav1.CreateOptions{})
+	case reqTakeOver, reqRefresh, reqRefreshLeave:
+		return leases.Get(ctx, m.lease, metav1.GetOptions{})
+	case reqRenew, reqLeave:
+		return leases.Update(ctx, r.Lease, metav1.UpdateOptions{})
+	case reqDeleteOwn, reqDeleteStale:
+		return nil, leases.Delete(ctx, r.Stale.name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &r.Stale.uid, ResourceVersion: &r.Stale.resourceVersion},
+		})
+	}
+	return nil, fmt.Errorf("shard: unknown request %d", r.Kind)
+}
