@@ -11,7 +11,7 @@ FUZZTIME ?= 60s
 
 .PHONY: all help test vet verify-generate generate unit cover-check \
 	testenv-binaries test-testenv demo demo-once cluster cluster-down \
-	fuzz bench bench-queue bench-shard
+	fuzz bench bench-queue bench-shard mutants
 
 all: test
 
@@ -24,6 +24,7 @@ help:
 	@echo "make fuzz             run every fuzz target for FUZZTIME (default 60s) each"
 	@echo "make bench            all benchmarks with their peers, written to BENCHMARKS.md (about 90 minutes)"
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
+	@echo "make mutants          mutation test of queue/shard: which planted bugs its tests and its simulation catch (about an hour)"
 
 test: vet verify-generate unit cover-check test-testenv demo-once
 
@@ -117,3 +118,12 @@ bench-shard: testenv-binaries
 bench-queue:
 	mkdir -p _output
 	$(GO) test -run '^$$' -bench BenchmarkWorkerLoop -benchtime 50x -count 10 ./queue/ | tee _output/bench-queue.txt
+
+# Mutation test of queue/shard, not part of test (about an hour on 2
+# cores): every bug listed in foo/hack/mutants/mutants.go is planted in
+# turn, through go test -overlay, and the simulation alone and then all of
+# the package's tests run against it. Fails if a bug survives both, or a
+# mutant no longer applies. MUTANTS_FLAGS adds flags: -report-only,
+# -run NAME, -check (apply and build only), -rev REV.
+mutants:
+	$(GO) run ./foo/hack/mutants -go $(GO) $(MUTANTS_FLAGS)

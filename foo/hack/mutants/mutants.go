@@ -1,0 +1,205 @@
+package main
+
+// Classes of mutants, in the order the report lists them.
+const (
+	classRunLoop   = "run loop"
+	classClock     = "clock"
+	classRules     = "core rules"
+	classGate      = "gate"
+	classFreshness = "cache freshness"
+	classFilter    = "cache filter"
+	classView      = "view"
+)
+
+var classes = []string{classRunLoop, classClock, classRules, classGate, classFreshness, classFilter, classView}
+
+// mutant is one planted bug: old must occur exactly once in file (a path
+// relative to the module root), and is replaced by new.
+type mutant struct {
+	name, class, file string
+	old, new          string
+	what              string
+}
+
+// mutants are plausible slips, each a small edit of queue/shard's non-test
+// code that breaks a rule of the package documentation. Keep each old
+// snippet short, and unique in its file: a refactor that changes one makes
+// the run fail as stale, and the snippet is then updated here.
+var mutants = []mutant{
+	// Membership.Run's loop (the driver): joining, renewing, releasing,
+	// leaving.
+	{name: "join-gives-up", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "if !mayPass(err) {",
+		new:  "if mayPass(err) {",
+		what: "joining gives up after an error that may pass (and retries one that cannot)"},
+	{name: "takeover-as-created", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "c.tookOverLease(got, m.now())",
+		new:  "c.created(got)",
+		what: "a Lease a former process left is taken as this process's own creation: no takeover hold"},
+	{name: "renew-too-rarely", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "d.renewAt = now + d.m.cfg.RetryPeriod",
+		new:  "d.renewAt = now + d.m.cfg.RenewDeadline",
+		what: "the Lease is renewed every RenewDeadline instead of every RetryPeriod"},
+	{name: "renew-timeout-refused", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "case reqRenew:\n\t\tm.withCore(func(c *core) { c.writeDone(r.Seq, got, apierrors.IsConflict(err)) })",
+		new:  "case reqRenew:\n\t\tm.withCore(func(c *core) { c.writeDone(r.Seq, got, err != nil) })",
+		what: "a renewal that timed out counts as refused, though it may still land"},
+	{name: "release-out-of-order", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "d.releases = append(d.releases, pendingRelease{gen: res.gen, pending: m.apply(res.view)})",
+		new:  "d.releases = append([]pendingRelease{{gen: res.gen, pending: m.apply(res.view)}}, d.releases...)",
+		what: "a new generation goes first in the release queue: released before the claims revoked earlier"},
+	{name: "release-before-last-claim", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "for len(r.pending) > 0 {",
+		new:  "for len(r.pending) > 1 {",
+		what: "a generation counts as released without waiting for the last claim it revoked"},
+	{name: "stop-without-revoking", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "case phaseRunning:\n\t\td.revoke(nil)",
+		new:  "case phaseRunning:\n\t\td.phase = phaseRevoking",
+		what: "on stop, publishes that it left and deletes its Lease without revoking its claims"},
+	{name: "stop-does-not-wait", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "\t\tcase len(d.releases) > 0:\n",
+		new:  "",
+		what: "after a stop or a lost Lease, leaves or returns without waiting for the revoked claims"},
+	{name: "lost-without-revoking", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "d.revoke(err)",
+		new:  "d.finish(err)",
+		what: "a lost Lease ends Run without revoking the claims"},
+	{name: "leave-not-published", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "d.m.withCore(func(c *core) { c.leave() })",
+		new:  "",
+		what: "leaving renews the old list instead of publishing that it left, then deletes the Lease"},
+	{name: "leave-keeps-lease", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "d.deleteOwn(got)",
+		new:  "d.left()",
+		what: "leaving publishes that it left but does not delete its Lease"},
+	{name: "leave-ignores-former-process", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "until, safe = c.hold, !c.takeover || c.hold > 0",
+		new:  "until, safe = c.hold, true",
+		what: "a process that took its Lease over publishes that it left before it knows the former process stopped"},
+	{name: "stale-never-deleted", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "d.out.send(request{Kind: reqDeleteStale, Stale: s, Timeout: m.cfg.RetryPeriod})",
+		new:  "_ = s",
+		what: "the Leases of members gone for two LeaseDurations are never deleted"},
+	{name: "stale-deleted-if-renewed", class: classRunLoop, file: "queue/shard/driver.go",
+		old:  "Preconditions: &metav1.Preconditions{UID: &r.Stale.uid, ResourceVersion: &r.Stale.resourceVersion},",
+		new:  "Preconditions: &metav1.Preconditions{UID: &r.Stale.uid},",
+		what: "a Lease is deleted even if it was renewed since the version that was to be deleted"},
+
+	// The clock: claims' validity and members' expiry.
+	{name: "gone-after-renew-deadline", class: classClock, file: "queue/shard/core.go",
+		old:  "expired := c.echo-o.at > c.leaseDuration",
+		new:  "expired := c.echo-o.at > c.renewDeadline",
+		what: "peers count as gone after RenewDeadline instead of LeaseDuration"},
+	{name: "gone-measured-to-now", class: classClock, file: "queue/shard/core.go",
+		old:  "expired := c.echo-o.at > c.leaseDuration",
+		new:  "expired := now-o.at > c.leaseDuration",
+		what: "expiry is measured up to now, not to the send time of the latest echoed write"},
+	{name: "valid-for-lease-duration", class: classClock, file: "queue/shard/core.go",
+		old:  "return c.echo + c.renewDeadline }",
+		new:  "return c.echo + c.leaseDuration }",
+		what: "claims stay valid for LeaseDuration after the latest echoed write, not RenewDeadline"},
+	{name: "valid-from-echo-arrival", class: classClock, file: "queue/shard/core.go",
+		old:  "if s, ok := c.sent[w.seq]; ok && w.seq >= c.echoSeq {\n\t\t\t\tc.echo, c.echoSeq = s.at, w.seq",
+		new:  "if _, ok := c.sent[w.seq]; ok && w.seq >= c.echoSeq {\n\t\t\t\tc.echo, c.echoSeq = now, w.seq",
+		what: "validUntil counts from when the echo arrived, not from when the write was sent"},
+	{name: "takeover-without-hold", class: classClock, file: "queue/shard/core.go",
+		old:  "c.hold = now + c.renewDeadline",
+		new:  "c.hold = now",
+		what: "a process taking over its identity's Lease claims at once, before the former one stopped"},
+
+	// The core's rules 1 to 3.
+	{name: "claim-ignores-in-flight", class: classRules, file: "queue/shard/core.go",
+		old:  "inFlight := c.inFlight()",
+		new:  "var inFlight [][]string",
+		what: "claims are not checked against the lists of writes that may still land"},
+	{name: "publish-before-release", class: classRules, file: "queue/shard/core.go",
+		old:  "c.releasedGen == c.targetGen && c.targetGen > 0",
+		new:  "c.targetGen > 0",
+		what: "a new list is published before the claims it revokes are released"},
+	{name: "lost-answer-refused", class: classRules, file: "queue/shard/core.go",
+		old:  "case conflict && w != nil:",
+		new:  "case w != nil:",
+		what: "a write whose answer was lost counts as refused, though it may still land"},
+	{name: "deleted-lease-gone", class: classRules, file: "queue/shard/core.go",
+		old:  "if expired || o.published.left {",
+		new:  "if expired || o.published.left || o.deleted {",
+		what: "a Lease deleted before its member published that it left counts as gone at once"},
+
+	// The Gate.
+	{name: "claim-after-view-ran-out", class: classGate, file: "queue/shard/gate.go",
+		old:  "!v.owns(h) || g.m.now() >= v.validUntil",
+		new:  "!v.owns(h)",
+		what: "Claim does not check that the view is still valid (a process woken from a pause)"},
+	{name: "scan-forgets-applied", class: classGate, file: "queue/shard/gate.go",
+		old:  "since := append([]*view{last}, g.applied...)",
+		new:  "since := []*view{last}",
+		what: "a scan forgets the views applied since the previous one: a key lost and regained is not re-added"},
+	{name: "restrict-does-not-wait", class: classGate, file: "queue/shard/gate.go",
+		old:  "c.cancel(errMoved)\n\t\t\tpending = append(pending, c.released)",
+		new:  "c.cancel(errMoved)",
+		what: "a revoked claim is cancelled but not waited for"},
+	{name: "history-dropped", class: classGate, file: "queue/shard/gate.go",
+		old:  "g.applied = append(g.applied[:0], nil)",
+		new:  "g.applied = g.applied[:0]",
+		what: "a Gate that drops its history of views does not rescan every owned key"},
+
+	// The sharded caches: when a relist is held, and what is kept.
+	{name: "store-reached-strict", class: classFreshness, file: "queue/shard/cache.go",
+		old:  "return cmp >= 0",
+		new:  "return cmp > 0",
+		what: "a store at exactly the list's resourceVersion does not count as holding it"},
+	{name: "list-credited-late", class: classFreshness, file: "queue/shard/cache.go",
+		old:  "max(c.listed, epoch)",
+		new:  "max(c.listed, epoch, c.requested)",
+		what: "a relist counts for a refresh asked for while it ran"},
+	{name: "gain-after-any-cache", class: classFreshness, file: "queue/shard/membership.go",
+		old:  "all = min(all, m.done[other])",
+		new:  "all = max(all, m.done[other])",
+		what: "gained keys are owned once one sharded cache relisted, not every one"},
+	{name: "extend-drops-pending", class: classFreshness, file: "queue/shard/membership.go",
+		old:  "m.view.Store(m.withPending(v))",
+		new:  "m.view.Store(v)",
+		what: "a view extended in place forgets the gains still waiting for their relists"},
+	{name: "filter-passes-moved", class: classFilter, file: "queue/shard/cache.go",
+		old:  "return watch.Event{Type: watch.Deleted, Object: e.Object}, true",
+		new:  "return e, true",
+		what: "an event moving a held object to an unwanted key passes as is, not as a deletion"},
+	{name: "filter-drops-unplaced", class: classFilter, file: "queue/shard/cache.go",
+		old:  "return !ok || v.wants(hashKey(key))",
+		new:  "return ok && v.wants(hashKey(key))",
+		what: "objects no key owns are dropped, though every replica must keep them"},
+	{name: "filter-owned-not-wanted", class: classFilter, file: "queue/shard/cache.go",
+		old:  "return !ok || v.wants(hashKey(key))",
+		new:  "return !ok || v.owns(hashKey(key))",
+		what: "caches keep the keys owned now, not those wanted: a relist for a gain drops the gained keys"},
+	{name: "keep-not-called", class: classFilter, file: "queue/shard/membership.go",
+		old:  "if v != nil {\n\t\t\tc.keep(v)\n\t\t}\n\t\t",
+		new:  "",
+		what: "a change of view does not drop from the caches the keys no longer wanted"},
+
+	// Views: which keys a view owns, and which changes may give keys.
+	{name: "owns-ignores-claimants", class: classView, file: "queue/shard/view.go",
+		old:  "(l.mustOwn && !m.self) || m.claimant",
+		new:  "l.mustOwn && !m.self",
+		what: "a key another member's published list gives it counts as owned (rule 3)"},
+	{name: "confirmed-not-binding", class: classView, file: "queue/shard/view.go",
+		old:  "find(confirmed).mustOwn = true",
+		new:  "find(confirmed)",
+		what: "a key need not be this replica's under its confirmed list (rule 2)"},
+	{name: "maygain-swapped", class: classView, file: "queue/shard/membership.go",
+		old:  "mayGain(m.base, v)",
+		new:  "mayGain(v, m.base)",
+		what: "apply asks whether the old view gains over the new one: gains skip their relist"},
+	{name: "maygain-first-view", class: classView, file: "queue/shard/view.go",
+		old:  "if from == nil {\n\t\treturn true",
+		new:  "if from == nil {\n\t\treturn false",
+		what: "the first view after none is judged to gain nothing: no relist"},
+	{name: "implied-ignores-claimants", class: classView, file: "queue/shard/view.go",
+		old:  "(l.mustOwn || m.claimant)",
+		new:  "l.mustOwn",
+		what: "mayGain's proof forgets that another member's claim in the old view may go"},
+	{name: "maygain-claimant-lists", class: classView, file: "queue/shard/view.go",
+		old:  "if !l.mustOwn {\n\t\t\tcontinue\n\t\t}\n\t\thasSelf := false",
+		new:  "hasSelf := false",
+		what: "mayGain treats the lists of other members' claims in the new view as lists this replica must win"},
+}
