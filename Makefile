@@ -43,13 +43,13 @@ verify-generate:
 	bash foo/hack/verify-codegen.sh
 
 # Race-enabled tests of the root module. Fuzz targets run their seed corpora
-# as ordinary tests here. The sharding simulation explores 300 schedules
+# as ordinary tests here. The sharding simulation explores 100 schedules
 # under the race detector, then 5,000 without it.
 unit:
 	mkdir -p _output
-	$(GO) test -race -count=1 -coverprofile=_output/cover.out ./... 2>&1 | tee _output/unit.txt | grep -v '^[IWE][0-9]\{4\} '; \
+	$(GO) test -race -count=1 -timeout 30m -coverprofile=_output/cover.out ./... 2>&1 | tee _output/unit.txt | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
-	$(GO) test -count=1 -run '^TestSimulation$$' -v ./queue/shard/ | grep -E '^(---|ok|FAIL|PASS)|schedules'; \
+	$(GO) test -count=1 -timeout 30m -run '^TestSimulation$$' -v ./queue/shard/ | grep -E '^(---|ok|FAIL|PASS)|schedules'; \
 	exit $${PIPESTATUS[0]}
 
 cover-check:

@@ -227,7 +227,8 @@
 // and then the list itself takes its time. At 10,000 Foos on the full
 // control plane (make bench-shard), a join was complete 14s after the
 // joiner was ready, and a kill -9 29s after the kill with the default 15s
-// lease.
+// lease; both were measured before every new process held its keys for
+// LeaseDuration after its first step (see Timing), which a join now adds.
 //
 // An object that another replica's key controls is not in this replica's
 // caches, also when one of this replica's keys names it: a Foo whose

@@ -87,8 +87,9 @@ func TestGateReaddsKeyLostAndRegainedBetweenScans(t *testing.T) {
 // one that was killed finds its Lease still there and takes it over.
 func TestRestartWithSameIdentity(t *testing.T) {
 	client := fake.NewClientset()
+	// Timings that a busy machine's delays cannot make it lose its Lease.
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
-		LeaseDuration: 1500 * time.Millisecond, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}
+		LeaseDuration: 6 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 200 * time.Millisecond}
 	_, err := client.CoordinationV1().Leases("ops").Create(context.Background(), &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: LeaseName("g", "pod-0"), Namespace: "ops", Labels: map[string]string{LabelGroup: "g"},
 			Annotations: map[string]string{AnnotationView: "7 " + LeaseName("g", "pod-0")}},
@@ -109,7 +110,7 @@ func TestRestartWithSameIdentity(t *testing.T) {
 		default:
 			return m.HasSynced()
 		}
-	}, 20*time.Second, 10*time.Millisecond)
+	}, time.Minute, 10*time.Millisecond)
 	require.True(t, m.HasSynced(), "the restarted replica owns its keys")
 	cancel()
 	require.NoError(t, <-done)
@@ -217,18 +218,18 @@ func TestRenewalErrorKeepsTheLease(t *testing.T) {
 		return false, nil, nil
 	})
 	m, err := New(Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
-		LeaseDuration: 1500 * time.Millisecond, RenewDeadline: time.Second, RetryPeriod: 100 * time.Millisecond})
+		LeaseDuration: 6 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 100 * time.Millisecond})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	// Ten renewals after the failure, each as long as the renew deadline
-	// of the ones before: the replica would have lost its Lease by then.
+	// Ten renewals after the failure and the join hold: the replica
+	// would have lost its Lease by then.
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return afterFailure >= 10 && m.HasSynced()
-	}, 20*time.Second, 10*time.Millisecond)
+	}, time.Minute, 10*time.Millisecond)
 	select {
 	case err := <-done:
 		t.Fatalf("Run returned after a failed renewal: %v", err)

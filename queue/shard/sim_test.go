@@ -30,7 +30,7 @@ import (
 // Membership.Run are replaced by events, and the sharded informers by the
 // model of simcache_test.go. A failing seed replays exactly with -shard.sim.seed.
 var (
-	simSchedules = flag.Int("shard.sim.schedules", 0, "schedules the simulation explores (0: 5000, or 300 under the race detector)")
+	simSchedules = flag.Int("shard.sim.schedules", 0, "schedules the simulation explores (0: 5000, or 100 under the race detector)")
 	simSeed      = flag.Uint64("shard.sim.seed", 0, "replay only this seed of the simulation")
 	simFor       = flag.Duration("shard.sim.for", 0, "explore schedules for this long instead of a count")
 	simVerbose   = flag.Bool("shard.sim.verbose", false, "log every event of the replayed seed")
@@ -986,7 +986,7 @@ func TestSimulation(t *testing.T) {
 	if n == 0 {
 		n = 5000
 		if raceEnabled {
-			n = 300
+			n = 100
 		}
 	}
 	first := uint64(1)
