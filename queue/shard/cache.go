@@ -586,10 +586,10 @@ func (c *shardedCache) maintain() bool {
 
 // checkFresh reports the latest relist to the membership once the store
 // holds it, and whether it does. The store holds a list once it took the
-// list's last object, or any object passed after it; an empty list, once
-// it took every object passed before the list and holds none the replica
-// keeps (those can only be deleted since, by the events or the list before
-// them), or any object passed after it.
+// list's last object, or any object passed after it. It holds an empty
+// list once it took any object passed after it, or once it took every
+// object passed before it and holds no object the replica keeps: what is
+// still queued before the list can then only delete.
 func (c *shardedCache) checkFresh() bool {
 	c.mu.Lock()
 	epoch := c.listed
