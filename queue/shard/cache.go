@@ -97,12 +97,10 @@ func Informer[T runtime.Object, L runtime.Object, F ~func(C, time.Duration) cach
 	example := reflect.New(typ.Elem()).Interface().(runtime.Object)
 	var made *shardedCache
 	informerFor(example, F(func(_ C, resync time.Duration) cache.SharedIndexInformer {
-		made = &shardedCache{m: m, route: route, kind: typ.Elem().Name(), item: typ.Elem(),
-			list:     func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) },
-			watch:    watch,
-			inFlight: map[any]uint64{}, record: map[string]passed{}, dropWake: make(chan struct{}, 1)}
+		made = newShardedCache(m, route, typ.Elem(),
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }, watch)
 		inf := cache.NewSharedIndexInformerWithOptions(made, example, cache.SharedIndexInformerOptions{
-			ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, storedIndex: made.observe}})
+			ResyncPeriod: resync, Indexers: made.indexers()})
 		made.indexer = inf.GetIndexer()
 		m.registerCache(made)
 		return &shardedInformer{SharedIndexInformer: inf, c: made}
@@ -200,6 +198,22 @@ type shardedCache struct {
 type passed struct {
 	obj runtime.Object
 	seq uint64
+}
+
+// newShardedCache returns the cache of the objects of type item (a
+// struct type) that list and watch return; its indexer is set once the
+// informer that uses it has one.
+func newShardedCache(m *Membership, route Route, item reflect.Type,
+	list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)) *shardedCache {
+	return &shardedCache{m: m, route: route, kind: item.Name(), item: item, list: list, watch: watch,
+		inFlight: map[any]uint64{}, record: map[string]passed{}, dropWake: make(chan struct{}, 1)}
+}
+
+// indexers returns the indexes the informer's store needs: by namespace,
+// and the one through which the cache sees the store take objects.
+func (c *shardedCache) indexers() cache.Indexers {
+	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, storedIndex: c.observe}
 }
 
 var (
@@ -421,21 +435,13 @@ func (c *shardedCache) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // of the kept objects, those of objects passed before that are no longer
 // kept as deletions, and an expiry when a relist is asked for.
 func (c *shardedCache) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	c.mu.Lock()
-	if c.requested > c.listed {
-		c.mu.Unlock()
+	stop := c.beginWatch()
+	if stop == nil {
 		return expired(), nil
 	}
-	stop := make(chan struct{})
-	c.stop = stop
-	c.mu.Unlock()
 	inner, err := c.watch(ctx, opts)
 	if err != nil {
-		c.mu.Lock()
-		if c.stop == stop {
-			c.stop = nil
-		}
-		c.mu.Unlock()
+		c.endWatch(stop)
 		return nil, err
 	}
 	w := &filteredWatch{out: make(chan watch.Event), done: make(chan struct{})}
@@ -443,18 +449,33 @@ func (c *shardedCache) WatchWithContext(ctx context.Context, opts metav1.ListOpt
 	return w, nil
 }
 
+// beginWatch returns the channel that a request for a relist closes, for
+// a watch about to start, or nil if a relist is due already.
+func (c *shardedCache) beginWatch() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.requested > c.listed {
+		return nil
+	}
+	c.stop = make(chan struct{})
+	return c.stop
+}
+
+// endWatch records that the watch begun with stop has ended.
+func (c *shardedCache) endWatch(stop chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop == stop {
+		c.stop = nil
+	}
+}
+
 // pump passes inner's events through the filter to w until either stops,
 // or stop closes, which ends w with an expiry.
 func (c *shardedCache) pump(inner watch.Interface, w *filteredWatch, stop chan struct{}) {
 	defer close(w.out)
 	defer inner.Stop()
-	defer func() {
-		c.mu.Lock()
-		if c.stop == stop {
-			c.stop = nil
-		}
-		c.mu.Unlock()
-	}()
+	defer c.endWatch(stop)
 	for {
 		// Poll only while a relist is not known to be held or drops wait.
 		var poll <-chan time.Time
@@ -470,16 +491,16 @@ func (c *shardedCache) pump(inner watch.Interface, w *filteredWatch, stop chan s
 		case <-poll:
 		case <-c.dropWake:
 		case e, ok := <-inner.ResultChan():
-			if !ok || !c.pass(e, w) {
+			if !ok || !c.pass(e, w.send) {
 				return
 			}
 		}
 	}
 }
 
-// pass passes e through the filter to w, and records what it passed; it
-// returns false if w was stopped.
-func (c *shardedCache) pass(e watch.Event, w *filteredWatch) bool {
+// pass passes e through the filter to send, and records what it passed;
+// it returns false if send did not take it (the watch was stopped).
+func (c *shardedCache) pass(e watch.Event, send func(watch.Event) bool) bool {
 	c.passing.Lock()
 	defer c.passing.Unlock()
 	out, ok := c.filter(e)
@@ -488,7 +509,7 @@ func (c *shardedCache) pass(e watch.Event, w *filteredWatch) bool {
 	}
 	key, err := cache.MetaNamespaceKeyFunc(out.Object)
 	if err != nil || (out.Type != watch.Added && out.Type != watch.Modified && out.Type != watch.Deleted) {
-		return w.send(out)
+		return send(out)
 	}
 	// Record the event before it is sent: the reflector may transform it
 	// and the store take it before send returns.
@@ -504,7 +525,7 @@ func (c *shardedCache) pass(e watch.Event, w *filteredWatch) bool {
 		c.record[key] = passed{obj: out.Object, seq: seq}
 	}
 	c.mu.Unlock()
-	if w.send(out) {
+	if send(out) {
 		return true
 	}
 	c.mu.Lock()

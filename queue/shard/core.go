@@ -115,6 +115,9 @@ type stepResult struct {
 	deletes []staleLease
 	// lost is set when the replica must revoke every claim and stop.
 	lost error
+	// refused is set when the replica must not join a group this large:
+	// it leaves, as a replica that stops does, and Run returns refused.
+	refused error
 	// wake is the monotonic time at which the next step is due even
 	// without news (0: none).
 	wake time.Duration
@@ -415,6 +418,12 @@ func (c *core) step(now time.Duration) stepResult {
 		}
 	}
 	c.members = live
+	if now < c.joinHold && len(live) > MaxMembers {
+		// A replica refuses before it has claimed anything; the members
+		// that joined earlier stay.
+		res.refused = fmt.Errorf("%w: %d live members with this replica, at most %d", ErrGroupFull, len(live), MaxMembers)
+		return res
+	}
 
 	var confirmed []string
 	if own.published.gen > 0 && !own.published.left {

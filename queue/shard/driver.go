@@ -57,6 +57,9 @@ type driver struct {
 	leaveTries int
 	// result is what Run returns once the phase is driverDone.
 	result error
+	// refused is what Run returns after a normal stop: the replica left
+	// a group it would have made too large.
+	refused error
 }
 
 type driverPhase int
@@ -151,10 +154,15 @@ func (d *driver) lose(err error) {
 
 func (d *driver) revoke(err error) {
 	d.phase, d.result = phaseRevoking, err
-	d.releases = append(d.releases, pendingRelease{pending: d.m.apply(nil)})
+	d.queueRelease(0, d.m.apply(nil))
 }
 
-func (d *driver) finish(err error) { d.phase, d.result = phaseDone, err }
+func (d *driver) finish(err error) {
+	if err == nil {
+		err = d.refused
+	}
+	d.phase, d.result = phaseDone, err
+}
 
 // left ends a normal stop.
 func (d *driver) left() {
@@ -254,6 +262,12 @@ func (d *driver) step(now time.Duration) {
 		d.lose(res.lost)
 		return
 	}
+	if res.refused != nil {
+		d.logger.Error(res.refused, "Leaving the group without claiming anything")
+		d.refused = res.refused
+		d.revoke(nil)
+		return
+	}
 	m := d.m
 	m.cfg.Metrics.SetMembers(m.cfg.Group, members)
 	for _, t := range took {
@@ -262,8 +276,7 @@ func (d *driver) step(now time.Duration) {
 	}
 	if res.applyView {
 		d.logger.V(2).Info("Ownership changed", "members", m.Members(), "generation", res.gen)
-		d.releases = append(d.releases, pendingRelease{gen: res.gen, pending: m.apply(res.view)})
-		d.pollReleases()
+		d.queueRelease(res.gen, m.apply(res.view))
 	} else {
 		m.extend(res.view) // the same keys, valid for longer
 	}
@@ -280,6 +293,14 @@ func (d *driver) step(now time.Duration) {
 	if res.wake > now {
 		d.stepAt = min(d.stepAt, res.wake)
 	}
+}
+
+// queueRelease queues what the claims revoked by the view of generation
+// gen (0: revoking everything) close when they are released, behind the
+// claims revoked before, and reports what is released.
+func (d *driver) queueRelease(gen uint64, pending []<-chan struct{}) {
+	d.releases = append(d.releases, pendingRelease{gen: gen, pending: pending})
+	d.pollReleases()
 }
 
 // pollReleases reports to the core, in order, the generations whose

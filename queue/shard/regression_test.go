@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
@@ -57,16 +58,27 @@ func (e *recordingEnqueuer) count(key string) int {
 	return n
 }
 
+// gateKey is the one key of the Gates of gateOwning.
+const gateKey = "ns/k"
+
+// gateOwning returns a replica's membership, a Gate of gateKey over it,
+// and a view that owns gateKey.
+func gateOwning(t *testing.T) (*Membership, *Gate[string], *view) {
+	key := gateKey
+	m, err := New(Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "a"})
+	require.NoError(t, err)
+	g := NewGate(m, Keys[string]{String: func(k string) string { return k }, List: func() []string { return []string{key} }})
+	owning := newView(nil, "a", []string{"a"}, []string{"a"}, nil, nil, time.Hour)
+	require.True(t, owning.owns(hashKey(key)))
+	return m, g, owning
+}
+
 // TestGateReaddsKeyLostAndRegainedBetweenScans: a key that is lost and
 // regained while the Gate is busy must be added again, because whatever
 // was queued or running for it while it was lost was dropped.
 func TestGateReaddsKeyLostAndRegainedBetweenScans(t *testing.T) {
-	m, err := New(Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "a"})
-	require.NoError(t, err)
-	key := "ns/k"
-	g := NewGate(m, Keys[string]{String: func(k string) string { return k }, List: func() []string { return []string{key} }})
-	owning := newView(nil, "a", []string{"a"}, []string{"a"}, nil, nil, time.Hour)
-	require.True(t, owning.owns(hashKey(key)))
+	m, g, owning := gateOwning(t)
+	key := gateKey
 	m.apply(owning)
 
 	e := &recordingEnqueuer{first: make(chan struct{}), unblock: make(chan struct{})}
@@ -242,4 +254,138 @@ func TestRenewalErrorKeepsTheLease(t *testing.T) {
 	mu.Unlock()
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestFullGroupRefusesToJoin: a replica that finds MaxMembers live
+// members leaves before claiming anything, deletes its Lease, and Run
+// says why; the members stay.
+func TestFullGroupRefusesToJoin(t *testing.T) {
+	client := fake.NewClientset()
+	leases := client.CoordinationV1().Leases("ops")
+	for i := range MaxMembers {
+		name := LeaseName("g", "pod-"+strconv.Itoa(i))
+		_, err := leases.Create(context.Background(), &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ops", Labels: map[string]string{LabelGroup: "g"},
+				Annotations: map[string]string{AnnotationView: "1 " + name}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-" + strconv.Itoa(i)), RenewTime: &metav1.MicroTime{Time: time.Now()}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	m, err := New(Config{Client: client, Namespace: "ops", Group: "g", Identity: "late",
+		LeaseDuration: 6 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 200 * time.Millisecond})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrGroupFull)
+		assert.Contains(t, err.Error(), strconv.Itoa(MaxMembers+1)+" live members")
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return")
+	}
+	assert.False(t, m.HasSynced())
+	list, err := leases.List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, list.Items, MaxMembers, "the refused replica's Lease is deleted, the members' stay")
+	for _, l := range list.Items {
+		assert.NotEqual(t, m.Name(), l.Name)
+	}
+}
+
+// TestGateRescansAfterLongHistory: a Gate that applied more views between
+// two scans than it remembers must still add a key lost and regained
+// among them.
+func TestGateRescansAfterLongHistory(t *testing.T) {
+	m, g, owning := gateOwning(t)
+	key := gateKey
+	m.apply(owning)
+	e := &recordingEnqueuer{first: make(chan struct{}), unblock: make(chan struct{})}
+	close(e.unblock)
+	last := g.scan(e, "c", nil)
+	require.Equal(t, 1, e.count(key))
+
+	m.apply(nil) // the key is lost; whatever ran or waited for it was dropped
+	for range maxApplied {
+		m.apply(owning)
+	}
+	g.scan(e, "c", last)
+	assert.Equal(t, 2, e.count(key), "the key lost and regained is added again")
+}
+
+// TestLostLeaseRevokesClaims: a replica whose Lease is deleted cancels
+// its claims and waits until they are released before Run returns.
+func TestLostLeaseRevokesClaims(t *testing.T) {
+	client := fake.NewClientset()
+	m, err := New(Config{Client: client, Namespace: "ops", Group: "g", Identity: "a",
+		LeaseDuration: 6 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 200 * time.Millisecond})
+	require.NoError(t, err)
+	g := NewGate(m, Keys[string]{String: func(k string) string { return k }, List: func() []string { return []string{gateKey} }})
+	done := make(chan error, 1)
+	go func() { done <- m.Run(context.Background()) }()
+	require.Eventually(t, m.HasSynced, time.Minute, 10*time.Millisecond)
+	claimCtx, release, ok := g.Claim(context.Background(), gateKey)
+	require.True(t, ok, "the only member owns every key")
+
+	require.NoError(t, client.CoordinationV1().Leases("ops").Delete(context.Background(), m.Name(), metav1.DeleteOptions{}))
+	select {
+	case <-claimCtx.Done():
+	case err := <-done:
+		t.Fatalf("Run returned %v without revoking the claim", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the claim was not revoked")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v while the claim was held", err)
+	default:
+	}
+	release()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, leader.ErrLeaseLost)
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return once the claim was released")
+	}
+}
+
+// TestMemberStaysInGroupGrownPastLimit: only a replica that has not
+// claimed anything yet refuses a group past MaxMembers; the members that
+// joined before stay.
+func TestMemberStaysInGroupGrownPastLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		joined  bool
+		refused bool
+	}{
+		{"joining", false, true},
+		{"joined", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "x"}.complete()
+			require.NoError(t, err)
+			x := newCore(cfg, "x-1")
+			if tc.joined {
+				x.joinHold = time.Nanosecond // long past
+			}
+			wall := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			now := time.Millisecond
+			own := x.initialLease(now, wall)
+			own.ResourceVersion = "1"
+			x.created(own)
+			require.NoError(t, x.observe(own, now))
+			for i := range MaxMembers {
+				name := LeaseName("g", "m-"+strconv.Itoa(i))
+				require.NoError(t, x.observe(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: strconv.Itoa(i + 2),
+					Annotations: map[string]string{AnnotationView: "1 " + name}}}, now))
+			}
+			res := x.step(now)
+			require.NoError(t, res.lost)
+			if tc.refused {
+				assert.ErrorIs(t, res.refused, ErrGroupFull)
+			} else {
+				assert.NoError(t, res.refused)
+				assert.Len(t, x.members, MaxMembers+1)
+			}
+		})
+	}
 }

@@ -1,175 +1,480 @@
 package shard
 
 import (
+	"context"
+	"reflect"
 	"slices"
+	"strconv"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 )
 
-// The simulation's objects: every key has one object on the simulated API
-// server, whose version a reconcile may raise (a write). Every process has
-// a sharded cache of them (simCache), fed by a watch of the writes with
-// the scheduler's delays and by the relists its Membership asks for, with
-// the filtering of shardedCache: only the keys its view wants, or a claim
-// of its Gate still holds, are held. As shardedCache does, it reports a
-// relist to its Membership once the relist is in its store (not when its
-// store reaches some version), and drops the objects of keys it no longer
-// wants when its Membership says so, after their claims are released.
-// A claim of a key that another process wrote last must find the cache at
-// that write's version or later, and the object of a key must not leave
-// the cache while the process reconciles the key.
+// The simulation's objects are ConfigMaps on the simulated API server:
+// one per key, named as the key, which the key's reconciles update,
+// delete and create again (in some schedules mostly delete, so that
+// replicas relist with nothing to keep); a few children, which move
+// between keys while the faults last; and, in half of the schedules, one
+// object of no key. A label names an object's key (simRoute).
+//
+// Every process has a sharded cache of them: the package's shardedCache
+// itself (its filter, its record of what it passed, its freshness check,
+// its relists and drops), with a client-go indexer as its store. Only the
+// reflector and the informer's queue around it are simulated
+// (simInformer): the reflector lists through the cache and then watches,
+// passing the server's events, delayed by the network, through the
+// cache's filter into a queue that reaches the store after a delay; it
+// relists when the cache ends its watch, and runs the cache's maintenance
+// while the watch runs, as the cache's watch goroutine does.
+//
+// The checks: a claim of a key that another process wrote last finds the
+// cache at that write's version or later; a key's object does not leave
+// the cache while the process reconciles the key; a deletion reaches the
+// store (and the handlers) as the object the store held, so that they are
+// told of the key it left; and once the faults have stopped, every live
+// replica's cache holds exactly the objects of the keys it wants, and the
+// object of no key, at their latest versions.
 
-// simObjEvent is a write as one process's object watch delivers it.
+// simKeyLabel names the key a simulated object belongs to.
+const simKeyLabel = "sim.ctrlkit.io/key"
+
+// simChildren is how many objects move between keys.
+const simChildren = 8
+
+// simRoute is the Route of the simulated objects.
+func simRoute(obj metav1.Object) (string, bool) {
+	key, ok := obj.GetLabels()[simKeyLabel]
+	return key, ok
+}
+
+// simObjEvent is a server event as one process's object watch delivers it.
 type simObjEvent struct {
-	seq, version uint64
-	key          string
-	ready        time.Duration
+	rv    uint64
+	typ   watch.EventType
+	obj   *corev1.ConfigMap
+	ready time.Duration
 }
 
-// simCache models the sharded informer of one process.
-type simCache struct {
-	p       *simProc
-	objects map[string]uint64
-	events  []simObjEvent
-	// replacing: a relist was served and has not reached the store; the
-	// watch after it delivers nothing before it does.
-	replacing         bool
-	listing           bool
-	requested, listed uint64
+// simQueued is an entry of the informer's queue: a list, or a watch event
+// as the cache passed it.
+type simQueued struct {
+	ready   time.Duration
+	replace bool
+	list    []any
+	rv      string
+	event   watch.Event
 }
 
-var _ shardCache = (*simCache)(nil)
-
-func newSimCache(p *simProc) *simCache { return &simCache{p: p, objects: map[string]uint64{}} }
-
-func (c *simCache) refresh(epoch uint64) {
-	c.requested = max(c.requested, epoch)
-	c.startList()
+// simInformer is the reflector and the queue of one process's sharded
+// informer.
+type simInformer struct {
+	p     *simProc
+	c     *shardedCache
+	store cache.Indexer
+	// events are the server's events the current or next watch delivers.
+	events []simObjEvent
+	queue  []simQueued
+	// stop is the current watch's, nil while none runs.
+	stop                                chan struct{}
+	listing, pumpDue, applyDue, pollDue bool
 }
 
-func (c *simCache) keep(v *view) {
-	for _, k := range sortedKeys(c.objects) {
-		if !c.keeps(v, k) {
-			c.drop(k, "dropped")
-		}
+func newSimInformer(p *simProc) *simInformer {
+	i := &simInformer{p: p}
+	i.c = newShardedCache(p.m, simRoute, reflect.TypeFor[corev1.ConfigMap](), i.list, nil)
+	i.store = cache.NewIndexer(cache.MetaNamespaceKeyFunc, i.c.indexers())
+	i.c.indexer = i.store
+	p.m.registerCache(i.c)
+	i.relist()
+	return i
+}
+
+// list is the typed client's List: every object, at the server's latest
+// version.
+func (i *simInformer) list(context.Context, metav1.ListOptions) (runtime.Object, error) {
+	s := i.p.s
+	out := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(s.objRV, 10)}}
+	for _, k := range sortedKeys(s.objects) {
+		out.Items = append(out.Items, *s.objects[k])
 	}
+	return out, nil
 }
 
-// keeps reports whether the cache keeps key's object under v.
-func (c *simCache) keeps(v *view, key string) bool {
-	h := hashKey(key)
-	return v.wants(h) || c.p.m.claimed(h)
-}
-
-// drop removes key's object from the cache.
-func (c *simCache) drop(key, how string) {
-	if _, ok := c.objects[key]; !ok {
+// relist lists after the reflector's backoff and the request's latency
+// (a partition holds the answer back), queues the list for the store, and
+// watches from the list's version.
+func (i *simInformer) relist() {
+	if i.listing {
 		return
 	}
-	if c.p.active[key] != nil {
-		c.p.s.fail("%s's cache %s the object of %s while %s reconciled it", c.p.identity, how, key, c.p.identity)
-	}
-	delete(c.objects, key)
-}
-
-// startList relists unless a relist runs or none is asked for: the
-// reflector's backoff and the request's latency pass, the server answers
-// with the objects the view then wants, and the answer reaches the store
-// after a delay; the watch resumes after the list.
-func (c *simCache) startList() {
-	if c.listing || c.requested <= c.listed {
-		return
-	}
-	c.listing = true
-	epoch := c.requested
-	p, s := c.p, c.p.s
-	s.after(s.dur(0, time.Second)+s.dur(time.Millisecond, s.maxLatency+time.Millisecond), p, "relist served", func() {
+	i.listing = true
+	p, s := i.p, i.p.s
+	at := max(s.now+s.dur(0, time.Second)+s.dur(time.Millisecond, s.maxLatency+time.Millisecond), p.partitionedUntil)
+	s.at(at, p, "relist served", func() {
 		s.stats.relists++
-		v := p.m.view.Load()
-		snap := map[string]uint64{}
-		for _, k := range sortedKeys(s.objects) {
-			if c.keeps(v, k) {
-				snap[k] = s.objects[k]
-			}
+		got, err := i.c.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			s.fail("%s's relist: %v", p.identity, err)
+			return
 		}
-		from := s.objSeq
-		c.replacing = true
-		s.after(s.dur(0, s.maxWatchDelay), p, "relist applied", func() {
-			for _, k := range sortedKeys(c.objects) {
-				if _, ok := snap[k]; !ok {
-					c.drop(k, "relisted without")
-				}
-			}
-			c.objects, c.replacing, c.listing, c.listed = snap, false, false, epoch
-			c.events = slices.DeleteFunc(c.events, func(e simObjEvent) bool { return e.seq <= from })
-			p.m.refreshed(c, epoch)
-			p.drainGate()
-			if len(c.events) > 0 {
-				c.schedule()
-			}
-			c.startList()
-		})
+		items, err := meta.ExtractList(got)
+		if err != nil {
+			s.fail("%s's relist: %v", p.identity, err)
+			return
+		}
+		lm, _ := meta.ListAccessor(got)
+		from, _ := strconv.ParseUint(lm.GetResourceVersion(), 10, 64)
+		i.events = slices.DeleteFunc(i.events, func(e simObjEvent) bool { return e.rv <= from })
+		list := make([]any, len(items))
+		for n, item := range items {
+			list[n] = item
+		}
+		i.enqueue(simQueued{replace: true, list: list, rv: lm.GetResourceVersion()})
+		i.listing = false
+		i.watch()
 	})
 }
 
-// push queues a write behind the watch's earlier deliveries.
-func (c *simCache) push(e simObjEvent) {
-	if n := len(c.events); n > 0 {
-		e.ready = max(e.ready, c.events[n-1].ready)
-	}
-	c.events = append(c.events, e)
-	if len(c.events) == 1 {
-		c.schedule()
-	}
-}
-
-func (c *simCache) schedule() {
-	p := c.p
-	p.s.at(max(c.events[0].ready, p.watcher.stalledUntil), p, "", c.pump)
-}
-
-// pump delivers the next write, filtered as shardedCache filters.
-func (c *simCache) pump() {
-	p := c.p
-	if len(c.events) == 0 || c.replacing {
-		return // the relist's arrival resumes the watch
-	}
-	if p.watcher.stalledUntil > p.s.now {
-		c.schedule()
+// watch starts a watch, as the reflector does after a list; a cache that
+// wants a relist already ends it at once.
+func (i *simInformer) watch() {
+	stop := i.c.beginWatch()
+	if stop == nil {
+		i.relist()
 		return
 	}
-	e := c.events[0]
-	c.events = c.events[1:]
-	if c.keeps(p.m.view.Load(), e.key) {
-		c.objects[e.key] = max(c.objects[e.key], e.version)
-	} else {
-		c.drop(e.key, "filtered out")
+	i.stop = stop
+	i.schedulePump()
+	i.maintain()
+}
+
+// expire ends the watch if the cache asked for a relist, and relists.
+func (i *simInformer) expire() bool {
+	select {
+	case <-i.stop:
+	default:
+		return false
 	}
-	if len(c.events) > 0 {
-		c.schedule()
+	i.c.endWatch(i.stop)
+	i.stop = nil
+	i.relist()
+	return true
+}
+
+// wake is what the cache's watch goroutine does when it wakes without an
+// event: it ends the watch for a relist, or makes the drops that wait.
+func (i *simInformer) wake() {
+	if i.stop == nil || i.expire() {
+		return
+	}
+	select {
+	case <-i.c.dropWake:
+		i.maintain()
+	default:
 	}
 }
 
-// write raises key's version on the server, for p, and sends the write to
-// every process's object watch.
-func (s *sim) write(p *simProc, key string) {
-	s.stats.writes++
-	s.objects[key]++
-	s.objSeq++
-	s.lastWriter[key] = p
+// maintain runs the cache's maintenance while a watch runs, and polls
+// while it has something to wait for.
+func (i *simInformer) maintain() {
+	if i.stop == nil {
+		return
+	}
+	held := i.c.maintain()
+	i.p.drainGate()
+	if !held && !i.pollDue {
+		i.pollDue = true
+		i.p.s.after(i.p.after(freshnessPoll), i.p, "", func() {
+			i.pollDue = false
+			i.maintain()
+		})
+	}
+}
+
+// push queues a server event behind the watch's earlier deliveries.
+func (i *simInformer) push(e simObjEvent) {
+	if n := len(i.events); n > 0 {
+		e.ready = max(e.ready, i.events[n-1].ready)
+	}
+	i.events = append(i.events, e)
+	i.schedulePump()
+}
+
+func (i *simInformer) schedulePump() {
+	if i.pumpDue || i.stop == nil || len(i.events) == 0 {
+		return
+	}
+	i.pumpDue = true
+	i.p.s.at(max(i.events[0].ready, i.p.watcher.stalledUntil), i.p, "", i.pump)
+}
+
+// pump passes the watch's next event through the cache's filter.
+func (i *simInformer) pump() {
+	i.pumpDue = false
+	if i.stop == nil || i.expire() || len(i.events) == 0 {
+		return
+	}
+	if i.p.watcher.stalledUntil > i.p.s.now {
+		i.schedulePump()
+		return
+	}
+	e := i.events[0]
+	i.events = i.events[1:]
+	i.c.pass(watch.Event{Type: e.typ, Object: e.obj}, i.send)
+	i.maintain()
+	i.schedulePump()
+}
+
+// send is the reflector taking a watch event: it queues it for the store.
+func (i *simInformer) send(e watch.Event) bool {
+	i.enqueue(simQueued{event: e})
+	return true
+}
+
+func (i *simInformer) enqueue(q simQueued) {
+	s := i.p.s
+	q.ready = s.now + s.dur(0, s.maxWatchDelay)
+	if n := len(i.queue); n > 0 {
+		q.ready = max(q.ready, i.queue[n-1].ready)
+	}
+	i.queue = append(i.queue, q)
+	i.scheduleApply()
+}
+
+func (i *simInformer) scheduleApply() {
+	if i.applyDue || len(i.queue) == 0 {
+		return
+	}
+	i.applyDue = true
+	i.p.s.at(i.queue[0].ready, i.p, "", i.apply)
+}
+
+// apply hands the queue's next entry to the store, as the informer does.
+func (i *simInformer) apply() {
+	i.applyDue = false
+	q := i.queue[0]
+	i.queue = i.queue[1:]
+	defer i.scheduleApply()
+	if q.replace {
+		if s := i.p.s; s.verbose {
+			s.logf("%s's store takes a list of %d at %s", i.p.identity, len(q.list), q.rv)
+		}
+		if err := i.store.Replace(q.list, q.rv); err != nil {
+			i.p.s.fail("%s's store: %v", i.p.identity, err)
+		}
+		return
+	}
+	if s := i.p.s; s.verbose {
+		s.logf("%s's store takes %s %s@%s", i.p.identity, q.event.Type, cacheKey(q.event.Object), q.event.Object.(metav1.Object).GetResourceVersion())
+	}
+	switch q.event.Type {
+	case watch.Added, watch.Modified:
+		if _, ok, _ := i.store.Get(q.event.Object); ok {
+			_ = i.store.Update(q.event.Object)
+		} else {
+			_ = i.store.Add(q.event.Object)
+		}
+	case watch.Deleted:
+		held, ok, _ := i.store.Get(q.event.Object)
+		if ok {
+			was, _ := simRoute(held.(metav1.Object))
+			told, _ := simRoute(q.event.Object.(metav1.Object))
+			if was != told {
+				i.p.s.fail("%s's handlers are told that %s left key %q; its cache held it under %q",
+					i.p.identity, cacheKey(held), told, was)
+			}
+		}
+		_ = i.store.Delete(q.event.Object)
+	}
+}
+
+func cacheKey(obj any) string {
+	k, _ := cache.MetaNamespaceKeyFunc(obj)
+	return k
+}
+
+// cachedVersion returns the version of key's object in p's cache, 0 if
+// it holds none.
+func (p *simProc) cachedVersion(key string) uint64 {
+	obj, ok, _ := p.inf.store.GetByKey(key)
+	if !ok {
+		return 0
+	}
+	rv, _ := strconv.ParseUint(obj.(metav1.Object).GetResourceVersion(), 10, 64)
+	return rv
+}
+
+// current reports whether p's cache holds key's object at its latest
+// version.
+func (s *sim) current(p *simProc, key string) bool {
+	obj, ok := s.objects[key]
+	return ok && strconv.FormatUint(p.cachedVersion(key), 10) == obj.ResourceVersion
+}
+
+// --- the server's objects ---
+
+func (s *sim) addObjects() {
+	s.deleteRate = []float64{0, 0.3, 0.9}[s.rng.IntN(3)]
+	for _, k := range s.keys {
+		s.put(k, k)
+	}
+	for n := range simChildren {
+		s.put("ns/child-"+strconv.Itoa(n), s.keys[s.rng.IntN(len(s.keys))])
+	}
+	if s.chance(0.5) {
+		s.put("ns/of-no-key", "")
+	}
+}
+
+// put stores a new version of the object named name, in key (none if
+// empty), and sends it to every process's object watch.
+func (s *sim) put(name, key string) {
+	s.objRV++
+	ns, n, _ := cache.SplitMetaNamespaceKey(name)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n, ResourceVersion: strconv.FormatUint(s.objRV, 10)}}
+	if key != "" {
+		obj.Labels = map[string]string{simKeyLabel: key}
+	}
+	typ := watch.Added
+	if _, ok := s.objects[name]; ok {
+		typ = watch.Modified
+	}
+	s.objects[name] = obj
+	s.send(typ, obj)
+}
+
+// remove deletes the object named name.
+func (s *sim) remove(name string) {
+	s.objRV++
+	obj := s.objects[name].DeepCopy()
+	obj.ResourceVersion = strconv.FormatUint(s.objRV, 10)
+	delete(s.objects, name)
+	s.send(watch.Deleted, obj)
+}
+
+// send sends an event of obj to every process's object watch.
+func (s *sim) send(typ watch.EventType, obj *corev1.ConfigMap) {
+	s.writtenAt[cacheKey(obj)] = s.now
 	for _, q := range s.procs {
 		if !q.dead {
-			q.cache.push(simObjEvent{seq: s.objSeq, version: s.objects[key], key: key, ready: s.now + s.dur(0, s.maxWatchDelay)})
+			q.inf.push(simObjEvent{rv: s.objRV, typ: typ, obj: obj, ready: s.now + s.dur(0, s.maxWatchDelay)})
 		}
 	}
+}
+
+// write is p's reconcile of key writing the key's object: an update, a
+// deletion or a creation, or nothing if a deleted object stays deleted.
+func (s *sim) write(p *simProc, key string) {
+	_, exists := s.objects[key]
+	switch {
+	case exists && s.chance(s.deleteRate):
+		s.remove(key)
+		p.active[key].cached = false // its own deletion
+	case exists || !s.chance(s.deleteRate):
+		s.put(key, key)
+	default:
+		return
+	}
+	s.stats.writes++
+	s.lastWriter[key] = p
+	if s.verbose {
+		s.logf("%s writes %s: %s", p.identity, key, s.describe(key))
+	}
+}
+
+func (s *sim) describe(name string) string {
+	if obj, ok := s.objects[name]; ok {
+		return "version " + obj.ResourceVersion
+	}
+	return "deleted at " + strconv.FormatUint(s.objRV, 10)
+}
+
+// scheduleMoves moves a child to another key now and then while the
+// faults last.
+func (s *sim) scheduleMoves() {
+	s.after(s.dur(0, 500*time.Millisecond), nil, "", func() {
+		if s.now >= s.calmAt {
+			return
+		}
+		name := "ns/child-" + strconv.Itoa(s.rng.IntN(simChildren))
+		s.put(name, s.keys[s.rng.IntN(len(s.keys))])
+		s.scheduleMoves()
+	})
 }
 
 // checkFresh fails the run if p claims key with a cache older than the
 // last write of another process.
 func (s *sim) checkFresh(p *simProc, key string) {
-	if w := s.lastWriter[key]; w != nil && w != p && p.cache.objects[key] < s.objects[key] {
-		s.fail("%s claimed %s with its cache at version %d, before the last write (%d) of %s",
-			p.identity, key, p.cache.objects[key], s.objects[key], w.identity)
+	w := s.lastWriter[key]
+	if w == nil || w == p {
+		return
 	}
+	got := p.cachedVersion(key)
+	obj, exists := s.objects[key]
+	if !exists {
+		if got != 0 {
+			s.fail("%s claimed %s with its cache holding version %d, which %s deleted", p.identity, key, got, w.identity)
+		}
+		return
+	}
+	if want, _ := strconv.ParseUint(obj.ResourceVersion, 10, 64); got < want {
+		s.fail("%s claimed %s with its cache at version %d, before the last write (%d) of %s",
+			p.identity, key, got, want, w.identity)
+	}
+}
+
+// checkKept fails the run if the object of a key p reconciles left p's
+// cache since the claim.
+func (s *sim) checkKept(p *simProc) {
+	if len(p.active) == 0 {
+		return
+	}
+	for _, k := range sortedKeys(p.active) {
+		if r := p.active[k]; r.cached && p.cachedVersion(k) == 0 {
+			s.fail("%s's cache dropped the object of %s while %s reconciled it", p.identity, k, p.identity)
+			return
+		}
+	}
+}
+
+// checkCaches checks, once the faults have stopped, that every live
+// replica's cache holds the objects of the keys it wants and of no key,
+// and no others, at their latest versions; objects written within the
+// last second are left out, as their events may be on their way.
+func (s *sim) checkCaches() string {
+	for _, p := range s.live() {
+		v := p.m.view.Load()
+		for _, name := range sortedKeys(s.objects) {
+			obj := s.objects[name]
+			key, placed := simRoute(obj)
+			h := hashKey(key)
+			want := !placed || v.wants(h)
+			if (!want && p.m.claimed(h)) || s.now-s.writtenAt[name] <= time.Second {
+				continue // its reconcile has not returned yet, or the write is on its way
+			}
+			got, held, _ := p.inf.store.GetByKey(name)
+			switch {
+			case want && !held:
+				return p.identity + "'s cache lacks " + name + " of key " + key
+			case !want && held:
+				return p.identity + "'s cache holds " + name + ", of key " + key + " which it does not want"
+			case held && got.(metav1.Object).GetResourceVersion() != obj.ResourceVersion:
+				return p.identity + "'s cache holds " + name + " at version " + got.(metav1.Object).GetResourceVersion() +
+					", not its latest " + obj.ResourceVersion
+			}
+		}
+		for _, name := range sortedStrings(p.inf.store.ListKeys()) {
+			if _, ok := s.objects[name]; !ok && s.now-s.writtenAt[name] > time.Second {
+				return p.identity + "'s cache holds " + name + ", which was deleted"
+			}
+		}
+	}
+	return ""
 }
 
 // checkGain fails the run if the view p applies owns a key its view
@@ -184,4 +489,9 @@ func (s *sim) checkGain(p *simProc, from, v *view) {
 			return
 		}
 	}
+}
+
+func sortedStrings(s []string) []string {
+	slices.Sort(s)
+	return s
 }

@@ -22,10 +22,11 @@
 // reported invalid, never caught), and two runs follow: the simulation
 // alone (go test -run '^TestSimulation$', 5,000 schedules) and all of the
 // package's tests. A run catches the mutant when it fails, also by timing
-// out. The command prints a Markdown table and the scores, writes them and
-// every run's output to -logs, and exits 1 if a mutant survived both runs
-// (0 with -report-only), 2 if the snapshot fails or a mutant is stale or
-// invalid.
+// out. A mutant the simulation catches is caught by the package's tests,
+// which include the same run, so they do not run again; for one it does
+// not catch, the package's other tests run. The command prints a Markdown table and the scores, writes them and every run's
+// output to -logs, and exits 1 if a mutant survived both runs (0 with
+// -report-only), 2 if the snapshot fails or a mutant is stale or invalid.
 package main
 
 import (
@@ -51,6 +52,9 @@ import (
 
 // pkgDir is the package under test, relative to the module root.
 const pkgDir = "queue/shard"
+
+// simTest selects the simulation among the package's tests.
+const simTest = "^TestSimulation$"
 
 type options struct {
 	run        *regexp.Regexp
@@ -148,8 +152,8 @@ func runMain(ctx context.Context, o options) int {
 		fmt.Println("the unmutated package first: the simulation alone and all tests")
 		var sim, all runResult
 		var wg sync.WaitGroup
-		wg.Go(func() { sim = r.goTest(ctx, nil, "^TestSimulation$", "baseline.sim") })
-		wg.Go(func() { all = r.goTest(ctx, nil, "", "baseline.all") })
+		wg.Go(func() { sim = r.goTest(ctx, nil, simTest, "", "baseline.sim") })
+		wg.Go(func() { all = r.goTest(ctx, nil, "", "", "baseline.all") })
 		wg.Wait()
 		if ctx.Err() != nil {
 			return fail("interrupted")
@@ -363,14 +367,16 @@ type runResult struct {
 var (
 	failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
 	seedLine = regexp.MustCompile(`seed (\d+): `)
+	// runningLine names a test that was running when go test timed out.
+	runningLine = regexp.MustCompile(`(?m)^\t\t(Test\S*) \(`)
 )
 
 // goTest runs go test on the snapshot with replace, and -run pattern
 // unless it is empty; a pattern of "^$" compiles and runs nothing.
-func (r *runner) goTest(ctx context.Context, replace map[string]string, pattern, logName string) runResult {
+func (r *runner) goTest(ctx context.Context, replace map[string]string, pattern, skip, logName string) runResult {
 	for range 3 {
 		before := r.treeFiles()
-		res := r.goTestOnce(ctx, replace, pattern, logName)
+		res := r.goTestOnce(ctx, replace, pattern, skip, logName)
 		// A file added to the work tree while go read the package is in
 		// neither the snapshot nor the overlay: run again without it.
 		if slices.Equal(before, r.treeFiles()) || ctx.Err() != nil {
@@ -380,7 +386,7 @@ func (r *runner) goTest(ctx context.Context, replace map[string]string, pattern,
 	return runResult{failed: true, err: errors.New("the package's files in the work tree keep changing")}
 }
 
-func (r *runner) goTestOnce(ctx context.Context, replace map[string]string, pattern, logName string) runResult {
+func (r *runner) goTestOnce(ctx context.Context, replace map[string]string, pattern, skip, logName string) runResult {
 	ov, err := r.overlay(replace, logName)
 	if err != nil {
 		return runResult{failed: true, err: err}
@@ -388,6 +394,9 @@ func (r *runner) goTestOnce(ctx context.Context, replace map[string]string, patt
 	args := []string{"test", "-count=1", "-timeout=" + r.o.timeout.String(), "-overlay=" + ov}
 	if pattern != "" {
 		args = append(args, "-run="+pattern)
+	}
+	if skip != "" {
+		args = append(args, "-skip="+skip)
 	}
 	args = append(args, "./"+pkgDir+"/")
 	// go test's own -timeout ends a hung test binary; this only backs it.
@@ -412,7 +421,11 @@ func (r *runner) goTestOnce(ctx context.Context, replace map[string]string, patt
 	default:
 		res.failed, res.err = true, err
 	}
-	for _, m := range failLine.FindAllStringSubmatch(text, -1) {
+	lines := failLine
+	if res.timedOut {
+		lines = runningLine
+	}
+	for _, m := range lines.FindAllStringSubmatch(text, -1) {
 		if !slices.Contains(res.failing, m[1]) {
 			res.failing = append(res.failing, m[1])
 		}
@@ -443,7 +456,7 @@ func (r *runner) test(ctx context.Context, m mutant) result {
 		return res
 	}
 	replace := map[string]string{m.file: mutated}
-	if build := r.goTest(ctx, replace, "^$", m.name+".build"); build.failed {
+	if build := r.goTest(ctx, replace, "^$", "", m.name+".build"); build.failed {
 		res.invalid = fmt.Sprintf("does not build or vet (see %s.build.log)", m.name)
 		if build.err != nil {
 			res.invalid = build.err.Error()
@@ -453,8 +466,14 @@ func (r *runner) test(ctx context.Context, m mutant) result {
 	if r.o.check || ctx.Err() != nil {
 		return res
 	}
-	res.sim = r.goTest(ctx, replace, "^TestSimulation$", m.name+".sim")
-	res.all = r.goTest(ctx, replace, "", m.name+".all")
+	res.sim = r.goTest(ctx, replace, simTest, "", m.name+".sim")
+	if res.sim.failed && res.sim.err == nil {
+		// The package's tests include this very run.
+		res.all = runResult{failed: true, failing: []string{"TestSimulation"}}
+		return res
+	}
+	// The package's tests are the simulation, which passed, and the rest.
+	res.all = r.goTest(ctx, replace, "", simTest, m.name+".rest")
 	return res
 }
 
@@ -482,6 +501,8 @@ func (r runResult) verdict(sim bool) string {
 		return "error: " + r.err.Error()
 	case !r.failed:
 		return "**survived**"
+	case r.timedOut && len(r.failing) > 0:
+		return "caught (timed out in " + strings.Join(r.failing, ", ") + ")"
 	case r.timedOut:
 		return "caught (timed out)"
 	case sim && r.seed != "":

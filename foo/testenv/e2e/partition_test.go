@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"os"
 	"regexp"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
-	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
 
 const (
@@ -100,74 +98,11 @@ func TestShardPartition(t *testing.T) {
 		"--workers=2",
 		"--shutdown-timeout=10s",
 	}
-	replicas := make([]*process, len(users))
-	member := map[string]string{} // user -> Lease name
-	userOf := map[string]string{} // Lease name -> user
-	start := func(i int, identity, kubeconfig string) {
-		replicas[i] = r.startFoo(t, users[i], kubeconfig, slices.Concat(args, []string{"--identity=" + identity})...)
-	}
-	joined := func(i int) {
-		t.Helper()
-		relWaitReadyz(t, replicas[i])
-		m := shJoined.FindStringSubmatch(replicas[i].out.String())
-		require.NotNil(t, m, "%s logged its member name", users[i])
-		member[users[i]], userOf[m[1]] = m[1], users[i]
-	}
-	waitLeases := func(want []string) {
-		t.Helper()
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			leases, err := r.kube.CoordinationV1().Leases(relLeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: shard.LabelGroup + "=" + shGroup})
-			require.NoError(c, err)
-			var names []string
-			for _, l := range leases.Items {
-				names = append(names, l.Name)
-			}
-			assert.ElementsMatch(c, want, names)
-		}, waitTimeout, relPoll, "member Leases %v", want)
-	}
-	ownerOf := func(members []string, name string) string {
-		return userOf[shard.Assign(members, ns+"/"+name)]
-	}
-
-	var all []string
-	createFoos := func(prefix string, n int) []string {
-		t.Helper()
-		names := make([]string, n)
-		for i := range n {
-			names[i] = fmt.Sprintf("%s-%d", prefix, i)
-			_, err := r.foos.SamplecontrollerV1alpha1().Foos(ns).Create(ctx, relNewFoo(names[i], names[i], int32(i%2)), metav1.CreateOptions{})
-			require.NoError(t, err)
-		}
-		all = append(all, names...)
-		return names
-	}
-	convergeAll := func(names []string) time.Time {
-		t.Helper()
-		for _, name := range names {
-			r.waitFooConverged(t, ns, name, waitTimeout)
-		}
-		return time.Now()
-	}
-	// change flips spec.replicas of each Foo of names.
-	change := func(names []string) {
-		t.Helper()
-		for _, name := range names {
-			f, err := r.foos.SamplecontrollerV1alpha1().Foos(ns).Get(ctx, name, metav1.GetOptions{})
-			require.NoError(t, err)
-			f.Spec.Replicas = ptr.To(1 - *f.Spec.Replicas)
-			_, err = r.foos.SamplecontrollerV1alpha1().Foos(ns).Update(ctx, f, metav1.UpdateOptions{})
-			require.NoError(t, err)
-		}
-	}
-	writers := func(events []audit.Event, since time.Time) map[string][]string {
-		out := map[string][]string{}
-		for _, e := range shFooWrites(events, ns, users) {
-			if !e.Time.Before(since) && !slices.Contains(out[e.Name], e.User) {
-				out[e.Name] = append(out[e.Name], e.User)
-			}
-		}
-		return out
-	}
+	g := newShardGroup(t, r, ns, users)
+	replicas, member := g.replicas, g.member
+	start := func(i int, identity, kubeconfig string) { g.start(i, identity, kubeconfig, args) }
+	joined, waitLeases, ownerOf, createFoos, convergeAll, writers := g.joined, g.waitLeases, g.ownerOf, g.createFoos, g.convergeAll, g.writers
+	change := func(names []string) { g.changeAll(names) }
 
 	// Three replicas, the first through the proxy; ptFoos Foos, each
 	// written by its owner only.
@@ -236,9 +171,9 @@ func TestShardPartition(t *testing.T) {
 	}
 	change(rest)
 	created := createFoos("during-cut", ptNewFoos)
-	handoffAt, _ := waitShardOwnership(ctx, t, survivors, shGroup, len(all), waitTimeout)
+	handoffAt, _ := waitShardOwnership(ctx, t, survivors, shGroup, len(g.all), waitTimeout)
 	t.Logf("the survivors own every Foo between them %s after the cut", handoffAt.Sub(cutAt).Round(time.Millisecond))
-	convergedAt := convergeAll(all)
+	convergedAt := convergeAll(g.all)
 	t.Logf("every Foo (%d changed, %d created during the cut) converged %s after the cut", len(first), len(created), convergedAt.Sub(cutAt).Round(time.Millisecond))
 
 	// The cut-off replica found out it lost its Lease and exited, as the
@@ -340,7 +275,7 @@ func TestShardPartition(t *testing.T) {
 	require.Equal(t, cutLease, member[users[rejoin]], "the rejoining process is the same member")
 	waitLeases(three)
 	live := []*process{replicas[1], replicas[2], replicas[rejoin]}
-	rejoinedAt, _ := waitShardOwnership(ctx, t, live, shGroup, len(all), waitTimeout)
+	rejoinedAt, _ := waitShardOwnership(ctx, t, live, shGroup, len(g.all), waitTimeout)
 	leaseWrites := audit.Select(r.auditLog(), audit.ByUser(users[rejoin]), audit.Writes(), audit.Succeeded(), ptLeaseOf(cutLease))
 	require.NotEmpty(t, leaseWrites, "%s wrote the Lease %s", users[rejoin], cutLease)
 	t.Logf("after the heal, %s rejoined as %s (its Lease: %s) and the three own every Foo once %s after the heal",
@@ -349,8 +284,8 @@ func TestShardPartition(t *testing.T) {
 	// Every Foo changes; each is written by its owner only, those of the
 	// cut-off replica's share by the rejoined process.
 	changedAt := time.Now()
-	change(all)
-	convergeAll(all)
+	change(g.all)
+	convergeAll(g.all)
 	events = r.auditLog()
 	rejoinedWrote := 0
 	for name, ws := range writers(events, changedAt) {
@@ -367,7 +302,7 @@ func TestShardPartition(t *testing.T) {
 	for _, e := range writes {
 		tally[e.User]++
 	}
-	t.Logf("%d Foos; writes per replica: %v", len(all), tally)
+	t.Logf("%d Foos; writes per replica: %v", len(g.all), tally)
 	relAssertNoDataRace(t, replicas...)
 	t.Logf("done after %s", time.Since(begin).Round(time.Millisecond))
 }

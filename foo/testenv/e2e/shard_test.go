@@ -91,18 +91,12 @@ func TestSharding(t *testing.T) {
 		"--workers=2",
 		"--shutdown-timeout=10s",
 	}
-	replicas := make([]*process, len(users))
-	member := map[string]string{} // user -> Lease name
-	userOf := map[string]string{} // Lease name -> user
+	g := newShardGroup(t, r, ns, users)
+	replicas, member := g.replicas, g.member
 	start := func(i int, identity string) {
-		replicas[i] = r.startFoo(t, users[i], r.userKubeconfig(users[i]), slices.Concat(args, []string{"--identity=" + identity})...)
+		g.start(i, identity, r.userKubeconfig(users[i]), args)
 	}
-	joined := func(i int) {
-		relWaitReadyz(t, replicas[i])
-		m := shJoined.FindStringSubmatch(replicas[i].out.String())
-		require.NotNil(t, m, "%s logged its member name", users[i])
-		member[users[i]], userOf[m[1]] = m[1], users[i]
-	}
+	joined, ownerOf, createFoos, convergeAll, changeAll := g.joined, g.ownerOf, g.createFoos, g.convergeAll, g.changeAll
 	membersOf := func(idx ...int) []string {
 		var names []string
 		for _, i := range idx {
@@ -111,66 +105,8 @@ func TestSharding(t *testing.T) {
 		return names
 	}
 	// waitMembers waits until the group's Leases are those of idx.
-	waitMembers := func(idx ...int) {
-		t.Helper()
-		want := membersOf(idx...)
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			leases, err := r.kube.CoordinationV1().Leases(relLeaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: shard.LabelGroup + "=" + shGroup})
-			require.NoError(c, err)
-			var names []string
-			for _, l := range leases.Items {
-				names = append(names, l.Name)
-			}
-			assert.ElementsMatch(c, want, names)
-		}, waitTimeout, relPoll, "members %v", want)
-	}
-	ownerOf := func(members []string, name string) string {
-		return userOf[shard.Assign(members, ns+"/"+name)]
-	}
-
-	var all []string
-	createFoos := func(prefix string, n int) []string {
-		t.Helper()
-		names := make([]string, n)
-		for i := range n {
-			names[i] = fmt.Sprintf("%s-%d", prefix, i)
-			_, err := r.foos.SamplecontrollerV1alpha1().Foos(ns).Create(ctx, relNewFoo(names[i], names[i], int32(i%2)), metav1.CreateOptions{})
-			require.NoError(t, err)
-		}
-		all = append(all, names...)
-		return names
-	}
-	convergeAll := func(names []string) time.Time {
-		t.Helper()
-		for _, name := range names {
-			r.waitFooConverged(t, ns, name, waitTimeout)
-		}
-		return time.Now()
-	}
-	// changeAll flips spec.replicas of every Foo of names, so that each
-	// owner has to write, and returns when it began.
-	changeAll := func(names []string) time.Time {
-		t.Helper()
-		changed := time.Now()
-		for _, name := range names {
-			f, err := r.foos.SamplecontrollerV1alpha1().Foos(ns).Get(ctx, name, metav1.GetOptions{})
-			require.NoError(t, err)
-			f.Spec.Replicas = ptr.To(1 - *f.Spec.Replicas)
-			_, err = r.foos.SamplecontrollerV1alpha1().Foos(ns).Update(ctx, f, metav1.UpdateOptions{})
-			require.NoError(t, err)
-		}
-		return changed
-	}
-	// writers returns, per Foo, the controller users that wrote it since.
-	writers := func(since time.Time) map[string][]string {
-		out := map[string][]string{}
-		for _, e := range shFooWrites(r.auditLog(), ns, users) {
-			if !e.Time.Before(since) && !slices.Contains(out[e.Name], e.User) {
-				out[e.Name] = append(out[e.Name], e.User)
-			}
-		}
-		return out
-	}
+	waitMembers := func(idx ...int) { t.Helper(); g.waitLeases(membersOf(idx...)) }
+	writers := func(since time.Time) map[string][]string { return g.writers(r.auditLog(), since) }
 
 	// Three replicas; 60 Foos.
 	for i := range 3 {
@@ -284,11 +220,11 @@ func TestSharding(t *testing.T) {
 	// few Foos of replica 1 are deleted, and then every Foo changes: the
 	// survivors have cached the Foos and Deployments they took over, and
 	// see the deletes.
-	shWaitHandoff(t, replicas, len(all), 2, 3)
+	shWaitHandoff(t, replicas, len(g.all), 2, 3)
 	two := membersOf(2, 3)
 	changed = time.Now()
 	deleted := map[string]types.UID{} // Foo -> UID of its deleted Deployment
-	for _, name := range all {
+	for _, name := range g.all {
 		if ownerOf(survivors, name) != users[1] || len(deleted) == 5 {
 			continue
 		}
@@ -305,8 +241,8 @@ func TestSharding(t *testing.T) {
 	}
 	t.Logf("the survivors created the %d deleted Deployments of Foos of %s again %s after the deletes",
 		len(deleted), users[1], time.Since(changed).Round(time.Millisecond))
-	changeAll(all)
-	convergeAll(all)
+	changeAll(g.all)
+	convergeAll(g.all)
 	for name, ws := range writers(changed) {
 		assert.Equal(t, []string{ownerOf(two, name)}, ws, "after the kills, Foo %s is written by its owner only", name)
 	}
@@ -321,10 +257,10 @@ func TestSharding(t *testing.T) {
 	joined(4)
 	assert.Equal(t, member[users[2]], member[users[4]], "the restarted process is the same member")
 	assert.Contains(t, replicas[4].out.String(), "Taking over the Lease a former process of this identity left")
-	shWaitHandoff(t, replicas, len(all), 3, 4)
+	shWaitHandoff(t, replicas, len(g.all), 3, 4)
 	t.Logf("kill -9 of %s and a restart under its identity: handoff complete %s after the kill", users[2], time.Since(killed).Round(time.Millisecond))
-	changed = changeAll(all)
-	convergeAll(all)
+	changed = changeAll(g.all)
+	convergeAll(g.all)
 	restarted := 0
 	for name, ws := range writers(changed) {
 		assert.Equal(t, []string{ownerOf(two, name)}, ws, "after the restart, Foo %s is written by its owner only", name)
@@ -342,7 +278,7 @@ func TestSharding(t *testing.T) {
 	for _, e := range events {
 		tally[e.User]++
 	}
-	t.Logf("%d Foos; writes per replica: %v", len(all), tally)
+	t.Logf("%d Foos; writes per replica: %v", len(g.all), tally)
 	relAssertNoDataRace(t, replicas...)
 	t.Logf("done after %s", time.Since(begin).Round(time.Millisecond))
 }
@@ -424,4 +360,107 @@ func shTakeover(t *testing.T, events []audit.Event, ns string, users []string, k
 	}
 	t.Fatalf("no survivor wrote a Foo of %s after the kill", dead)
 	return 0
+}
+
+// shardGroup is what the sharding tests know of their replicas: the
+// processes, the Lease name each user's replica logged when it joined,
+// and the Foos they created.
+type shardGroup struct {
+	t        *testing.T
+	r        *relRig
+	ns       string
+	users    []string
+	replicas []*process
+	member   map[string]string // user -> Lease name
+	userOf   map[string]string // Lease name -> user
+	all      []string
+}
+
+func newShardGroup(t *testing.T, r *relRig, ns string, users []string) *shardGroup {
+	return &shardGroup{t: t, r: r, ns: ns, users: users, replicas: make([]*process, len(users)),
+		member: map[string]string{}, userOf: map[string]string{}}
+}
+
+// start starts replica i as users[i] with identity, through kubeconfig.
+func (g *shardGroup) start(i int, identity, kubeconfig string, args []string) {
+	g.replicas[i] = g.r.startFoo(g.t, g.users[i], kubeconfig, slices.Concat(args, []string{"--identity=" + identity})...)
+}
+
+// joined waits until replica i is ready and records its Lease name.
+func (g *shardGroup) joined(i int) {
+	g.t.Helper()
+	relWaitReadyz(g.t, g.replicas[i])
+	m := shJoined.FindStringSubmatch(g.replicas[i].out.String())
+	require.NotNil(g.t, m, "%s logged its member name", g.users[i])
+	g.member[g.users[i]], g.userOf[m[1]] = m[1], g.users[i]
+}
+
+// waitLeases waits until the group's Leases are want.
+func (g *shardGroup) waitLeases(want []string) {
+	g.t.Helper()
+	require.EventuallyWithT(g.t, func(c *assert.CollectT) {
+		leases, err := g.r.kube.CoordinationV1().Leases(relLeaseNamespace).List(g.t.Context(), metav1.ListOptions{LabelSelector: shard.LabelGroup + "=" + shGroup})
+		require.NoError(c, err)
+		var names []string
+		for _, l := range leases.Items {
+			names = append(names, l.Name)
+		}
+		assert.ElementsMatch(c, want, names)
+	}, waitTimeout, relPoll, "member Leases %v", want)
+}
+
+// ownerOf returns the user whose replica owns Foo name under members.
+func (g *shardGroup) ownerOf(members []string, name string) string {
+	return g.userOf[shard.Assign(members, g.ns+"/"+name)]
+}
+
+// createFoos creates n Foos named prefix-0 to prefix-(n-1).
+func (g *shardGroup) createFoos(prefix string, n int) []string {
+	g.t.Helper()
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+		_, err := g.r.foos.SamplecontrollerV1alpha1().Foos(g.ns).Create(g.t.Context(), relNewFoo(names[i], names[i], int32(i%2)), metav1.CreateOptions{})
+		require.NoError(g.t, err)
+	}
+	g.all = append(g.all, names...)
+	return names
+}
+
+// convergeAll waits until every Foo of names has converged, and returns
+// when they had.
+func (g *shardGroup) convergeAll(names []string) time.Time {
+	g.t.Helper()
+	for _, name := range names {
+		g.r.waitFooConverged(g.t, g.ns, name, waitTimeout)
+	}
+	return time.Now()
+}
+
+// changeAll flips spec.replicas of every Foo of names, so that each owner
+// has to write, and returns when it began.
+func (g *shardGroup) changeAll(names []string) time.Time {
+	g.t.Helper()
+	changed := time.Now()
+	foos := g.r.foos.SamplecontrollerV1alpha1().Foos(g.ns)
+	for _, name := range names {
+		f, err := foos.Get(g.t.Context(), name, metav1.GetOptions{})
+		require.NoError(g.t, err)
+		f.Spec.Replicas = ptr.To(1 - *f.Spec.Replicas)
+		_, err = foos.Update(g.t.Context(), f, metav1.UpdateOptions{})
+		require.NoError(g.t, err)
+	}
+	return changed
+}
+
+// writers returns, per Foo, the controller users that wrote it since,
+// from events of the audit log.
+func (g *shardGroup) writers(events []audit.Event, since time.Time) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range shFooWrites(events, g.ns, g.users) {
+		if !e.Time.Before(since) && !slices.Contains(out[e.Name], e.User) {
+			out[e.Name] = append(out[e.Name], e.User)
+		}
+	}
+	return out
 }
