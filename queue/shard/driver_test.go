@@ -139,3 +139,25 @@ func TestStaleLeaseDeletedOnlyAsSeen(t *testing.T) {
 	assert.Equal(t, "uid-b", string(*got.Preconditions.UID))
 	assert.Equal(t, "7", *got.Preconditions.ResourceVersion)
 }
+
+// TestStopPublishesLeft: a replica that stops normally, once its claims
+// are released, writes that it left before it deletes its Lease, so that
+// the others take its keys at once.
+func TestStopPublishesLeft(t *testing.T) {
+	var sent []request
+	d := newTestDriver(t, &sent)
+	d.m.withCore(func(c *core) {
+		c.own = &coordinationv1.Lease{}
+		c.desired = published{gen: 3, members: []string{d.m.Name(), "g-b"}}
+	})
+	d.phase = phaseRunning
+	d.stop()
+	d.turn()
+	require.NotEmpty(t, sent)
+	last := sent[len(sent)-1]
+	require.Equal(t, reqLeave, last.Kind)
+	pub, ok := parsePublished(last.Lease.Annotations[AnnotationView])
+	require.True(t, ok)
+	assert.True(t, pub.left, "publishes that it left, not %v", pub)
+	assert.Greater(t, pub.gen, uint64(3), "in a generation after the last list")
+}

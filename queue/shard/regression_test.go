@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,4 +389,90 @@ func TestMemberStaysInGroupGrownPastLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPeerGoneOnlyAfterLeaseDuration: a member whose Lease has not
+// changed counts as gone only once LeaseDuration has passed between
+// seeing its last change and sending this replica's latest write that
+// came back; neither RenewDeadline nor a watch that fell behind shortens
+// that.
+func TestPeerGoneOnlyAfterLeaseDuration(t *testing.T) {
+	cfg, err := Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "x"}.complete()
+	require.NoError(t, err)
+	lease, renew := cfg.LeaseDuration, cfg.RenewDeadline
+	for _, tc := range []struct {
+		name      string
+		echo, now time.Duration // the send time of the latest own write that came back, and now
+		gone      bool
+	}{
+		{"past RenewDeadline", (renew + lease) / 2, (renew + lease) / 2, false},
+		{"own writes come back late", lease - 100*time.Millisecond, lease + 100*time.Millisecond, false},
+		{"past LeaseDuration", lease + 100*time.Millisecond, lease + 100*time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newCore(cfg, "x-1")
+			x.joinHold = time.Nanosecond
+			wall := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			rv := 0
+			land := func(l *coordinationv1.Lease, at time.Duration) {
+				rv++
+				l.ResourceVersion = strconv.Itoa(rv)
+				require.NoError(t, x.observe(l, at))
+			}
+			own := x.initialLease(0, wall)
+			x.created(own)
+			land(own, 0)
+			peer := LeaseName("g", "y")
+			land(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: peer, Annotations: map[string]string{AnnotationView: "1 " + peer}}}, 0)
+			land(x.nextWrite(tc.echo, wall), tc.echo)
+			res := x.step(tc.now)
+			require.NoError(t, res.lost)
+			assert.Equal(t, !tc.gone, slices.Contains(x.members, peer), "the peer is live")
+		})
+	}
+}
+
+// TestClaimsValidForRenewDeadlineFromSend: a replica's claims stay valid
+// until RenewDeadline after it sent its latest write that came back, not
+// after that write came back, and not for LeaseDuration.
+func TestClaimsValidForRenewDeadlineFromSend(t *testing.T) {
+	cfg, err := Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "x"}.complete()
+	require.NoError(t, err)
+	renew := cfg.RenewDeadline
+	for _, tc := range []struct {
+		name    string
+		arrival time.Duration // when the write sent at 0 came back
+	}{
+		{"prompt echo", time.Millisecond},
+		{"late echo", renew - time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newCore(cfg, "x-1")
+			own := x.initialLease(0, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			own.ResourceVersion = "1"
+			x.created(own)
+			require.NoError(t, x.observe(own, tc.arrival))
+			assert.NoError(t, x.step(renew-time.Millisecond).lost)
+			assert.ErrorIs(t, x.step(renew+time.Millisecond).lost, leader.ErrLeaseLost)
+		})
+	}
+}
+
+// TestTakeoverHoldsForRenewDeadline: a process that took its Lease over
+// claims nothing, and does not publish that it left, until RenewDeadline
+// after its first write came back, by when the former process, which saw
+// that write replace its own, has stopped.
+func TestTakeoverHoldsForRenewDeadline(t *testing.T) {
+	cfg, err := Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "x"}.complete()
+	require.NoError(t, err)
+	x := newCore(cfg, "x-2")
+	wall := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	former := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: x.name, ResourceVersion: "1",
+		Annotations: map[string]string{AnnotationView: "4 " + x.name, annotationWriter: "x-1/9"}}}
+	x.tookOverLease(former, 0)
+	first := x.nextWrite(0, wall)
+	first.ResourceVersion = "2"
+	arrival := time.Second
+	require.NoError(t, x.observe(first, arrival))
+	assert.Equal(t, arrival+cfg.RenewDeadline, x.hold)
 }
