@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"context"
 	"reflect"
 	"testing"
 	"time"
@@ -9,9 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 )
 
 // TestFilter checks what a sharded informer's watch passes on: the events
@@ -83,4 +86,28 @@ func TestFilter(t *testing.T) {
 			assert.Equal(t, "1", heldCopy.ResourceVersion, "the held copy is not changed")
 		})
 	}
+}
+
+// TestRelistCountsForRefreshesAskedBefore: a relist counts for the
+// refreshes asked for before it began, not for one asked for while its
+// request ran (the server may have answered before the change that asked
+// for it): the watch after it ends at once, for another relist.
+func TestRelistCountsForRefreshesAskedBefore(t *testing.T) {
+	m, err := New(Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "a"})
+	require.NoError(t, err)
+	var c *shardedCache
+	list := func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+		c.refresh(2) // asked for while the request runs
+		return &corev1.SecretList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}, nil
+	}
+	c = newShardedCache(m, ByName, reflect.TypeFor[corev1.Secret](), list, nil)
+	c.indexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, c.indexers())
+	c.refresh(1)
+	_, err = c.ListWithContext(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	w, err := c.WatchWithContext(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	e, ok := <-w.ResultChan()
+	require.True(t, ok)
+	assert.Equal(t, watch.Error, e.Type, "the watch ends for another relist")
 }
