@@ -103,7 +103,7 @@ func TestTakeoverLeavesOnlyOnceFormerProcessStopped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var sent []request
 			d := newTestDriver(t, &sent)
-			d.m.withCore(func(c *core) { c.takeover, c.hold = true, tc.hold })
+			d.m.withCore(func(c *core) { c.own, c.takeover, c.hold = &coordinationv1.Lease{}, true, tc.hold })
 			d.phase = phaseRunning
 			d.stop()
 			d.turn()
