@@ -60,7 +60,10 @@
 //     informer does not watch, or a conflict with a write the cache
 //     already shows. One exception is quiet, for a single retry: a create
 //     answered with AlreadyExists of an object the cache shows by now, as
-//     the next reconcile updates it instead.
+//     the next reconcile updates it instead. On a server without
+//     resourceVersions (a fake clientset), where nothing shows whether the
+//     cache is behind, such a create is quiet until the cache holds the
+//     object, within the stale limit.
 //   - A version remembered for longer than the stale limit without the
 //     cache showing it is an error that does not match
 //     reconcile.ErrStaleCache (it wraps the answer that started the wait,
@@ -224,7 +227,9 @@ type appliedConfig struct {
 type written struct {
 	uid types.UID
 	// version is the resourceVersion of the written object; for a delete,
-	// the version the deleted object had before it.
+	// the version the deleted object had before it. It is empty for an
+	// object a create met on a server without versions (a fake
+	// clientset), which the cache has seen once it holds it.
 	version string
 	// before is the resourceVersion the write replaced ("" for a create).
 	before  string
@@ -590,7 +595,7 @@ func (o *Objects[T]) verdict(ctx context.Context, get Getter[T], name cache.Obje
 	now := o.cfg.clock.Now()
 	var w written
 	switch {
-	case exists && live.GetResourceVersion() == "":
+	case exists && live.GetResourceVersion() == "" && !apierrors.IsAlreadyExists(answer):
 		return answer // a server without versions: nothing can show the cache is behind
 	case exists:
 		w = written{uid: live.GetUID(), version: live.GetResourceVersion(), at: now, cause: answer}
@@ -717,6 +722,9 @@ func (o *Objects[T]) judgeLocked(name cache.ObjectName, obj T, found, fromCache 
 // store last applied an event at storeVersion ("" when unknown), has seen
 // the write w.
 func (w written) seenIn(cached metav1.Object, found bool, storeVersion string) bool {
+	if w.version == "" && !w.deleted {
+		return found && cached.GetUID() == w.uid
+	}
 	if w.deleted {
 		// Seen once that incarnation is gone, or shown being deleted at a
 		// later version than the one the delete was built on.

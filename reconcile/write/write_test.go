@@ -308,3 +308,28 @@ func TestWriteThatDeletes(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, found)
 }
+
+// TestEnsureOnServerWithoutVersions: a fake clientset gives objects no
+// resourceVersion, so nothing shows whether the cache is behind; a create
+// that meets an object the cache does not show yet (made by an earlier
+// reconcile of the key) is quiet until the cache shows it, and then
+// updated.
+func TestEnsureOnServerWithoutVersions(t *testing.T) {
+	ctx := reconciletest.Context(t)
+	kube := fake.NewClientset()
+	inf := informers.NewSharedInformerFactory(kube, 0).Core().V1().ConfigMaps().TypedInformer()
+	objects := write.New(inf)
+	client := kube.CoreV1().ConfigMaps("ns")
+	made, err := client.Create(ctx, settings(), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Empty(t, made.ResourceVersion, "the fake gives no versions")
+
+	_, _, err = objects.Ensure(ctx, client, settings(), setMode("a"))
+	requireStale(t, err)
+
+	require.NoError(t, inf.GetIndexer().Add(made))
+	got, change, err := objects.Ensure(ctx, client, settings(), setMode("a"))
+	require.NoError(t, err)
+	assert.Equal(t, write.Updated, change)
+	assert.Equal(t, map[string]string{"mode": "a"}, got.Data)
+}
