@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
@@ -326,6 +328,18 @@ func TestEnsureOnServerWithoutVersions(t *testing.T) {
 
 	_, _, err = objects.Ensure(ctx, client, settings(), setMode("a"))
 	requireStale(t, err)
+
+	// Bounded: a cache that never shows the object makes it loud after
+	// the stale limit.
+	clock := testingclock.NewFakeClock(time.Now())
+	bounded := write.New(inf, write.WithClock(clock), write.WithStaleLimit(30*time.Second))
+	_, _, err = bounded.Ensure(ctx, client, settings(), setMode("a"))
+	requireStale(t, err)
+	clock.Step(31 * time.Second)
+	_, _, err = bounded.Ensure(ctx, client, settings(), setMode("a"))
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, reconcile.ErrStaleCache)
+	assert.True(t, apierrors.IsAlreadyExists(err), "the answer that started the wait: %v", err)
 
 	require.NoError(t, inf.GetIndexer().Add(made))
 	got, change, err := objects.Ensure(ctx, client, settings(), setMode("a"))
