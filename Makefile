@@ -7,18 +7,23 @@ TESTENV := foo/testenv
 CORE_PKGS := reconcile reconcile/reconciletest reconcile/write reconcile/finalizer queue queue/leader queue/operator queue/queuetest queue/shard \
 	informer owner events events/eventstest metrics metrics/metricstest foo
 COVER_MIN := 85
+# The project's generator (queue/operator/ship/cmd/apigen), built from its
+# own module, which pins the code generators it runs.
+SHIP := queue/operator/ship
+APIGEN := $(CURDIR)/_output/bin/apigen
 FUZZTIME ?= 60s
 
-.PHONY: all help test vet verify-generate generate unit cover-check \
+.PHONY: all help test vet verify-generate generate apigen unit cover-check \
 	testenv-binaries test-testenv demo demo-once cluster cluster-down \
-	fuzz bench bench-queue bench-shard mutants
+	fuzz bench bench-queue bench-shard mutants image test-ship
 
 all: test
 
 help:
 	@echo "make demo             a real control plane, the Foo controller and an example Foo (Ctrl-C stops)"
 	@echo "make test             everything CI runs: vet, generated code, unit, integration and e2e tests, the demo"
-	@echo "make generate         regenerate the Foo clients, listers, informers and deep-copy functions"
+	@echo "make generate         regenerate the code, CRDs and RBAC roles derived from the API types and markers"
+	@echo "make image            reproducible images of the example operators in _output/images (OCI layout and tarball each)"
 	@echo "make cluster          start a full control plane in the background; prints the kubeconfig path"
 	@echo "make cluster-down     stop it"
 	@echo "make fuzz             run every fuzz target for FUZZTIME (default 60s) each"
@@ -26,21 +31,35 @@ help:
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
 	@echo "make mutants          mutation test of queue/shard: which planted bugs its tests and its simulation catch (about an hour)"
 
-test: vet verify-generate unit cover-check test-testenv demo-once
+test: vet verify-generate unit cover-check test-ship test-testenv demo-once
 
 vet:
 	$(GO) vet ./...
 	cd $(TESTENV) && $(GO) vet ./...
 	cd $(TESTENV)/bench && $(GO) vet ./...
 	cd $(TESTENV)/examples/widget && $(GO) vet ./...
+	cd $(SHIP) && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-generate:
-	bash foo/hack/update-codegen.sh
+# Everything derived from the API types and the +kubebuilder markers: deep
+# copies, clientsets (and fakes), listers, informers, apply configurations
+# with their OpenAPI schema, CRDs, and the RBAC roles of each example. The
+# widget module runs the generator as any other module would: go tool apigen.
+# verify-generate writes nothing and fails on anything out of date.
+generate: apigen
+	$(APIGEN) $(APIGEN_FLAGS) -header foo/hack/boilerplate.go.txt -out foo/generated -crd foo/crd \
+	  -rbac examples/foo/deploy -rbac-role foo-controller -rbac-paths "./foo ./examples/foo" foo/apis
+	$(APIGEN) $(APIGEN_FLAGS) -header foo/hack/boilerplate.go.txt -out examples/bucket/generated -crd examples/bucket/deploy/crd \
+	  -rbac examples/bucket/deploy -rbac-role bucket-operator -rbac-paths ./examples/bucket examples/bucket/apis
+	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/external/deploy -rbac-role external-targets -rbac-paths ./examples/external
+	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
 
 verify-generate:
-	bash foo/hack/verify-codegen.sh
+	@$(MAKE) --no-print-directory generate APIGEN_FLAGS=-verify
+
+apigen:
+	cd $(SHIP) && $(GO) build -o $(APIGEN) ./cmd/apigen
 
 # Race-enabled tests of the root module. Fuzz targets run their seed corpora
 # as ordinary tests here. The sharding simulation explores 100 schedules
@@ -60,6 +79,27 @@ cover-check:
 	  echo "coverage: $$p $$pct% (minimum $(COVER_MIN)%)"; \
 	  [ "$$ok" = yes ] || fail=1; \
 	done; exit $$fail
+
+# The tests of queue/operator/ship, a module of its own: the generator
+# (which generates a fixture module and tests it on the generated fake) and
+# the image builder (which builds the image of examples/foo twice and runs
+# its binary).
+test-ship:
+	cd $(SHIP) && $(GO) test -race -count=1 ./...
+
+# Reproducible images of the example operators, built without a daemon by
+# queue/operator/ship/cmd/image, FROM scratch: the static binary, a nonroot
+# user, /tmp. Each is an OCI image layout, _output/images/NAME/, and a
+# tarball for docker load, podman load or kind load image-archive,
+# _output/images/NAME.tar; one line "IMAGE sha256:DIGEST" each. The names
+# are those of examples/*/deploy. IMAGE_ARCH sets the architecture;
+# SOURCE_DATE_EPOCH the time of every file (default 1970-01-01).
+IMAGE_ARCH ?= amd64
+IMAGES := $(CURDIR)/examples/foo=ctrlkit/foo-controller:dev \
+	$(CURDIR)/examples/bucket=ctrlkit/bucket:dev \
+	$(CURDIR)/examples/external=ctrlkit/external:dev
+image:
+	@cd queue/operator/ship && $(GO) run ./cmd/image -output $(CURDIR)/_output/images -arch $(IMAGE_ARCH) -go $(GO) $(IMAGES)
 
 # Control-plane binaries and kubectl built from the Go module proxy into the
 # per-user cache (~/.cache/ctrlkit-testenv, or $$CTRLKIT_TESTENV_BIN_DIR). The

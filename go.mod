@@ -63,18 +63,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/code-generator v0.37.2 // indirect
-	k8s.io/gengo/v2 v2.0.0-20260408192533-25e2208e0dc3 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
-)
-
-tool (
-	k8s.io/code-generator/cmd/applyconfiguration-gen
-	k8s.io/code-generator/cmd/client-gen
-	k8s.io/code-generator/cmd/deepcopy-gen
-	k8s.io/code-generator/cmd/informer-gen
-	k8s.io/code-generator/cmd/lister-gen
-	k8s.io/code-generator/cmd/register-gen
 )

@@ -98,6 +98,18 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
+// The permissions the controller needs, from which the roles in
+// examples/foo/deploy/role.yaml are generated (make generate). The owner
+// references of the Deployments it creates block the owner's deletion,
+// which the OwnerReferencesPermissionEnforcement admission plugin allows
+// only to those who may update the Foo's finalizers.
+//
+// +kubebuilder:rbac:groups=samplecontroller.k8s.io,resources=foos,verbs=get;list;watch
+// +kubebuilder:rbac:groups=samplecontroller.k8s.io,resources=foos/status,verbs=update
+// +kubebuilder:rbac:groups=samplecontroller.k8s.io,resources=foos/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "foo-controller"
 

@@ -59,7 +59,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	}
 	f := &fixture{
 		kube:     kubefake.NewClientset(kubeObjs...),
-		foos:     foofake.NewSimpleClientset(fooObjs...),
+		foos:     foofake.NewClientset(fooObjs...),
 		recorder: eventstest.NewRecorder(),
 	}
 	kubeInformers := kubeinformers.NewSharedInformerFactory(f.kube, 0)

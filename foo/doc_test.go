@@ -61,7 +61,7 @@ func TestEmbed(t *testing.T) {
 	ctx, cancel := context.WithCancel(reconciletest.Context(t))
 	defer cancel()
 	kube := kubefake.NewClientset()
-	foos := foofake.NewSimpleClientset(newFoo("example-foo", "web", ptr.To[int32](2)))
+	foos := foofake.NewClientset(newFoo("example-foo", "web", ptr.To[int32](2)))
 	// Metrics on a free loopback port; no probes.
 	flags := &operator.Flags{MetricsAddr: "127.0.0.1:0", ProbeAddr: "0"}
 	registry := flags.Registry() // made here: a Flags is not safe for concurrent use

@@ -26,7 +26,7 @@ func ExampleNewController() {
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logr.Discard()))
 	defer cancel()
 	kubeClient := kubefake.NewClientset()
-	fooClient := foofake.NewSimpleClientset(&samplev1alpha1.Foo{
+	fooClient := foofake.NewClientset(&samplev1alpha1.Foo{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "example-foo", UID: "uid-1"},
 		Spec:       samplev1alpha1.FooSpec{DeploymentName: "example-foo", Replicas: ptr.To[int32](2)},
 	})

@@ -108,7 +108,7 @@ func startHarness(t *testing.T, ho harnessOptions, objects ...runtime.Object) *h
 	}
 	h := &harness{
 		kube:     kubefake.NewClientset(kubeObjs...),
-		foos:     foofake.NewSimpleClientset(fooObjs...),
+		foos:     foofake.NewClientset(fooObjs...),
 		recorder: eventstest.NewRecorder(),
 		metrics:  &countingMetrics{},
 	}
@@ -870,7 +870,7 @@ func TestNoStatusWriteFromItsOwnStaleCache(t *testing.T) {
 	kube := kubefake.NewClientset()
 	// The informer lists and watches cached, which is never told about the
 	// controller's writes to server until the test copies them over.
-	cached, server := foofake.NewSimpleClientset(web.DeepCopy()), foofake.NewSimpleClientset(web.DeepCopy())
+	cached, server := foofake.NewClientset(web.DeepCopy()), foofake.NewClientset(web.DeepCopy())
 	reconciletest.Strict(kube, cached, server)
 	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 0)
 	fooInformers := fooinformers.NewSharedInformerFactory(cached, 0)
@@ -934,7 +934,7 @@ func TestForeignDeploymentTheCacheDoesNotShow(t *testing.T) {
 	// The server holds the other Foo's Deployment; the informer lists and
 	// watches a clientset without it.
 	server, cached := kubefake.NewClientset(deploymentFor(other, "web", 1, 1)), kubefake.NewClientset()
-	foos := foofake.NewSimpleClientset(web)
+	foos := foofake.NewClientset(web)
 	reconciletest.Strict(server, cached, foos)
 	kubeInformers := kubeinformers.NewSharedInformerFactory(cached, 0)
 	fooInformers := fooinformers.NewSharedInformerFactory(foos, 0)

@@ -70,7 +70,7 @@ func TestControllerRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(reconciletest.Context(t))
 
 	kube := kubefake.NewClientset()
-	foos := foofake.NewSimpleClientset(newFoo("example-foo", "web", ptr.To[int32](2)))
+	foos := foofake.NewClientset(newFoo("example-foo", "web", ptr.To[int32](2)))
 	const resync = 50 * time.Millisecond
 	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, resync)
 	fooInformers := fooinformers.NewSharedInformerFactory(foos, resync)
@@ -177,7 +177,7 @@ func TestForeignDeploymentRemoved(t *testing.T) {
 
 	foreign := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	kube := kubefake.NewClientset(foreign)
-	foos := foofake.NewSimpleClientset(newFoo("example-foo", "web", ptr.To[int32](1)))
+	foos := foofake.NewClientset(newFoo("example-foo", "web", ptr.To[int32](1)))
 	kubeInformers := kubeinformers.NewSharedInformerFactory(kube, 0)
 	fooInformers := fooinformers.NewSharedInformerFactory(foos, 0)
 	defer func() {

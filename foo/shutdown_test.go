@@ -64,7 +64,7 @@ func TestShutdownDuringBurst(t *testing.T) {
 			defer goleak.VerifyNone(t)
 
 			kube := kubefake.NewClientset()
-			foos := foofake.NewSimpleClientset()
+			foos := foofake.NewClientset()
 			start := time.Now()
 			for i := range numFoos {
 				f := newFoo(fmt.Sprintf("foo-%04d", i), fmt.Sprintf("web-%04d", i), ptr.To(int32(i%5)))

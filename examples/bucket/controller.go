@@ -26,6 +26,14 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
+// The permissions the operator needs, generated into deploy/role.yaml
+// (make generate): Buckets are patched for the finalizer, their status
+// updated, and events recorded about them.
+//
+// +kubebuilder:rbac:groups=storage.ctrlkit.io,resources=buckets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=storage.ctrlkit.io,resources=buckets/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
 // buckets keeps the storage service's buckets as the Buckets declare them.
 type buckets struct {
 	store    *store.Client

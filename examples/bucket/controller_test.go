@@ -64,7 +64,7 @@ func start(t *testing.T, resync time.Duration) *fixture {
 	t.Helper()
 	srv, err := store.NewServer(filepath.Join(t.TempDir(), "buckets.json"))
 	require.NoError(t, err)
-	f := &fixture{client: fake.NewSimpleClientset(), recorder: eventstest.NewRecorder(), outcomes: &outcomes{}}
+	f := &fixture{client: fake.NewClientset(), recorder: eventstest.NewRecorder(), outcomes: &outcomes{}}
 	httpSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.down.Load() || f.deaf.Load() && r.URL.Path == "/changes" {
 			http.Error(w, `{"error":"down for maintenance"}`, http.StatusServiceUnavailable)

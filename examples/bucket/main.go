@@ -37,6 +37,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 )
 
+// Leader election in the operator's namespace, added to the roles generated
+// into deploy/role.yaml.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=bucket-system,resources=leases,verbs=get;create;update
+
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 // options are the command-line flags.

@@ -29,6 +29,14 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 )
 
+// The permissions the operator needs, all in its own namespace, generated
+// into deploy/role.yaml (make generate): the ConfigMaps it keeps, events,
+// and the Lease of leader election.
+//
+// +kubebuilder:rbac:groups="",namespace=external-system,resources=configmaps,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",namespace=external-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=external-system,resources=leases,verbs=get;create;update
+
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 // options are the command-line flags.

@@ -31,6 +31,12 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
 
+// Leader election (one Lease) or sharding (one Lease per replica, with
+// --sharded) in the controller's namespace, added to the roles generated
+// into deploy/role.yaml.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=foo-system,resources=leases,verbs=get;list;watch;create;update;delete
+
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 // options are the command-line flags.

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,6 +122,18 @@ func TestPrinterColumns(t *testing.T) {
 		{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`},
 		{"Age", "date", ".metadata.creationTimestamp"},
 	}, got)
+}
+
+// The name limit is a CEL rule on the object (a schema cannot bound
+// metadata.name), with the bound of MaxNameLength.
+func TestNameLengthRule(t *testing.T) {
+	rules, ok := field(t, schemaOf(t, loadCRD(t)), "x-kubernetes-validations").([]any)
+	require.True(t, ok, "the schema has validation rules")
+	require.Len(t, rules, 1)
+	rule, ok := rules[0].(map[string]any)
+	require.True(t, ok)
+	assert.Equal(t, "size(self.metadata.name) <= "+strconv.Itoa(v1alpha1.MaxNameLength), rule["rule"])
+	assert.Contains(t, rule["message"], "at most 63 characters")
 }
 
 func TestSpecSchema(t *testing.T) {

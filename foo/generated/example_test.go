@@ -15,7 +15,7 @@ import (
 func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 
-	client := fake.NewSimpleClientset(&samplev1alpha1.Foo{
+	client := fake.NewClientset(&samplev1alpha1.Foo{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "example-foo"},
 		Spec:       samplev1alpha1.FooSpec{DeploymentName: "example-foo"},
 	})

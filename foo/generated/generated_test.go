@@ -58,7 +58,7 @@ func TestFakeClientsetCreateGetAndList(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 
-			client := fake.NewSimpleClientset(tt.seed...)
+			client := fake.NewClientset(tt.seed...)
 			foos := client.SamplecontrollerV1alpha1().Foos(tt.namespace)
 			for _, foo := range tt.create {
 				created, err := foos.Create(ctx, foo, metav1.CreateOptions{})
@@ -101,7 +101,7 @@ func TestFakeClientsetInformerSeesLaterWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	client := fake.NewSimpleClientset()
+	client := fake.NewClientset()
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	lister := factory.Samplecontroller().V1alpha1().Foos().Lister()
 	factory.Start(ctx.Done())
@@ -146,7 +146,7 @@ func TestTypedInformerDeliversFoos(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	client := fake.NewSimpleClientset(newFoo("default", "seeded", "seeded", 1))
+	client := fake.NewClientset(newFoo("default", "seeded", "seeded", 1))
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	foos := factory.Samplecontroller().V1alpha1().Foos()
 	typed := foos.TypedInformer()

@@ -93,6 +93,11 @@ type Flags struct {
 	// election timing (see Shard and package shard). It excludes
 	// --leader-elect.
 	Sharded bool
+	// Version (--version) makes Main print the binary's version
+	// (BuildVersion: module, VCS revision and time, Go version) to standard
+	// output and return 0, without checking the other flags or connecting
+	// anywhere.
+	Version bool
 
 	// What the flags hand out, made on first use. The options of Options
 	// read them when Run applies them, so that Options, Informers and
@@ -151,6 +156,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	fs.DurationVar(&f.CacheSyncTimeout, "cache-sync-timeout", f.CacheSyncTimeout, "How long to wait for the informer caches and the controllers to sync before giving up with an error.")
+	fs.BoolVar(&f.Version, "version", f.Version, "Print the version of this binary (module, VCS revision and time, Go version) and exit.")
 	klog.InitFlags(fs)
 }
 

@@ -23,7 +23,9 @@ import (
 // checks the flags (Validate, then validate if not nil), and runs run with a
 // context that the first SIGINT or SIGTERM cancels (a second one exits the
 // process at once, with status 1) and a logger named after fs. Errors go to
-// stderr as "name: error". It returns the exit status: 0 (also for -h), 1
+// stderr as "name: error". With --version it prints BuildVersion to
+// standard output instead and returns 0, before checking the flags or
+// calling run. It returns the exit status: 0 (also for -h and --version), 1
 // if run failed, 2 for bad flags:
 //
 //	os.Exit(flags.Main(fs, os.Args[1:], os.Stderr, run, nil))
@@ -35,6 +37,10 @@ func (f *Flags) Main(fs *flag.FlagSet, args []string, stderr io.Writer, run func
 		return 0
 	} else if err != nil {
 		return 2
+	}
+	if f.Version {
+		fmt.Fprint(stdout, BuildVersion())
+		return 0
 	}
 	err := f.Validate()
 	if validate != nil {
@@ -56,6 +62,9 @@ func (f *Flags) Main(fs *flag.FlagSet, args []string, stderr io.Writer, run func
 // exit ends the process; a variable so that tests can see the second
 // signal's exit.
 var exit = os.Exit
+
+// stdout is where --version prints; a variable so that tests can read it.
+var stdout io.Writer = os.Stdout
 
 // signalContext returns a context cancelled by the first SIGINT or SIGTERM;
 // a second signal exits the process with status 1 without waiting for a

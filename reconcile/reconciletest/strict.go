@@ -112,8 +112,11 @@ const resourceVersionBase = 1000
 //   - no admission, validation, defaulting, conversion, field selectors,
 //     quotas, name or namespace checks: an invalid object is stored as sent;
 //   - fields are managed as client-go's fake tracker manages them
-//     (NewClientset: server-side apply through its field manager;
-//     NewSimpleClientset: apply as a strategic merge patch). An apply is
+//     (NewClientset: server-side apply through its field manager, with a
+//     status apply's fields recorded under the status subresource, as the
+//     API server records them, unless the same manager also applies the
+//     main resource; NewSimpleClientset: apply as a strategic merge
+//     patch). An apply is
 //     stored by that tracker first and then made to follow the rules above,
 //     so watchers may see two events for it, and an apply that breaks a
 //     rule is undone by a third;
@@ -660,7 +663,17 @@ func (t *strictTracker) apply(gvr schema.GroupVersionResource, cfg runtime.Objec
 	if getErr != nil && !apierrors.IsNotFound(getErr) {
 		return nil, getErr
 	}
+	if getErr == nil && sub == "status" {
+		// The fake's field manager knows no subresources: it must see the
+		// manager's earlier status applies as its own to merge them.
+		if err := t.relabelApplies(gvr, ns, name, opts.FieldManager, "status", ""); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.base.Apply(gvr, cfg, ns, opts); err != nil {
+		if getErr == nil && sub == "status" {
+			err = errors.Join(err, t.relabelApplies(gvr, ns, name, opts.FieldManager, "", "status"))
+		}
 		return nil, err
 	}
 	applied, err := t.base.Get(gvr, ns, name)
@@ -694,7 +707,77 @@ func (t *strictTracker) apply(gvr schema.GroupVersionResource, cfg runtime.Objec
 		}
 		return nil, err
 	}
+	if err := keepAppliedFields(final, old, applied, sub, opts.FieldManager); err != nil {
+		return nil, err
+	}
 	return t.commit(gvr, ns, old, final, opts.FieldManager)
+}
+
+// relabelApplies moves the manager's apply entry in the stored object's
+// managed fields from subresource from to subresource to, in place: no
+// other field, and not the resourceVersion, changes. Nothing happens when
+// the object has no such entry, or already has one under to.
+func (t *strictTracker) relabelApplies(gvr schema.GroupVersionResource, ns, name, manager, from, to string) error {
+	current, err := t.base.Get(gvr, ns, name)
+	if err != nil {
+		return err
+	}
+	cm, err := meta.Accessor(current)
+	if err != nil {
+		return err
+	}
+	managed := slices.Clone(cm.GetManagedFields())
+	entry := func(sub string) func(metav1.ManagedFieldsEntry) bool {
+		return func(e metav1.ManagedFieldsEntry) bool {
+			return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == sub
+		}
+	}
+	i := slices.IndexFunc(managed, entry(from))
+	if i < 0 || slices.ContainsFunc(managed, entry(to)) {
+		return nil
+	}
+	managed[i].Subresource = to
+	relabelled := current.DeepCopyObject()
+	rm, err := meta.Accessor(relabelled)
+	if err != nil {
+		return err
+	}
+	rm.SetManagedFields(managed)
+	return t.base.Update(gvr, relabelled, ns)
+}
+
+// keepAppliedFields gives final the managed fields the fake's field manager
+// computed for the apply (the rules rebuild final from the stored object),
+// with the apply's entry recorded under the status subresource for a
+// status apply, as the API server records it. The fake's field manager
+// knows no subresources: an entry the manager already had for applies to
+// the main resource keeps both, under the main resource.
+func keepAppliedFields(final, old, applied runtime.Object, sub, manager string) error {
+	fm, err := meta.Accessor(final)
+	if err != nil {
+		return err
+	}
+	am, err := meta.Accessor(applied)
+	if err != nil {
+		return err
+	}
+	om, err := meta.Accessor(old)
+	if err != nil {
+		return err
+	}
+	isMine := func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
+	}
+	managed := slices.Clone(am.GetManagedFields())
+	if sub == "status" && !slices.ContainsFunc(om.GetManagedFields(), isMine) {
+		for i := range managed {
+			if isMine(managed[i]) {
+				managed[i].Subresource = "status"
+			}
+		}
+	}
+	fm.SetManagedFields(managed)
+	return nil
 }
 
 // delete answers a delete request: it checks the preconditions, marks an

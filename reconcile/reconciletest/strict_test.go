@@ -58,7 +58,7 @@ type strictEnv struct {
 }
 
 func newStrictEnv() *strictEnv {
-	e := &strictEnv{kube: kubefake.NewClientset(), foos: foofake.NewSimpleClientset()}
+	e := &strictEnv{kube: kubefake.NewClientset(), foos: foofake.NewClientset()}
 	e.api = reconciletest.Strict(e.kube, e.foos)
 	return e
 }

@@ -6,9 +6,10 @@
 // client: Ensure creates an object or updates only what its mutate function
 // sets (what others added is left alone), Update and UpdateStatus change an
 // existing object the same way, Patch sends a patch, and Delete deletes one
-// incarnation of an object. Apply is the other write style: server-side
-// apply of a generated apply configuration, skipped when it cannot change
-// anything. None of them sends a request when nothing differs.
+// incarnation of an object. Apply and ApplyStatus are the other write style:
+// server-side apply of a generated apply configuration to an object or its
+// status, skipped when it cannot change anything. None of them sends a
+// request when nothing differs.
 //
 // Every write is remembered until the cache has caught up with it. Until
 // then Get, and every write of that object, answer with an error matching
@@ -211,8 +212,14 @@ type Objects[T Object] struct {
 	sweepAt int // len(pending) at which the next write sweeps it
 	// applied is what this Objects last applied to each object, with the
 	// resourceVersion the API server answered.
-	applied        map[cache.ObjectName]appliedConfig
+	applied        map[appliedKey]appliedConfig
 	appliedSweepAt int
+}
+
+// appliedKey names what an apply went to: an object, or its status.
+type appliedKey struct {
+	name   cache.ObjectName
+	status bool
 }
 
 // appliedConfig is one server-side apply, remembered to skip its repeats.
@@ -253,7 +260,7 @@ func New[T Object](inf cache.TypedSharedIndexInformer[T], opts ...Option) *Objec
 		opt(&cfg)
 	}
 	return &Objects[T]{indexer: inf.GetIndexer(), cfg: cfg, pending: map[cache.ObjectName]written{}, sweepAt: minSweep,
-		applied: map[cache.ObjectName]appliedConfig{}, appliedSweepAt: minSweep}
+		applied: map[appliedKey]appliedConfig{}, appliedSweepAt: minSweep}
 }
 
 // Get returns the cached object named name and whether the cache holds one.
@@ -399,7 +406,8 @@ func (o *Objects[T]) Forget(name cache.ObjectName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.pending, name)
-	delete(o.applied, name)
+	delete(o.applied, appliedKey{name: name})
+	delete(o.applied, appliedKey{name: name, status: true})
 }
 
 // Applier is the part of a generated typed client that applies
@@ -430,7 +438,31 @@ type Applier[T Object, A any] interface {
 // not build on the cache, so the API server's errors are returned as they
 // are: none of them is quiet.
 func Apply[T Object, A any](ctx context.Context, o *Objects[T], c Applier[T, A], name cache.ObjectName, cfg A, fieldManager string) (T, Change, error) {
+	return apply(ctx, o, appliedKey{name: name}, cfg, fieldManager, c.Apply)
+}
+
+// StatusApplier is the part of a generated typed client that applies
+// configurations of type A to the status subresource, such as
+// kube.AppsV1().Deployments(namespace) with A
+// *appsv1ac.DeploymentApplyConfiguration.
+type StatusApplier[T Object, A any] interface {
+	ApplyStatus(ctx context.Context, cfg A, opts metav1.ApplyOptions) (T, error)
+}
+
+// ApplyStatus is Apply for the status subresource: it applies cfg (whose
+// status is what the controller owns there) to the status of the existing
+// object named name, skipped when it cannot change anything, behind the
+// same read-your-own-writes gate. Its configuration is remembered apart
+// from Apply's, so a controller may apply both to one object.
+func ApplyStatus[T Object, A any](ctx context.Context, o *Objects[T], c StatusApplier[T, A], name cache.ObjectName, cfg A, fieldManager string) (T, Change, error) {
+	return apply(ctx, o, appliedKey{name: name, status: true}, cfg, fieldManager, c.ApplyStatus)
+}
+
+// apply is Apply and ApplyStatus, sending with send.
+func apply[T Object, A any](ctx context.Context, o *Objects[T], key appliedKey, cfg A, fieldManager string,
+	send func(context.Context, A, metav1.ApplyOptions) (T, error)) (T, Change, error) {
 	var zero T
+	name := key.name
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return zero, Unchanged, fmt.Errorf("write: %s: encoding the apply configuration: %w", name, err)
@@ -441,12 +473,12 @@ func Apply[T Object, A any](ctx context.Context, o *Objects[T], c Applier[T, A],
 		return zero, Unchanged, err
 	}
 	o.mu.Lock()
-	last, ok := o.applied[name]
+	last, ok := o.applied[key]
 	o.mu.Unlock()
 	if found && ok && last.hash == hash && last.version == cached.GetResourceVersion() {
 		return cached, Unchanged, nil
 	}
-	applied, err := c.Apply(ctx, cfg, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+	applied, err := send(ctx, cfg, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	if err != nil {
 		return zero, Unchanged, err
 	}
@@ -456,7 +488,7 @@ func Apply[T Object, A any](ctx context.Context, o *Objects[T], c Applier[T, A],
 	}
 	o.remember(name, before, applied)
 	o.mu.Lock()
-	o.applied[name] = appliedConfig{hash: hash, version: applied.GetResourceVersion()}
+	o.applied[key] = appliedConfig{hash: hash, version: applied.GetResourceVersion()}
 	o.sweepLocked()
 	o.mu.Unlock()
 	switch {
@@ -662,9 +694,9 @@ func (o *Objects[T]) sweepLocked() {
 		o.sweepAt = max(minSweep, 2*len(o.pending))
 	}
 	if len(o.applied) >= o.appliedSweepAt {
-		for name := range o.applied {
-			if _, found, err := o.cached(name); err == nil && !found {
-				delete(o.applied, name)
+		for key := range o.applied {
+			if _, found, err := o.cached(key.name); err == nil && !found {
+				delete(o.applied, key)
 			}
 		}
 		o.appliedSweepAt = max(minSweep, 2*len(o.applied))

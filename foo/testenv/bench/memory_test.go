@@ -116,9 +116,9 @@ func memoryClients(n int) (*foofake.Clientset, *kubefake.Clientset) {
 	}
 	// The trackers store deep copies; the originals become garbage before
 	// the baseline is taken.
-	fooClient := foofake.NewSimpleClientset(foos...)
+	fooClient := foofake.NewClientset(foos...)
 	fooClient.PrependReactor("list", "foos", decodingListReactor(fooClient.Tracker(), fooscheme.Scheme, fooscheme.Codecs))
-	kubeClient := kubefake.NewSimpleClientset(deployments...)
+	kubeClient := kubefake.NewClientset(deployments...)
 	kubeClient.PrependReactor("list", "deployments", decodingListReactor(kubeClient.Tracker(), kubescheme.Scheme, kubescheme.Codecs))
 	return fooClient, kubeClient
 }

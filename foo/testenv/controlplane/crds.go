@@ -20,9 +20,12 @@ import (
 
 // ReadCRDs reads every CustomResourceDefinition from the given files and
 // directories. A directory contributes its *.yaml, *.yml and *.json files
-// (not those in subdirectories) in file name order; a file is read whatever
-// its name. A file may hold several YAML documents; empty documents are
-// skipped and any other kind of object is an error.
+// (not those in subdirectories) in file name order, except a kustomize
+// kustomization file (kustomization.yaml, kustomization.yml or
+// Kustomization), so that a directory of generated manifests laid out for
+// kubectl apply -k reads as it is; a file is read whatever its name. A
+// file may hold several YAML documents; empty documents are skipped and
+// any other kind of object is an error.
 func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, p := range paths {
@@ -56,6 +59,9 @@ func crdFilesIn(dir string) ([]string, error) {
 	var files []string
 	for _, e := range entries {
 		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if slices.Contains([]string{"kustomization.yaml", "kustomization.yml", "Kustomization"}, e.Name()) {
+			continue
+		}
 		if !e.IsDir() && slices.Contains([]string{".yaml", ".yml", ".json"}, ext) {
 			files = append(files, filepath.Join(dir, e.Name()))
 		}

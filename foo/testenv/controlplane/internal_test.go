@@ -96,6 +96,12 @@ spec:
 			want:  []string{"widgets.example.com", "gadgets.example.com"},
 		},
 		{
+			name: "a kustomization beside the CRDs is not read",
+			files: map[string]string{"a.yaml": crdA,
+				"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- a.yaml\n"},
+			want: []string{"widgets.example.com"},
+		},
+		{
 			name:  "several documents and empty ones",
 			files: map[string]string{"all.yml": "---\n" + crdA + "---\n---\n" + strings.ReplaceAll(crdA, "widgets", "things")},
 			want:  []string{"widgets.example.com", "things.example.com"},

@@ -21,13 +21,16 @@ import (
 func TestReadAndCreateObjects(t *testing.T) {
 	root, err := repo.Root()
 	require.NoError(t, err)
-	objs, err := ReadObjects(filepath.Join(root, "examples", "foo", "deploy", "rbac.yaml"))
+	roles, err := ReadObjects(filepath.Join(root, "examples", "foo", "deploy", "role.yaml"))
 	require.NoError(t, err)
+	bindings, err := ReadObjects(filepath.Join(root, "examples", "foo", "deploy", "rbac.yaml"))
+	require.NoError(t, err)
+	objs := append(roles, bindings...)
 	var kinds []string
 	for _, o := range objs {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
 	}
-	assert.Equal(t, []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, kinds)
+	assert.Equal(t, []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"}, kinds)
 
 	kube := fake.NewClientset()
 	require.NoError(t, CreateObjects(context.Background(), kube, objs...))

@@ -61,11 +61,11 @@ func unlimited(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// grantControllerRole creates the ClusterRole of examples/foo/deploy/rbac.yaml
+// grantControllerRole creates the ClusterRole of examples/foo/deploy/role.yaml
 // and binds it to a user, then waits until the user may list Deployments.
 func grantControllerRole(ctx context.Context, tb testing.TB, admin kubernetes.Interface, root, user string, asUser *rest.Config) {
 	tb.Helper()
-	objs, err := controlplane.ReadObjects(filepath.Join(root, "examples", "foo", "deploy", "rbac.yaml"))
+	objs, err := controlplane.ReadObjects(filepath.Join(root, "examples", "foo", "deploy", "role.yaml"))
 	require.NoError(tb, err)
 	var role *rbacv1.ClusterRole
 	for _, obj := range objs {
@@ -73,7 +73,7 @@ func grantControllerRole(ctx context.Context, tb testing.TB, admin kubernetes.In
 			role = r
 		}
 	}
-	require.NotNil(tb, role, "rbac.yaml has a ClusterRole")
+	require.NotNil(tb, role, "role.yaml has a ClusterRole")
 	_, err = admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) { // granted to another user before
 		require.NoError(tb, err)

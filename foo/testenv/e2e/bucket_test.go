@@ -86,7 +86,7 @@ func TestBucketOperator(t *testing.T) {
 	waitStore := buildInBackground(t, root, "bucket/store/cmd/bucketstore", true)
 	cp := controlplane.StartT(t, controlplane.Options{
 		Size: controlplane.Full,
-		CRDs: []string{filepath.Join(root, "examples", "bucket", "deploy", "crd.yaml")},
+		CRDs: []string{filepath.Join(root, "examples", "bucket", "deploy", "crd")},
 	})
 	s := &bkSuite{t: t, cp: cp, root: root, operatorBin: waitOperator(), storeBin: waitStore()}
 	t.Logf("control plane and binaries ready after %s", time.Since(begin).Round(time.Millisecond))
@@ -137,7 +137,7 @@ func (s *bkSuite) setUp() {
 	require.NoError(t, err)
 	s.buckets = client.StorageV1alpha1().Buckets()
 
-	for _, file := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+	for _, file := range []string{"namespace.yaml", "serviceaccount.yaml", "role.yaml", "rbac.yaml"} {
 		path := filepath.Join(s.root, "examples", "bucket", "deploy", file)
 		objs, err := controlplane.ReadObjects(path)
 		require.NoError(t, err)

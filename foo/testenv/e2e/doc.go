@@ -27,6 +27,13 @@
 // BucketExists, one Warning, quiet periodic checks), untouched, and left
 // in the service when its Bucket is deleted.
 //
+// TestDeployKustomizations applies examples/*/deploy with kubectl apply -k
+// to an API server: each kustomization lists every manifest beside it,
+// renders each object once, is accepted, and applies again unchanged. The
+// test control plane's node is kwok's, which runs no containers, so no
+// test starts the operators' images; the tests of
+// queue/operator/ship/image run the binary of examples/foo's image instead.
+//
 // Run it from the foo/testenv module once the binaries are built (see
 // hack/build-binaries.sh):
 //

@@ -136,7 +136,7 @@ func (s *suite) setUp() {
 	s.foos, err = fooclientset.NewForConfig(s.cp.Config())
 	require.NoError(t, err)
 
-	for _, file := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+	for _, file := range []string{"namespace.yaml", "serviceaccount.yaml", "role.yaml", "rbac.yaml"} {
 		s.apply(filepath.Join(s.root, "examples", "foo", "deploy", file))
 	}
 	cfg, err := s.cp.ServiceAccountConfig(ctx, controllerNamespace, controllerSA)

@@ -47,7 +47,7 @@ func TestExternalLeaderElection(t *testing.T) {
 
 	// The example's namespace and Role, bound to each replica's user.
 	deploy := filepath.Join(root, "examples", "external", "deploy")
-	for _, file := range []string{"namespace.yaml", "rbac.yaml"} {
+	for _, file := range []string{"namespace.yaml", "role.yaml", "rbac.yaml"} {
 		objs, err := controlplane.ReadObjects(filepath.Join(deploy, file))
 		require.NoError(t, err)
 		require.NoError(t, controlplane.CreateObjects(ctx, kube, objs...))

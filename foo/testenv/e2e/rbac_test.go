@@ -41,7 +41,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 	// The namespace, the ServiceAccount and the RBAC, from the manifests.
 	var objs []any
-	for _, file := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+	for _, file := range []string{"namespace.yaml", "serviceaccount.yaml", "role.yaml", "rbac.yaml"} {
 		for _, o := range r.readManifest(file) {
 			objs = append(objs, o)
 			r.createObjects(o)
@@ -66,8 +66,8 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"Namespace/foo-system", "ServiceAccount/foo-system/foo-controller",
-		"ClusterRole/foo-controller", "ClusterRoleBinding/foo-controller",
-		"Role/foo-system/foo-controller-leader-election", "RoleBinding/foo-system/foo-controller-leader-election",
+		"ClusterRole/foo-controller", "Role/foo-system/foo-controller",
+		"ClusterRoleBinding/foo-controller", "RoleBinding/foo-system/foo-controller",
 	}, kinds, "objects of examples/foo/deploy")
 
 	cfg, err := r.cp.ServiceAccountConfig(ctx, controllerNamespace, controllerSA)

@@ -110,7 +110,7 @@ func (r *relRig) createObjects(objs ...runtime.Object) {
 	require.NoError(r.t, controlplane.CreateObjects(r.t.Context(), r.kube, objs...))
 }
 
-// grantControllerRoles installs namespace.yaml and rbac.yaml of
+// grantControllerRoles installs namespace.yaml, role.yaml and rbac.yaml of
 // examples/foo/deploy and binds the manifests' roles to static-token users
 // as well: every binding of rbac.yaml is copied once per user with the user
 // as its only subject. It waits until each user may list Foos and get the
@@ -119,6 +119,7 @@ func (r *relRig) grantControllerRoles(users ...string) {
 	t := r.t
 	t.Helper()
 	r.createObjects(r.readManifest("namespace.yaml")...)
+	r.createObjects(r.readManifest("role.yaml")...)
 	manifest := r.readManifest("rbac.yaml")
 	r.createObjects(manifest...)
 	for _, user := range users {

@@ -78,7 +78,7 @@ func TestStrictMatchesAPIServer(t *testing.T) {
 
 	onServer := strictScenario(ctx, t, strictSide{kube: kube, foos: foos, ns: ns.Name})
 
-	fakeKube, fakeFoos := kubefake.NewClientset(), foofake.NewSimpleClientset()
+	fakeKube, fakeFoos := kubefake.NewClientset(), foofake.NewClientset()
 	reconciletest.Strict(fakeKube, fakeFoos)
 	onFake := strictScenario(ctx, t, strictSide{kube: fakeKube, foos: fakeFoos, ns: ns.Name})
 

@@ -82,10 +82,16 @@ func TestCRDValidation(t *testing.T) {
 	tests := []struct {
 		name string
 		spec string
+		// fooName is the Foo's name, if not the default one.
+		fooName string
 		// wantReplicas is the stored spec.replicas of an accepted Foo.
 		wantReplicas int32
 		// wantField and wantText must both appear in the rejection.
 		wantField, wantText string
+		// objectRule: the rejection comes from a CEL rule of the whole
+		// object (a schema cannot bound metadata.name), whose cause names
+		// no field.
+		objectRule bool
 	}{
 		{name: "replicas unset defaults to 1", spec: `{"deploymentName":"web"}`, wantReplicas: 1},
 		{name: "zero replicas", spec: `{"deploymentName":"web","replicas":0}`, wantReplicas: 0},
@@ -101,10 +107,17 @@ func TestCRDValidation(t *testing.T) {
 		{name: "negative replicas", spec: `{"deploymentName":"web","replicas":-1}`, wantField: "spec.replicas", wantText: "greater than or equal to 0"},
 		{name: "too many replicas", spec: `{"deploymentName":"web","replicas":1001}`, wantField: "spec.replicas", wantText: "less than or equal to 1000"},
 		{name: "replicas not a number", spec: `{"deploymentName":"web","replicas":"3"}`, wantField: "spec.replicas", wantText: "integer"},
+		{name: "the longest Foo name", fooName: label63, spec: `{"deploymentName":"web"}`, wantReplicas: 1},
+		{name: "a Foo name too long for a label", fooName: label63 + "a", spec: `{"deploymentName":"web"}`,
+			wantField: "metadata.name", wantText: "at most 63 characters", objectRule: true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body := fmt.Sprintf(`{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"foo-%d"}`, i)
+			name := fmt.Sprintf("foo-%d", i)
+			if tt.fooName != "" {
+				name = tt.fooName
+			}
+			body := fmt.Sprintf(`{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":%q}`, name)
 			if tt.spec != "" {
 				body += `,"spec":` + tt.spec
 			}
@@ -123,6 +136,9 @@ func TestCRDValidation(t *testing.T) {
 			require.True(t, apierrors.IsInvalid(err), "want 422 Invalid, got %v", err)
 			assert.Contains(t, err.Error(), tt.wantField)
 			assert.Contains(t, err.Error(), tt.wantText)
+			if tt.objectRule {
+				return
+			}
 			var fields []string
 			if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil {
 				for _, c := range status.Status().Details.Causes {

@@ -132,9 +132,9 @@ func grantControllerRole(ctx context.Context) error {
 	return nil
 }
 
-// shippedClusterRole reads the ClusterRole from examples/foo/deploy/rbac.yaml.
+// shippedClusterRole reads the ClusterRole from examples/foo/deploy/role.yaml.
 func shippedClusterRole() (*rbacv1.ClusterRole, error) {
-	path := filepath.Join(repoRoot, "examples", "foo", "deploy", "rbac.yaml")
+	path := filepath.Join(repoRoot, "examples", "foo", "deploy", "role.yaml")
 	objs, err := controlplane.ReadObjects(path)
 	if err != nil {
 		return nil, err

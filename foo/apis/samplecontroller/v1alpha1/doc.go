@@ -17,5 +17,6 @@
 //	}
 //
 // +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
 // +groupName=samplecontroller.k8s.io
 package v1alpha1

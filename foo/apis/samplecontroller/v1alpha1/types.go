@@ -4,9 +4,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Bounds and defaults of FooSpec. The CustomResourceDefinition in
-// github.com/ctrlkit/ctrlkit/foo/crd enforces the same values on the API
-// server, and ValidateFooSpec enforces them in Go; change all three together.
+// Bounds and defaults of FooSpec. The +kubebuilder markers on the fields
+// below put the same values into the CustomResourceDefinition generated into
+// github.com/ctrlkit/ctrlkit/foo/crd, which enforces them on the API server,
+// and ValidateFooSpec enforces them in Go; change all three together (a
+// test of foo/crd compares the CRD with these constants).
 const (
 	// DeploymentNameMaxLength is the longest allowed spec.deploymentName: the
 	// length limit of a DNS-1123 subdomain, which is what Deployment names are.
@@ -65,6 +67,16 @@ const (
 
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:resource:path=foos,singular=foo,scope=Namespaced
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.availableReplicas
+// +kubebuilder:printcolumn:name=Deployment,type=string,JSONPath=`.spec.deploymentName`,description="Name of the Deployment the Foo runs."
+// +kubebuilder:printcolumn:name=Desired,type=integer,JSONPath=`.spec.replicas`,description="Desired number of replicas."
+// +kubebuilder:printcolumn:name=Available,type=integer,JSONPath=`.status.availableReplicas`,description="Available replicas of the Deployment."
+// +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Status of the Ready condition."
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, experimental-only; please get an approval from Kubernetes API reviewers if you're trying to develop a CRD in the *.k8s.io or *.kubernetes.io groups"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name may have at most 63 characters: the controller labels the pods of the Foo's Deployment with the Foo's name"
 
 // Foo asks for a Deployment of a given name and replica count in the Foo's
 // namespace. The foo controller creates that Deployment, owns it, keeps it in
@@ -90,10 +102,16 @@ type FooSpec struct {
 	// namespace. It must be a DNS-1123 subdomain of at most
 	// DeploymentNameMaxLength characters.
 	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	DeploymentName string `json:"deploymentName"`
 	// Replicas is the desired number of pods, between MinReplicas and
 	// MaxReplicas. Unset means DefaultReplicas.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=1
 	Replicas *int32 `json:"replicas,omitempty"`
 }
 
@@ -102,11 +120,13 @@ type FooStatus struct {
 	// AvailableReplicas mirrors status.availableReplicas of the Foo's
 	// Deployment.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	AvailableReplicas int32 `json:"availableReplicas"`
 	// ObservedGeneration is the metadata.generation of the Foo that the
 	// controller last acted on. When it is lower than metadata.generation,
 	// the rest of the status describes an older spec.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are the latest observations of the Foo's state, keyed by
 	// type. The controller maintains ConditionReady.

@@ -4,8 +4,10 @@
 //
 // Clients, listers and informers for these types are generated under
 // github.com/ctrlkit/ctrlkit/examples/bucket/generated; the
-// CustomResourceDefinition is examples/bucket/deploy/crd.yaml.
+// CustomResourceDefinition, generated from these types and their markers,
+// is in examples/bucket/deploy/crd.
 //
 // +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
 // +groupName=storage.ctrlkit.io
 package v1alpha1

@@ -33,6 +33,13 @@ const (
 // +genclient
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:resource:path=buckets,singular=bucket,scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name=Region,type=string,JSONPath=`.spec.region`
+// +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name is the bucket's name in the storage service: a DNS label (at most 63 lowercase letters, digits and '-')"
 
 // Bucket declares a bucket of the same name in the storage service. The
 // operator creates it there, owned by the Bucket's UID, keeps it as the spec
@@ -57,6 +64,8 @@ type Bucket struct {
 type BucketSpec struct {
 	// Region is where the bucket lives, such as "eu-west-1".
 	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Region string `json:"region"`
 	// Versioning keeps older versions of the bucket's objects.
 	// +optional

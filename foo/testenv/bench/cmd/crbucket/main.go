@@ -73,7 +73,7 @@ func main() {
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst, cfg.UserAgent = float32(qps), burst, "crbucket"
 	if _, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerResourcesForGroupVersion(storagev1alpha1.SchemeGroupVersion.String()); err != nil {
-		setupLog.Error(err, "the API server does not serve Buckets; install the Bucket CRD with: kubectl apply -f examples/bucket/deploy/crd.yaml")
+		setupLog.Error(err, "the API server does not serve Buckets; install the Bucket CRD with: kubectl apply -f examples/bucket/deploy/crd")
 		os.Exit(1)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

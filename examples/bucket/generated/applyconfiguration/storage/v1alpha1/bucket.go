@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
+	internal "github.com/ctrlkit/ctrlkit/examples/bucket/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -51,6 +54,46 @@ func Bucket(name string) *BucketApplyConfiguration {
 	b.WithKind("Bucket")
 	b.WithAPIVersion("storage.ctrlkit.io/v1alpha1")
 	return b
+}
+
+// ExtractBucketFrom extracts the applied configuration owned by fieldManager from
+// bucket for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// bucket must be a unmodified Bucket API object that was retrieved from the Kubernetes API.
+// ExtractBucketFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractBucketFrom(bucket *storagev1alpha1.Bucket, fieldManager string, subresource string) (*BucketApplyConfiguration, error) {
+	b := &BucketApplyConfiguration{}
+	err := managedfields.ExtractInto(bucket, internal.Parser().Type("com.github.ctrlkit.ctrlkit.examples.bucket.apis.storage.v1alpha1.Bucket"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(bucket.Name)
+
+	b.WithKind("Bucket")
+	b.WithAPIVersion("storage.ctrlkit.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractBucket extracts the applied configuration owned by fieldManager from
+// bucket. If no managedFields are found in bucket for fieldManager, a
+// BucketApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// bucket must be a unmodified Bucket API object that was retrieved from the Kubernetes API.
+// ExtractBucket provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractBucket(bucket *storagev1alpha1.Bucket, fieldManager string) (*BucketApplyConfiguration, error) {
+	return ExtractBucketFrom(bucket, fieldManager, "")
+}
+
+// ExtractBucketStatus extracts the applied configuration owned by fieldManager from
+// bucket for the status subresource.
+func ExtractBucketStatus(bucket *storagev1alpha1.Bucket, fieldManager string) (*BucketApplyConfiguration, error) {
+	return ExtractBucketFrom(bucket, fieldManager, "status")
 }
 
 func (b BucketApplyConfiguration) IsApplyConfiguration() {}

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	applyargs "k8s.io/code-generator/cmd/applyconfiguration-gen/args"
+	applygen "k8s.io/code-generator/cmd/applyconfiguration-gen/generators"
+	clientargs "k8s.io/code-generator/cmd/client-gen/args"
+	clientgen "k8s.io/code-generator/cmd/client-gen/generators"
+	deepcopyargs "k8s.io/code-generator/cmd/deepcopy-gen/args"
+	deepcopygen "k8s.io/code-generator/cmd/deepcopy-gen/generators"
+	informerargs "k8s.io/code-generator/cmd/informer-gen/args"
+	informergen "k8s.io/code-generator/cmd/informer-gen/generators"
+	listerargs "k8s.io/code-generator/cmd/lister-gen/args"
+	listergen "k8s.io/code-generator/cmd/lister-gen/generators"
+	registerargs "k8s.io/code-generator/cmd/register-gen/args"
+	registergen "k8s.io/code-generator/cmd/register-gen/generators"
+	"k8s.io/code-generator/pkg/util"
+	"k8s.io/gengo/v2"
+	"k8s.io/gengo/v2/generator"
+	"k8s.io/gengo/v2/namer"
+	"k8s.io/klog/v2"
+	openapiargs "k8s.io/kube-openapi/cmd/openapi-gen/args"
+	openapigen "k8s.io/kube-openapi/pkg/generators"
+)
+
+// openAPIBasePackages hold the types every API type refers to (ObjectMeta,
+// ListMeta, Time, ...); their definitions complete the schema.
+var openAPIBasePackages = []string{
+	"k8s.io/apimachinery/pkg/apis/meta/v1",
+	"k8s.io/apimachinery/pkg/runtime",
+	"k8s.io/apimachinery/pkg/version",
+	"k8s.io/apimachinery/pkg/api/resource",
+	"k8s.io/apimachinery/pkg/util/intstr",
+}
+
+// generateCode runs the Go code generators of k8s.io/code-generator and
+// k8s.io/kube-openapi, in the module root.
+func generateCode(ctx context.Context, mod module, pkgs []apiPackage, out, header string) error {
+	var inputs []string
+	for _, p := range pkgs {
+		inputs = append(inputs, p.importPath)
+	}
+	outPkg := mod.importPath(out)
+
+	dc := deepcopyargs.New()
+	if err := runGengo("deepcopy-gen", dc.AddFlags, []string{
+		"--go-header-file", header, "--output-file", deepcopyFile,
+	}, dc.Validate, func(c *generator.Context) []generator.Target { return deepcopygen.GetTargets(c, dc) },
+		deepcopygen.NameSystems(), deepcopygen.DefaultNameSystem(), inputs); err != nil {
+		return err
+	}
+
+	var unregistered []string
+	for _, p := range pkgs {
+		if !p.registers {
+			unregistered = append(unregistered, p.importPath)
+		}
+	}
+	if len(unregistered) > 0 {
+		rg := registerargs.New()
+		if err := runGengo("register-gen", rg.AddFlags, []string{
+			"--go-header-file", header, "--output-file", registerFile,
+		}, rg.Validate, func(c *generator.Context) []generator.Target { return registergen.GetTargets(c, rg) },
+			registergen.NameSystems(), registergen.DefaultNameSystem(), unregistered); err != nil {
+			return err
+		}
+	}
+
+	schema, err := openAPISchema(ctx, mod, inputs, header)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(schema) }()
+
+	ac := applyargs.New()
+	if err := runGengo("applyconfiguration-gen", func(fs *pflag.FlagSet) { ac.AddFlags(fs, "") }, []string{
+		"--go-header-file", header,
+		"--output-dir", path.Join(out, "applyconfiguration"),
+		"--output-pkg", path.Join(outPkg, "applyconfiguration"),
+		"--openapi-schema", schema,
+	}, ac.Validate, func(c *generator.Context) []generator.Target { return applygen.GetTargets(c, ac) },
+		applygen.NameSystems(), applygen.DefaultNameSystem(), inputs); err != nil {
+		return err
+	}
+
+	cl := clientargs.New()
+	clientFlags := []string{
+		"--go-header-file", header,
+		"--output-dir", path.Join(out, "clientset"),
+		"--output-pkg", path.Join(outPkg, "clientset"),
+		"--clientset-name", "versioned",
+		"--input-base", "",
+		"--apply-configuration-package", path.Join(outPkg, "applyconfiguration"),
+	}
+	for _, p := range pkgs {
+		clientFlags = append(clientFlags, "--input", p.importPath)
+	}
+	if err := runGengo("client-gen", func(fs *pflag.FlagSet) { cl.AddFlags(fs, "") }, clientFlags,
+		cl.Validate, func(c *generator.Context) []generator.Target { return clientgen.GetTargets(c, cl) },
+		func() namer.NameSystems {
+			return clientgen.NameSystems(util.PluralExceptionListToMapOrDie(cl.PluralExceptions))
+		},
+		clientgen.DefaultNameSystem(), inputs); err != nil {
+		return err
+	}
+
+	ls := listerargs.New()
+	if err := runGengo("lister-gen", ls.AddFlags, []string{
+		"--go-header-file", header,
+		"--output-dir", path.Join(out, "listers"),
+		"--output-pkg", path.Join(outPkg, "listers"),
+	}, ls.Validate, func(c *generator.Context) []generator.Target { return listergen.GetTargets(c, ls) },
+		func() namer.NameSystems {
+			return listergen.NameSystems(util.PluralExceptionListToMapOrDie(ls.PluralExceptions))
+		},
+		listergen.DefaultNameSystem(), inputs); err != nil {
+		return err
+	}
+
+	inf := informerargs.New()
+	return runGengo("informer-gen", inf.AddFlags, []string{
+		"--go-header-file", header,
+		"--output-dir", path.Join(out, "informers"),
+		"--output-pkg", path.Join(outPkg, "informers"),
+		"--versioned-clientset-package", path.Join(outPkg, "clientset", "versioned"),
+		"--listers-package", path.Join(outPkg, "listers"),
+	}, inf.Validate, func(c *generator.Context) []generator.Target { return informergen.GetTargets(c, inf) },
+		func() namer.NameSystems {
+			return informergen.NameSystems(util.PluralExceptionListToMapOrDie(inf.PluralExceptions))
+		},
+		informergen.DefaultNameSystem(), inputs)
+}
+
+// runGengo runs one gengo-based generator as its command would with flags:
+// the flags parsed into its arguments, validated, then its targets
+// executed over inputs. nameSystems is either the generator's name systems
+// or a function returning them once the flags are parsed.
+func runGengo(name string, addFlags func(*pflag.FlagSet), flags []string, validate func() error,
+	targets func(*generator.Context) []generator.Target, nameSystems any, defaultNameSystem string, inputs []string) error {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	addFlags(fs)
+	if err := fs.Parse(flags); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := validate(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	var ns namer.NameSystems
+	switch n := nameSystems.(type) {
+	case namer.NameSystems:
+		ns = n
+	case func() namer.NameSystems:
+		ns = n()
+	default:
+		return fmt.Errorf("%s: name systems of type %T", name, nameSystems)
+	}
+	// The generators name themselves in the "Code generated by" line of each
+	// file after the program's name.
+	program := os.Args[0]
+	os.Args[0] = name
+	defer func() { os.Args[0] = program }()
+	return guard(name, func() error { return gengo.Execute(ns, defaultNameSystem, targets, gengo.StdBuildTag, inputs) })
+}
+
+// klogHeader is the prefix of a klog line of severity E or F.
+var klogHeader = regexp.MustCompile(`^[EF]\d{4} [0-9:.]+\s+\d+ [^\]]*\] `)
+
+// fatalMessages picks the error and fatal messages out of klog's output
+// (which also holds goroutine stacks), each once.
+func fatalMessages(logs string) string {
+	var msgs []string
+	for _, line := range strings.Split(logs, "\n") {
+		if loc := klogHeader.FindStringIndex(line); loc != nil && !slices.Contains(msgs, line[loc[1]:]) {
+			msgs = append(msgs, line[loc[1]:])
+		}
+	}
+	if len(msgs) == 0 {
+		return "it exited without a message"
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// exitCalled is what klog's exit panics with while guard runs: the
+// generators end the program with klog.Fatal on some bad input.
+type exitCalled struct{ code int }
+
+// guard runs one generator, turning its klog.Fatal into an error that
+// carries what it logged, so that the run can put back the files it owns.
+func guard(name string, generate func() error) (err error) {
+	var logs bytes.Buffer
+	klog.LogToStderr(false)
+	klog.SetOutput(&logs)
+	exit := klog.OsExit
+	klog.OsExit = func(code int) { panic(exitCalled{code}) }
+	defer func() {
+		klog.OsExit = exit
+		klog.SetOutput(io.Discard)
+		klog.LogToStderr(true)
+		if r := recover(); r != nil {
+			if _, ok := r.(exitCalled); !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("%s failed: %s", name, fatalMessages(logs.String()))
+		}
+	}()
+	if err := generate(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// openAPISchema generates the OpenAPI definitions of the API packages (and
+// of the types they refer to) with openapi-gen into a temporary package of
+// the module, builds a program that prints them as an OpenAPI v2 document,
+// and returns the path of a file holding that document. Nothing of the
+// module's own files changes: the build uses copies of go.mod and go.sum.
+func openAPISchema(ctx context.Context, mod module, inputs []string, header string) (schemaFile string, err error) {
+	refs, err := referencedAPIPackages(ctx, mod, inputs)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(mod.root, "apigentmp")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
+	tmpRel := filepath.Base(tmp)
+
+	oa := openapiargs.New()
+	oa.OutputDir = filepath.Join(tmpRel, "openapi")
+	oa.OutputPkg = mod.importPath(tmpRel + "/openapi")
+	oa.OutputFile = "zz_generated.openapi.go"
+	oa.GoHeaderFile = header
+	oa.ReportFilename = filepath.Join(tmp, "api-rule-violations.txt")
+	if err := oa.Validate(); err != nil {
+		return "", fmt.Errorf("openapi-gen: %w", err)
+	}
+	boilerplate, err := gengo.GoBoilerplate(header, gengo.StdBuildTag, gengo.StdGeneratedBy)
+	if err != nil {
+		return "", fmt.Errorf("openapi-gen: %w", err)
+	}
+	all := slices.Concat(inputs, openAPIBasePackages, refs)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	program := os.Args[0]
+	os.Args[0] = "openapi-gen"
+	err = guard("openapi-gen", func() error {
+		return gengo.Execute(openapigen.NameSystems(), openapigen.DefaultNameSystem(),
+			func(c *generator.Context) []generator.Target { return openapigen.GetOpenAPITargets(c, oa, boilerplate) },
+			gengo.StdBuildTag, all)
+	})
+	os.Args[0] = program
+	if err != nil {
+		return "", err
+	}
+
+	mainDir := filepath.Join(tmp, "schema")
+	if err := os.MkdirAll(mainDir, 0o755); err != nil {
+		return "", err
+	}
+	src := strings.ReplaceAll(schemaProgram, "OPENAPI_PACKAGE", oa.OutputPkg)
+	if err := os.WriteFile(filepath.Join(mainDir, "main.go"), []byte(src), 0o644); err != nil {
+		return "", err
+	}
+	// A go.mod inside the module would make tmp a module of its own.
+	modDir, err := os.MkdirTemp("", "apigen-mod")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = os.RemoveAll(modDir) }()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(mod.root, f))
+		if err != nil && !os.IsNotExist(err) {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(modDir, f), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", "run", "-mod=mod", "-modfile", filepath.Join(modDir, "go.mod"), "./"+tmpRel+"/schema")
+	cmd.Dir = mod.root
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building the OpenAPI schema of %s: %w\n%s", strings.Join(inputs, " "), err, stderr.String())
+	}
+	if !json.Valid(stdout.Bytes()) {
+		return "", fmt.Errorf("the OpenAPI schema program printed no JSON:\n%s", stderr.String())
+	}
+	f, err := os.CreateTemp("", "apigen-openapi-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Write(stdout.Bytes()); err != nil {
+		_ = os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// referencedAPIPackages lists the k8s.io/api packages the API packages
+// import: their types' definitions belong in the schema too.
+func referencedAPIPackages(ctx context.Context, mod module, inputs []string) ([]string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, inputs...)...)
+	cmd.Dir = mod.root
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("listing the imports of the API packages: %w\n%s", err, stderr.String())
+	}
+	var refs []string
+	for _, p := range strings.Fields(stdout.String()) {
+		if strings.HasPrefix(p, "k8s.io/api/") {
+			refs = append(refs, p)
+		}
+	}
+	return refs, nil
+}
+
+// schemaProgram prints the definitions of the generated OpenAPI package as
+// an OpenAPI v2 document, named as applyconfiguration-gen looks them up:
+// Go type names in REST-friendly form (com.example.pkg.Type) unless the
+// package already gives a model name.
+const schemaProgram = `package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	openapi "OPENAPI_PACKAGE"
+)
+
+func friendly(name string) string {
+	if strings.Contains(name, "/") {
+		return util.ToRESTFriendlyName(name)
+	}
+	return name
+}
+
+func main() {
+	defs := openapi.GetOpenAPIDefinitions(func(name string) spec.Ref {
+		return spec.MustCreateRef("#/definitions/" + friendly(name))
+	})
+	out := make(map[string]spec.Schema, len(defs))
+	for name, def := range defs {
+		schema := def.Schema
+		if v2, ok := def.Schema.Extensions[common.ExtensionV2Schema].(spec.Schema); ok {
+			schema = v2
+		}
+		out[friendly(name)] = schema
+	}
+	doc := spec.Swagger{SwaggerProps: spec.SwaggerProps{
+		Swagger:     "2.0",
+		Info:        &spec.Info{InfoProps: spec.InfoProps{Title: "apigen", Version: "unversioned"}},
+		Definitions: out,
+	}}
+	if err := json.NewEncoder(os.Stdout).Encode(&doc); err != nil {
+		os.Exit(1)
+	}
+}
+`
