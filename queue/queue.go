@@ -95,6 +95,12 @@ type Controller[K comparable] struct {
 	active atomic.Int64
 	nextID atomic.Uint64
 
+	// terminal holds, for each key whose last reconcile ended with a
+	// terminal error, that error's text: the same error again is logged
+	// quietly. A key leaves it when a reconcile of it ends otherwise.
+	terminalMu sync.Mutex
+	terminal   map[K]string
+
 	// Set by Run: the logger carrying the controller name, and logr's
 	// context key (nil if unknown) for reconcile contexts.
 	logger    logr.Logger
@@ -607,6 +613,10 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	// deadline fired, whatever it returned.
 	obs.TimedOut = c.cfg.reconcileTimeout > 0 && errors.Is(context.Cause(ctx), errReconcileTimeout)
 
+	repeated := false
+	if !isStale(err) { // a cache behind a write says nothing of the object
+		repeated = c.noteTerminal(key, err, err != nil && errors.Is(err, &reconcile.TerminalError{}))
+	}
 	switch {
 	case err == nil && res.RequeueAfter > 0:
 		obs.Outcome = OutcomeRequeueAfter
@@ -624,7 +634,13 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		obs.Outcome = OutcomeError
 		obs.Terminal = true
 		c.forget(key)
-		c.keyLogger(rc).Error(err, "Reconcile failed with a terminal error; not retrying")
+		if repeated {
+			// A periodic recheck or an unrelated event of an object that
+			// still fails the same way: said once already.
+			c.keyLogger(rc).V(2).Info("Reconcile failed with the same terminal error again; not retrying", "err", err.Error())
+		} else {
+			c.keyLogger(rc).Error(err, "Reconcile failed with a terminal error; not retrying")
+		}
 	default:
 		obs.Outcome = OutcomeError
 		// What AddRateLimited does, marked as a retry.
@@ -639,6 +655,27 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	}
 	c.metrics.ObserveReconcile(c.name, obs)
 	return end
+}
+
+// noteTerminal records how a reconcile of key ended for the terminal-error
+// log, and reports whether it ended with the same terminal error as the
+// key's previous reconcile.
+func (c *Controller[K]) noteTerminal(key K, err error, terminal bool) bool {
+	c.terminalMu.Lock()
+	defer c.terminalMu.Unlock()
+	if !terminal {
+		if len(c.terminal) > 0 {
+			delete(c.terminal, key)
+		}
+		return false
+	}
+	msg := err.Error()
+	last, seen := c.terminal[key]
+	if c.terminal == nil {
+		c.terminal = map[K]string{}
+	}
+	c.terminal[key] = msg
+	return seen && last == msg
 }
 
 // forget ends key's backoff: the rate limiter forgets its failures, and a

@@ -1211,3 +1211,55 @@ func TestSourcePriorities(t *testing.T) {
 	require.NoError(t, stop())
 	assert.Equal(t, []string{"block", "change", "resync-1", "resync-2"}, order)
 }
+
+// A key whose reconciles keep ending with the same terminal error (a
+// periodic recheck of an invalid object) logs it at error level once; a
+// different terminal error, or the same one after a reconcile that ended
+// otherwise, is logged again. Every one is counted.
+func TestSameTerminalErrorLoggedOnce(t *testing.T) {
+	results := []error{
+		reconcile.Terminal(errors.New("invalid spec (generation 1)")),
+		reconcile.Terminal(errors.New("invalid spec (generation 1)")),
+		fmt.Errorf("%w", reconcile.ErrStaleCache), // says nothing of the object
+		reconcile.Terminal(errors.New("invalid spec (generation 1)")),
+		reconcile.Terminal(errors.New("invalid spec (generation 2)")),
+		nil,
+		reconcile.Terminal(errors.New("invalid spec (generation 2)")),
+	}
+	var calls atomic.Int32
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		return reconcile.Result{}, results[calls.Add(1)-1]
+	})
+	metrics := &fakeMetrics{}
+	logs := &logBuffer{}
+	c, err := queue.New("terminal", r, queue.WithMetrics(metrics))
+	require.NoError(t, err)
+	stop := startController(t, logs.context(), c)
+	for i := range results {
+		if i == 0 || !errors.Is(results[i-1], reconcile.ErrStaleCache) { // a stale cache is retried by itself
+			c.Add("ns/a")
+		}
+		require.Eventually(t, func() bool { return int(calls.Load()) == i+1 && len(metrics.observations()) == i+1 },
+			waitFor, time.Millisecond, "reconcile %d", i+1)
+	}
+	require.NoError(t, stop())
+
+	var errorLines []string
+	for _, line := range logs.lines() {
+		if strings.Contains(line, `"error"=`) {
+			errorLines = append(errorLines, line)
+		}
+	}
+	require.Len(t, errorLines, 3, "error-level lines:\n%s", strings.Join(errorLines, "\n"))
+	assert.Contains(t, errorLines[0], "generation 1")
+	assert.Contains(t, errorLines[1], "generation 2")
+	assert.Contains(t, errorLines[2], "generation 2", "logged again after a reconcile that succeeded")
+	assert.Equal(t, 2, strings.Count(logs.String(), "the same terminal error again"), "the repeats are logged quietly")
+	terminal := 0
+	for _, o := range metrics.observations() {
+		if o.Terminal {
+			terminal++
+		}
+	}
+	assert.Equal(t, 5, terminal, "every terminal error is counted")
+}

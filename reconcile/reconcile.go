@@ -12,7 +12,9 @@
 //     Conflict errors (HTTP 409) are retried the same way but logged quietly,
 //     because optimistic-concurrency conflicts are a normal part of life.
 //   - a terminal error (see Terminal): the key is not retried; the error is
-//     counted and logged once.
+//     counted, and logged at error level once: a later reconcile of the
+//     key (a periodic recheck, say) that ends with the same error again,
+//     with nothing but stale-cache requeues between, logs it quietly.
 //   - an error matching ErrStaleCache: the reconcile acted on (or refused
 //     to act on) a cache that had not yet seen the controller's own last
 //     write, or what the API server answered a write with. The key is
@@ -74,7 +76,10 @@ func (f Func[K]) Reconcile(ctx context.Context, key K) (Result, error) { return 
 
 // TerminalError marks an error that retrying cannot fix, such as an invalid
 // spec. The worker loop does not requeue a key whose reconcile returns an
-// error that is, or wraps, a *TerminalError; it counts and logs it once.
+// error that is, or wraps, a *TerminalError; it counts it each time and logs
+// it at error level once while the key's reconciles keep ending with the
+// same error (by its text: an error that names the object's generation is
+// logged again for each generation).
 // Create it with Terminal; match it with errors.As, which also gives the
 // cause, or with errors.Is(err, &TerminalError{}).
 type TerminalError struct {

@@ -7,9 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -22,6 +20,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/condition"
 	"github.com/ctrlkit/ctrlkit/reconcile/finalizer"
 	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
@@ -36,10 +35,10 @@ import (
 
 // buckets keeps the storage service's buckets as the Buckets declare them.
 type buckets struct {
-	store    *store.Client
-	client   bucketclient.BucketInterface
-	objects  *write.Objects[*storagev1alpha1.Bucket]
-	recorder record.EventRecorder
+	store   *store.Client
+	client  bucketclient.BucketInterface
+	objects *write.Objects[*storagev1alpha1.Bucket]
+	ready   *condition.Writer[*storagev1alpha1.Bucket]
 }
 
 // newController wires the Bucket controller: the Buckets' own changes, the
@@ -48,7 +47,10 @@ type buckets struct {
 // the operator's back is restored.
 func newController(ctx context.Context, st *store.Client, client versioned.Interface, bucketInformer bucketinformers.TypedBucketInformer,
 	recorder record.EventRecorder, resync time.Duration, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
-	b := &buckets{store: st, client: client.StorageV1alpha1().Buckets(), objects: write.New(bucketInformer.TypedInformer()), recorder: recorder}
+	objects := write.New(bucketInformer.TypedInformer())
+	b := &buckets{store: st, client: client.StorageV1alpha1().Buckets(), objects: objects,
+		ready: condition.New(objects, recorder, func(b *storagev1alpha1.Bucket) *[]metav1.Condition { return &b.Status.Conditions },
+			condition.WithObservedGeneration(func(b *storagev1alpha1.Bucket) *int64 { return &b.Status.ObservedGeneration }))}
 	r := finalizer.Reconciler(storagev1alpha1.Finalizer, b.objects, b.bucketsClient, finalizer.Funcs[*storagev1alpha1.Bucket]{
 		Apply: b.apply, Cleanup: b.cleanup,
 	})
@@ -56,23 +58,9 @@ func newController(ctx context.Context, st *store.Client, client versioned.Inter
 	if err != nil {
 		return nil, err
 	}
-	lister := bucketInformer.Lister()
 	return ctrl, ctrl.Watch(queue.On(bucketInformer.TypedInformer(), informer.EnqueueHandler[*storagev1alpha1.Bucket](ctrl)),
-		queue.Channel(ctrl, st.Changes(ctx), func(names []string) []cache.ObjectName {
-			keys := make([]cache.ObjectName, len(names))
-			for i, name := range names {
-				keys[i] = cache.ObjectName{Name: name}
-			}
-			return keys
-		}),
-		queue.Periodic(ctrl, resync, func(context.Context) ([]cache.ObjectName, error) {
-			all, err := lister.List(labels.Everything())
-			keys := make([]cache.ObjectName, len(all))
-			for i, b := range all {
-				keys[i] = cache.MetaObjectToName(b)
-			}
-			return keys, err
-		}, queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1)))
+		queue.Channel(ctrl, st.Changes(ctx), informer.NamesIn("")),
+		queue.Periodic(ctrl, resync, informer.AllKeys(bucketInformer.TypedInformer()), queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1)))
 }
 
 // bucketsClient is the typed client of Buckets, which are cluster-scoped.
@@ -96,7 +84,7 @@ func (b *buckets) apply(ctx context.Context, bucket *storagev1alpha1.Bucket) (re
 	if err != nil { // the Get's or the Put's
 		return reconcile.Result{}, b.unavailable(ctx, bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
 	}
-	return reconcile.Result{}, b.setReady(ctx, bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified")
+	return reconcile.Result{}, b.setReady(ctx, bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified", "")
 }
 
 // cleanup deletes bucket's own bucket from the storage service; the
@@ -116,47 +104,33 @@ func (b *buckets) cleanup(ctx context.Context, bucket *storagev1alpha1.Bucket) (
 
 // refuse reports a bucket of bucket's name in the storage service that
 // bucket does not own, which the operator leaves alone. The report (a
-// Warning, Ready=False) and a terminal error, logged once, come when the
-// condition does not say so yet; after that the Bucket's periodic checks
-// are quiet. A change of the Bucket, or of that bucket (its deletion
-// above all), wakes it up.
+// Warning, Ready=False) and a terminal error come when the condition does
+// not say so yet; after that the Bucket's periodic checks are quiet. A
+// change of the Bucket, or of that bucket (its deletion above all), wakes
+// it up.
 func (b *buckets) refuse(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
-	reason := storagev1alpha1.ReasonBucketExists
-	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c != nil && c.Reason == reason && c.ObservedGeneration == bucket.Generation {
+	refused := metav1.Condition{Type: storagev1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: storagev1alpha1.ReasonBucketExists}
+	if b.ready.Current(bucket, refused) {
 		return reconcile.Result{}, nil
 	}
 	msg := fmt.Sprintf("The storage service holds a bucket %s that this Bucket did not create: the operator leaves it alone (delete it there, or name the Bucket otherwise)", bucket.Name)
-	if err := b.report(ctx, bucket, reason, msg); err != nil {
+	if err := b.setReady(ctx, bucket, refused.Status, refused.Reason, msg, corev1.EventTypeWarning); err != nil {
 		return reconcile.Result{}, err // retried: the refusal must reach the status
 	}
 	return reconcile.Result{}, reconcile.Terminal(errors.New(msg))
 }
 
 // unavailable reports a failure of the storage service, whether the apply
-// or the cleanup met it, and returns err, to be retried with backoff,
-// joined with a failed status write.
+// or the cleanup met it (a Warning once per outage, Ready=False), and
+// returns err, to be retried with backoff, joined with a failed status
+// write.
 func (b *buckets) unavailable(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
-	return errors.Join(err, b.report(ctx, bucket, storagev1alpha1.ReasonStoreUnavailable, err.Error()))
+	return errors.Join(err, b.setReady(ctx, bucket, metav1.ConditionFalse, storagev1alpha1.ReasonStoreUnavailable, err.Error(), corev1.EventTypeWarning))
 }
 
-// report records a problem: a Warning event when the Ready condition does
-// not have reason yet (once per outage or refusal, not once per retry),
-// and Ready=False. It returns the status write's error.
-func (b *buckets) report(ctx context.Context, bucket *storagev1alpha1.Bucket, reason, msg string) error {
-	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c == nil || c.Reason != reason {
-		b.recorder.Event(bucket, corev1.EventTypeWarning, reason, msg)
-	}
-	return b.setReady(ctx, bucket, metav1.ConditionFalse, reason, msg)
-}
-
-// setReady writes the Ready condition, if it changed.
-func (b *buckets) setReady(ctx context.Context, bucket *storagev1alpha1.Bucket, status metav1.ConditionStatus, reason, msg string) error {
-	_, _, err := b.objects.UpdateStatus(ctx, b.client, bucket, func(bucket *storagev1alpha1.Bucket) error {
-		bucket.Status.ObservedGeneration = bucket.Generation
-		meta.SetStatusCondition(&bucket.Status.Conditions, metav1.Condition{
-			Type: storagev1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: bucket.Generation,
-		})
-		return nil
-	})
+// setReady sets the Ready condition, with an event of eventType (none if
+// empty) when its reason changes.
+func (b *buckets) setReady(ctx context.Context, bucket *storagev1alpha1.Bucket, status metav1.ConditionStatus, reason, msg, eventType string) error {
+	_, err := b.ready.Set(ctx, b.client, bucket, metav1.Condition{Type: storagev1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg}, eventType)
 	return err
 }

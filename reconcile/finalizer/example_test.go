@@ -36,3 +36,33 @@ func Example() {
 	})
 	var _ reconcile.Reconciler[cache.ObjectName] = r // run it with a queue.Controller watching the ConfigMaps
 }
+
+// dnsZone is a DNS service outside the cluster.
+type dnsZone interface {
+	Put(ctx context.Context, name, ip string) error
+	Delete(ctx context.Context, name string) error // nil when already gone
+}
+
+// Services opt in with an annotation that names their DNS record: only
+// those get the finalizer, with the name kept beside it, and removing the
+// annotation deletes the record and releases the Service.
+func ExampleReconciler_scoped() {
+	kube := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	var dns dnsZone // the DNS service's client
+
+	services := write.New(factory.Core().V1().Services().TypedInformer())
+	r := finalizer.Reconciler("example.com/mirror", services, kube.CoreV1().Services, finalizer.Funcs[*corev1.Service]{
+		InScope:   func(svc *corev1.Service) bool { return svc.Annotations["example.com/dns-name"] != "" },
+		KeepValue: func(svc *corev1.Service) string { return svc.Annotations["example.com/dns-name"] },
+		Apply: func(ctx context.Context, svc *corev1.Service) (reconcile.Result, error) {
+			dnsName, _ := finalizer.Kept(svc, "example.com/mirror")
+			return reconcile.Result{}, dns.Put(ctx, dnsName, svc.Spec.ClusterIP)
+		},
+		Cleanup: func(ctx context.Context, svc *corev1.Service) (reconcile.Result, error) {
+			dnsName, _ := finalizer.Kept(svc, "example.com/mirror") // what was created, whatever the annotation says now
+			return reconcile.Result{}, dns.Delete(ctx, dnsName)
+		},
+	})
+	var _ reconcile.Reconciler[cache.ObjectName] = r
+}

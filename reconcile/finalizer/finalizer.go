@@ -16,8 +16,29 @@
 //		},
 //	})
 //
-// Contains, Ensure and Remove are the single steps, for controllers that
-// arrange them otherwise.
+// A controller that acts on some objects of a kind only (those that opt in
+// with an annotation, say) sets Funcs.InScope: only objects in scope get the
+// finalizer, and one that leaves the scope is cleaned up and released like a
+// deleted one. Funcs.KeepValue keeps, with the finalizer and in the same
+// patch, what Cleanup will need to know once the object no longer says it
+// (the external name it asked for when it opted in); Cleanup reads it with
+// Kept:
+//
+//	r := finalizer.Reconciler("example.com/mirror", services, kube.CoreV1().Services, finalizer.Funcs[*corev1.Service]{
+//		InScope:   func(svc *corev1.Service) bool { return svc.Annotations["example.com/dns-name"] != "" },
+//		KeepValue: func(svc *corev1.Service) string { return svc.Annotations["example.com/dns-name"] },
+//		Apply: func(ctx context.Context, svc *corev1.Service) (reconcile.Result, error) {
+//			dnsName, _ := finalizer.Kept(svc, "example.com/mirror")
+//			return reconcile.Result{}, dns.Put(ctx, dnsName, svc.Spec.ClusterIP)
+//		},
+//		Cleanup: func(ctx context.Context, svc *corev1.Service) (reconcile.Result, error) {
+//			dnsName, _ := finalizer.Kept(svc, "example.com/mirror") // what was created, whatever the annotation says now
+//			return reconcile.Result{}, dns.Delete(ctx, dnsName)
+//		},
+//	})
+//
+// Contains, Ensure, Keep, Kept and Remove are the single steps, for
+// controllers that arrange them otherwise.
 //
 // # Writes
 //
@@ -41,6 +62,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validation"
@@ -76,18 +98,20 @@ func Ensure[T write.Object](ctx context.Context, objects *write.Objects[T], c wr
 	if obj.GetDeletionTimestamp() != nil {
 		return zero, fmt.Errorf("finalizer %s: %s is being deleted: no finalizer can be added", name, cache.MetaObjectToName(obj))
 	}
+	return patch(ctx, objects, c, obj, name, append(guard(obj), addFinalizer(obj, name)...))
+}
+
+// addFinalizer returns the operations that add name to obj's finalizers,
+// tested against the whole list as read: a list that changed since may
+// hold the name already.
+func addFinalizer(obj metav1.Object, name string) []patchOp {
 	current := obj.GetFinalizers()
-	ops := guard(obj)
 	if len(current) == 0 {
-		ops = append(ops, patchOp{op: "test", path: "/metadata/finalizers", value: nil},
-			patchOp{op: "add", path: "/metadata/finalizers", value: []string{name}})
-	} else {
-		// The whole list as read: a list that changed since may hold the
-		// name already.
-		ops = append(ops, patchOp{op: "test", path: "/metadata/finalizers", value: current},
-			patchOp{op: "add", path: "/metadata/finalizers/-", value: name})
+		return []patchOp{{op: "test", path: "/metadata/finalizers", value: nil},
+			{op: "add", path: "/metadata/finalizers", value: []string{name}}}
 	}
-	return patch(ctx, objects, c, obj, name, ops)
+	return []patchOp{{op: "test", path: "/metadata/finalizers", value: current},
+		{op: "add", path: "/metadata/finalizers/-", value: name}}
 }
 
 // Validate returns an error, naming what is wrong, when name cannot be a
@@ -100,8 +124,9 @@ func Validate(name string) error {
 }
 
 // Remove removes the finalizer name from obj (as read from the cache, or
-// returned by a write) if it carries it, every copy of it, and returns the
-// object as the API server has it then (obj itself when nothing was sent).
+// returned by a write) if it carries it, every copy of it, and what Keep
+// kept with it, in one patch, and returns the object as the API server has
+// it then (obj itself when nothing was sent).
 // Once an object being deleted has no finalizer left, the API server
 // deletes it. An object that is gone counts as done: a NotFound is
 // returned, wrapped, so callers that do not care test it with
@@ -119,10 +144,64 @@ func Remove[T write.Object](ctx context.Context, objects *write.Objects[T], c wr
 		entry := fmt.Sprintf("/metadata/finalizers/%d", i)
 		ops = append(ops, patchOp{op: "test", path: entry, value: name}, patchOp{op: "remove", path: entry})
 	}
+	if kept, ok := Kept(obj, name); ok {
+		entry := annotationPath(name)
+		ops = append(ops, patchOp{op: "test", path: entry, value: kept}, patchOp{op: "remove", path: entry})
+	}
 	if len(ops) == len(guard(obj)) {
 		return obj, nil
 	}
 	return patch(ctx, objects, c, obj, name, ops)
+}
+
+// Keep adds the finalizer name to obj (as read from the cache, or returned
+// by a write) like Ensure, and keeps value with it, in the same patch: what
+// Cleanup will need to know of the object later, when the object may no
+// longer say it (the name an external resource was created under, say).
+// Kept reads it back; Remove removes it with the finalizer. A later Keep
+// replaces the value, guarded by a test of the value it read. It returns
+// the object as the API server has it then (obj itself when nothing was
+// sent), and the errors of Ensure. The value is kept in the annotation
+// named like the finalizer.
+func Keep[T write.Object](ctx context.Context, objects *write.Objects[T], c write.Client[T], obj T, name, value string) (T, error) {
+	var zero T
+	if err := Validate(name); err != nil {
+		return zero, err
+	}
+	kept, hasKept := Kept(obj, name)
+	if Contains(obj, name) && hasKept && kept == value {
+		return obj, nil
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return zero, fmt.Errorf("finalizer %s: %s is being deleted: nothing can be kept", name, cache.MetaObjectToName(obj))
+	}
+	ops := guard(obj)
+	if !Contains(obj, name) {
+		ops = append(ops, addFinalizer(obj, name)...)
+	}
+	switch {
+	case hasKept:
+		ops = append(ops, patchOp{op: "test", path: annotationPath(name), value: kept},
+			patchOp{op: "replace", path: annotationPath(name), value: value})
+	case obj.GetAnnotations() == nil:
+		ops = append(ops, patchOp{op: "test", path: "/metadata/annotations", value: nil},
+			patchOp{op: "add", path: "/metadata/annotations", value: map[string]string{name: value}})
+	default:
+		ops = append(ops, patchOp{op: "add", path: annotationPath(name), value: value})
+	}
+	return patch(ctx, objects, c, obj, name, ops)
+}
+
+// Kept returns the value Keep kept with the finalizer name on obj, and
+// whether there is one.
+func Kept[T write.Object](obj T, name string) (string, bool) {
+	v, ok := obj.GetAnnotations()[name]
+	return v, ok
+}
+
+// annotationPath is the JSON pointer (RFC 6901) of the annotation key.
+func annotationPath(key string) string {
+	return "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 }
 
 // patchOp is one operation of a JSON patch (RFC 6902).
@@ -174,18 +253,35 @@ type Funcs[T write.Object] struct {
 	// it returns a nil error and a zero Result (a positive RequeueAfter
 	// means "in progress, look again later"); then the finalizer is
 	// removed. It must treat an effect that is already gone as cleaned up.
+	// It is also called for an object that carries the finalizer and left
+	// the scope (see InScope), which is released the same way.
 	Cleanup func(ctx context.Context, obj T) (reconcile.Result, error)
+	// InScope, if set, says which objects the controller acts on: only
+	// those get the finalizer and Apply, and one that carries the
+	// finalizer and is no longer in scope (its opt-in annotation removed,
+	// say) gets Cleanup, then loses the finalizer, as if it were deleted.
+	// Objects out of scope that never had the finalizer are left alone.
+	// Nil means every object.
+	InScope func(obj T) bool
+	// KeepValue, if set, gives what Cleanup will need to know of the
+	// object later, kept with the finalizer in the same patch when the
+	// finalizer is added (see Keep; Kept reads it in Cleanup). Only that
+	// first value is kept: Apply calls Keep to change it, after it has
+	// dealt with what the old value names.
+	KeepValue func(obj T) string
 }
 
 // Reconciler returns a reconciler of the keys of objects of type T that
 // keeps the finalizer name on them and runs funcs:
 //
 //   - an object that is gone is done: nothing is called;
-//   - an object being deleted that carries the finalizer gets Cleanup, and
-//     the finalizer is removed once Cleanup succeeded; without the
+//   - an object being deleted, or out of scope (funcs.InScope), that
+//     carries the finalizer gets Cleanup, and the finalizer (with what was
+//     kept with it) is removed once Cleanup succeeded; without the
 //     finalizer, nothing is called;
-//   - any other object gets the finalizer (if it lacks it) before Apply
-//     runs, so that nothing Apply does can outlive the object unnoticed.
+//   - any other object gets the finalizer (if it lacks it, together with
+//     the value of funcs.KeepValue if it has none kept) before Apply runs, so that nothing Apply
+//     does can outlive the object, or its leaving the scope, unnoticed.
 //
 // objects reads the objects from the cache and remembers the finalizer
 // patches; client gives the typed client of a namespace (for cluster-scoped
@@ -205,7 +301,7 @@ func Reconciler[T write.Object, C write.Client[T]](name string, objects *write.O
 			return reconcile.Result{}, err
 		}
 		c := client(key.Namespace)
-		if obj.GetDeletionTimestamp() != nil {
+		if obj.GetDeletionTimestamp() != nil || funcs.InScope != nil && !funcs.InScope(obj) {
 			if !Contains(obj, name) {
 				return reconcile.Result{}, nil
 			}
@@ -218,7 +314,12 @@ func Reconciler[T write.Object, C write.Client[T]](name string, objects *write.O
 			}
 			return reconcile.Result{}, nil
 		}
-		if obj, err = Ensure(ctx, objects, c, obj, name); apierrors.IsNotFound(err) {
+		if _, kept := Kept(obj, name); funcs.KeepValue != nil && (!kept || !Contains(obj, name)) {
+			obj, err = Keep(ctx, objects, c, obj, name, funcs.KeepValue(obj))
+		} else {
+			obj, err = Ensure(ctx, objects, c, obj, name)
+		}
+		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil // gone since the cache saw it: nothing to apply
 		} else if err != nil {
 			return reconcile.Result{}, err

@@ -338,3 +338,142 @@ func TestRemoveEveryCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"other.io/keep"}, now.Finalizers)
 }
+
+// optIn is the annotation that puts a ConfigMap in the scope of the scoped
+// reconciler: its value names the external entry the ConfigMap mirrors.
+const optIn = "example.com/mirror-as"
+
+// A scoped reconciler with a kept value: only ConfigMaps that opt in get the
+// finalizer and, in the same patch, the name of their external entry; one
+// that opts out, or changes the name it asks for, is cleaned up with the
+// name that was kept, and released like a deleted one.
+func TestReconcilerScopeAndKeptValue(t *testing.T) {
+	e := newEnv(t)
+	var cleanedNames []string
+	e.r = finalizer.Reconciler(name, e.objects, e.kube.CoreV1().ConfigMaps, finalizer.Funcs[*corev1.ConfigMap]{
+		InScope:   func(cm *corev1.ConfigMap) bool { return cm.Annotations[optIn] != "" },
+		KeepValue: func(cm *corev1.ConfigMap) string { return cm.Annotations[optIn] },
+		Apply: func(_ context.Context, cm *corev1.ConfigMap) (reconcile.Result, error) {
+			e.applied = append(e.applied, cm)
+			return reconcile.Result{}, nil
+		},
+		Cleanup: func(_ context.Context, cm *corev1.ConfigMap) (reconcile.Result, error) {
+			kept, ok := finalizer.Kept(cm, name)
+			require.True(t, ok, "Cleanup finds the kept name")
+			cleanedNames = append(cleanedNames, kept)
+			return e.cleanup()
+		},
+	})
+	annotate := func(value string) {
+		t.Helper()
+		cm, err := e.server(t)
+		require.NoError(t, err)
+		if value == "" {
+			delete(cm.Annotations, optIn)
+		} else {
+			if cm.Annotations == nil {
+				cm.Annotations = map[string]string{}
+			}
+			cm.Annotations[optIn] = value
+		}
+		_, err = e.client().Update(context.Background(), cm, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		e.sync(t)
+	}
+
+	// Out of scope: nothing is called, nothing is written.
+	out := e.run(t)
+	require.NoError(t, out.Err)
+	assert.Empty(t, out.Writes)
+	assert.Empty(t, e.applied)
+	assert.Empty(t, cleanedNames)
+
+	// In scope: one patch adds the finalizer and keeps the name.
+	annotate("entry-a")
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{"patch v1/configmaps ns/entry"}, reconciletest.Describe(out.Writes))
+	require.Len(t, e.applied, 1)
+	assert.Equal(t, []string{name}, e.applied[0].Finalizers)
+	kept, ok := finalizer.Kept(e.applied[0], name)
+	assert.True(t, ok)
+	assert.Equal(t, "entry-a", kept)
+	e.sync(t)
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Empty(t, out.Writes, "in place: nothing to write")
+
+	// The opt-in annotation now names another entry: the kept name stays
+	// what Cleanup will need, until Apply keeps the new one.
+	annotate("entry-b")
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Empty(t, out.Writes)
+	kept, _ = finalizer.Kept(e.applied[len(e.applied)-1], name)
+	assert.Equal(t, "entry-a", kept)
+	cm, err := e.server(t)
+	require.NoError(t, err)
+	_, err = finalizer.Keep(context.Background(), e.objects, e.client(), cm, name, "entry-b")
+	require.NoError(t, err)
+	e.sync(t)
+
+	// Leaving the scope: Cleanup sees the kept name; while it fails the
+	// finalizer stays; then finalizer and kept name go in one patch.
+	e.cleanup = func() (reconcile.Result, error) { return reconcile.Result{}, errors.New("store down") }
+	annotate("")
+	out = e.run(t)
+	require.Error(t, out.Err)
+	assert.Empty(t, out.Writes)
+	e.cleanup = func() (reconcile.Result, error) { return reconcile.Result{}, nil }
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{"patch v1/configmaps ns/entry"}, reconciletest.Describe(out.Writes))
+	assert.Equal(t, []string{"entry-b", "entry-b"}, cleanedNames)
+	e.sync(t)
+	cm, err = e.server(t)
+	require.NoError(t, err, "released, not deleted")
+	assert.Empty(t, cm.Finalizers)
+	assert.NotContains(t, cm.Annotations, name, "the kept name is gone with the finalizer")
+	out = e.run(t)
+	require.NoError(t, out.Err)
+	assert.Empty(t, out.Writes, "out of scope and released: left alone")
+
+	// Back in scope, then deleted: cleaned up with the name kept then.
+	annotate("entry-c")
+	require.NoError(t, e.run(t).Err)
+	e.sync(t)
+	require.NoError(t, e.client().Delete(context.Background(), key.Name, metav1.DeleteOptions{}))
+	e.sync(t)
+	require.NoError(t, e.run(t).Err)
+	assert.Equal(t, "entry-c", cleanedNames[len(cleanedNames)-1])
+	_, err = e.server(t)
+	assert.True(t, apierrors.IsNotFound(err), "deleted once released: %v", err)
+}
+
+// Keep sends one guarded patch: it fails, instead of overwriting, when the
+// kept value changed since the object was read, and adds the annotations
+// map where there was none.
+func TestKeepGuards(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cm, err := e.server(t)
+	require.NoError(t, err)
+	require.Nil(t, cm.Annotations)
+	kept, err := finalizer.Keep(ctx, e.objects, e.client(), cm, name, "first")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{name: "first"}, kept.Annotations)
+	assert.Equal(t, []string{name}, kept.Finalizers)
+
+	again, err := finalizer.Keep(ctx, e.objects, e.client(), kept, name, "first")
+	require.NoError(t, err)
+	assert.Same(t, kept, again, "nothing to send")
+
+	_, err = finalizer.Keep(ctx, e.objects, e.client(), cm, name, "second") // cm as read before the first Keep
+	require.Error(t, err, "the guard refuses a write over a value it did not read")
+	got, err := e.server(t)
+	require.NoError(t, err)
+	assert.Equal(t, "first", got.Annotations[name])
+
+	_, err = finalizer.Keep(ctx, e.objects, e.client(), kept, "not a name", "x")
+	require.Error(t, err)
+}

@@ -279,6 +279,53 @@ current-context: nowhere
 	})
 }
 
+// The images of the other examples run their binary too: --version names
+// the example, and without a cluster to reach it exits 1 with the reason.
+func TestOtherExampleImages(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("runs a linux binary")
+	}
+	root := repoRoot(t)
+	for _, tt := range []struct{ example, ref, binary string }{
+		{"bucket", "ctrlkit/bucket:dev", "usr/local/bin/bucket"},
+		{"external", "ctrlkit/external:dev", "usr/local/bin/external"},
+	} {
+		t.Run(tt.example, func(t *testing.T) {
+			ctx := t.Context()
+			built, err := image.Build(ctx, image.Spec{Dir: filepath.Join(root, "examples", tt.example), Ref: tt.ref},
+				t.TempDir(), image.Options{Arch: runtime.GOARCH})
+			require.NoError(t, err)
+			idx, err := layout.ImageIndexFromPath(built.Layout)
+			require.NoError(t, err)
+			img, err := idx.Image(built.Digest)
+			require.NoError(t, err)
+			cfg, err := img.ConfigFile()
+			require.NoError(t, err)
+			assert.Equal(t, image.User, cfg.Config.User)
+			_, _, contents := layerFiles(t, img)
+			binary := filepath.Join(t.TempDir(), tt.example)
+			require.NoError(t, os.WriteFile(binary, contents[tt.binary], 0o755))
+
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, binary, "--version").Output()
+			require.NoError(t, err)
+			assert.Contains(t, string(out), "path: github.com/ctrlkit/ctrlkit/examples/"+tt.example+"\n")
+
+			var stderr bytes.Buffer
+			cmd := exec.CommandContext(ctx, binary, "--metrics-bind-address=0", "--health-probe-bind-address=0")
+			cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=/nonexistent"}
+			cmd.Stderr = &stderr
+			err = cmd.Run()
+			require.NoError(t, ctx.Err(), "the binary gives up at once")
+			var exitErr *exec.ExitError
+			require.ErrorAs(t, err, &exitErr, stderr.String())
+			assert.Equal(t, 1, exitErr.ExitCode())
+			assert.Contains(t, stderr.String(), tt.example+": no cluster configuration")
+		})
+	}
+}
+
 // TestBuildOptions builds a small program with every option and builds it
 // again into the same directory, which replaces the first image.
 func TestBuildOptions(t *testing.T) {
