@@ -152,6 +152,16 @@ func (q *delayQueue[K]) forgetRetry(key K) {
 	heap.Fix(&q.waiting, e.index)
 }
 
+// nextDue returns when the earliest waiting key is due, if any waits.
+func (q *delayQueue[K]) nextDue() (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiting) == 0 {
+		return time.Time{}, false
+	}
+	return q.waiting[0].due(), true
+}
+
 // Retrying returns the number of keys that wait for a retry.
 func (q *delayQueue[K]) Retrying() int {
 	q.mu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // Defaults applied by New when the corresponding option is not given.
@@ -49,6 +50,7 @@ type config struct {
 	reconcileTimeout time.Duration
 	shutdownTimeout  time.Duration
 	metrics          Metrics
+	clock            clock.Clock
 	errs             []error
 }
 
@@ -114,6 +116,23 @@ func WithMetrics(m Metrics) Option {
 			return
 		}
 		c.metrics = m
+	}
+}
+
+// WithClock sets the clock the controller waits by: keys added with
+// AddAfter or Result.RequeueAfter, the retries of failed reconciles after
+// their backoff, and the ticks of its Periodic sources become due by it. A
+// fake clock (k8s.io/utils/clock/testing) makes them due only when a test
+// moves it, which queuetest.Advance does. Reconcile timeouts, the retry
+// token bucket and the workqueue metrics keep real time. Default the real
+// clock.
+func WithClock(clk clock.Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			c.errs = append(c.errs, errors.New("clock is nil"))
+			return
+		}
+		c.clock = clk
 	}
 }
 

@@ -37,6 +37,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"runtime"
 	"slices"
@@ -80,17 +81,18 @@ type Controller[K comparable] struct {
 	// running holds delays once Run has built it, for AddAfter and
 	// Retrying.
 	running atomic.Pointer[delayQueue[K]]
-	// clock is the delaying layer's clock: nil (the real one) outside
-	// tests.
+	// clock is the clock of WithClock, which the delaying layer and the
+	// Periodic sources wait by; nil for the real one.
 	clock clock.Clock
 
-	mu       sync.Mutex
-	started  bool
-	watches  []*registration             // informer handlers, registered by Run
-	feeds    []func(ctx context.Context) // sources of keys, run by Run
-	delayed  map[K]time.Time             // AddAfter before Run: when each key is due
-	aborted  chan struct{}
-	abortErr error
+	mu        sync.Mutex
+	started   bool
+	watches   []*registration             // informer handlers, registered by Run
+	feeds     []func(ctx context.Context) // sources of keys, run by Run
+	periodics []periodicSource            // the Periodic ones among them
+	delayed   map[K]time.Time             // AddAfter before Run: when each key is due
+	aborted   chan struct{}
+	abortErr  error
 
 	active atomic.Int64
 	nextID atomic.Uint64
@@ -117,8 +119,9 @@ type Watch struct {
 	informer cache.SharedIndexInformer
 	add      func(logger klog.Logger) (cache.ResourceEventHandlerRegistration, error)
 	// A source of keys from outside informers (see Feed): start runs
-	// while the controller runs.
-	start func(ctx context.Context)
+	// while the controller runs; periodic is set for a Periodic source.
+	start    func(ctx context.Context)
+	periodic periodicSource
 	// err is why the Watch cannot work.
 	err error
 }
@@ -170,6 +173,7 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 		metrics:     cfg.metrics,
 		delayed:     map[K]time.Time{},
 		aborted:     make(chan struct{}),
+		clock:       cfg.clock,
 	}, nil
 }
 
@@ -217,11 +221,58 @@ func (c *Controller[K]) Watch(ws ...Watch) error {
 	for _, w := range ws {
 		if w.start != nil {
 			c.feeds = append(c.feeds, w.start)
+			if w.periodic != nil {
+				c.periodics = append(c.periodics, w.periodic)
+			}
 		} else {
 			c.watches = append(c.watches, &registration{Watch: w})
 		}
 	}
 	return nil
+}
+
+// now reads the clock the controller waits by.
+func (c *Controller[K]) now() time.Time { return c.waitClock().Now() }
+
+// waitClock is the clock of WithClock, or the real one.
+func (c *Controller[K]) waitClock() clock.Clock {
+	if c.clock == nil {
+		return clock.RealClock{}
+	}
+	return c.clock
+}
+
+// NextDue returns the earliest time, on the clock of WithClock, at which
+// the controller will add keys by itself: the due time of a key waiting
+// for its delay or its retry, or the next tick of a running Periodic
+// source; ok is false when nothing waits. A time not after the clock's
+// current time means something is due and about to be added. With a fake
+// clock, a test moves the clock to each due time in turn to run what
+// waits (see queuetest.Advance).
+func (c *Controller[K]) NextDue() (due time.Time, ok bool) {
+	c.mu.Lock()
+	pending := maps.Clone(c.delayed)
+	periodics := c.periodics
+	c.mu.Unlock()
+	earlier := func(t time.Time) {
+		if !ok || t.Before(due) {
+			due, ok = t, true
+		}
+	}
+	for _, at := range pending {
+		earlier(at)
+	}
+	if q := c.running.Load(); q != nil {
+		if t, waits := q.nextDue(); waits {
+			earlier(t)
+		}
+	}
+	for _, p := range periodics {
+		if t, waits := p.nextDue(); waits {
+			earlier(t)
+		}
+	}
+	return due, ok
 }
 
 // HasSynced reports whether the controller has what it needs to work: while
@@ -306,7 +357,7 @@ func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 		q.AddAfter(key, d)
 		return
 	}
-	at := time.Now().Add(d)
+	at := c.now().Add(d)
 	if old, ok := c.delayed[key]; !ok || at.Before(old) {
 		c.delayed[key] = at
 	}
@@ -384,12 +435,15 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	q, delays := newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, c.clock)
 	c.queue, c.delays = q, delays
 	c.running.Store(delays)
-	now := time.Now()
+	now := c.now()
 	for key, at := range c.delayed {
 		q.AddAfter(key, at.Sub(now))
 	}
 	c.delayed = nil
 	watches, feeds := c.watches, c.feeds
+	for _, p := range c.periodics {
+		p.useClock(c.waitClock())
+	}
 	c.mu.Unlock()
 	// Shutting the queue down also stops its delaying goroutine and waits
 	// for it.

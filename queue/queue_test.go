@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/reconcile"
@@ -930,6 +931,7 @@ func TestNewValidation(t *testing.T) {
 		{name: "negative reconcile timeout", ctrl: "x", r: r, opts: []queue.Option{queue.WithReconcileTimeout(-time.Second)}, wantErr: "reconcile timeout must be positive"},
 		{name: "zero shutdown timeout", ctrl: "x", r: r, opts: []queue.Option{queue.WithShutdownTimeout(0)}, wantErr: "shutdown timeout must be positive"},
 		{name: "nil metrics", ctrl: "x", r: r, opts: []queue.Option{queue.WithMetrics(nil)}, wantErr: "metrics are nil"},
+		{name: "nil clock", ctrl: "x", r: r, opts: []queue.Option{queue.WithClock(nil)}, wantErr: "clock is nil"},
 		{name: "nil rate limiter", ctrl: "x", r: r, opts: []queue.Option{queue.WithRateLimiter(nil)}, wantErr: "rate limiter is nil"},
 		{name: "every problem is reported", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(-1), queue.WithShutdownTimeout(-1), queue.WithRateLimiter(nil)},
 			wantErr: "workers must be at least 1, got -1\nshutdown timeout must be positive, got -1ns\nrate limiter is nil"},
@@ -1262,4 +1264,30 @@ func TestSameTerminalErrorLoggedOnce(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 5, terminal, "every terminal error is counted")
+}
+
+// NextDue reports the earliest key waiting on the controller's clock, also
+// before Run: an AddAfter then waits by the clock of WithClock too.
+func TestNextDueBeforeAndAfterRun(t *testing.T) {
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(start)
+	c, err := queue.New("due", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}), queue.WithClock(clk))
+	require.NoError(t, err)
+	_, ok := c.NextDue()
+	assert.False(t, ok)
+	c.AddAfter("b", 2*time.Minute)
+	c.AddAfter("a", time.Minute)
+	due, ok := c.NextDue()
+	require.True(t, ok)
+	assert.Equal(t, start.Add(time.Minute), due)
+
+	stop := startController(t, context.Background(), c)
+	defer func() { require.NoError(t, stop()) }()
+	require.Eventually(t, func() bool { due, ok := c.NextDue(); return ok && due.Equal(start.Add(time.Minute)) }, waitFor, time.Millisecond,
+		"the delays waiting since before Run keep their due times")
+	clk.Step(90 * time.Second)
+	require.Eventually(t, func() bool { due, ok := c.NextDue(); return ok && due.Equal(start.Add(2*time.Minute)) }, waitFor, time.Millisecond,
+		"a is added once due; b still waits")
 }

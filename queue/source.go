@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Enqueuer is the part of a Controller that sources of keys use (Periodic,
@@ -104,13 +106,47 @@ func Periodic[K comparable](q Enqueuer[K], interval time.Duration, list func(ctx
 	if err := p.validate(q); err != nil {
 		return Watch{err: err}
 	}
-	return Watch{start: func(ctx context.Context) { p.run(ctx, q) }}
+	return Watch{start: func(ctx context.Context) { p.run(ctx, q) }, periodic: p}
+}
+
+// periodicSource is what a Controller knows of its Periodic sources: it
+// gives them its clock and asks when they tick next.
+type periodicSource interface {
+	useClock(clk clock.Clock)
+	nextDue() (time.Time, bool)
 }
 
 type periodic[K comparable] struct {
 	interval time.Duration
 	list     func(ctx context.Context) ([]K, error)
 	cfg      sourceConfig
+
+	mu    sync.Mutex
+	clock clock.Clock // set by the controller's Run; real if nil
+	next  time.Time   // when the armed timer fires; zero while not running
+}
+
+func (p *periodic[K]) useClock(clk clock.Clock) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clock = clk
+}
+
+func (p *periodic[K]) nextDue() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.next, !p.next.IsZero()
+}
+
+// arm records that the timer fires d from now, and returns the clock.
+func (p *periodic[K]) arm(d time.Duration) clock.Clock {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clock == nil {
+		p.clock = clock.RealClock{}
+	}
+	p.next = p.clock.Now().Add(d)
+	return p.clock
 }
 
 // Validate reports a non-positive interval, a nil list function or a
@@ -135,17 +171,22 @@ func (p *periodic[K]) validate(q Enqueuer[K]) error {
 // run enqueues the listed keys on every tick until ctx ends.
 func (p *periodic[K]) run(ctx context.Context, q Enqueuer[K]) {
 	add := addFunc(q, p.cfg.low)
-	first := p.next()
+	first := p.wait()
 	if p.cfg.atStart {
 		first = 0
 	}
-	timer := time.NewTimer(first)
-	defer timer.Stop()
+	timer := p.arm(first).NewTimer(first)
+	defer func() {
+		timer.Stop()
+		p.mu.Lock()
+		p.next = time.Time{}
+		p.mu.Unlock()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-timer.C():
 		}
 		keys, err := p.list(ctx)
 		if err != nil {
@@ -154,11 +195,14 @@ func (p *periodic[K]) run(ctx context.Context, q Enqueuer[K]) {
 		for _, k := range keys {
 			add(k)
 		}
-		timer.Reset(p.next())
+		d := p.wait()
+		p.arm(d)
+		timer.Reset(d)
 	}
 }
 
-func (p *periodic[K]) next() time.Duration {
+// wait is how long until the next tick.
+func (p *periodic[K]) wait() time.Duration {
 	if p.cfg.jitter == 0 {
 		return p.interval
 	}

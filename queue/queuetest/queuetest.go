@@ -1,7 +1,8 @@
 // Package queuetest runs controllers in tests: Start runs one as
 // operator.Run would, over informer factories of fake clientsets typically,
-// for the rest of a test, and WaitIdle waits until it has nothing left to
-// do.
+// for the rest of a test, WaitIdle waits until it has nothing left to do,
+// and Advance moves the fake clock of a controller that waits for time
+// (RequeueAfter, backoff, Periodic sources) and runs what falls due.
 //
 //	kube := fake.NewClientset()
 //	reconciletest.Strict(kube) // 409 on stale updates, as a real API server
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
@@ -93,8 +95,8 @@ const Quiet = 50 * time.Millisecond
 //
 // Keys delayed on purpose (AddAfter, Result.RequeueAfter) are not waited
 // for: a controller that polls something every minute is idle between two
-// polls. A test of such a controller advances to the next run by adding
-// the key.
+// polls. A test of such a controller gives it a fake clock
+// (queue.WithClock) and moves it with Advance.
 func WaitIdle(t testing.TB, ctrl Controller, clients ...reconciletest.ActionRecorder) {
 	t.Helper()
 	// Idle must hold from one poll to another at least Quiet later, with no
@@ -140,4 +142,86 @@ func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 		}
 		<-tick.C
 	}
+}
+
+// Clocked is a Controller given a fake clock with queue.WithClock: NextDue
+// says when it next adds keys by itself (*queue.Controller has it).
+type Clocked interface {
+	Controller
+	NextDue() (time.Time, bool)
+}
+
+// maxSteps bounds the due times one Advance stops at: more means a
+// controller that keeps asking to run again at once.
+const maxSteps = 10_000
+
+// Advance moves clk, the fake clock (k8s.io/utils/clock/testing) that ctrl
+// was given with queue.WithClock, forward by d as time would pass: it stops
+// at each time in between at which ctrl has something due (a key's
+// RequeueAfter or AddAfter, the retry of a failed reconcile after its
+// backoff, the tick of a Periodic source), in order, and at each waits
+// until ctrl has added and reconciled all that was due and is idle, as
+// WaitIdle does; then it sets clk to the end and waits the same. Keys due
+// later wait, and do not keep ctrl from being idle. Advance(t, ctrl, clk,
+// 0) only waits: use it instead of WaitIdle for a controller on a fake
+// clock, whose retries wait for the clock. It fails the test on a wait
+// longer than Timeout, or a negative d. The controller's reconciler reads
+// the time from clk too, if it reads it.
+//
+//	clk := clocktesting.NewFakeClock(time.Now())
+//	ctrl, err := newExpiry(kube, factory, clk, queue.WithClock(clk))
+//	require.NoError(t, err)
+//	queuetest.Start(t, ctrl, operator.WithInformers(factory))
+//	queuetest.Advance(t, ctrl, clk, time.Hour, kube) // what is due within the hour runs, in order
+func Advance(t testing.TB, ctrl Clocked, clk *clocktesting.FakeClock, d time.Duration, clients ...reconciletest.ActionRecorder) {
+	t.Helper()
+	if d < 0 {
+		t.Fatalf("queuetest.Advance: negative duration %s", d)
+		return
+	}
+	end := clk.Now().Add(d)
+	settle(t, ctrl, clk, clients)
+	for steps := 0; ; steps++ {
+		due, ok := ctrl.NextDue()
+		if !ok || due.After(end) {
+			break
+		}
+		if steps == maxSteps {
+			t.Fatalf("queuetest.Advance: more than %d due times before %s: the controller keeps asking to run again", maxSteps, end)
+			return
+		}
+		if due.After(clk.Now()) {
+			clk.SetTime(due)
+		}
+		settle(t, ctrl, clk, clients)
+	}
+	clk.SetTime(end)
+	settle(t, ctrl, clk, clients)
+}
+
+// settle waits until ctrl has nothing due on clk, no key waiting and no
+// reconcile running, and the clients saw no request, for Quiet.
+func settle(t testing.TB, ctrl Clocked, clk *clocktesting.FakeClock, clients []reconciletest.ActionRecorder) {
+	t.Helper()
+	var (
+		idleSince time.Time
+		actions   = -1
+	)
+	waitFor(t, "the controller to be idle at "+clk.Now().Format(time.RFC3339Nano), func() (bool, string) {
+		n := 0
+		for _, c := range clients {
+			n += len(c.Actions())
+		}
+		due, pending := ctrl.NextDue()
+		dueNow := pending && !due.After(clk.Now())
+		waiting, active := ctrl.Len(), ctrl.Active()
+		if dueNow || waiting > 0 || active > 0 || n != actions {
+			idleSince, actions = time.Time{}, n
+			return false, fmt.Sprintf("due now: %t, %d keys waiting, %d reconciles running, %d requests", dueNow, waiting, active, n)
+		}
+		if idleSince.IsZero() {
+			idleSince = time.Now()
+		}
+		return time.Since(idleSince) >= Quiet, "settling"
+	})
 }
