@@ -99,23 +99,33 @@ const Quiet = 50 * time.Millisecond
 // (queue.WithClock) and moves it with Advance.
 func WaitIdle(t testing.TB, ctrl Controller, clients ...reconciletest.ActionRecorder) {
 	t.Helper()
-	// Idle must hold from one poll to another at least Quiet later, with no
-	// busy poll between them. The counts are read in the order a key moves
-	// (retry, waiting, running), so that a key moving on while they are
-	// read is seen at least once.
+	// The counts are read in the order a key moves (retry, waiting,
+	// running), so that a key moving on while they are read is seen at
+	// least once.
+	waitQuiet(t, "the controller to be idle", clients, func() (bool, string) {
+		retrying, waiting, active := ctrl.Retrying(), ctrl.Len(), ctrl.Active()
+		return retrying > 0 || waiting > 0 || active > 0,
+			fmt.Sprintf("%d keys waiting, %d waiting for a retry, %d reconciles running", waiting, retrying, active)
+	})
+}
+
+// waitQuiet waits until busy reports nothing to do and the clients saw no
+// new request, from one poll to another at least Quiet later with no busy
+// poll between them.
+func waitQuiet(t testing.TB, what string, clients []reconciletest.ActionRecorder, busy func() (bool, string)) {
+	t.Helper()
 	var (
 		idleSince time.Time
 		actions   = -1
 	)
-	waitFor(t, "the controller to be idle", func() (bool, string) {
+	waitFor(t, what, func() (bool, string) {
 		n := 0
 		for _, c := range clients {
 			n += len(c.Actions())
 		}
-		retrying, waiting, active := ctrl.Retrying(), ctrl.Len(), ctrl.Active()
-		if retrying > 0 || waiting > 0 || active > 0 || n != actions {
+		if isBusy, report := busy(); isBusy || n != actions {
 			idleSince, actions = time.Time{}, n
-			return false, fmt.Sprintf("%d keys waiting, %d waiting for a retry, %d reconciles running, %d requests", waiting, retrying, active, n)
+			return false, fmt.Sprintf("%s, %d requests", report, n)
 		}
 		if idleSince.IsZero() {
 			idleSince = time.Now()
@@ -203,25 +213,11 @@ func Advance(t testing.TB, ctrl Clocked, clk *clocktesting.FakeClock, d time.Dur
 // reconcile running, and the clients saw no request, for Quiet.
 func settle(t testing.TB, ctrl Clocked, clk *clocktesting.FakeClock, clients []reconciletest.ActionRecorder) {
 	t.Helper()
-	var (
-		idleSince time.Time
-		actions   = -1
-	)
-	waitFor(t, "the controller to be idle at "+clk.Now().Format(time.RFC3339Nano), func() (bool, string) {
-		n := 0
-		for _, c := range clients {
-			n += len(c.Actions())
-		}
+	// Read in the order a key moves: due, waiting, running.
+	waitQuiet(t, "the controller to be idle at "+clk.Now().Format(time.RFC3339Nano), clients, func() (bool, string) {
 		due, pending := ctrl.NextDue()
 		dueNow := pending && !due.After(clk.Now())
 		waiting, active := ctrl.Len(), ctrl.Active()
-		if dueNow || waiting > 0 || active > 0 || n != actions {
-			idleSince, actions = time.Time{}, n
-			return false, fmt.Sprintf("due now: %t, %d keys waiting, %d reconciles running, %d requests", dueNow, waiting, active, n)
-		}
-		if idleSince.IsZero() {
-			idleSince = time.Now()
-		}
-		return time.Since(idleSince) >= Quiet, "settling"
+		return dueNow || waiting > 0 || active > 0, fmt.Sprintf("due now: %t, %d keys waiting, %d reconciles running", dueNow, waiting, active)
 	})
 }

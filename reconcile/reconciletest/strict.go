@@ -727,13 +727,8 @@ func (t *strictTracker) relabelApplies(gvr schema.GroupVersionResource, ns, name
 		return err
 	}
 	managed := slices.Clone(cm.GetManagedFields())
-	entry := func(sub string) func(metav1.ManagedFieldsEntry) bool {
-		return func(e metav1.ManagedFieldsEntry) bool {
-			return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == sub
-		}
-	}
-	i := slices.IndexFunc(managed, entry(from))
-	if i < 0 || slices.ContainsFunc(managed, entry(to)) {
+	i := slices.IndexFunc(managed, applyEntry(manager, from))
+	if i < 0 || slices.ContainsFunc(managed, applyEntry(manager, to)) {
 		return nil
 	}
 	managed[i].Subresource = to
@@ -744,6 +739,14 @@ func (t *strictTracker) relabelApplies(gvr schema.GroupVersionResource, ns, name
 	}
 	rm.SetManagedFields(managed)
 	return t.base.Update(gvr, relabelled, ns)
+}
+
+// applyEntry matches the managed fields entry of manager's applies to the
+// subresource sub ("" for the main resource).
+func applyEntry(manager, sub string) func(metav1.ManagedFieldsEntry) bool {
+	return func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == sub
+	}
 }
 
 // keepAppliedFields gives final the managed fields the fake's field manager
@@ -765,9 +768,7 @@ func keepAppliedFields(final, old, applied runtime.Object, sub, manager string) 
 	if err != nil {
 		return err
 	}
-	isMine := func(e metav1.ManagedFieldsEntry) bool {
-		return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
-	}
+	isMine := applyEntry(manager, "")
 	managed := slices.Clone(am.GetManagedFields())
 	if sub == "status" && !slices.ContainsFunc(om.GetManagedFields(), isMine) {
 		for i := range managed {

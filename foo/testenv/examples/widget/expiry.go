@@ -32,7 +32,7 @@ func NewExpiryController(kube kubernetes.Interface, configMaps coreinformers.Typ
 	ctrl, err := queue.New("expiry", reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 		cm, err := lister.ConfigMaps(key.Namespace).Get(key.Name)
 		if err != nil || cm.DeletionTimestamp != nil {
-			return reconcile.Result{}, client(err)
+			return reconcile.Result{}, ignoreNotFound(err)
 		}
 		at, err := time.Parse(time.RFC3339, cm.Annotations[ExpiresAt])
 		if err != nil {
@@ -43,7 +43,7 @@ func NewExpiryController(kube kubernetes.Interface, configMaps coreinformers.Typ
 		}
 		uid := cm.UID // this ConfigMap, not one created later under its name
 		err = kube.CoreV1().ConfigMaps(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		return reconcile.Result{}, client(err)
+		return reconcile.Result{}, ignoreNotFound(err)
 	}), opts...)
 	if err != nil {
 		return nil, err
@@ -51,9 +51,9 @@ func NewExpiryController(kube kubernetes.Interface, configMaps coreinformers.Typ
 	return ctrl, ctrl.Watch(queue.On(configMaps.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl)))
 }
 
-// client returns err, but nil for a NotFound: a ConfigMap that is gone
+// ignoreNotFound returns err, but nil for a NotFound: a ConfigMap that is gone
 // needs nothing more.
-func client(err error) error {
+func ignoreNotFound(err error) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

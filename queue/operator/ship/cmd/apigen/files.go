@@ -150,8 +150,8 @@ func snapshot(root string, cfg config) (files, error) {
 	return out, nil
 }
 
-// remove deletes the files of s, and the generated client directories'
-// subdirectories left empty.
+// remove deletes the files of s. Directories stay: the generators write
+// into them again, and restoreOver removes those a failed run left empty.
 func (s files) remove(root string) error {
 	for rel := range s {
 		if err := os.Remove(filepath.Join(root, rel)); err != nil && !errors.Is(err, fs.ErrNotExist) {
