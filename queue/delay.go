@@ -152,14 +152,24 @@ func (q *delayQueue[K]) forgetRetry(key K) {
 	heap.Fix(&q.waiting, e.index)
 }
 
-// nextDue returns when the earliest waiting key is due, if any waits.
+// nextDue returns when the earliest waiting key is due, if any waits. A
+// key already due wakes the goroutine: its timer may have been set from a
+// reading of the clock taken just before a fake clock was moved, and so
+// run late.
 func (q *delayQueue[K]) nextDue() (time.Time, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiting) == 0 {
 		return time.Time{}, false
 	}
-	return q.waiting[0].due(), true
+	due := q.waiting[0].due()
+	if !due.After(q.clock.Now()) {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	return due, true
 }
 
 // Retrying returns the number of keys that wait for a retry.

@@ -246,3 +246,67 @@ func TestRunWaitsForTheDelayingGoroutine(t *testing.T) {
 		goleak.VerifyNone(t, ignore)
 	}
 }
+
+// driftingClock is a fake clock that moves on by drift whenever a timer is
+// set: the move a test makes between the delaying goroutine's reading of
+// the clock and its setting of the timer, which sets the timer late.
+type driftingClock struct {
+	*clocktesting.FakeClock
+	drift time.Duration
+}
+
+func (c *driftingClock) NewTimer(d time.Duration) clock.Timer {
+	c.Step(c.drift)
+	return c.FakeClock.NewTimer(d)
+}
+
+// A key whose timer was set late is still added once the clock passes its
+// due time and someone asks what is due (as queuetest.Advance does): asking
+// wakes the goroutine, instead of leaving the key behind its late timer.
+func TestDueKeyIsAddedDespiteALateTimer(t *testing.T) {
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clk := &driftingClock{FakeClock: clocktesting.NewFakeClock(start), drift: time.Second}
+	base := workqueue.NewTyped[string]()
+	q := newDelayQueue[string](base, "", nil, clk)
+	defer q.ShutDown()
+
+	q.AddAfter("a", time.Minute)
+	require.Eventually(t, clk.HasWaiters, waitFor, time.Millisecond, "the goroutine set its timer")
+	clk.SetTime(start.Add(time.Minute)) // due now; the timer fires a second later
+	require.Eventually(t, func() bool {
+		q.nextDue()
+		return base.Len() == 1
+	}, waitFor, time.Millisecond, "the due key is added")
+}
+
+// A Periodic source on a clock that moves while its timer is set: the time
+// NextDue reports for its tick is never earlier than the timer's, so
+// moving the clock to that time fires it.
+func TestPeriodicDueTimeNotBeforeItsTimer(t *testing.T) {
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clk := &driftingClock{FakeClock: clocktesting.NewFakeClock(start), drift: time.Second}
+	c, err := New("ticks", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}), WithClock(clk))
+	require.NoError(t, err)
+	var ticks atomic.Int32
+	require.NoError(t, c.Watch(Periodic(c, time.Minute, func(context.Context) ([]string, error) {
+		ticks.Add(1)
+		return nil, nil
+	})))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	for want := int32(1); want <= 3; want++ {
+		var due time.Time
+		require.Eventually(t, func() bool {
+			d, ok := c.NextDue()
+			due = d
+			return ok && d.After(clk.Now())
+		}, waitFor, time.Millisecond, "tick %d armed", want)
+		clk.SetTime(due)
+		require.Eventually(t, func() bool { return ticks.Load() == want }, waitFor, time.Millisecond, "tick %d fired at the time NextDue named", want)
+	}
+}

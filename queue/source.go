@@ -138,15 +138,24 @@ func (p *periodic[K]) nextDue() (time.Time, bool) {
 	return p.next, !p.next.IsZero()
 }
 
-// arm records that the timer fires d from now, and returns the clock.
-func (p *periodic[K]) arm(d time.Duration) clock.Clock {
+// clockOf returns the clock the source waits by.
+func (p *periodic[K]) clockOf() clock.Clock {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clock == nil {
 		p.clock = clock.RealClock{}
 	}
-	p.next = p.clock.Now().Add(d)
 	return p.clock
+}
+
+// arm records that the timer just set fires d from now. It is called after
+// the timer is set, so that the time it records is never earlier than the
+// timer's, even when a fake clock moves in between: NextDue must not name a
+// time at which nothing fires.
+func (p *periodic[K]) arm(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next = p.clock.Now().Add(d)
 }
 
 // Validate reports a non-positive interval, a nil list function or a
@@ -175,7 +184,8 @@ func (p *periodic[K]) run(ctx context.Context, q Enqueuer[K]) {
 	if p.cfg.atStart {
 		first = 0
 	}
-	timer := p.arm(first).NewTimer(first)
+	timer := p.clockOf().NewTimer(first)
+	p.arm(first)
 	defer func() {
 		timer.Stop()
 		p.mu.Lock()
@@ -196,8 +206,8 @@ func (p *periodic[K]) run(ctx context.Context, q Enqueuer[K]) {
 			add(k)
 		}
 		d := p.wait()
-		p.arm(d)
 		timer.Reset(d)
+		p.arm(d)
 	}
 }
 
