@@ -74,6 +74,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -177,10 +178,9 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClie
 	// A Deployment concerns the Foo that controls it and, whoever controls
 	// it, the Foos that want its name: a Foo refused because of a foreign
 	// Deployment recovers as soon as that Deployment goes.
-	reports := informer.WithContext(ctx)
-	if err := c.Watch(queue.On(foos.TypedInformer(), informer.EnqueueHandler[*samplev1alpha1.Foo](c, reports)),
-		queue.On(deployments.TypedInformer(), owner.EnqueueOwner[*appsv1.Deployment](samplev1alpha1.Kind("Foo"), c, reports)),
-		queue.On(deployments.TypedInformer(), informer.EnqueueByIndex(c.byWanted, informer.KeyOf[*appsv1.Deployment], c, reports))); err != nil {
+	if err := c.Watch(queue.On(foos.TypedInformer(), informer.EnqueueHandler[*samplev1alpha1.Foo](c, informer.WithContext(ctx))),
+		queue.On(deployments.TypedInformer(), owner.EnqueueOwner[*appsv1.Deployment](samplev1alpha1.Kind("Foo"), c, informer.WithContext(ctx))),
+		queue.On(deployments.TypedInformer(), informer.EnqueueByIndex(c.byWanted, informer.KeyOf[*appsv1.Deployment], c, informer.WithContext(ctx)))); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -293,7 +293,7 @@ func (c *Controller) refuse(ctx context.Context, foo *samplev1alpha1.Foo, status
 	} else if err != nil {
 		return reconcile.Result{}, err // retried: the report must reach the status
 	}
-	return reconcile.Result{}, reconcile.Terminal(cause)
+	return reconcile.Result{}, &reconcile.TerminalError{Err: cause, Generation: foo.Generation}
 }
 
 // writeStatus updates the Foo's status subresource if status differs from the
@@ -310,18 +310,16 @@ func (c *Controller) writeStatus(ctx context.Context, foo *samplev1alpha1.Foo, s
 // setReadyFromDeployment derives the Ready condition from the Deployment.
 func setReadyFromDeployment(foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus, d *appsv1.Deployment) {
 	want, available := desiredReplicas(foo), d.Status.AvailableReplicas
-	msg := fmt.Sprintf("Deployment %q has %d of %d replicas available", d.Name, available, want)
+	ready, reason := metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady
 	if d.Generation <= d.Status.ObservedGeneration && d.Status.UpdatedReplicas >= want && available >= want {
-		setReady(foo, status, metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady, msg)
-		return
+		ready, reason = metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady
 	}
-	setReady(foo, status, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady, msg)
+	setReady(foo, status, ready, reason, fmt.Sprintf("Deployment %q has %d of %d replicas available", d.Name, available, want))
 }
 
 func setReady(foo *samplev1alpha1.Foo, status *samplev1alpha1.FooStatus, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: samplev1alpha1.ConditionReady, Status: s, Reason: reason, Message: msg, ObservedGeneration: foo.Generation,
-	})
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: samplev1alpha1.ConditionReady, Status: s,
+		Reason: reason, Message: msg, ObservedGeneration: foo.Generation})
 }
 
 func desiredReplicas(foo *samplev1alpha1.Foo) int32 {
@@ -340,11 +338,8 @@ func nginxContainer() corev1.Container { return corev1.Container{Name: "nginx", 
 func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	replicas := desiredReplicas(foo)
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            foo.Spec.DeploymentName,
-			Namespace:       foo.Namespace,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(foo, samplev1alpha1.SchemeGroupVersion.WithKind("Foo"))},
-		},
+		ObjectMeta: metav1.ObjectMeta{Name: foo.Spec.DeploymentName, Namespace: foo.Namespace,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(foo, samplev1alpha1.SchemeGroupVersion.WithKind("Foo"))}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: deploymentLabels(foo)},
@@ -365,14 +360,10 @@ func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
 func correctDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) {
 	want := desiredReplicas(foo)
 	d.Spec.Replicas = &want
-	for k, v := range deploymentLabels(foo) {
-		if d.Spec.Template.Labels[k] != v {
-			if d.Spec.Template.Labels == nil {
-				d.Spec.Template.Labels = map[string]string{}
-			}
-			d.Spec.Template.Labels[k] = v
-		}
+	if d.Spec.Template.Labels == nil {
+		d.Spec.Template.Labels = map[string]string{}
 	}
+	maps.Copy(d.Spec.Template.Labels, deploymentLabels(foo))
 	own, containers := nginxContainer(), d.Spec.Template.Spec.Containers
 	if i := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == own.Name }); i < 0 {
 		d.Spec.Template.Spec.Containers = append(containers, own)

@@ -98,10 +98,11 @@ type Controller[K comparable] struct {
 	nextID atomic.Uint64
 
 	// terminal holds, for each key whose last reconcile ended with a
-	// terminal error, that error's text: the same error again is logged
-	// quietly. A key leaves it when a reconcile of it ends otherwise.
+	// terminal error, that error's text and generation: the same error
+	// again is logged quietly. A key leaves it when a reconcile of it ends
+	// otherwise.
 	terminalMu sync.Mutex
-	terminal   map[K]string
+	terminal   map[K]terminalNote
 
 	// Set by Run: the logger carrying the controller name, and logr's
 	// context key (nil if unknown) for reconcile contexts.
@@ -723,13 +724,23 @@ func (c *Controller[K]) noteTerminal(key K, err error, terminal bool) bool {
 		}
 		return false
 	}
-	msg := err.Error()
+	note := terminalNote{msg: err.Error()}
+	var te *reconcile.TerminalError
+	if errors.As(err, &te) {
+		note.generation = te.Generation
+	}
 	last, seen := c.terminal[key]
 	if c.terminal == nil {
-		c.terminal = map[K]string{}
+		c.terminal = map[K]terminalNote{}
 	}
-	c.terminal[key] = msg
-	return seen && last == msg
+	c.terminal[key] = note
+	return seen && last == note
+}
+
+// terminalNote is how a key's last reconcile ended with a terminal error.
+type terminalNote struct {
+	msg        string
+	generation int64
 }
 
 // forget ends key's backoff: the rate limiter forgets its failures, and a

@@ -1227,6 +1227,10 @@ func TestSameTerminalErrorLoggedOnce(t *testing.T) {
 		reconcile.Terminal(errors.New("invalid spec (generation 2)")),
 		nil,
 		reconcile.Terminal(errors.New("invalid spec (generation 2)")),
+		&reconcile.TerminalError{Err: errors.New("invalid spec"), Generation: 3},
+		&reconcile.TerminalError{Err: errors.New("invalid spec"), Generation: 3},
+		&reconcile.TerminalError{Err: errors.New("invalid spec"), Generation: 4},
+		fmt.Errorf("wrapped: %w", &reconcile.TerminalError{Err: errors.New("invalid spec"), Generation: 4}),
 	}
 	var calls atomic.Int32
 	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
@@ -1252,18 +1256,21 @@ func TestSameTerminalErrorLoggedOnce(t *testing.T) {
 			errorLines = append(errorLines, line)
 		}
 	}
-	require.Len(t, errorLines, 3, "error-level lines:\n%s", strings.Join(errorLines, "\n"))
+	require.Len(t, errorLines, 6, "error-level lines:\n%s", strings.Join(errorLines, "\n"))
 	assert.Contains(t, errorLines[0], "generation 1")
 	assert.Contains(t, errorLines[1], "generation 2")
 	assert.Contains(t, errorLines[2], "generation 2", "logged again after a reconcile that succeeded")
-	assert.Equal(t, 2, strings.Count(logs.String(), "the same terminal error again"), "the repeats are logged quietly")
+	assert.Contains(t, errorLines[3], `"terminal error: invalid spec" "controller"="terminal" "key"="ns/a" "reconcileID"=8`, "a Generation the text does not name")
+	assert.Contains(t, errorLines[4], `"terminal error: invalid spec" "controller"="terminal" "key"="ns/a" "reconcileID"=10`, "the same text of a new generation")
+	assert.Contains(t, errorLines[5], "wrapped", "another text, the same generation")
+	assert.Equal(t, 3, strings.Count(logs.String(), "the same terminal error again"), "the repeats are logged quietly")
 	terminal := 0
 	for _, o := range metrics.observations() {
 		if o.Terminal {
 			terminal++
 		}
 	}
-	assert.Equal(t, 5, terminal, "every terminal error is counted")
+	assert.Equal(t, 9, terminal, "every terminal error is counted")
 }
 
 // NextDue reports the earliest key waiting on the controller's clock, also

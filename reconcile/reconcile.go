@@ -77,14 +77,19 @@ func (f Func[K]) Reconcile(ctx context.Context, key K) (Result, error) { return 
 // TerminalError marks an error that retrying cannot fix, such as an invalid
 // spec. The worker loop does not requeue a key whose reconcile returns an
 // error that is, or wraps, a *TerminalError; it counts it each time and logs
-// it at error level once while the key's reconciles keep ending with the
-// same error (by its text: an error that names the object's generation is
-// logged again for each generation).
-// Create it with Terminal; match it with errors.As, which also gives the
-// cause, or with errors.Is(err, &TerminalError{}).
+// it at error level once per generation of the object while the key's
+// reconciles keep ending with the same error (the same text and
+// Generation), so that periodic rechecks of an object that stays broken
+// are logged quietly, and a new spec that is still refused is logged again.
+// Create it with Terminal, or as a literal to give the Generation; match it
+// with errors.As, which also gives the cause, or with
+// errors.Is(err, &TerminalError{}).
 type TerminalError struct {
 	// Err is the underlying cause; it may be nil.
 	Err error
+	// Generation is the metadata.generation of the object the error is
+	// about, zero if unknown (as Terminal leaves it).
+	Generation int64
 }
 
 // Terminal wraps err so that the worker loop does not retry it. Terminal(nil)

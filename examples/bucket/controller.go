@@ -117,7 +117,7 @@ func (b *buckets) refuse(ctx context.Context, bucket *storagev1alpha1.Bucket) (r
 	if err := b.setReady(ctx, bucket, refused.Status, refused.Reason, msg, corev1.EventTypeWarning); err != nil {
 		return reconcile.Result{}, err // retried: the refusal must reach the status
 	}
-	return reconcile.Result{}, reconcile.Terminal(errors.New(msg))
+	return reconcile.Result{}, &reconcile.TerminalError{Err: errors.New(msg), Generation: bucket.Generation}
 }
 
 // unavailable reports a failure of the storage service, whether the apply

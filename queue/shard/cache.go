@@ -90,15 +90,93 @@ func Informer[T runtime.Object, L runtime.Object, F ~func(C, time.Duration) cach
 	if m == nil {
 		return nil
 	}
+	if route == nil {
+		return fmt.Errorf("shard: Informer of %v needs a route", reflect.TypeFor[T]())
+	}
+	_, err := register[T](m, informerFor, list, watch, func(c *shardedCache) { c.route = route })
+	return err
+}
+
+// Referenced makes the informer of T's objects shared by informerFor's
+// factory (pass a generated factory's InformerFor method) cache only the
+// objects that the primaries of m's replica refer to, and registers it
+// there, as Informer does for owned objects. The primaries are the objects
+// of referrers, the informer of the controller's primary kind (typically
+// made sharded by Informer), whose index of that name files each primary
+// under the keys ("namespace/name", or "name") of the objects it refers
+// to: the index a handler uses to enqueue the referrers of a changed
+// object. An object is kept while a primary in referrers' cache refers to
+// it and that primary's key, its own name as ByName names it, is one this
+// replica keeps; an object no primary refers to is kept by no replica.
+//
+// When keys move, the informer relists after referrers' informer holds
+// its relist, so a key gained is owned only once this cache holds what
+// the key's primary refers to. When a primary comes to refer to an object
+// the cache does not hold (its spec changed, or it was created), the
+// informer relists: one paginated list of T, shared by every reference
+// added while it is pending. Until that relist reaches the store, a read
+// of the newly referenced object misses as if it did not exist; its
+// arrival is an add event, which the referrers' index maps back to the
+// primary. A reference removed lets the object go at once if no other
+// kept primary refers to it.
+//
+// Register the index on referrers before calling Referenced. With a nil
+// m Referenced does nothing.
+func Referenced[T runtime.Object, L runtime.Object, F ~func(C, time.Duration) cache.SharedIndexInformer, C any](
+	m *Membership, informerFor func(runtime.Object, F) cache.SharedIndexInformer,
+	list func(context.Context, metav1.ListOptions) (L, error), watch func(context.Context, metav1.ListOptions) (watch.Interface, error),
+	referrers cache.SharedIndexInformer, index string) error {
+	if m == nil {
+		return nil
+	}
+	if referrers == nil {
+		return fmt.Errorf("shard: Referenced of %v needs the referrers' informer", reflect.TypeFor[T]())
+	}
+	refs, ok := referrers.GetIndexer().GetIndexers()[index]
+	if !ok {
+		return fmt.Errorf("shard: Referenced of %v: the referrers' informer has no index %q: register it first", reflect.TypeFor[T](), index)
+	}
+	c, err := register[T](m, informerFor, list, watch, func(c *shardedCache) {
+		c.refs = &references{indexer: referrers.GetIndexer(), index: index, values: refs}
+		if primary, ok := referrers.(*shardedInformer); ok {
+			c.refs.after = primary.c
+		}
+	})
+	if err != nil {
+		return err
+	}
+	_, err = referrers.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.referenced(nil, obj) },
+		UpdateFunc: c.referenced,
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			c.referenced(obj, nil)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("shard: Referenced of %v: %w", reflect.TypeFor[T](), err)
+	}
+	return nil
+}
+
+// register makes and registers the sharded informer of T, which set
+// configures before it is used.
+func register[T runtime.Object, L runtime.Object, F ~func(C, time.Duration) cache.SharedIndexInformer, C any](
+	m *Membership, informerFor func(runtime.Object, F) cache.SharedIndexInformer,
+	list func(context.Context, metav1.ListOptions) (L, error), watch func(context.Context, metav1.ListOptions) (watch.Interface, error),
+	set func(*shardedCache)) (*shardedCache, error) {
 	typ := reflect.TypeFor[T]()
-	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct || list == nil || watch == nil || route == nil {
-		return fmt.Errorf("shard: Informer of %v needs a pointer to a struct type, list and watch functions and a route", typ)
+	if typ.Kind() != reflect.Pointer || typ.Elem().Kind() != reflect.Struct || list == nil || watch == nil {
+		return nil, fmt.Errorf("shard: the sharded informer of %v needs a pointer to a struct type, list and watch functions", typ)
 	}
 	example := reflect.New(typ.Elem()).Interface().(runtime.Object)
 	var made *shardedCache
 	informerFor(example, F(func(_ C, resync time.Duration) cache.SharedIndexInformer {
-		made = newShardedCache(m, route, typ.Elem(),
+		made = newShardedCache(m, nil, typ.Elem(),
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) }, watch)
+		set(made)
 		inf := cache.NewSharedIndexInformerWithOptions(made, example, cache.SharedIndexInformerOptions{
 			ResyncPeriod: resync, Indexers: made.indexers()})
 		made.indexer = inf.GetIndexer()
@@ -106,9 +184,9 @@ func Informer[T runtime.Object, L runtime.Object, F ~func(C, time.Duration) cach
 		return &shardedInformer{SharedIndexInformer: inf, c: made}
 	}))
 	if made == nil {
-		return fmt.Errorf("shard: the factory already has an informer of %v: call Informer before asking the factory for it", typ)
+		return nil, fmt.Errorf("shard: the factory already has an informer of %v: make it sharded before asking the factory for it", typ)
 	}
-	return nil
+	return made, nil
 }
 
 // storedIndex names the index by which a sharded informer sees its store
@@ -159,6 +237,7 @@ const freshnessPoll = 20 * time.Millisecond
 type shardedCache struct {
 	m       *Membership
 	route   Route
+	refs    *references // instead of route, for the objects primaries refer to
 	kind    string
 	item    reflect.Type
 	list    func(context.Context, metav1.ListOptions) (runtime.Object, error)
@@ -192,6 +271,21 @@ type shardedCache struct {
 	// stop ends the current watch with an expiry, which makes the
 	// reflector relist; nil while no watch runs.
 	stop chan struct{}
+	// again asks for a relist outside the epochs: a primary came to
+	// refer to an object the cache does not hold.
+	again bool
+}
+
+// references is how a cache of referenced objects finds the keys that
+// refer to an object: through an index of the primaries' informer.
+type references struct {
+	indexer cache.Indexer
+	index   string
+	values  cache.IndexFunc
+	// after is the primaries' sharded cache, whose relist of an epoch
+	// must be held before this cache lists for the same epoch; nil if
+	// the primaries' informer is not sharded.
+	after *shardedCache
 }
 
 // passed is the object last passed for a key, with its number.
@@ -294,12 +388,98 @@ func (c *shardedCache) drop(v *view) {
 // key, of a key v wants, or of a key a claim still holds (its reconcile
 // has not returned since the key moved away).
 func (c *shardedCache) keeps(v *view, obj metav1.Object) bool {
+	if c.refs != nil {
+		referrers, err := c.refs.indexer.IndexKeys(c.refs.index, cache.MetaObjectToName(obj).String())
+		if err != nil {
+			return false
+		}
+		return slices.ContainsFunc(referrers, func(key string) bool { return c.keepsKey(v, key) })
+	}
 	key, ok := c.route(obj)
 	if !ok {
 		return true
 	}
+	return c.keepsKey(v, key)
+}
+
+// keepsKey reports whether the replica keeps the objects of key under v:
+// v wants it, or a claim still holds it.
+func (c *shardedCache) keepsKey(v *view, key string) bool {
 	h := hashKey(key)
 	return v.wants(h) || c.m.claimed(h)
+}
+
+// referenced sees a primary change from old to new (nil when it was
+// added or deleted). A reference it gained to an object the cache does
+// not hold asks for a relist; a reference it lost lets the object go if
+// no kept primary refers to it any more.
+func (c *shardedCache) referenced(old, new any) {
+	before, after := c.refs.of(old), c.refs.of(new)
+	v := c.m.view.Load()
+	var fetch, release bool
+	c.mu.Lock()
+	if o, ok := new.(metav1.Object); ok && c.keepsKey(v, cache.MetaObjectToName(o).String()) {
+		for _, k := range after {
+			if _, held := c.record[k]; !held && !slices.Contains(before, k) {
+				fetch = true
+			}
+		}
+	}
+	for _, k := range before {
+		if _, held := c.record[k]; held && !slices.Contains(after, k) {
+			release = true
+		}
+	}
+	if fetch {
+		c.again = true
+		if c.stop != nil {
+			close(c.stop)
+			c.stop = nil
+		}
+	}
+	c.mu.Unlock()
+	if release {
+		c.keep(v)
+	}
+}
+
+// of returns the keys of the objects the primary obj refers to.
+func (r *references) of(obj any) []string {
+	if obj == nil {
+		return nil
+	}
+	keys, err := r.values(obj)
+	if err != nil {
+		return nil
+	}
+	return keys
+}
+
+// listable reports whether a relist for epoch may begin: for a cache of
+// referenced objects, once the primaries' store holds their relist of
+// that epoch, as the keys gained in it are kept by what their primaries
+// refer to.
+func (c *shardedCache) listable(epoch uint64) bool {
+	if c.refs == nil || c.refs.after == nil {
+		return true
+	}
+	after := c.refs.after
+	after.mu.Lock()
+	defer after.mu.Unlock()
+	return after.reported >= epoch
+}
+
+// awaitListable returns once a relist for epoch may begin, or with ctx's
+// error.
+func (c *shardedCache) awaitListable(ctx context.Context, epoch uint64) error {
+	for !c.listable(epoch) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(freshnessPoll):
+		}
+	}
+	return nil
 }
 
 // List implements cache.ListerWatcher with a consistent, paginated list
@@ -312,6 +492,12 @@ func (c *shardedCache) List(opts metav1.ListOptions) (runtime.Object, error) {
 func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	c.mu.Lock()
 	epoch := c.requested
+	c.mu.Unlock()
+	if err := c.awaitListable(ctx, epoch); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.again = false // what the primaries' store refers to now is listed
 	c.mu.Unlock()
 	page := metav1.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector, Limit: listPage}
 	// The reflector takes the objects of a list of RawExtensions as they
@@ -454,7 +640,7 @@ func (c *shardedCache) WatchWithContext(ctx context.Context, opts metav1.ListOpt
 func (c *shardedCache) beginWatch() chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.requested > c.listed {
+	if c.requested > c.listed || c.again {
 		return nil
 	}
 	c.stop = make(chan struct{})

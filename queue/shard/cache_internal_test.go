@@ -111,3 +111,79 @@ func TestRelistCountsForRefreshesAskedBefore(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, watch.Error, e.Type, "the watch ends for another relist")
 }
+
+// referencingCache returns a cache of Secrets kept while a ConfigMap in
+// primaries refers to them (annotation "secret"), listing with list, and
+// the primaries' cache whose relists it waits for.
+func referencingCache(t *testing.T, list func(context.Context, metav1.ListOptions) (runtime.Object, error)) (c, primary *shardedCache, primaries cache.Indexer) {
+	m, err := New(Config{Client: fake.NewClientset(), Namespace: "ops", Group: "g", Identity: "a"})
+	require.NoError(t, err)
+	m.view.Store(newView(nil, m.Name(), []string{m.Name()}, []string{m.Name()}, nil, nil, time.Hour))
+	refs := func(obj any) ([]string, error) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Annotations["secret"] != "" {
+			return []string{cm.Namespace + "/" + cm.Annotations["secret"]}, nil
+		}
+		return nil, nil
+	}
+	primaries = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{"secret": refs})
+	primary = newShardedCache(m, ByName, reflect.TypeFor[corev1.ConfigMap](), nil, nil)
+	c = newShardedCache(m, nil, reflect.TypeFor[corev1.Secret](), list, nil)
+	c.refs = &references{indexer: primaries, index: "secret", values: refs, after: primary}
+	c.indexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, c.indexers())
+	return c, primary, primaries
+}
+
+// TestReferencedRelistWaitsForPrimaries: a cache of referenced objects
+// lists for an epoch only once the primaries' store holds their relist of
+// that epoch, as what a gained key refers to is read from its primary.
+func TestReferencedRelistWaitsForPrimaries(t *testing.T) {
+	listed := 0
+	c, primary, _ := referencingCache(t, func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+		listed++
+		return &corev1.SecretList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}, nil
+	})
+	c.refresh(1)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.ListWithContext(gone, metav1.ListOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, listed, "no list before the primaries' store holds theirs")
+	primary.mu.Lock()
+	primary.reported = 1
+	primary.mu.Unlock()
+	_, err = c.ListWithContext(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, listed)
+}
+
+// TestReferenceGainedDuringAListAsksForAnother: a primary that comes to
+// refer to an object the cache does not hold while a relist runs (no
+// watch to end) asks for another relist, which the watch after it starts:
+// the running one may have filtered the object out before the primary's
+// store changed.
+func TestReferenceGainedDuringAListAsksForAnother(t *testing.T) {
+	var c *shardedCache
+	var primaries cache.Indexer
+	lists := 0
+	c, _, primaries = referencingCache(t, func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+		if lists++; lists == 1 {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "cm", Annotations: map[string]string{"secret": "s"}}}
+			require.NoError(t, primaries.Add(cm))
+			c.referenced(nil, cm) // the handler, told while the request runs
+		}
+		return &corev1.SecretList{ListMeta: metav1.ListMeta{ResourceVersion: "5"}}, nil
+	})
+	_, err := c.ListWithContext(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	w, err := c.WatchWithContext(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	e, ok := <-w.ResultChan()
+	require.True(t, ok)
+	assert.Equal(t, watch.Error, e.Type, "the watch ends for another relist")
+
+	_, err = c.ListWithContext(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, c.stop)
+	stop := c.beginWatch()
+	assert.NotNil(t, stop, "a relist after the reference asks for nothing more")
+}

@@ -193,6 +193,38 @@
 // those objects stay and their events keep reaching the store, so that a
 // reconcile being cancelled never sees its objects vanish as if deleted.
 //
+// # Objects the primaries refer to
+//
+// An object that a controller reads but does not own (a ConfigMap a
+// schedule names, a Secret a Foo points at) has no controller owner to
+// route it by, and may be read by several keys. Referenced makes its
+// informer hold an object while a primary that this replica keeps refers
+// to it, judged through an index of the primaries' informer that files
+// each primary under the keys of the objects it refers to (the same index
+// that maps a changed object back to its referrers):
+//
+//	fooInformer := factory.Samplecontroller().V1alpha1().Foos().Informer()
+//	if err := fooInformer.AddIndexers(cache.Indexers{"configMap": configMapOf}); err != nil {
+//		return err
+//	}
+//	api := kubeClient.CoreV1().ConfigMaps("")
+//	if err := shard.Referenced[*corev1.ConfigMap](m, kubeFactory.InformerFor, api.List, api.Watch, fooInformer, "configMap"); err != nil {
+//		return err
+//	}
+//
+// An object two replicas' keys refer to is in both caches; one no primary
+// refers to is in none. When keys move, the referenced objects' informer
+// relists only after the primaries' informer holds its relist, so that a
+// gained key owns what its primary refers to from its first reconcile. A
+// reference that moves while its key stays (a primary changed to name
+// another object, or created naming one) costs one relist of the
+// referenced kind, shared by the references added while it is pending
+// (a change that keeps a primary's references costs nothing); until that
+// relist reaches the store the new reference reads as missing, and the
+// object's arrival is an add event that the index maps back to its
+// referrers. A reference removed drops its object at once unless another
+// kept primary still refers to it.
+//
 // # Gaining keys
 //
 // Until the old owner let a key go, that process wrote the key's objects,

@@ -4,10 +4,13 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
@@ -42,3 +45,28 @@ func runSharded(ctx context.Context, kubeClient kubernetes.Interface, factory in
 }
 
 var _ = runSharded
+
+// configMapOf files a Foo under the ConfigMap its annotation names.
+func configMapOf(obj any) ([]string, error) {
+	foo, ok := obj.(*samplev1alpha1.Foo)
+	if !ok || foo.Annotations["example.com/config"] == "" {
+		return nil, nil
+	}
+	return []string{foo.Namespace + "/" + foo.Annotations["example.com/config"]}, nil
+}
+
+// referencedConfigMaps is the example of "Objects the primaries refer
+// to"; TestReferencedCachesWhatOwnedKeysReferTo runs the same wiring.
+func referencedConfigMaps(m *shard.Membership, kubeClient kubernetes.Interface, kubeFactory informers.SharedInformerFactory, factory fooinformers.SharedInformerFactory) error {
+	fooInformer := factory.Samplecontroller().V1alpha1().Foos().Informer()
+	if err := fooInformer.AddIndexers(cache.Indexers{"configMap": configMapOf}); err != nil {
+		return err
+	}
+	api := kubeClient.CoreV1().ConfigMaps("")
+	if err := shard.Referenced[*corev1.ConfigMap](m, kubeFactory.InformerFor, api.List, api.Watch, fooInformer, "configMap"); err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ = referencedConfigMaps

@@ -121,11 +121,16 @@ type sim struct {
 	// The objects (see simcache_test.go), by cache key: the latest
 	// version of each, when it was written, and the last process that
 	// wrote each key's object.
-	objects    map[string]*corev1.ConfigMap
-	objRV      uint64
-	deleteRate float64
-	writtenAt  map[string]time.Duration
-	lastWriter map[string]*simProc
+	objects map[string]*corev1.ConfigMap
+	objRV   uint64
+	// refObjects are the objects the keys' objects refer to, with when
+	// each was created; refOf is the reference each key's object has.
+	refObjects   map[string]*corev1.ConfigMap
+	refCreatedAt map[string]time.Duration
+	refOf        map[string]string
+	deleteRate   float64
+	writtenAt    map[string]time.Duration
+	lastWriter   map[string]*simProc
 	// calmReconciles holds, per key, the processes that reconciled it
 	// since the faults stopped.
 	calmReconciles map[string][]*simProc
@@ -153,6 +158,9 @@ type simProc struct {
 	core     *core
 	gate     *Gate[string]
 	inf      *simInformer
+	refInf   *simInformer
+	// owned are the keys it owned when last checked.
+	owned map[string]bool
 
 	d                    *driver
 	dead, stopping, left bool
@@ -208,7 +216,8 @@ func (p *simProc) after(d time.Duration) time.Duration {
 func newSim(t testing.TB, seed uint64, verbose bool) *sim {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), verbose: verbose,
 		leases: map[string]*coordinationv1.Lease{}, holder: map[string]*simProc{}, calmReconciles: map[string][]*simProc{},
-		objects: map[string]*corev1.ConfigMap{}, writtenAt: map[string]time.Duration{}, lastWriter: map[string]*simProc{}}
+		objects: map[string]*corev1.ConfigMap{}, writtenAt: map[string]time.Duration{}, lastWriter: map[string]*simProc{},
+		refObjects: map[string]*corev1.ConfigMap{}, refCreatedAt: map[string]time.Duration{}, refOf: map[string]string{}}
 	for i := range simKeys {
 		s.keys = append(s.keys, "ns/key-"+strconv.Itoa(i))
 	}
@@ -285,7 +294,9 @@ func (s *sim) run(end time.Duration) {
 		for _, p := range s.procs {
 			if !p.dead && p.pausedUntil <= s.now {
 				p.inf.wake()
+				p.refInf.wake()
 				s.checkKept(p)
+				s.checkRefGain(p)
 			}
 		}
 	}
@@ -485,6 +496,7 @@ func (s *sim) start(identity string) *simProc {
 	// starts when the Membership starts its informer.
 	p.watcher = &simWatcher{proc: p}
 	p.inf = newSimInformer(p)
+	p.refInf = newSimRefInformer(p, p.inf)
 	s.procs = append(s.procs, p)
 
 	// Membership.Run's loop, with the simulation as its API server, its
@@ -977,6 +989,7 @@ func (s *sim) runSchedule() string {
 	}
 	s.scheduleFaults()
 	s.scheduleMoves()
+	s.scheduleRefWrites()
 	s.run(s.calmAt)
 	if s.failure != "" {
 		return s.failure

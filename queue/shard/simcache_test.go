@@ -32,19 +32,48 @@ import (
 // relists when the cache ends its watch, and runs the cache's maintenance
 // while the watch runs, as the cache's watch goroutine does.
 //
+// Each key's object refers (an annotation, simRefIndex) to one of a few
+// other objects, which an outside writer creates, updates and deletes and
+// the reconciles now and then point elsewhere; every process caches them
+// in a second shardedCache made as Referenced makes it, whose referrers
+// are the first cache's store, told of each change of it as the
+// informer's handlers are, after a delay.
+//
 // The checks: a claim of a key that another process wrote last finds the
 // cache at that write's version or later; a key's object does not leave
 // the cache while the process reconciles the key; a deletion reaches the
 // store (and the handlers) as the object the store held, so that they are
 // told of the key it left; and once the faults have stopped, every live
 // replica's cache holds exactly the objects of the keys it wants, and the
-// object of no key, at their latest versions.
+// object of no key, at their latest versions. For the referenced
+// objects: when a process comes to own a key it gained, its cache holds
+// what the key's object referred to when its relist was taken, if that
+// existed since before the referenced cache's latest list; and once the
+// faults have stopped, it holds exactly the referenced objects of the
+// keys it wants, at their latest versions.
 
 // simKeyLabel names the key a simulated object belongs to.
 const simKeyLabel = "sim.ctrlkit.io/key"
 
 // simChildren is how many objects move between keys.
 const simChildren = 8
+
+// simRefAnnotation names the object a key's object refers to; simRefIndex
+// is the index of the references; simRefCount is how many objects can be
+// referred to.
+const (
+	simRefAnnotation = "sim.ctrlkit.io/ref"
+	simRefIndex      = "sim-ref"
+	simRefCount      = 4
+)
+
+// simRefsOf is the values function of simRefIndex.
+func simRefsOf(obj any) ([]string, error) {
+	if o, ok := obj.(metav1.Object); ok && o.GetAnnotations()[simRefAnnotation] != "" {
+		return []string{o.GetAnnotations()[simRefAnnotation]}, nil
+	}
+	return nil, nil
+}
 
 // simRoute is the Route of the simulated objects.
 func simRoute(obj metav1.Object) (string, bool) {
@@ -68,6 +97,15 @@ type simQueued struct {
 	list    []any
 	rv      string
 	event   watch.Event
+	// epoch and served: the list's epoch and when the server served it.
+	epoch  uint64
+	served time.Duration
+}
+
+// simTakenList is a list as a store took it.
+type simTakenList struct {
+	epoch         uint64
+	served, taken time.Duration
 }
 
 // simInformer is the reflector and the queue of one process's sharded
@@ -76,6 +114,18 @@ type simInformer struct {
 	p     *simProc
 	c     *shardedCache
 	store cache.Indexer
+	// referenced: the informer of the referenced objects, with primary
+	// the informer of the key's objects; the referenced informer is
+	// told of primary's changes.
+	referenced bool
+	primary    *simInformer
+	// lists are the lists the store took, in order; refTakenAt is, per
+	// key, when the store took the reference its object holds now.
+	lists      []simTakenList
+	refTakenAt map[string]time.Duration
+	// notices are the primary's changes its handlers have yet to see.
+	notices   []simNotice
+	noticeDue bool
 	// events are the server's events the current or next watch delivers.
 	events []simObjEvent
 	queue  []simQueued
@@ -85,8 +135,23 @@ type simInformer struct {
 }
 
 func newSimInformer(p *simProc) *simInformer {
-	i := &simInformer{p: p}
+	i := &simInformer{p: p, refTakenAt: map[string]time.Duration{}}
 	i.c = newShardedCache(p.m, simRoute, reflect.TypeFor[corev1.ConfigMap](), i.list, nil)
+	indexers := i.c.indexers()
+	indexers[simRefIndex] = simRefsOf
+	i.store = cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
+	i.c.indexer = i.store
+	p.m.registerCache(i.c)
+	i.relist()
+	return i
+}
+
+// newSimRefInformer returns the informer of the objects primary's
+// objects refer to, made as Referenced makes it.
+func newSimRefInformer(p *simProc, primary *simInformer) *simInformer {
+	i := &simInformer{p: p, referenced: true, primary: primary}
+	i.c = newShardedCache(p.m, nil, reflect.TypeFor[corev1.ConfigMap](), i.list, nil)
+	i.c.refs = &references{indexer: primary.store, index: simRefIndex, values: simRefsOf, after: primary.c}
 	i.store = cache.NewIndexer(cache.MetaNamespaceKeyFunc, i.c.indexers())
 	i.c.indexer = i.store
 	p.m.registerCache(i.c)
@@ -94,13 +159,22 @@ func newSimInformer(p *simProc) *simInformer {
 	return i
 }
 
+// source returns the server's objects of i's kind.
+func (i *simInformer) source() map[string]*corev1.ConfigMap {
+	if i.referenced {
+		return i.p.s.refObjects
+	}
+	return i.p.s.objects
+}
+
 // list is the typed client's List: every object, at the server's latest
 // version.
 func (i *simInformer) list(context.Context, metav1.ListOptions) (runtime.Object, error) {
 	s := i.p.s
 	out := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(s.objRV, 10)}}
-	for _, k := range sortedKeys(s.objects) {
-		out.Items = append(out.Items, *s.objects[k])
+	objects := i.source()
+	for _, k := range sortedKeys(objects) {
+		out.Items = append(out.Items, *objects[k])
 	}
 	return out, nil
 }
@@ -115,7 +189,21 @@ func (i *simInformer) relist() {
 	i.listing = true
 	p, s := i.p, i.p.s
 	at := max(s.now+s.dur(0, time.Second)+s.dur(time.Millisecond, s.maxLatency+time.Millisecond), p.partitionedUntil)
-	s.at(at, p, "relist served", func() {
+	s.at(at, p, "relist served", i.serveList)
+}
+
+// serveList lists through the cache once it may list (a referenced
+// cache waits for its primaries', polling as ListWithContext does).
+func (i *simInformer) serveList() {
+	p, s := i.p, i.p.s
+	i.c.mu.Lock()
+	epoch := i.c.requested
+	i.c.mu.Unlock()
+	if !i.c.listable(epoch) {
+		s.after(p.after(freshnessPoll), p, "", i.serveList)
+		return
+	}
+	{
 		s.stats.relists++
 		got, err := i.c.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
@@ -134,10 +222,13 @@ func (i *simInformer) relist() {
 		for n, item := range items {
 			list[n] = item
 		}
-		i.enqueue(simQueued{replace: true, list: list, rv: lm.GetResourceVersion()})
+		i.c.mu.Lock()
+		listed := i.c.listed
+		i.c.mu.Unlock()
+		i.enqueue(simQueued{replace: true, list: list, rv: lm.GetResourceVersion(), epoch: listed, served: s.now})
 		i.listing = false
 		i.watch()
-	})
+	}
 }
 
 // watch starts a watch, as the reflector does after a list; a cache that
@@ -186,6 +277,7 @@ func (i *simInformer) maintain() {
 		return
 	}
 	held := i.c.maintain()
+	i.p.s.checkRefGain(i.p)
 	i.p.drainGate()
 	if !held && !i.pollDue {
 		i.pollDue = true
@@ -264,11 +356,28 @@ func (i *simInformer) apply() {
 		if s := i.p.s; s.verbose {
 			s.logf("%s's store takes a list of %d at %s", i.p.identity, len(q.list), q.rv)
 		}
+		before := map[string]any{}
+		for _, obj := range i.store.List() {
+			before[cacheKey(obj)] = obj
+		}
 		if err := i.store.Replace(q.list, q.rv); err != nil {
 			i.p.s.fail("%s's store: %v", i.p.identity, err)
 		}
+		i.lists = append(i.lists, simTakenList{epoch: q.epoch, served: q.served, taken: i.p.s.now})
+		for _, obj := range q.list {
+			i.changed(before[cacheKey(obj)], obj)
+			delete(before, cacheKey(obj))
+		}
+		for _, k := range sortedKeys(before) {
+			i.changed(before[k], nil)
+		}
 		return
 	}
+	old, _, _ := i.store.Get(q.event.Object)
+	defer func() {
+		now, _, _ := i.store.Get(q.event.Object)
+		i.changed(old, now)
+	}()
 	if s := i.p.s; s.verbose {
 		s.logf("%s's store takes %s %s@%s", i.p.identity, q.event.Type, cacheKey(q.event.Object), q.event.Object.(metav1.Object).GetResourceVersion())
 	}
@@ -291,6 +400,59 @@ func (i *simInformer) apply() {
 		}
 		_ = i.store.Delete(q.event.Object)
 	}
+}
+
+// changed records a change of the store from old to new (nil when
+// absent) and tells the referenced informer of a primary's change after
+// a delay, as the informer's handlers are told.
+func (i *simInformer) changed(old, new any) {
+	if i.referenced || (old == nil && new == nil) {
+		return
+	}
+	oldRefs, _ := simRefsOf(old)
+	newRefs, _ := simRefsOf(new)
+	key := cacheKey(old)
+	if new != nil {
+		key = cacheKey(new)
+	}
+	switch {
+	case new == nil:
+		delete(i.refTakenAt, key)
+	case old == nil || !slices.Equal(oldRefs, newRefs):
+		i.refTakenAt[key] = i.p.s.now
+	}
+	s := i.p.s
+	ready := s.now + s.dur(0, s.maxWatchDelay+time.Millisecond)
+	if n := len(i.notices); n > 0 {
+		ready = max(ready, i.notices[n-1].ready) // handlers are told in order
+	}
+	i.notices = append(i.notices, simNotice{ready: ready, old: old, new: new})
+	i.scheduleNotice()
+}
+
+// simNotice is a change of a primary that the referenced informer is
+// told of once ready.
+type simNotice struct {
+	ready    time.Duration
+	old, new any
+}
+
+func (i *simInformer) scheduleNotice() {
+	if i.noticeDue || len(i.notices) == 0 {
+		return
+	}
+	i.noticeDue = true
+	p := i.p
+	p.s.at(i.notices[0].ready, p, "", func() {
+		i.noticeDue = false
+		n := i.notices[0]
+		i.notices = i.notices[1:]
+		if !p.dead && p.refInf != nil {
+			p.refInf.c.referenced(n.old, n.new)
+			p.refInf.wake()
+		}
+		i.scheduleNotice()
+	})
 }
 
 func cacheKey(obj any) string {
@@ -329,6 +491,68 @@ func (s *sim) addObjects() {
 	if s.chance(0.5) {
 		s.put("ns/of-no-key", "")
 	}
+	for n := range simRefCount - 1 { // the last is referred to before it exists
+		s.putRef("ns/ref-" + strconv.Itoa(n))
+	}
+}
+
+// putRef stores a new version of the referenced object named name, or
+// creates it, and sends it to every process's referenced watch.
+func (s *sim) putRef(name string) {
+	s.objRV++
+	ns, n, _ := cache.SplitMetaNamespaceKey(name)
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n, ResourceVersion: strconv.FormatUint(s.objRV, 10)}}
+	typ := watch.Modified
+	if _, ok := s.refObjects[name]; !ok {
+		typ = watch.Added
+		s.refCreatedAt[name] = s.now
+	}
+	s.refObjects[name] = obj
+	s.sendRef(typ, obj)
+}
+
+// removeRef deletes the referenced object named name.
+func (s *sim) removeRef(name string) {
+	s.objRV++
+	obj := s.refObjects[name].DeepCopy()
+	obj.ResourceVersion = strconv.FormatUint(s.objRV, 10)
+	delete(s.refObjects, name)
+	s.sendRef(watch.Deleted, obj)
+}
+
+func (s *sim) sendRef(typ watch.EventType, obj *corev1.ConfigMap) {
+	s.writtenAt[cacheKey(obj)] = s.now
+	for _, q := range s.procs {
+		if !q.dead {
+			q.refInf.push(simObjEvent{rv: s.objRV, typ: typ, obj: obj, ready: s.now + s.dur(0, s.maxWatchDelay)})
+		}
+	}
+}
+
+// scheduleRefWrites has an outside writer create, update and delete the
+// referenced objects now and then while the faults last.
+func (s *sim) scheduleRefWrites() {
+	s.after(s.dur(0, 700*time.Millisecond), nil, "", func() {
+		if s.now >= s.calmAt {
+			return
+		}
+		name := "ns/ref-" + strconv.Itoa(s.rng.IntN(simRefCount))
+		if _, ok := s.refObjects[name]; ok && s.chance(0.2) {
+			s.removeRef(name)
+		} else {
+			s.putRef(name)
+		}
+		s.scheduleRefWrites()
+	})
+}
+
+// refFor returns the reference of key's object: its own, which a write
+// before the faults stop sometimes points elsewhere.
+func (s *sim) refFor(key string) string {
+	if s.refOf[key] == "" || (s.now < s.calmAt && s.chance(0.2)) {
+		s.refOf[key] = "ns/ref-" + strconv.Itoa(s.rng.IntN(simRefCount))
+	}
+	return s.refOf[key]
 }
 
 // put stores a new version of the object named name, in key (none if
@@ -339,6 +563,9 @@ func (s *sim) put(name, key string) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n, ResourceVersion: strconv.FormatUint(s.objRV, 10)}}
 	if key != "" {
 		obj.Labels = map[string]string{simKeyLabel: key}
+	}
+	if name == key {
+		obj.Annotations = map[string]string{simRefAnnotation: s.refFor(key)}
 	}
 	typ := watch.Added
 	if _, ok := s.objects[name]; ok {
@@ -472,6 +699,91 @@ func (s *sim) checkCaches() string {
 			if _, ok := s.objects[name]; !ok && s.now-s.writtenAt[name] > time.Second {
 				return p.identity + "'s cache holds " + name + ", which was deleted"
 			}
+		}
+		if msg := s.checkRefCaches(p); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// checkRefGain fails the run if p came to own a key it gained while its
+// referenced cache lacks what the key's object referred to when the
+// primaries' relist of the gain was taken: an object that existed since
+// before the referenced cache's latest list.
+func (s *sim) checkRefGain(p *simProc) {
+	if p.owned == nil {
+		p.owned = map[string]bool{}
+	}
+	v := p.m.view.Load()
+	for _, k := range s.keys {
+		owns := v.owns(hashKey(k))
+		was := p.owned[k]
+		p.owned[k] = owns
+		if !owns || was {
+			continue
+		}
+		obj, ok, _ := p.inf.store.GetByKey(k)
+		refs, _ := simRefsOf(obj)
+		ri := p.refInf
+		if !ok || len(refs) == 0 || len(ri.lists) == 0 {
+			continue
+		}
+		last := ri.lists[len(ri.lists)-1]
+		taken := time.Duration(-1) // when the primaries' store took its list of that epoch
+		for _, l := range p.inf.lists {
+			if l.epoch >= last.epoch {
+				taken = l.taken
+				break
+			}
+		}
+		r := refs[0]
+		if _, exists := s.refObjects[r]; taken < 0 || p.inf.refTakenAt[k] > taken || !exists || s.refCreatedAt[r] >= last.served {
+			continue
+		}
+		if _, held, _ := ri.store.GetByKey(r); !held {
+			s.fail("%s owns %s, which it gained, while its referenced cache lacks %s, which %s's object refers to (the referenced list of epoch %d was served at %v, the primaries' list of that epoch taken at %v)",
+				p.identity, k, r, k, last.epoch, last.served, taken)
+			return
+		}
+	}
+}
+
+// checkRefCaches is checkCaches for the referenced objects: p's cache
+// holds those the objects of the keys p wants refer to, at their latest
+// versions, and no others; objects and references written within the
+// last three seconds are left out, as a relist may be on its way.
+func (s *sim) checkRefCaches(p *simProc) string {
+	v := p.m.view.Load()
+	want, skip := map[string]bool{}, map[string]bool{}
+	for _, k := range s.keys {
+		r, h := s.refOf[k], hashKey(k)
+		_, exists := s.objects[k]
+		switch {
+		case s.now-s.writtenAt[k] <= 3*time.Second || (!v.wants(h) && p.m.claimed(h)):
+			skip[r] = true // written (or deleted) just now, or its reconcile has not returned
+		case exists && v.wants(h):
+			want[r] = true
+		}
+	}
+	for _, r := range sortedKeys(s.refObjects) {
+		if skip[r] || s.now-s.writtenAt[r] <= 3*time.Second {
+			continue
+		}
+		got, held, _ := p.refInf.store.GetByKey(r)
+		switch {
+		case want[r] && !held:
+			return p.identity + "'s referenced cache lacks " + r
+		case !want[r] && held:
+			return p.identity + "'s referenced cache holds " + r + ", which no key it wants refers to"
+		case held && got.(metav1.Object).GetResourceVersion() != s.refObjects[r].ResourceVersion:
+			return p.identity + "'s referenced cache holds " + r + " at version " + got.(metav1.Object).GetResourceVersion() +
+				", not its latest " + s.refObjects[r].ResourceVersion
+		}
+	}
+	for _, name := range sortedStrings(p.refInf.store.ListKeys()) {
+		if _, ok := s.refObjects[name]; !ok && s.now-s.writtenAt[name] > 3*time.Second {
+			return p.identity + "'s referenced cache holds " + name + ", which was deleted"
 		}
 	}
 	return ""
