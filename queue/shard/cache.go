@@ -416,9 +416,11 @@ func (c *shardedCache) keepsKey(v *view, key string) bool {
 func (c *shardedCache) referenced(old, new any) {
 	before, after := c.refs.of(old), c.refs.of(new)
 	v := c.m.view.Load()
+	o, ok := new.(metav1.Object)
+	kept := ok && c.keepsKey(v, cache.MetaObjectToName(o).String())
 	var fetch, release bool
 	c.mu.Lock()
-	if o, ok := new.(metav1.Object); ok && c.keepsKey(v, cache.MetaObjectToName(o).String()) {
+	if kept {
 		for _, k := range after {
 			if _, held := c.record[k]; !held && !slices.Contains(before, k) {
 				fetch = true
