@@ -146,11 +146,16 @@
 // the faults stopped), a restart of that process and 3*LeaseDuration,
 // that only the live members' Leases are left, and that every replica's
 // caches hold exactly the objects of the keys it wants, and those of no
-// key, at their latest versions. The scheduler chooses every request's
-// latency and outcome (errors, conflicts, answers lost after the write
-// landed, timeouts before it did, writes that land after the client gave
-// up), watch and informer-queue delays,
-// watch stalls longer than a relist, objects moving between keys while
+// key, at their latest versions. Each process also runs a cache of
+// referenced objects (see Objects the primaries refer to), which its
+// primaries' store tells of each change as the informer's handlers would:
+// a replica that comes to own a gained key holds what the key's object
+// referred to when its relist was taken, and once the faults stop holds
+// exactly what the keys it wants refer to. The scheduler chooses every
+// request's latency and outcome (errors, conflicts, answers lost after the
+// write landed, timeouts before it did, writes that land after the client
+// gave up), watch, informer-queue and handler delays, watch stalls longer
+// than a relist, references that move, objects moving between keys while
 // events of them are still queued, partitions, pauses, clock steps and
 // rates, kill -9, restarts under the same identity (also while the former
 // process still runs), a live member's Lease deleted by hand, joins and
