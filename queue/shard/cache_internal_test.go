@@ -88,6 +88,17 @@ func TestFilter(t *testing.T) {
 	}
 }
 
+// requireRelistAsked fails the test unless the next watch of c ends at
+// once, for another relist.
+func requireRelistAsked(t *testing.T, c *shardedCache) {
+	t.Helper()
+	w, err := c.WatchWithContext(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	e, ok := <-w.ResultChan()
+	require.True(t, ok)
+	assert.Equal(t, watch.Error, e.Type, "the watch ends for another relist")
+}
+
 // TestRelistCountsForRefreshesAskedBefore: a relist counts for the
 // refreshes asked for before it began, not for one asked for while its
 // request ran (the server may have answered before the change that asked
@@ -105,11 +116,7 @@ func TestRelistCountsForRefreshesAskedBefore(t *testing.T) {
 	c.refresh(1)
 	_, err = c.ListWithContext(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
-	w, err := c.WatchWithContext(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	e, ok := <-w.ResultChan()
-	require.True(t, ok)
-	assert.Equal(t, watch.Error, e.Type, "the watch ends for another relist")
+	requireRelistAsked(t, c)
 }
 
 // referencingCache returns a cache of Secrets kept while a ConfigMap in
@@ -175,11 +182,7 @@ func TestReferenceGainedDuringAListAsksForAnother(t *testing.T) {
 	})
 	_, err := c.ListWithContext(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
-	w, err := c.WatchWithContext(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	e, ok := <-w.ResultChan()
-	require.True(t, ok)
-	assert.Equal(t, watch.Error, e.Type, "the watch ends for another relist")
+	requireRelistAsked(t, c)
 
 	_, err = c.ListWithContext(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)

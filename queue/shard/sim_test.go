@@ -159,8 +159,10 @@ type simProc struct {
 	gate     *Gate[string]
 	inf      *simInformer
 	refInf   *simInformer
-	// owned are the keys it owned when last checked.
-	owned map[string]bool
+	// owned are the keys it owned under ownedIn, the view of the last
+	// check.
+	owned   map[string]bool
+	ownedIn *view
 
 	d                    *driver
 	dead, stopping, left bool

@@ -712,10 +712,14 @@ func (s *sim) checkCaches() string {
 // primaries' relist of the gain was taken: an object that existed since
 // before the referenced cache's latest list.
 func (s *sim) checkRefGain(p *simProc) {
+	v := p.m.view.Load()
+	if v == p.ownedIn {
+		return // keys are gained only by a new view
+	}
+	p.ownedIn = v
 	if p.owned == nil {
 		p.owned = map[string]bool{}
 	}
-	v := p.m.view.Load()
 	for _, k := range s.keys {
 		owns := v.owns(hashKey(k))
 		was := p.owned[k]

@@ -42,6 +42,15 @@ var _ = Describe("Foo Controller", func() {
 	deployment := func(name string) func(g Gomega) *appsv1.Deployment {
 		return func(g Gomega) *appsv1.Deployment { return get(&appsv1.Deployment{}, name)(g).(*appsv1.Deployment) }
 	}
+	containers := func(name string) func(g Gomega) []string {
+		return func(g Gomega) []string {
+			var names []string
+			for _, c := range deployment(name)(g).Spec.Template.Spec.Containers {
+				names = append(names, c.Name+"="+c.Image)
+			}
+			return names
+		}
+	}
 	ready := func(name string) func(g Gomega) *metav1.Condition {
 		return func(g Gomega) *metav1.Condition {
 			foo := get(&samplev1alpha1.Foo{}, name)(g).(*samplev1alpha1.Foo)
@@ -125,7 +134,7 @@ var _ = Describe("Foo Controller", func() {
 
 		By("correcting a changed image")
 		edit("web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:1.0" })
-		Eventually(func(g Gomega) string { return deployment("web")(g).Spec.Template.Spec.Containers[0].Image }).Should(Equal("nginx:latest"))
+		Eventually(containers("web")).Should(Equal([]string{"nginx=nginx:latest"}))
 		Expect(deployment("web")(Default).Spec.Template.Spec.Containers[0].TerminationMessagePath).To(Equal("/dev/termination-log"))
 
 		By("leaving a sidecar alone")
@@ -137,23 +146,11 @@ var _ = Describe("Foo Controller", func() {
 
 		By("correcting its own container beside the sidecar")
 		edit("web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[1].Image = "nginx:1.0" })
-		Eventually(func(g Gomega) []string {
-			var names []string
-			for _, c := range deployment("web")(g).Spec.Template.Spec.Containers {
-				names = append(names, c.Name+"="+c.Image)
-			}
-			return names
-		}).Should(Equal([]string{"proxy=envoy:1", "nginx=nginx:latest"}))
+		Eventually(containers("web")).Should(Equal([]string{"proxy=envoy:1", "nginx=nginx:latest"}))
 
 		By("adding its container beside others")
 		edit("web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers = d.Spec.Template.Spec.Containers[:1] })
-		Eventually(func(g Gomega) []string {
-			var names []string
-			for _, c := range deployment("web")(g).Spec.Template.Spec.Containers {
-				names = append(names, c.Name+"="+c.Image)
-			}
-			return names
-		}).Should(Equal([]string{"proxy=envoy:1", "nginx=nginx:latest"}))
+		Eventually(containers("web")).Should(Equal([]string{"proxy=envoy:1", "nginx=nginx:latest"}))
 	})
 
 	It("mirrors the Deployment's availability in the Foo's status", func() {
