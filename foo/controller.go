@@ -108,8 +108,15 @@ import (
 // +kubebuilder:rbac:groups=samplecontroller.k8s.io,resources=foos,verbs=get;list;watch
 // +kubebuilder:rbac:groups=samplecontroller.k8s.io,resources=foos/status,verbs=update
 // +kubebuilder:rbac:groups=samplecontroller.k8s.io,resources=foos/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// DeploymentFields are the fields of a Deployment the controller reads,
+// besides its identity and owner references: NewController trims the
+// Deployments' cache to them (informer.Trim), and writes Deployments with
+// patches of what it changes.
+var DeploymentFields = []string{"spec.replicas", "spec.template.metadata.labels", "spec.template.spec.containers.name",
+	"spec.template.spec.containers.image", "status.observedGeneration", "status.updatedReplicas", "status.availableReplicas"}
 
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "foo-controller"
@@ -162,6 +169,9 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClie
 	deployments appsinformers.TypedDeploymentInformer, foos fooinformers.TypedFooInformer, recorder record.EventRecorder, opts ...queue.Option) (*Controller, error) {
 	c := &Controller{kube: kubeClient, foos: fooClient, recorder: recorder,
 		fooWrites: write.New(foos.TypedInformer()), deployWrites: write.New(deployments.TypedInformer())}
+	if err := informer.Trim[*appsv1.Deployment](deployments.Informer(), DeploymentFields...); err != nil {
+		return nil, err
+	}
 	var err error
 	if c.byOwner, err = informer.NewIndex(deployments.TypedInformer(), "ctrlkit.foo/controller-uid", owner.ControllerUID[*appsv1.Deployment]); err != nil {
 		return nil, err
@@ -336,12 +346,11 @@ func nginxContainer() corev1.Container { return corev1.Container{Name: "nginx", 
 
 // newDeployment returns the Deployment a Foo asks for, controlled by the Foo.
 func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
-	replicas := desiredReplicas(foo)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: foo.Spec.DeploymentName, Namespace: foo.Namespace,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(foo, samplev1alpha1.SchemeGroupVersion.WithKind("Foo"))}},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
+			Replicas: ptr.To(desiredReplicas(foo)),
 			Selector: &metav1.LabelSelector{MatchLabels: deploymentLabels(foo)},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: deploymentLabels(foo)},
@@ -358,8 +367,7 @@ func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
 // kubectl edit), annotations and fields the API server defaults, is left
 // alone, so a matching Deployment is never rewritten.
 func correctDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) {
-	want := desiredReplicas(foo)
-	d.Spec.Replicas = &want
+	d.Spec.Replicas = ptr.To(desiredReplicas(foo))
 	if d.Spec.Template.Labels == nil {
 		d.Spec.Template.Labels = map[string]string{}
 	}

@@ -149,7 +149,7 @@ func TestReconcile(t *testing.T) {
 		wantReason   string
 		wantMsg      string
 		wantAvail    int32
-		checkWritten func(t *testing.T, writes []k8stesting.Action)
+		checkWritten func(t *testing.T, writes []k8stesting.Action, web *appsv1.Deployment) // web: default/web as stored after the reconcile
 	}{
 		{
 			name:    "creates the Deployment controlled by the Foo",
@@ -162,8 +162,8 @@ func TestReconcile(t *testing.T) {
 			wantEvents: nil, // creating and mirroring are in the status, not in events
 			wantReady:  metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonDeploymentNotReady,
 			wantMsg: readyMsg("web", 0, 3),
-			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
-				d := reconciletest.Object[*appsv1.Deployment](t, writes[0])
+			checkWritten: func(t *testing.T, writes []k8stesting.Action, web *appsv1.Deployment) {
+				d := web
 				assert.Equal(t, int32(3), *d.Spec.Replicas)
 				ref := metav1.GetControllerOf(d)
 				require.NotNil(t, ref, "the Deployment has a controller owner reference")
@@ -186,8 +186,8 @@ func TestReconcile(t *testing.T) {
 			},
 			wantEvents: nil, // creating and mirroring are in the status, not in events
 			wantReady:  metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonDeploymentNotReady, wantMsg: readyMsg("web", 0, 1),
-			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
-				assert.Equal(t, int32(1), *reconciletest.Object[*appsv1.Deployment](t, writes[0]).Spec.Replicas)
+			checkWritten: func(t *testing.T, writes []k8stesting.Action, web *appsv1.Deployment) {
+				assert.Equal(t, int32(1), *web.Spec.Replicas)
 			},
 		},
 		{
@@ -195,12 +195,12 @@ func TestReconcile(t *testing.T) {
 			objects: []runtime.Object{withStatus(web(), 1, metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady, readyMsg("web", 1, 3)), deploymentFor(web(), "web", 1, 1)},
 			foo:     "example-foo",
 			wantWrites: []string{
-				"update apps/v1/deployments default/web",
+				"patch apps/v1/deployments default/web",
 			},
 			wantEvents: []string{"Normal Synced"},
 			wantReady:  metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonDeploymentNotReady, wantMsg: readyMsg("web", 1, 3), wantAvail: 1,
-			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
-				d := reconciletest.Object[*appsv1.Deployment](t, writes[0])
+			checkWritten: func(t *testing.T, writes []k8stesting.Action, web *appsv1.Deployment) {
+				d := web
 				assert.Equal(t, int32(3), *d.Spec.Replicas)
 				assert.Equal(t, corev1.PullAlways, d.Spec.Template.Spec.Containers[0].ImagePullPolicy, "defaulted fields are kept")
 			},
@@ -216,11 +216,11 @@ func TestReconcile(t *testing.T) {
 				}(),
 			},
 			foo:        "example-foo",
-			wantWrites: []string{"update apps/v1/deployments default/web"},
+			wantWrites: []string{"patch apps/v1/deployments default/web"},
 			wantEvents: []string{"Normal Synced"},
 			wantReady:  metav1.ConditionTrue, wantReason: samplev1alpha1.ReasonDeploymentReady, wantMsg: readyMsg("web", 3, 3), wantAvail: 3,
-			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
-				c := reconciletest.Object[*appsv1.Deployment](t, writes[0]).Spec.Template.Spec.Containers[0]
+			checkWritten: func(t *testing.T, writes []k8stesting.Action, web *appsv1.Deployment) {
+				c := web.Spec.Template.Spec.Containers[0]
 				assert.Equal(t, "nginx:latest", c.Image)
 				assert.Equal(t, "/dev/termination-log", c.TerminationMessagePath)
 			},
@@ -237,11 +237,11 @@ func TestReconcile(t *testing.T) {
 				}(),
 			},
 			foo:        "example-foo",
-			wantWrites: []string{"update apps/v1/deployments default/web"},
+			wantWrites: []string{"patch apps/v1/deployments default/web"},
 			wantEvents: []string{"Normal Synced"},
 			wantReady:  metav1.ConditionTrue, wantReason: samplev1alpha1.ReasonDeploymentReady, wantMsg: readyMsg("web", 3, 3), wantAvail: 3,
-			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
-				d := reconciletest.Object[*appsv1.Deployment](t, writes[0])
+			checkWritten: func(t *testing.T, writes []k8stesting.Action, web *appsv1.Deployment) {
+				d := web
 				names := []string{}
 				for _, c := range d.Spec.Template.Spec.Containers {
 					names = append(names, c.Name+"="+c.Image)
@@ -278,11 +278,11 @@ func TestReconcile(t *testing.T) {
 				}(),
 			},
 			foo:        "example-foo",
-			wantWrites: []string{"update apps/v1/deployments default/web"},
+			wantWrites: []string{"patch apps/v1/deployments default/web"},
 			wantEvents: []string{"Normal Synced"},
 			wantReady:  metav1.ConditionTrue, wantReason: samplev1alpha1.ReasonDeploymentReady, wantMsg: readyMsg("web", 3, 3), wantAvail: 3,
-			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
-				c := reconciletest.Object[*appsv1.Deployment](t, writes[0]).Spec.Template.Spec.Containers
+			checkWritten: func(t *testing.T, writes []k8stesting.Action, web *appsv1.Deployment) {
+				c := web.Spec.Template.Spec.Containers
 				require.Len(t, c, 2)
 				assert.Equal(t, "nginx:latest", c[0].Image)
 				assert.Equal(t, corev1.Container{Name: "proxy", Image: "envoy:1"}, c[1])
@@ -368,7 +368,7 @@ func TestReconcile(t *testing.T) {
 			},
 			wantEvents: []string{"Normal Synced"},
 			wantReady:  metav1.ConditionFalse, wantReason: samplev1alpha1.ReasonDeploymentNotReady, wantMsg: readyMsg("web-v2", 0, 3),
-			checkWritten: func(t *testing.T, writes []k8stesting.Action) {
+			checkWritten: func(t *testing.T, writes []k8stesting.Action, web *appsv1.Deployment) {
 				del, ok := writes[1].(k8stesting.DeleteAction)
 				require.True(t, ok)
 				require.NotNil(t, del.GetDeleteOptions().Preconditions)
@@ -417,7 +417,9 @@ func TestReconcile(t *testing.T) {
 			assert.True(t, out.Result.IsZero())
 			assert.Equal(t, tt.wantWrites, nonEmpty(reconciletest.Describe(out.Writes)))
 			if tt.checkWritten != nil {
-				tt.checkWritten(t, out.Writes)
+				web, _ := f.kube.Tracker().Get(appsv1.SchemeGroupVersion.WithResource("deployments"), "default", "web")
+				d, _ := web.(*appsv1.Deployment)
+				tt.checkWritten(t, out.Writes, d)
 			}
 			var events []string
 			for _, e := range f.recorder.Events() {

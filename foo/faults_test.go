@@ -492,7 +492,7 @@ type faultTarget struct {
 var (
 	fooStatusUpdate  = faultTarget{foos: true, verb: "update", resource: "foos", subresource: "status"}
 	deploymentCreate = faultTarget{verb: "create", resource: "deployments"}
-	deploymentUpdate = faultTarget{verb: "update", resource: "deployments"}
+	deploymentPatch  = faultTarget{verb: "patch", resource: "deployments"}
 )
 
 func (ft faultTarget) String() string {
@@ -553,9 +553,9 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "server timeout on the Deployment create", at: deploymentCreate, err: errServerTimeout},
 		{name: "client-side deadline on the Deployment create", at: deploymentCreate, err: errClientDeadline},
 		{name: "Deployment create hangs past the reconcile timeout", at: deploymentCreate, block: true},
-		{name: "500 on the Deployment update", at: deploymentUpdate, err: errInternal, objects: []runtime.Object{drifted()}},
-		{name: "429 on the Deployment update", at: deploymentUpdate, err: errTooManyRequests, objects: []runtime.Object{drifted()}},
-		{name: "409 Conflict on the Deployment update", at: deploymentUpdate, err: errDeploymentConflict, objects: []runtime.Object{drifted()}},
+		{name: "500 on the Deployment patch", at: deploymentPatch, err: errInternal, objects: []runtime.Object{drifted()}},
+		{name: "429 on the Deployment patch", at: deploymentPatch, err: errTooManyRequests, objects: []runtime.Object{drifted()}},
+		{name: "409 Conflict on the Deployment patch", at: deploymentPatch, err: errDeploymentConflict, objects: []runtime.Object{drifted()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,6 +65,14 @@
 //	ctrlkit_shard_handoffs_total{group}          counter
 //	ctrlkit_shard_takeover_seconds{group}        histogram
 //
+// # Informer caches
+//
+// CacheSize counts what an informer's cache holds, which controller-runtime
+// has no series for either:
+//
+//	ctrlkit_informer_cache_objects{informer}  gauge
+//	ctrlkit_informer_cache_bytes{informer}    gauge
+//
 // The help texts are ctrlkit's own. Prometheus refuses two collectors with
 // the same name and different help texts on one registry, so a registry
 // cannot hold both controller-runtime's collectors and these.
@@ -143,6 +151,7 @@ type Recorder struct {
 	retries        *prometheus.CounterVec
 
 	shard shardCollectors
+	cache cacheCollectors
 
 	// perController holds each controller's series of the reconcile
 	// metrics, looked up once: WithLabelValues hashes the label values on
@@ -259,6 +268,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	register(rb, &r.shard.ownedKeys, &err)
 	register(rb, &r.shard.handoffs, &err)
 	register(rb, &r.shard.takeover, &err)
+	register(rb, &r.cache.objects, &err)
+	register(rb, &r.cache.bytes, &err)
 	if err != nil {
 		rb.rollback()
 		return nil, err
@@ -362,6 +373,7 @@ func newRecorder() *Recorder {
 	queueLabels := []string{labelName, labelController}
 	return &Recorder{
 		shard: newShardCollectors(),
+		cache: newCacheCollectors(),
 		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: controllerRuntimeNamespace,
 			Name:      "reconcile_total",

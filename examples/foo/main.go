@@ -83,12 +83,9 @@ func (o *options) runController(ctx context.Context) error {
 	} else if err != nil {
 		return err
 	}
-	kubeClient, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	fooClient, err := fooclientset.NewForConfig(cfg)
-	if err != nil {
+	kubeClient, kubeErr := kubernetes.NewForConfig(cfg)
+	fooClient, fooErr := fooclientset.NewForConfig(cfg)
+	if err := errors.Join(kubeErr, fooErr); err != nil {
 		return err
 	}
 	recorder, err := events.NewRecorder(ctx, kubeClient, foo.ControllerName, events.WithAddToScheme(samplev1alpha1.AddToScheme))

@@ -83,6 +83,20 @@ type Flags struct {
 	// sync before it fails (see WithCacheSyncTimeout); Options passes it
 	// to Run.
 	CacheSyncTimeout time.Duration
+	// ContentType (--kube-api-content-type) is the encoding RESTConfig asks
+	// the API server to answer in: ContentTypeProtobuf, the default, or
+	// ContentTypeJSON. See RESTConfig.
+	ContentType string
+	// MemoryLimit (--memory-limit) is the Go runtime's soft memory limit
+	// that Main sets before it runs the operator: a quantity such as
+	// "512Mi", "0" for none, or empty for the default: $GOMEMLIMIT if set,
+	// else MemoryLimitShare of the container's memory limit (its cgroup's
+	// memory.max), else none. Near the limit the runtime collects garbage
+	// more often instead of letting the heap grow to twice the live data
+	// (GOGC=100), so a controller whose caches fill most of its container
+	// is not killed for memory it holds only as garbage. See
+	// runtime/debug.SetMemoryLimit.
+	MemoryLimit string
 	// KeepManagedFields (--keep-managed-fields) keeps metadata.managedFields
 	// in the caches of the informer factories made by Informers; by
 	// default they are dropped (informer.StripManagedFields).
@@ -114,6 +128,12 @@ const (
 	DefaultBurst = 100
 )
 
+// The values of --kube-api-content-type.
+const (
+	ContentTypeProtobuf = "application/vnd.kubernetes.protobuf"
+	ContentTypeJSON     = "application/json"
+)
+
 // Bind registers the flags on fs, with f's values (or the documented
 // defaults) as defaults, and klog's flags (-v and the others).
 func (f *Flags) Bind(fs *flag.FlagSet) {
@@ -138,6 +158,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	if f.CacheSyncTimeout == 0 {
 		f.CacheSyncTimeout = DefaultCacheSyncTimeout
 	}
+	if f.ContentType == "" {
+		f.ContentType = ContentTypeProtobuf
+	}
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Path to a kubeconfig. Without it: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
 	fs.StringVar(&f.Master, "master", f.Master, "The address of the Kubernetes API server; overrides the server in the kubeconfig.")
 	fs.Float64Var(&f.QPS, "kube-api-qps", f.QPS, "Requests per second the clients may send to the API server.")
@@ -153,6 +176,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", f.MetricsAddr, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", f.ProbeAddr, "Address of /healthz and /readyz; \"0\" disables them.")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", f.PprofAddr, "Address of Go's runtime profiles at /debug/pprof/; \"0\" or empty disables them. Serve them only on a protected address.")
+	fs.StringVar(&f.ContentType, "kube-api-content-type", f.ContentType, "Encoding the API server is asked to answer in: "+ContentTypeProtobuf+" (built-in kinds in protobuf, custom resources in JSON) or "+ContentTypeJSON+" (everything in JSON).")
+	fs.StringVar(&f.MemoryLimit, "memory-limit", f.MemoryLimit, "Soft memory limit of the Go runtime, such as 512Mi, or 0 for none (default: $GOMEMLIMIT, else 90% of the container's memory limit).")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	fs.DurationVar(&f.CacheSyncTimeout, "cache-sync-timeout", f.CacheSyncTimeout, "How long to wait for the informer caches and the controllers to sync before giving up with an error.")
@@ -178,6 +203,12 @@ func (f *Flags) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: %q is not host:port or \"0\": %w", name, addr, err))
 			}
 		}
+	}
+	if f.ContentType != "" && f.ContentType != ContentTypeProtobuf && f.ContentType != ContentTypeJSON {
+		errs = append(errs, fmt.Errorf("--kube-api-content-type must be %s or %s, got %q", ContentTypeProtobuf, ContentTypeJSON, f.ContentType))
+	}
+	if _, _, err := memoryLimit(f.MemoryLimit, ""); err != nil {
+		errs = append(errs, err)
 	}
 	if f.LeaderElect && f.Sharded {
 		errs = append(errs, errors.New("--leader-elect and --sharded exclude each other"))
@@ -224,6 +255,17 @@ func validGroup(group string) error {
 // in-cluster config, else ~/.kube/config; --master overrides the server of
 // any of them. The returned config carries the client rate limits of the
 // flags and userAgent. Errors say where the configuration came from.
+//
+// With --kube-api-content-type=application/vnd.kubernetes.protobuf (the
+// default) the config asks for protobuf, then JSON: the API server answers
+// reads, lists and watches of built-in kinds in protobuf, which costs the
+// controller less to decode and lets the API server send one encoding it
+// may already hold for other watchers, and answers custom resources in
+// JSON, the only one of the two they are served in. (An API server with
+// CBOR serving enabled would answer custom resources in CBOR only to
+// clients that ask for it; these do not.) Request bodies stay JSON, so one
+// config serves the clientsets of built-in kinds and of custom resources
+// alike. With application/json every answer is JSON.
 func (f *Flags) RESTConfig(userAgent string) (*rest.Config, error) {
 	cfg, err := f.findConfig()
 	if err != nil {
@@ -233,6 +275,11 @@ func (f *Flags) RESTConfig(userAgent string) (*rest.Config, error) {
 	cfg.QPS = float32(f.QPS)
 	cfg.Burst = f.Burst
 	cfg.UserAgent = userAgent
+	cfg.ContentType = ContentTypeJSON
+	cfg.AcceptContentTypes = ContentTypeJSON
+	if f.ContentType != ContentTypeJSON {
+		cfg.AcceptContentTypes = ContentTypeProtobuf + "," + ContentTypeJSON
+	}
 	return cfg, nil
 }
 
@@ -282,7 +329,8 @@ var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/nam
 // Options returns the options of Run that the flags decide: the informer
 // factories made by Informers, leader election on client, or with --sharded
 // the membership that Shard creates, the probes, the metrics endpoint
-// serving Registry, the profiles and the cache sync timeout. Options,
+// serving Registry with the series of every informer's cache
+// (WithCacheMetrics), the profiles and the cache sync timeout. Options,
 // Informers and Shard may be called in any order: what they make is looked
 // up when Run applies the options, and with --sharded Run fails if no
 // controller was restricted by Shard.
@@ -307,7 +355,7 @@ func (f *Flags) Options(client kubernetes.Interface) []Option {
 		opts = append(opts, WithProbes(f.ProbeAddr))
 	}
 	if enabled(f.MetricsAddr) {
-		opts = append(opts, WithMetrics(f.MetricsAddr, metrics.Handler(f.Registry())))
+		opts = append(opts, WithMetrics(f.MetricsAddr, metrics.Handler(f.Registry())), WithCacheMetrics(f.Metrics()))
 	}
 	if enabled(f.PprofAddr) {
 		opts = append(opts, WithProfiling(f.PprofAddr))

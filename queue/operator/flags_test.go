@@ -3,6 +3,7 @@ package operator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,11 +26,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
@@ -103,6 +108,11 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 		{name: "group too long for a label", args: []string{"--sharded", "--leader-elect-id=" + strings.Repeat("a", 64)}, wantErr: "must be no more than 63"},
 		{name: "sharded", args: []string{"--sharded", "--leader-elect-id=foo-controller.samplecontroller.k8s.io"}},
 		{name: "disabled endpoints", args: []string{"--metrics-bind-address=0", "--health-probe-bind-address="}},
+		{name: "unknown content type", args: []string{"--kube-api-content-type=application/cbor"}, wantErr: `--kube-api-content-type must be application/vnd.kubernetes.protobuf or application/json, got "application/cbor"`},
+		{name: "JSON", args: []string{"--kube-api-content-type=application/json"}},
+		{name: "memory limit not a quantity", args: []string{"--memory-limit=lots"}, wantErr: `--memory-limit "lots" is not a quantity of bytes`},
+		{name: "negative memory limit", args: []string{"--memory-limit=-1Gi"}, wantErr: `--memory-limit "-1Gi"`},
+		{name: "memory limit", args: []string{"--memory-limit=512Mi"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -751,4 +761,69 @@ func TestShardedInformerThroughRun(t *testing.T) {
 	assert.Equal(t, 2, lists, "the first list, and the relist for the keys the replica gained")
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// The config RESTConfig makes gets built-in kinds in protobuf and custom
+// resources in JSON from one server, or everything in JSON.
+func TestRESTConfigContentType(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantAccept string
+		wantProto  bool
+	}{
+		{name: "protobuf by default", wantAccept: "application/vnd.kubernetes.protobuf,application/json", wantProto: true},
+		{name: "JSON", args: []string{"--kube-api-content-type=application/json"}, wantAccept: "application/json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var accepts []string
+			var servedProto bool
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				accepts = append(accepts, r.Header.Get("Accept"))
+				mu.Unlock()
+				if strings.HasPrefix(r.URL.Path, "/apis/samplecontroller.k8s.io/") {
+					// Custom resources are served in JSON whatever is asked.
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, `{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"y","namespace":"default"},"spec":{"deploymentName":"web"}}`)
+					return
+				}
+				cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+					ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}, Data: map[string]string{"k": "v"}}
+				if strings.HasPrefix(r.Header.Get("Accept"), ContentTypeProtobuf) {
+					mu.Lock()
+					servedProto = true
+					mu.Unlock()
+					w.Header().Set("Content-Type", ContentTypeProtobuf)
+					require.NoError(t, protobuf.NewSerializer(kubescheme.Scheme, kubescheme.Scheme).Encode(cm, w))
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				require.NoError(t, json.NewEncoder(w).Encode(cm))
+			}))
+			t.Cleanup(server.Close)
+			f := parse(t, Flags{}, append(tt.args, "--master="+server.URL, "--kubeconfig="+writeKubeconfig(t, server.URL))...)
+			require.NoError(t, f.Validate())
+			cfg, err := f.RESTConfig("test")
+			require.NoError(t, err)
+
+			kube, err := kubernetes.NewForConfig(cfg)
+			require.NoError(t, err)
+			cm, err := kube.CoreV1().ConfigMaps("default").Get(t.Context(), "x", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, "v", cm.Data["k"])
+			foos, err := fooclientset.NewForConfig(cfg)
+			require.NoError(t, err)
+			foo, err := foos.SamplecontrollerV1alpha1().Foos("default").Get(t.Context(), "y", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, "web", foo.Spec.DeploymentName)
+
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, []string{tt.wantAccept, tt.wantAccept}, accepts)
+			assert.Equal(t, tt.wantProto, servedProto)
+		})
+	}
 }

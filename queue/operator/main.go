@@ -25,7 +25,8 @@ import (
 // process at once, with status 1) and a logger named after fs. Errors go to
 // stderr as "name: error". With --version it prints BuildVersion to
 // standard output instead and returns 0, before checking the flags or
-// calling run. It returns the exit status: 0 (also for -h and --version), 1
+// calling run. Before run it sets the Go runtime's memory limit that
+// --memory-limit decides (see Flags.MemoryLimit). It returns the exit status: 0 (also for -h and --version), 1
 // if run failed, 2 for bad flags:
 //
 //	os.Exit(flags.Main(fs, os.Args[1:], os.Stderr, run, nil))
@@ -50,9 +51,13 @@ func (f *Flags) Main(fs *flag.FlagSet, args []string, stderr io.Writer, run func
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 2
 	}
+	logger := klog.Background().WithName(name)
+	if msg, err := setMemoryLimit(f.MemoryLimit); err == nil {
+		logger.Info(msg)
+	}
 	ctx, stop := signalContext(context.Background(), stderr, name)
 	defer stop()
-	if err := run(klog.NewContext(ctx, klog.Background().WithName(name))); err != nil {
+	if err := run(klog.NewContext(ctx, logger)); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}

@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
@@ -89,6 +91,7 @@ type config struct {
 	pprofAddr        string
 	checks           []check
 	cacheSyncTimeout time.Duration
+	cacheMetrics     *metrics.Recorder
 	errs             []error
 
 	// unhealthy is the error that makes /healthz fail, once there is one.
@@ -270,9 +273,16 @@ func Run(ctx context.Context, opts ...Option) error {
 	syncCtx, cancelSync := context.WithTimeout(stopCtx, c.cacheSyncTimeout)
 	var unsynced []string
 	for _, f := range c.factories {
+		var synced []reflect.Type
 		for typ, ok := range f.WaitForCacheSync(syncCtx.Done()) {
 			if !ok {
 				unsynced = append(unsynced, typ.String())
+			}
+			synced = append(synced, typ)
+		}
+		if c.cacheMetrics != nil {
+			if err := countCaches(c.cacheMetrics, f, synced); err != nil {
+				logger.Error(err, "Counting the informers' caches")
 			}
 		}
 	}

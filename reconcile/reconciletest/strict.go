@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlkit/ctrlkit/informer"
 )
 
 // FakeClientset is what client-go's and code-generator's fake clientsets
@@ -103,6 +105,10 @@ const resourceVersionBase = 1000
 //     "orphan" finalizer as the garbage collector does; Foreground keeps the
 //     owner, with the "foregroundDeletion" finalizer, until its dependents
 //     that block owner deletion are gone.
+//   - a create or update of an object marked informer.TrimmedAnnotation (a
+//     copy of an object an informer trimmed with informer.Trim) fails with
+//     422 Invalid: sent to an API server, it would erase what the cache did
+//     not keep, so a test fails where the code under test sends one.
 //   - patches that do not apply: a JSON patch whose test fails or whose
 //     path does not exist fails with 422 Invalid, a patch that is not one
 //     with 400 Bad Request.
@@ -209,6 +215,9 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 	t.api.mu.Lock()
 	defer t.api.mu.Unlock()
 	gvr, ns, sub := action.GetResource(), action.GetNamespace(), action.GetSubresource()
+	if err := refuseTrimmed(action); err != nil {
+		return true, nil, err
+	}
 	switch a := action.(type) {
 	case k8stesting.CreateActionImpl:
 		if sub == "" {
@@ -238,6 +247,30 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 		}
 	}
 	return false, nil, nil
+}
+
+// refuseTrimmed fails a create or update of an object marked
+// informer.TrimmedAnnotation: a copy of a trimmed cached object sent whole
+// would erase on a real API server what its informer did not keep.
+func refuseTrimmed(action k8stesting.Action) error {
+	var obj runtime.Object
+	switch a := action.(type) {
+	case k8stesting.CreateActionImpl:
+		obj = a.GetObject()
+	case k8stesting.UpdateActionImpl:
+		obj = a.GetObject()
+	default:
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil || !informer.Trimmed(m) {
+		return nil
+	}
+	gr := action.GetResource().GroupResource()
+	return apierrors.NewInvalid(schema.GroupKind{Group: gr.Group, Kind: gr.Resource}, m.GetName(), field.ErrorList{
+		field.Forbidden(field.NewPath("metadata", "annotations").Key(informer.TrimmedAnnotation),
+			"a copy of an object its informer trimmed was sent whole: it would erase what the cache did not keep (write it with a patch or server-side apply)"),
+	})
 }
 
 // viaObjectReaction lets client-go's ObjectReaction work out patches and

@@ -37,6 +37,21 @@
 // such an object is never seen. Objects does not wait for it forever (see
 // below), but every write of it then fails loudly.
 //
+// # Objects an informer trimmed
+//
+// An informer set up with informer.Trim keeps only some fields of each
+// object. Ensure and Update never send such an object whole, which would
+// erase what the cache did not keep: they send the change mutate made to
+// the trimmed copy as a patch, guarded by the copy's resourceVersion (a
+// conflict is judged like any other). For the kinds of k8s.io/api it is a
+// strategic merge patch, so a container or port that mutate changes or
+// adds by name leaves the others as they are; for custom resources a JSON
+// merge patch, and a change to a list there fails with an error wrapping
+// ErrTrimmed, as the list would be replaced by what the cache kept of its
+// items. UpdateStatus of a trimmed object fails the same way: write its
+// status with ApplyStatus or Patch. mutate sees, and may change, only
+// what the informer kept.
+//
 // # When an answer is quiet, and for how long
 //
 // An error matching reconcile.ErrStaleCache says the cache is behind, and
@@ -116,6 +131,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -310,7 +326,7 @@ func (o *Objects[T]) Ensure(ctx context.Context, c Client[T], want T, mutate fun
 		return zero, Unchanged, err
 	}
 	if found {
-		return o.update(ctx, c, name, cached, mutate, true, func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) })
+		return o.update(ctx, c, name, cached, mutate, wholeWriter(ctx, c))
 	}
 	obj, err := o.mutated(name, want, mutate)
 	if err != nil {
@@ -335,13 +351,13 @@ func (o *Objects[T]) Ensure(ctx context.Context, c Client[T], want T, mutate fun
 // or obj when Unchanged. Answers of the API server are judged as the
 // package doc says; mutate must set nothing in the status, as for Ensure.
 func (o *Objects[T]) Update(ctx context.Context, c Client[T], obj T, mutate func(obj T) error) (T, Change, error) {
-	return o.checkedUpdate(ctx, c, obj, mutate, true, func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) })
+	return o.checkedUpdate(ctx, c, obj, mutate, wholeWriter(ctx, c))
 }
 
 // UpdateStatus is Update through the status subresource: mutate sets the
 // status on a copy of obj, and the status is written only if it changed.
 func (o *Objects[T]) UpdateStatus(ctx context.Context, c StatusClient[T], obj T, mutate func(obj T) error) (T, Change, error) {
-	return o.checkedUpdate(ctx, c, obj, mutate, false, func(obj T) (T, error) { return c.UpdateStatus(ctx, obj, metav1.UpdateOptions{}) })
+	return o.checkedUpdate(ctx, c, obj, mutate, writer[T]{update: func(obj T) (T, error) { return c.UpdateStatus(ctx, obj, metav1.UpdateOptions{}) }})
 }
 
 // Patch sends a patch of obj, judged as by Update, and remembers the
@@ -502,13 +518,31 @@ func apply[T Object, A any](ctx context.Context, o *Objects[T], key appliedKey, 
 
 // checkedUpdate checks that obj is not older than the last write of it,
 // then updates.
-func (o *Objects[T]) checkedUpdate(ctx context.Context, get Getter[T], obj T, mutate func(T) error, whole bool, send func(T) (T, error)) (T, Change, error) {
+func (o *Objects[T]) checkedUpdate(ctx context.Context, get Getter[T], obj T, mutate func(T) error, w writer[T]) (T, Change, error) {
 	var zero T
 	name := cache.MetaObjectToName(obj)
 	if err := o.check(name, obj); err != nil {
 		return zero, Unchanged, err
 	}
-	return o.update(ctx, get, name, obj, mutate, whole, send)
+	return o.update(ctx, get, name, obj, mutate, w)
+}
+
+// writer sends an update: update sends the changed object; patch, set only
+// for the object itself (not its status subresource), sends a patch for a
+// trimmed one.
+type writer[T Object] struct {
+	update func(obj T) (T, error)
+	patch  func(name string, pt types.PatchType, data []byte) (T, error)
+}
+
+// wholeWriter writes the object itself through c.
+func wholeWriter[T Object](ctx context.Context, c Client[T]) writer[T] {
+	return writer[T]{
+		update: func(obj T) (T, error) { return c.Update(ctx, obj, metav1.UpdateOptions{}) },
+		patch: func(name string, pt types.PatchType, data []byte) (T, error) {
+			return c.Patch(ctx, name, pt, data, metav1.PatchOptions{})
+		},
+	}
 }
 
 // check returns an error matching reconcile.ErrStaleCache when obj, read by
@@ -533,7 +567,7 @@ func errStale(name cache.ObjectName, cause error) error {
 
 // update mutates a copy of current and sends it if it differs. whole says
 // that send writes the object, not its status subresource.
-func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.ObjectName, current T, mutate func(T) error, whole bool, send func(T) (T, error)) (T, Change, error) {
+func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.ObjectName, current T, mutate func(T) error, w writer[T]) (T, Change, error) {
 	var zero T
 	obj, err := o.mutated(name, current, mutate)
 	if err != nil {
@@ -542,12 +576,24 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 	if equality.Semantic.DeepEqual(current, obj) {
 		return current, Unchanged, nil
 	}
-	updated, err := send(obj)
+	var updated T
+	switch {
+	case !informer.Trimmed(current):
+		updated, err = w.update(obj)
+	case w.patch == nil:
+		return zero, Unchanged, fmt.Errorf("write: %s: %w: its status cannot be updated from it; use ApplyStatus or a patch", name, ErrTrimmed)
+	default:
+		pt, data, perr := trimmedPatch(name, current, obj)
+		if perr != nil {
+			return zero, Unchanged, perr
+		}
+		updated, err = w.patch(name.Name, pt, data)
+	}
 	if err != nil {
 		return zero, Unchanged, o.verdict(ctx, get, name, current, true, err, nil)
 	}
 	o.remember(name, current.GetResourceVersion(), updated)
-	if whole {
+	if w.patch != nil {
 		if err := statusLeftOut(name, current, obj, updated); err != nil {
 			return updated, Updated, err
 		}

@@ -276,8 +276,8 @@ func TestBadInput(t *testing.T) {
 			assert.Equal(c, "nginx:latest", d3.Spec.Template.Spec.Containers[0].Image)
 			assert.Equal(c, again.UID, d3.UID)
 		})
-		updates := audit.Select(r.auditLog(), audit.ByUser(user), audit.ByVerb("update"), audit.ByResource("apps", "deployments"), audit.ByObject(ns, "phoenix"), audit.Since(edited))
-		assert.Equal(t, 1, audit.Count(updates, audit.Succeeded()), "corrected once: %v", audit.Lines(updates))
+		patches := audit.Select(r.auditLog(), audit.ByUser(user), audit.ByVerb("patch"), audit.ByResource("apps", "deployments"), audit.ByObject(ns, "phoenix"), audit.Since(edited))
+		assert.Equal(t, 1, audit.Count(patches, audit.Succeeded()), "corrected once: %v", audit.Lines(patches))
 		assert.Empty(t, r.fooEvents(t, ctx, ns, "phoenix", corev1.EventTypeWarning))
 	})
 

@@ -147,11 +147,12 @@ func BenchmarkConvergence(b *testing.B) {
 	require.NoError(b, err)
 	peers := []controllerPeer{
 		{impl: "ctrlkit", bin: bin, user: benchControllerUser, controller: foo.ControllerName},
-		{impl: "ctrlkit-managed-fields", bin: bin, user: benchControllerUser, controller: foo.ControllerName,
-			args: []string{"--keep-managed-fields"}},
-		// Its caches as controller-runtime's defaults make them.
-		{impl: "controller-runtime", bin: filepath.Join(crDir, "crfoo"), user: benchCRUser, controller: "foo",
-			args: []string{"--keep-managed-fields"}},
+		// Everything in JSON, as before protobuf was the default.
+		{impl: "ctrlkit-json", bin: bin, user: benchControllerUser, controller: foo.ControllerName,
+			args: []string{"--kube-api-content-type=application/json"}},
+		// Its caches as controller-runtime's defaults make them: without
+		// managedFields, like ctrlkit's.
+		{impl: "controller-runtime", bin: filepath.Join(crDir, "crfoo"), user: benchCRUser, controller: "foo"},
 	}
 	if *convergenceProfileDir != "" {
 		require.NoError(b, os.MkdirAll(*convergenceProfileDir, 0o755))
@@ -228,6 +229,9 @@ type convergenceResult struct {
 	// its CPU seconds in one resync period of the idle phase.
 	cpuSeconds, idleCPUSeconds float64
 	peakRSS, liveHeap          int64
+	// apiserverCPUSeconds is kube-apiserver's CPU time from the first
+	// create until convergence, set for every peer.
+	apiserverCPUSeconds float64
 }
 
 // run runs b.N iterations, each with its own cleanup, and reports the mean
@@ -259,6 +263,7 @@ func (e *convergenceEnv) run(b *testing.B, iteration func(*testing.B, testing.TB
 		sum.idleCPUSeconds += r.idleCPUSeconds
 		sum.peakRSS += r.peakRSS
 		sum.liveHeap += r.liveHeap
+		sum.apiserverCPUSeconds += r.apiserverCPUSeconds
 	}
 	n := float64(b.N)
 	perFoo := n * float64(e.foos)
@@ -275,6 +280,7 @@ func (e *convergenceEnv) run(b *testing.B, iteration func(*testing.B, testing.TB
 	b.ReportMetric(float64(sum.writes.maxPerFoo), "max-writes")
 	b.ReportMetric(float64(sum.writes.conflicts)/perFoo, "conflicts/foo")
 	b.ReportMetric(float64(sum.apiWrites)/perFoo, "api-writes/foo")
+	b.ReportMetric(sum.apiserverCPUSeconds/n, "apiserver-cpu-s")
 	if sum.withIdle {
 		b.ReportMetric(float64(sum.restartWrites)/n, "restart-writes")
 		b.ReportMetric(float64(sum.idleWrites)/n, "idle-writes")
@@ -369,6 +375,7 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	pid := ctrl.cmd.Process.Pid
 	atStart, err := readUsage(pid)
 	require.NoError(tb, err)
+	apiserverAtStart := e.apiserverCPU(tb)
 
 	b.StartTimer()
 	start := time.Now()
@@ -380,6 +387,7 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	created := time.Now()
 	convergedAt := watch.wait(tb, convergeTimeout, running(ctrl))
 	b.StopTimer()
+	apiserverCPU := e.apiserverCPU(tb) - apiserverAtStart
 	watch.stop()
 
 	// Let the controller finish what it does after convergence (events
@@ -427,16 +435,17 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	api := audit.Select(events, audit.Writes(), audit.ByNamespace(ns), audit.Since(start), before(convergedAt))
 
 	r := convergenceResult{
-		seconds:       convergedAt.Sub(start).Seconds(),
-		writes:        countWrites(firstSync),
-		apiWrites:     len(api),
-		lateWrites:    len(late),
-		restartWrites: len(restart),
-		idleWrites:    len(idle),
-		withIdle:      true,
-		cpuSeconds:    (settledUsage.cpu - atStart.cpu).Seconds(),
-		peakRSS:       settledUsage.peakRSS,
-		liveHeap:      heap,
+		seconds:             convergedAt.Sub(start).Seconds(),
+		writes:              countWrites(firstSync),
+		apiWrites:           len(api),
+		lateWrites:          len(late),
+		restartWrites:       len(restart),
+		idleWrites:          len(idle),
+		withIdle:            true,
+		cpuSeconds:          (settledUsage.cpu - atStart.cpu).Seconds(),
+		apiserverCPUSeconds: apiserverCPU.Seconds(),
+		peakRSS:             settledUsage.peakRSS,
+		liveHeap:            heap,
 		// The idle window is at least one resync period: scaled to one.
 		idleCPUSeconds: (idleTo.cpu - idleFrom.cpu).Seconds() * resync.Seconds() / idleEnd.Sub(idleStart).Seconds(),
 	}
@@ -446,8 +455,8 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	tb.Logf("%s: restart: %.0f reconciles in %s, %d writes (%s); idle for %s with %.0f reconciles (resync %s): %d writes (%s)",
 		ns, settled.reconciles, idleStart.Sub(restartAt).Round(time.Millisecond), len(restart), audit.FormatTally(audit.Tally(restart)),
 		idleEnd.Sub(idleStart).Round(time.Millisecond), final.reconciles-settled.reconciles, resync, len(idle), audit.FormatTally(audit.Tally(idle)))
-	tb.Logf("%s: controller CPU %.1fs until settled, peak RSS %d MiB, live heap %d MiB; idle CPU %.2fs in %s",
-		ns, r.cpuSeconds, r.peakRSS>>20, r.liveHeap>>20, (idleTo.cpu - idleFrom.cpu).Seconds(), idleEnd.Sub(idleStart).Round(time.Millisecond))
+	tb.Logf("%s: controller CPU %.1fs until settled, peak RSS %d MiB, live heap %d MiB; idle CPU %.2fs in %s; kube-apiserver CPU %.1fs until convergence",
+		ns, r.cpuSeconds, r.peakRSS>>20, r.liveHeap>>20, (idleTo.cpu - idleFrom.cpu).Seconds(), idleEnd.Sub(idleStart).Round(time.Millisecond), r.apiserverCPUSeconds)
 	tb.Logf("%s: writes in the namespace until convergence, by user, verb and resource (count, first-last): %s", ns, timeline(api, start))
 	return r
 }
@@ -480,6 +489,7 @@ func (e *convergenceEnv) floorIteration(b *testing.B, tb testing.TB) convergence
 		errMu     sync.Mutex
 		statusErr error
 	)
+	apiserverAtStart := e.apiserverCPU(tb)
 	b.StartTimer()
 	start := time.Now()
 	for range convergenceClients {
@@ -513,6 +523,7 @@ func (e *convergenceEnv) floorIteration(b *testing.B, tb testing.TB) convergence
 		return statusErr
 	})
 	b.StopTimer()
+	apiserverCPU := e.apiserverCPU(tb) - apiserverAtStart
 	stopWork()
 	workers.Wait()
 	watch.stop()
@@ -528,10 +539,19 @@ func (e *convergenceEnv) floorIteration(b *testing.B, tb testing.TB) convergence
 		len(floor), audit.FormatTally(audit.Tally(floor)))
 	tb.Logf("%s: writes in the namespace until convergence, by user, verb and resource (count, first-last): %s", ns, timeline(api, start))
 	return convergenceResult{
-		seconds:   convergedAt.Sub(start).Seconds(),
-		writes:    countWrites(floor),
-		apiWrites: len(api),
+		seconds:             convergedAt.Sub(start).Seconds(),
+		writes:              countWrites(floor),
+		apiWrites:           len(api),
+		apiserverCPUSeconds: apiserverCPU.Seconds(),
 	}
+}
+
+// apiserverCPU is kube-apiserver's CPU time so far.
+func (e *convergenceEnv) apiserverCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	u, err := readUsage(e.cp.Pids()[controlplane.KubeAPIServer])
+	require.NoError(tb, err)
+	return u.cpu
 }
 
 // mirrorStatus writes the status the controller would write for an

@@ -177,8 +177,8 @@ func TestLeastPrivilege(t *testing.T) {
 				_, err := kube.CoreV1().Secrets(relLeaseNamespace).Get(ctx, "any", metav1.GetOptions{})
 				return err
 			}},
-			{"patch a Deployment (only update)", func() error {
-				_, err := kube.AppsV1().Deployments(ns).Patch(ctx, "least-web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
+			{"update a Deployment (only patch)", func() error {
+				_, err := kube.AppsV1().Deployments(ns).Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "least-web"}}, metav1.UpdateOptions{})
 				return err
 			}},
 			{"scale a Deployment", func() error {

@@ -1,0 +1,207 @@
+package informer
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// TrimmedAnnotation marks an object that an informer trimmed with Trim. It
+// exists only in the informer's cache (and in copies of cached objects): the
+// API server never sees it, as a trimmed object must never be sent back.
+// Package reconcile/write turns writes of such objects into patches, and the
+// fakes of reconcile/reconciletest refuse a create or update that carries it.
+const TrimmedAnnotation = "ctrlkit.io/trimmed"
+
+// trimmedMark is the annotations of every trimmed object that keeps none of
+// its own. Cached objects are never modified, and copies of them copy the
+// map, so one map serves them all.
+var trimmedMark = map[string]string{TrimmedAnnotation: "true"}
+
+// Trimmed reports whether obj was trimmed by an informer set up with Trim:
+// it lacks what the informer did not keep, so writing it back would erase
+// that.
+func Trimmed(obj metav1.Object) bool {
+	_, ok := obj.GetAnnotations()[TrimmedAnnotation]
+	return ok
+}
+
+// Trim makes inf store, of every object of type T, only the fields named
+// by paths, plus its identity: name, namespace, UID, resourceVersion,
+// generation, creation and deletion timestamps, finalizers and owner
+// references. A path is the fields' JSON names joined by dots, as in
+// "spec.replicas" or "status.availableReplicas"; through a list it keeps
+// that field of every item ("spec.template.spec.containers.image"); a path
+// that ends at a struct, list or map keeps all of it. A cached Deployment
+// that keeps its replicas, pod labels, containers' names and images and
+// three status fields takes about half the memory of one that keeps
+// everything but managedFields. Trim fails on a path T does not have, or a
+// T that is not a pointer to a struct. Call it before the informer
+// starts; it replaces the informer's transform (such as
+// StripManagedFields: a trimmed object keeps no managedFields).
+//
+// A trimmed object is marked with TrimmedAnnotation and must never be
+// written back whole: an update built from it would erase what was
+// trimmed. Package reconcile/write sends the changes a mutate function
+// makes to a trimmed object as a patch (see its package doc), and
+// reconciletest.Strict fails a create or update that carries the mark, so
+// tests find code that sends a cached copy another way. Server-side apply
+// (write.Apply) never sends the cached object and needs nothing.
+//
+// Objects of another type are stored as they came; tombstones
+// (cache.DeletedFinalStateUnknown) are trimmed inside.
+func Trim[T Object](inf interface {
+	SetTransform(cache.TransformFunc) error
+}, paths ...string) error {
+	var zero T
+	t := reflect.TypeOf(zero)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("informer: trimming %v: not a pointer to a struct", t)
+	}
+	root := &keptField{children: map[string]*keptField{}}
+	for _, path := range paths {
+		if err := root.add(t.Elem(), strings.Split(path, ".")); err != nil {
+			return fmt.Errorf("informer: trimming %v to %q: %w", t, path, err)
+		}
+	}
+	if err := inf.SetTransform(trimWith[T](root)); err != nil {
+		return fmt.Errorf("informer: trimming %v: %w", t, err)
+	}
+	return nil
+}
+
+// keptField is a field Trim keeps: all of it, or the kept fields under it.
+type keptField struct {
+	index    []int // in the struct that holds it
+	all      bool
+	children map[string]*keptField
+}
+
+// add keeps the field path names in structs of type t.
+func (k *keptField) add(t reflect.Type, path []string) error {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return fmt.Errorf("%s is not a field of %v, which has no fields", path[0], t)
+	}
+	index, ft, ok := jsonField(t, path[0])
+	if !ok {
+		return fmt.Errorf("%v has no field %q", t, path[0])
+	}
+	child := k.children[path[0]]
+	if child == nil {
+		child = &keptField{index: index, children: map[string]*keptField{}}
+		k.children[path[0]] = child
+	}
+	if len(path) == 1 {
+		child.all = true
+		return nil
+	}
+	return child.add(ft, path[1:])
+}
+
+// jsonField finds the field of struct type t whose JSON name is name,
+// looking into inlined embedded structs (TypeMeta).
+func jsonField(t reflect.Type, name string) ([]int, reflect.Type, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			if index, ft, ok := jsonField(f.Type, name); ok {
+				return append([]int{i}, index...), ft, true
+			}
+			continue
+		}
+		if tag == name || tag == "" && f.Name == name {
+			return []int{i}, f.Type, true
+		}
+	}
+	return nil, nil, false
+}
+
+// keep copies the kept fields of struct src into struct dst.
+func (k *keptField) keep(dst, src reflect.Value) {
+	for _, child := range k.children {
+		child.copy(dst.FieldByIndex(child.index), src.FieldByIndex(child.index))
+	}
+}
+
+// copy sets dst to what k keeps of src, values of k's field.
+func (k *keptField) copy(dst, src reflect.Value) {
+	if k.all {
+		dst.Set(src)
+		return
+	}
+	switch src.Kind() {
+	case reflect.Pointer:
+		if !src.IsNil() {
+			dst.Set(reflect.New(src.Type().Elem()))
+			k.copy(dst.Elem(), src.Elem())
+		}
+	case reflect.Slice:
+		if !src.IsNil() {
+			dst.Set(reflect.MakeSlice(src.Type(), src.Len(), src.Len()))
+			for i := range src.Len() {
+				k.copy(dst.Index(i), src.Index(i))
+			}
+		}
+	case reflect.Struct:
+		k.keep(dst, src)
+	}
+}
+
+// trimWith is the transform of Trim.
+func trimWith[T Object](root *keptField) cache.TransformFunc {
+	var trim cache.TransformFunc
+	trim = func(obj any) (any, error) {
+		switch d := obj.(type) {
+		case cache.DeletedFinalStateUnknown:
+			d.Obj, _ = trim(d.Obj)
+			return d, nil
+		case *cache.DeletedFinalStateUnknown:
+			if d != nil {
+				d.Obj, _ = trim(d.Obj)
+			}
+			return d, nil
+		}
+		full, ok := obj.(T)
+		if !ok || isNil(full) {
+			return obj, nil
+		}
+		src := reflect.ValueOf(full)
+		kept := reflect.New(src.Type().Elem())
+		root.keep(kept.Elem(), src.Elem())
+		trimmed := kept.Interface().(T)
+		copyIdentity(trimmed, full)
+		return trimmed, nil
+	}
+	return trim
+}
+
+// copyIdentity sets what every cached object needs (to be keyed, indexed,
+// told apart from other incarnations and judged fresh) from full on kept,
+// and marks kept trimmed.
+func copyIdentity(kept, full metav1.Object) {
+	kept.SetName(full.GetName())
+	kept.SetNamespace(full.GetNamespace())
+	kept.SetUID(full.GetUID())
+	kept.SetResourceVersion(full.GetResourceVersion())
+	kept.SetGeneration(full.GetGeneration())
+	kept.SetCreationTimestamp(full.GetCreationTimestamp())
+	kept.SetDeletionTimestamp(full.GetDeletionTimestamp())
+	kept.SetFinalizers(full.GetFinalizers())
+	kept.SetOwnerReferences(full.GetOwnerReferences())
+	kept.SetManagedFields(nil)
+	if a := kept.GetAnnotations(); len(a) > 0 {
+		a[TrimmedAnnotation] = "true"
+	} else {
+		kept.SetAnnotations(trimmedMark)
+	}
+}

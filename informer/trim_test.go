@@ -1,0 +1,159 @@
+package informer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+)
+
+// transformOf captures the transform Trim sets.
+type transformOf struct {
+	fn  cache.TransformFunc
+	err error
+}
+
+func (c *transformOf) SetTransform(fn cache.TransformFunc) error {
+	c.fn = fn
+	return c.err
+}
+
+func fullDeployment() *appsv1.Deployment {
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", ResourceVersion: "42", Generation: 3,
+			CreationTimestamp: now, DeletionTimestamp: &now, Finalizers: []string{"example.com/keep"},
+			Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": "big"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Foo", Name: "example", UID: "uid-foo", Controller: ptr.To(true)}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{ServiceAccountName: "web", Containers: []corev1.Container{
+				{Name: "nginx", Image: "nginx:1", Args: []string{"-v"}, Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
+				{Name: "sidecar", Image: "proxy:2", Ports: []corev1.ContainerPort{{ContainerPort: 80}}},
+			}}}},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 2, ObservedGeneration: 3, Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable}}},
+	}
+}
+
+func TestTrimKeepsThePathsAndTheIdentity(t *testing.T) {
+	var inf transformOf
+	require.NoError(t, informer.Trim[*appsv1.Deployment](&inf, "spec.replicas", "spec.template.spec.containers.image",
+		"spec.template.spec.containers.name", "status.availableReplicas", "metadata.labels"))
+	full := fullDeployment()
+	out, err := inf.fn(full)
+	require.NoError(t, err)
+	got, ok := out.(*appsv1.Deployment)
+	require.True(t, ok)
+
+	want := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1", ResourceVersion: "42", Generation: 3,
+			CreationTimestamp: full.CreationTimestamp, DeletionTimestamp: full.DeletionTimestamp, Finalizers: []string{"example.com/keep"},
+			Labels:          map[string]string{"app": "web"},
+			Annotations:     map[string]string{informer.TrimmedAnnotation: "true"},
+			OwnerReferences: full.OwnerReferences},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1"}, {Name: "sidecar", Image: "proxy:2"}}}}},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 2},
+	}
+	assert.Equal(t, want, got)
+	assert.True(t, informer.Trimmed(got))
+	assert.False(t, informer.Trimmed(full))
+	assert.Equal(t, "big", full.Annotations["note"], "the decoded object is not changed")
+}
+
+func TestTrimKeepsItsMarkBesideKeptAnnotations(t *testing.T) {
+	var inf transformOf
+	require.NoError(t, informer.Trim[*appsv1.Deployment](&inf, "metadata.annotations"))
+	out, err := inf.fn(fullDeployment())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"note": "big", informer.TrimmedAnnotation: "true"}, out.(*appsv1.Deployment).Annotations)
+}
+
+func TestTrimOtherObjects(t *testing.T) {
+	var inf transformOf
+	require.NoError(t, informer.Trim[*appsv1.Deployment](&inf, "spec.replicas"))
+
+	tombstone, err := inf.fn(cache.DeletedFinalStateUnknown{Key: "default/web", Obj: fullDeployment()})
+	require.NoError(t, err)
+	inner := tombstone.(cache.DeletedFinalStateUnknown).Obj.(*appsv1.Deployment)
+	assert.True(t, informer.Trimmed(inner))
+	assert.Empty(t, inner.Spec.Template.Spec.Containers)
+
+	ptrTombstone, err := inf.fn(&cache.DeletedFinalStateUnknown{Key: "default/web", Obj: fullDeployment()})
+	require.NoError(t, err)
+	assert.True(t, informer.Trimmed(ptrTombstone.(*cache.DeletedFinalStateUnknown).Obj.(*appsv1.Deployment)))
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"k": "v"}}
+	out, err := inf.fn(cm)
+	require.NoError(t, err)
+	assert.Same(t, cm, out, "objects of another type are stored as they came")
+	out, err = inf.fn((*appsv1.Deployment)(nil))
+	require.NoError(t, err)
+	assert.Nil(t, out)
+}
+
+func TestTrimRefusesWhatTheTypeDoesNotHave(t *testing.T) {
+	tests := []struct {
+		name    string
+		trim    func(*transformOf) error
+		wantErr string
+	}{
+		{name: "unknown field", trim: func(c *transformOf) error { return informer.Trim[*appsv1.Deployment](c, "spec.replica") },
+			wantErr: `trimming *v1.Deployment to "spec.replica": v1.DeploymentSpec has no field "replica"`},
+		{name: "into a map", trim: func(c *transformOf) error { return informer.Trim[*appsv1.Deployment](c, "metadata.labels.app") },
+			wantErr: "app is not a field of map[string]string"},
+		{name: "into a number", trim: func(c *transformOf) error { return informer.Trim[*appsv1.Deployment](c, "spec.replicas.x") },
+			wantErr: "x is not a field of int32"},
+		{name: "Go name, not JSON name", trim: func(c *transformOf) error { return informer.Trim[*appsv1.Deployment](c, "Spec.Replicas") },
+			wantErr: `has no field "Spec"`},
+		{name: "informer started", trim: func(c *transformOf) error {
+			c.err = assert.AnError
+			return informer.Trim[*appsv1.Deployment](c, "spec.replicas")
+		}, wantErr: assert.AnError.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c transformOf
+			assert.ErrorContains(t, tt.trim(&c), tt.wantErr)
+		})
+	}
+}
+
+// An informer trimmed through its factory's informer holds trimmed
+// objects, and a trimmed object's deletion reaches handlers.
+func TestTrimOnAnInformer(t *testing.T) {
+	client := fake.NewClientset(fullDeployment())
+	factory := informers.NewSharedInformerFactory(client, 0)
+	inf := factory.Apps().V1().Deployments()
+	require.NoError(t, informer.Trim[*appsv1.Deployment](inf.Informer(), "spec.replicas"))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); factory.Shutdown() }()
+	factory.Start(ctx.Done())
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced))
+
+	d, err := inf.Lister().Deployments("default").Get("web")
+	require.NoError(t, err)
+	assert.True(t, informer.Trimmed(d))
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	assert.Empty(t, d.Spec.Template.Spec.Containers)
+	assert.ErrorContains(t, informer.Trim[*appsv1.Deployment](inf.Informer(), "spec.replicas"), "informer has already started")
+
+	require.NoError(t, client.AppsV1().Deployments("default").Delete(ctx, "web", metav1.DeleteOptions{}))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(inf.Informer().GetStore().ListKeys()) == 0, nil
+	}))
+}
