@@ -1,6 +1,8 @@
 // Package informer provides typed event handlers for client-go's typed
 // informers, composable event filters that judge old and new objects, typed
-// indexes, and a transform that drops managedFields from cached objects.
+// indexes, and transforms that keep informer caches small: one that drops
+// managedFields (StripManagedFields) and one that keeps only the fields a
+// controller reads (Trim).
 //
 // Every handler here is a cache.TypedResourceEventHandler[T] for one object
 // type T, so it can only be registered on an informer of that type: with
@@ -31,4 +33,14 @@
 // called synchronously from the informer's notification goroutine for the
 // handler; they should be cheap and must not block. A workqueue's Add (or
 // the worker loop's) is both.
+//
+// A cache holds every object of its kind as decoded, which makes it most of
+// a controller's memory. Trim declares, per informer, the fields the
+// controller reads, by their JSON paths, and the cache keeps only those and
+// each object's identity; a trimmed object is marked so that it is never
+// written back whole (package reconcile/write patches what a controller
+// changes in one):
+//
+//	err := informer.Trim[*appsv1.Deployment](factory.Apps().V1().Deployments().Informer(),
+//		"spec.replicas", "spec.template.spec.containers.image", "status.availableReplicas")
 package informer

@@ -3,6 +3,7 @@ package informer_test
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -14,6 +15,13 @@ import (
 )
 
 // The code blocks of the documentation, compiled.
+
+// trimDeployments is the package documentation's example of Trim.
+func trimDeployments(factory informers.SharedInformerFactory) error {
+	err := informer.Trim[*appsv1.Deployment](factory.Apps().V1().Deployments().Informer(),
+		"spec.replicas", "spec.template.spec.containers.image", "status.availableReplicas")
+	return err
+}
 
 // watchChangedFoos is the package documentation's example.
 func watchChangedFoos(ctrl *queue.Controller[cache.ObjectName], foos fooinformers.TypedFooInformer) error {
@@ -47,4 +55,4 @@ func watchSettings(ctrl *queue.Controller[cache.ObjectName], configMaps coreinfo
 	return err
 }
 
-var _, _, _, _ = watchChangedFoos, watchFoos, watchWantedDeployments, watchSettings
+var _, _, _, _, _ = watchChangedFoos, watchFoos, watchWantedDeployments, watchSettings, trimDeployments

@@ -38,6 +38,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
 	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/write"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
@@ -114,6 +115,22 @@ func main() {
 }
 
 var _ = main
+
+// README.md, "Memory".
+
+// trimmedDeployments caches only the replicas, the containers and the
+// available replicas of Deployments; Ensure patches what its mutate changes.
+func trimmedDeployments(factory informers.SharedInformerFactory) (*write.Objects[*appsv1.Deployment], error) {
+	deployments := factory.Apps().V1().Deployments()
+	err := informer.Trim[*appsv1.Deployment](deployments.Informer(), "spec.replicas",
+		"spec.template.spec.containers.name", "spec.template.spec.containers.image", "status.availableReplicas")
+	if err != nil {
+		return nil, err
+	}
+	return write.New(deployments.TypedInformer()), nil
+}
+
+var _ = trimmedDeployments
 
 // README.md, "Testing".
 func TestController(t *testing.T) {
