@@ -38,8 +38,8 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
 	"github.com/ctrlkit/ctrlkit/reconcile"
-	"github.com/ctrlkit/ctrlkit/reconcile/write"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
+	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
 // README.md, "Wiring a controller".
