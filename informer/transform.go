@@ -40,14 +40,7 @@ import (
 // without object metadata, and nil, are returned unchanged. It never
 // returns an error, so it cannot make the informer drop an object.
 func StripManagedFields(obj any) (any, error) {
-	switch d := obj.(type) {
-	case cache.DeletedFinalStateUnknown:
-		d.Obj, _ = StripManagedFields(d.Obj)
-		return d, nil
-	case *cache.DeletedFinalStateUnknown:
-		if d != nil {
-			d.Obj, _ = StripManagedFields(d.Obj)
-		}
+	if d, ok := insideTombstone(obj, StripManagedFields); ok {
 		return d, nil
 	}
 	if isNil(obj) {
@@ -65,6 +58,28 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 var _ cache.TransformFunc = StripManagedFields
+
+// insideTombstone applies transform to the object inside obj, and reports
+// true, if obj is a tombstone (cache.DeletedFinalStateUnknown, or a
+// pointer to one); it returns obj and false otherwise. An error of
+// transform leaves the tombstone's object as it was.
+func insideTombstone(obj any, transform cache.TransformFunc) (any, bool) {
+	switch d := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		if inner, err := transform(d.Obj); err == nil {
+			d.Obj = inner
+		}
+		return d, true
+	case *cache.DeletedFinalStateUnknown:
+		if d != nil {
+			if inner, err := transform(d.Obj); err == nil {
+				d.Obj = inner
+			}
+		}
+		return d, true
+	}
+	return obj, false
+}
 
 // isNil reports whether v is nil or a nil pointer, map, slice, channel,
 // function or interface.

@@ -161,14 +161,7 @@ func (k *keptField) copy(dst, src reflect.Value) {
 func trimWith[T Object](root *keptField) cache.TransformFunc {
 	var trim cache.TransformFunc
 	trim = func(obj any) (any, error) {
-		switch d := obj.(type) {
-		case cache.DeletedFinalStateUnknown:
-			d.Obj, _ = trim(d.Obj)
-			return d, nil
-		case *cache.DeletedFinalStateUnknown:
-			if d != nil {
-				d.Obj, _ = trim(d.Obj)
-			}
+		if d, ok := insideTombstone(obj, trim); ok {
 			return d, nil
 		}
 		full, ok := obj.(T)

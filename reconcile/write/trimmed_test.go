@@ -166,6 +166,18 @@ func TestEnsureTrimmedPatchesWhatChanged(t *testing.T) {
 	}
 	assert.Equal(t, []string{"nginx", "sidecar", "logs"}, names)
 	assert.Equal(t, []string{"-v"}, e.server(t).Spec.Template.Spec.Containers[0].Args)
+
+	// What the cache did not keep cannot be cleared through the trimmed
+	// copy: dropping its annotations (the mark alone) leaves the server's.
+	e.deliver(t)
+	_, _, err = e.objects.Ensure(ctx, e.client(), webWant(), func(d *appsv1.Deployment) error {
+		d.Annotations = nil
+		d.Spec.Replicas = ptr.To[int32](4)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, int32(4), *e.server(t).Spec.Replicas)
+	assert.Equal(t, map[string]string{"team": "a"}, e.server(t).Annotations)
 }
 
 // A patch built on a cached version the server has moved past meets a
