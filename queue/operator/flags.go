@@ -207,8 +207,10 @@ func (f *Flags) Validate() error {
 	if f.ContentType != "" && f.ContentType != ContentTypeProtobuf && f.ContentType != ContentTypeJSON {
 		errs = append(errs, fmt.Errorf("--kube-api-content-type must be %s or %s, got %q", ContentTypeProtobuf, ContentTypeJSON, f.ContentType))
 	}
-	if _, _, err := memoryLimit(f.MemoryLimit, ""); err != nil {
-		errs = append(errs, err)
+	if f.MemoryLimit != "" {
+		if _, _, err := memoryLimit(f.MemoryLimit, ""); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if f.LeaderElect && f.Sharded {
 		errs = append(errs, errors.New("--leader-elect and --sharded exclude each other"))
