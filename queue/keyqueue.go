@@ -38,9 +38,12 @@ type keyQueue[K comparable] struct {
 	mu   sync.Mutex
 	cond sync.Cond
 
-	keys  map[K]keyState
-	fresh fifo[K]
-	low   fifo[K]
+	keys map[K]keyState
+	// keysHigh is the most keys held since keys was made: a map keeps the
+	// storage of its largest size, which is released once it empties.
+	keysHigh int
+	fresh    fifo[K]
+	low      fifo[K]
 	// lowWaiting counts the live entries of the low lane, lowStale the
 	// entries left behind by promoted keys.
 	lowWaiting int
@@ -155,6 +158,7 @@ func (q *keyQueue[K]) push(key K, low bool, addedAt int64) {
 		q.fresh.push(entry[K]{key: key})
 		q.keys[key] = keyState{status: waitingFresh, addedAt: addedAt}
 	}
+	q.keysHigh = max(q.keysHigh, len(q.keys))
 }
 
 // dropStaleLow removes the low lane's stale entries once they outnumber the
@@ -267,6 +271,9 @@ func (q *keyQueue[K]) doneAt(key K, end int64) {
 		q.cond.Signal()
 	default:
 		delete(q.keys, key)
+		if len(q.keys) == 0 && q.keysHigh > compactAbove {
+			q.keys, q.keysHigh = map[K]keyState{}, 0
+		}
 	}
 	if q.processing == 0 && q.drain {
 		q.cond.Broadcast() // ShutDownWithDrain waits for this
@@ -353,8 +360,13 @@ func (f *fifo[K]) pop() entry[K] {
 	return e
 }
 
-// reset empties the fifo, keeping its storage for reuse.
+// reset empties the fifo. It keeps small storage for reuse and releases
+// large storage, which a burst of keys left behind.
 func (f *fifo[K]) reset() {
+	if cap(f.items) > compactAbove {
+		f.items, f.head = nil, 0
+		return
+	}
 	clear(f.items)
 	f.items, f.head = f.items[:0], 0
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -216,6 +217,20 @@ func TestFIFOCompaction(t *testing.T) {
 	}
 	assert.Equal(t, 0, f.len())
 	assert.Equal(t, 0, f.head)
+	assert.Zero(t, cap(f.items), "the storage of the burst was released")
+}
+
+func TestQueueReleasesTheStorageOfABurst(t *testing.T) {
+	q := newTestKeyQueue(t)
+	for i := range 3 * compactAbove {
+		q.Add(strconv.Itoa(i))
+	}
+	require.Len(t, drain(t, q), 3*compactAbove)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	assert.Empty(t, q.keys)
+	assert.Zero(t, q.keysHigh, "the map of the burst was replaced")
+	assert.Zero(t, cap(q.fresh.items), "the lane's storage was released")
 }
 
 // testMetrics is a workqueue.MetricsProvider that keeps every value.

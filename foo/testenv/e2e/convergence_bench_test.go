@@ -51,7 +51,7 @@ var (
 	convergenceControllerArgs = flag.String("convergence.controller-args", "",
 		"extra flags for the controller, separated by spaces, for experiments (the benchmark proper runs it with its defaults)")
 	convergenceProfileDir = flag.String("convergence.profile-dir", "",
-		"if set, a directory where each controller peer's iteration saves CPU profiles of the controller and of kube-apiserver, taken from the first create on")
+		"if set, a directory where each controller peer's iteration saves CPU profiles of the controller and of kube-apiserver, taken from the first create on, and the controller's heap profile once it has settled")
 	convergenceProfileSeconds = flag.Int("convergence.profile-seconds", 20,
 		"length of the CPU profiles of -convergence.profile-dir")
 )
@@ -399,6 +399,9 @@ func (e *convergenceEnv) peerIteration(b *testing.B, tb testing.TB, peer control
 	heap, err := liveHeap(ctx, ctrl.pprofURL)
 	require.NoError(tb, err)
 	require.NoError(tb, profiled(), "CPU profiles")
+	if e.profiler != nil {
+		require.NoError(tb, e.profiler.saveHeap(ctx, ns, ctrl.pprofURL))
+	}
 	terminate(tb, ctrl, controllerStopTimeout)
 
 	// The idle phase: a restart (its initial list reconciles every Foo)

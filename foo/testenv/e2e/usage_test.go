@@ -139,6 +139,26 @@ func (p *profiler) start(ctx context.Context, name, controllerPprof string) (wai
 	return func() error { return errors.Join(<-errs, <-errs) }
 }
 
+// saveHeap writes the controller's live heap profile to dir as
+// <name>-controller-heap.pprof.
+func (p *profiler) saveHeap(ctx context.Context, name, controllerPprof string) error {
+	return p.save(filepath.Join(p.dir, name+"-controller-heap.pprof"), func() (io.ReadCloser, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, controllerPprof+"/debug/pprof/heap?gc=1", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("heap profile: HTTP %d", resp.StatusCode)
+		}
+		return resp.Body, nil
+	})
+}
+
 func (p *profiler) save(path string, open func() (io.ReadCloser, error)) error {
 	body, err := open()
 	if err != nil {
