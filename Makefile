@@ -5,7 +5,7 @@ GO ?= go
 TESTENV := foo/testenv
 # Packages whose statement coverage must stay at or above COVER_MIN percent.
 CORE_PKGS := reconcile reconcile/reconciletest reconcile/write reconcile/finalizer reconcile/condition queue queue/leader queue/operator queue/queuetest queue/shard \
-	informer owner events events/eventstest metrics metrics/metricstest foo
+	informer owner events events/eventstest metrics metrics/metricstest webhook webhook/webhooktest foo
 COVER_MIN := 85
 # The project's generator (queue/operator/ship/cmd/apigen), built from its
 # own module, which pins the code generators it runs.

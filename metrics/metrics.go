@@ -40,6 +40,13 @@
 //	workqueue_longest_running_processor_seconds{name, controller} gauge
 //	workqueue_retries_total{name, controller}                     counter
 //
+// Webhook counts the requests of a webhook (package webhook) as
+// controller-runtime does, by the path it is served at:
+//
+//	controller_runtime_webhook_latency_seconds{webhook}     histogram
+//	controller_runtime_webhook_requests_total{webhook, code} counter
+//	controller_runtime_webhook_requests_in_flight{webhook}  gauge
+//
 // controller_runtime_reconcile_time_seconds has the buckets 5ms, 10ms, 25ms,
 // 50ms, 100ms to 500ms in steps of 50ms, 600ms to 1s in steps of 100ms,
 // 1.25s to 2s in steps of 250ms, 2.5s to 5s in steps of 500ms, 6s to 10s in
@@ -150,8 +157,9 @@ type Recorder struct {
 	longestRunning *prometheus.GaugeVec
 	retries        *prometheus.CounterVec
 
-	shard shardCollectors
-	cache cacheCollectors
+	shard   shardCollectors
+	cache   cacheCollectors
+	webhook webhookCollectors
 
 	// perController holds each controller's series of the reconcile
 	// metrics, looked up once: WithLabelValues hashes the label values on
@@ -270,6 +278,9 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	register(rb, &r.shard.takeover, &err)
 	register(rb, &r.cache.objects, &err)
 	register(rb, &r.cache.bytes, &err)
+	register(rb, &r.webhook.latency, &err)
+	register(rb, &r.webhook.requests, &err)
+	register(rb, &r.webhook.inFlight, &err)
 	if err != nil {
 		rb.rollback()
 		return nil, err
@@ -372,8 +383,9 @@ func newRecorder() *Recorder {
 	controller := []string{labelController}
 	queueLabels := []string{labelName, labelController}
 	return &Recorder{
-		shard: newShardCollectors(),
-		cache: newCacheCollectors(),
+		shard:   newShardCollectors(),
+		cache:   newCacheCollectors(),
+		webhook: newWebhookCollectors(),
 		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: controllerRuntimeNamespace,
 			Name:      "reconcile_total",

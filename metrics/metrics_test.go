@@ -1,6 +1,8 @@
 package metrics_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,6 +122,7 @@ func TestMetricFamilies(t *testing.T) {
 	rec.SetOwnedKeys("g", "c", 10)
 	rec.IncHandoffs("g")
 	rec.ObserveTakeover("g", 5*time.Second)
+	rec.Webhook("/validate", http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/validate", nil))
 
 	want := map[string]string{
 		"controller_runtime_reconcile_total":                 "COUNTER controller,result",
@@ -141,6 +144,9 @@ func TestMetricFamilies(t *testing.T) {
 		"ctrlkit_shard_owned_keys":                           "GAUGE controller,group",
 		"ctrlkit_shard_handoffs_total":                       "COUNTER group",
 		"ctrlkit_shard_takeover_seconds":                     "HISTOGRAM group",
+		"controller_runtime_webhook_latency_seconds":         "HISTOGRAM webhook",
+		"controller_runtime_webhook_requests_total":          "COUNTER code,webhook",
+		"controller_runtime_webhook_requests_in_flight":      "GAUGE webhook",
 	}
 	families, err := reg.Gather()
 	require.NoError(t, err)

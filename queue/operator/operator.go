@@ -1,7 +1,8 @@
 // Package operator runs a whole operator in one call: the informer
 // factories its controllers share, the controllers (behind leader election
-// if asked), and the /healthz, /readyz and /metrics endpoints, started and
-// stopped in the right order. It is a function, not a manager object:
+// if asked), the /healthz, /readyz and /metrics endpoints, and the
+// webhooks' HTTPS server (WithWebhooks), started and stopped in the right
+// order. It is a function, not a manager object:
 // everything it runs is built by the caller from plain client-go types and
 // the other ctrlkit packages.
 //
@@ -56,6 +57,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
+	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
 // Controller is what Run runs. *queue.Controller is one; so is any type
@@ -92,6 +94,7 @@ type config struct {
 	checks           []check
 	cacheSyncTimeout time.Duration
 	cacheMetrics     *metrics.Recorder
+	webhooks         *webhook.Server
 	errs             []error
 
 	// unhealthy is the error that makes /healthz fail, once there is one.
@@ -185,6 +188,23 @@ func WithReadyCheck(name string, fn func(*http.Request) error) Option {
 	}
 }
 
+// WithWebhooks serves s, the operator's admission and conversion
+// webhooks, over HTTPS at its address, which no other endpoint may share.
+// Like the probes it is served from Run's start, before the informers
+// start (a conversion webhook must answer before the operator's own
+// informers can list objects stored in another version), and stopped last,
+// letting requests in progress finish; /readyz reports not ready until s
+// has a certificate to serve (webhook.Server's Ready).
+func WithWebhooks(s *webhook.Server) Option {
+	return func(c *config) {
+		if s == nil {
+			c.errs = append(c.errs, errors.New("webhook server is nil"))
+			return
+		}
+		c.webhooks = s
+	}
+}
+
 // WithMetrics serves handler on addr at /metrics; metrics.Handler builds one
 // for a Prometheus registry.
 func WithMetrics(addr string, handler http.Handler) Option {
@@ -266,6 +286,16 @@ func Run(ctx context.Context, opts ...Option) error {
 		stop(err)
 	}
 	srv.start(fail)
+	// The webhooks' certificates are kept current until the servers stop.
+	certsCtx, stopCerts := context.WithCancel(context.WithoutCancel(ctx))
+	var certs sync.WaitGroup
+	if c.webhooks != nil {
+		certs.Go(func() {
+			if err := c.webhooks.Run(certsCtx); err != nil {
+				fail(err)
+			}
+		})
+	}
 
 	for _, f := range c.factories {
 		f.Start(stopCtx.Done())
@@ -302,6 +332,8 @@ func Run(ctx context.Context, opts ...Option) error {
 		f.Shutdown()
 	}
 	srv.shutdown(ctx)
+	stopCerts()
+	certs.Wait()
 	return errors.Join(errs...)
 }
 

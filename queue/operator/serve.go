@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -53,7 +54,17 @@ func serve(ctx context.Context, c *config, leading func() bool) (*servers, error
 		m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		m.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	handlers := map[string]http.Handler{}
 	for addr, m := range muxes {
+		handlers[addr] = m
+	}
+	if c.webhooks != nil {
+		if _, shared := muxes[c.webhooks.Addr()]; shared {
+			return nil, fmt.Errorf("operator: the webhooks need an address of their own, not %s", c.webhooks.Addr())
+		}
+		handlers[c.webhooks.Addr()] = c.webhooks.Handler()
+	}
+	for addr, h := range handlers {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			for _, l := range s.listeners {
@@ -61,9 +72,12 @@ func serve(ctx context.Context, c *config, leading func() bool) (*servers, error
 			}
 			return nil, fmt.Errorf("operator: listening on %s: %w", addr, err)
 		}
+		if c.webhooks != nil && addr == c.webhooks.Addr() {
+			ln = tls.NewListener(ln, c.webhooks.TLSConfig())
+		}
 		s.listeners = append(s.listeners, ln)
 		s.servers = append(s.servers, &http.Server{
-			Handler:           m,
+			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
 			BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		})
@@ -119,6 +133,11 @@ func ready(w http.ResponseWriter, r *http.Request, c *config, leading func() boo
 	}
 	if c.sharding != nil && !c.sharding.HasSynced() {
 		problems = append(problems, "shard membership has not synced")
+	}
+	if c.webhooks != nil {
+		if err := c.webhooks.Ready(); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	for _, ck := range c.checks {
 		if err := ck.fn(r); err != nil {

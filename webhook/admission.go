@@ -1,0 +1,318 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/ctrlkit/ctrlkit/metrics"
+)
+
+// MaxRequestBytes is the largest request body a webhook reads: an
+// AdmissionReview carries up to two objects (the new and the old one) of
+// at most the API server's 3 MiB each, and their envelope.
+const MaxRequestBytes = 7 << 20
+
+// Request is one admission request for an object of type T, decoded.
+type Request[T runtime.Object] struct {
+	// Operation is CREATE, UPDATE, DELETE or CONNECT.
+	Operation admissionv1.Operation
+	// Object is the object to be stored: set for CREATE and UPDATE, nil
+	// for DELETE.
+	Object T
+	// OldObject is the object stored before: set for UPDATE and DELETE,
+	// nil for CREATE.
+	OldObject T
+	// SubResource is the subresource written, such as "status", or empty
+	// for the object itself.
+	SubResource string
+	// DryRun is true when the API server will not persist the request:
+	// the handler must then have no side effects (a webhook configuration
+	// says so with sideEffects: None or NoneOnDryRun).
+	DryRun bool
+	// Admission is the request as the API server sent it, with the user,
+	// the resource and the options of the operation.
+	Admission *admissionv1.AdmissionRequest
+}
+
+// ValidateFunc checks a request. It returns the field errors that refuse
+// it, shown to the client as the API server shows its own validation
+// errors (an error of type field.ErrorTypeInternal refuses it as an
+// internal error instead), and warnings the client shows whether or not
+// the request is refused. No errors admit the request.
+type ValidateFunc[T runtime.Object] func(ctx context.Context, req Request[T]) (warnings []string, errs field.ErrorList)
+
+// DefaultFunc sets defaults on req.Object, a CREATE or UPDATE request's
+// object, in place; the API server receives what it changed as a JSON
+// patch. An error refuses the request: an *apierrors.StatusError with its
+// own status, any other error as an internal error.
+type DefaultFunc[T runtime.Object] func(ctx context.Context, req Request[T]) error
+
+// Validating returns the handler of a validating admission webhook for
+// objects of type T (a pointer to an API type, such as *appsv1.Deployment):
+// it calls validate for every request of T's kind, any operation. A request
+// for another kind, whose object does not decode, or that is not an
+// AdmissionReview is refused with its reason; validate panicking refuses
+// the request as an internal error. T's kind is its Go type's name unless
+// WithKind says otherwise.
+func Validating[T runtime.Object](validate ValidateFunc[T], opts ...Option) (http.Handler, error) {
+	if validate == nil {
+		return nil, errors.New("webhook: Validating needs a validate function")
+	}
+	return newAdmission(opts, "Validating", func(ctx context.Context, req Request[T]) *admissionv1.AdmissionResponse {
+		warnings, errs := validate(ctx, req)
+		if len(errs) == 0 {
+			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
+		}
+		resp := refusal(invalid(req.Admission, errs))
+		resp.Warnings = warnings
+		return resp
+	})
+}
+
+// Mutating returns the handler of a mutating admission webhook that sets
+// defaults on objects of type T: it calls defaults for CREATE and UPDATE
+// requests of T's kind and admits the others unchanged. The patch changes
+// only what defaults changed, so fields the Go type does not know are
+// kept. Requests are refused as by Validating.
+func Mutating[T runtime.Object](defaults DefaultFunc[T], opts ...Option) (http.Handler, error) {
+	if defaults == nil {
+		return nil, errors.New("webhook: Mutating needs a defaults function")
+	}
+	return newAdmission(opts, "Mutating", func(ctx context.Context, req Request[T]) *admissionv1.AdmissionResponse {
+		if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+			return &admissionv1.AdmissionResponse{Allowed: true}
+		}
+		before, err := json.Marshal(req.Object)
+		if err != nil {
+			return refusal(apierrors.NewInternalError(fmt.Errorf("encoding the decoded object: %w", err)))
+		}
+		if err := defaults(ctx, req); err != nil {
+			if status, ok := errors.AsType[*apierrors.StatusError](err); ok {
+				return refusal(status)
+			}
+			return refusal(apierrors.NewInternalError(err))
+		}
+		after, err := json.Marshal(req.Object)
+		if err != nil {
+			return refusal(apierrors.NewInternalError(fmt.Errorf("encoding the defaulted object: %w", err)))
+		}
+		ops, err := jsonPatch(req.Admission.Object.Raw, before, after)
+		if err != nil {
+			return refusal(apierrors.NewInternalError(err))
+		}
+		resp := &admissionv1.AdmissionResponse{Allowed: true}
+		if len(ops) > 0 {
+			patch, err := json.Marshal(ops)
+			if err != nil {
+				return refusal(apierrors.NewInternalError(err))
+			}
+			pt := admissionv1.PatchTypeJSONPatch
+			resp.Patch, resp.PatchType = patch, &pt
+		}
+		return resp
+	})
+}
+
+// Option configures Validating, Mutating, Conversion or NewServer, each
+// option says which. A nil Option is ignored.
+type Option func(*config)
+
+type config struct {
+	kind    string
+	routes  []route
+	metrics *metrics.Recorder
+	errs    []error
+}
+
+// route is a handler and its path.
+type route struct {
+	path    string
+	handler http.Handler
+}
+
+func configure(opts []Option) (config, error) {
+	var cfg config
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	return cfg, errors.Join(cfg.errs...)
+}
+
+// handlerConfig is the configuration of a handler constructor, name.
+func handlerConfig(name string, opts []Option) (config, error) {
+	cfg, err := configure(opts)
+	if err == nil && (len(cfg.routes) > 0 || cfg.metrics != nil) {
+		err = errors.New("Handle and WithMetrics apply to NewServer")
+	}
+	if err != nil {
+		return cfg, fmt.Errorf("webhook: %s: %w", name, err)
+	}
+	return cfg, nil
+}
+
+// WithKind sets the kind of the objects a handler of Validating, Mutating
+// or Conversion accepts, for a Go type named otherwise.
+func WithKind(kind string) Option {
+	return func(c *config) { c.kind = kind }
+}
+
+// admission serves AdmissionReviews for objects of type T.
+type admission[T runtime.Object] struct {
+	kind   string
+	decide func(context.Context, Request[T]) *admissionv1.AdmissionResponse
+}
+
+func newAdmission[T runtime.Object](opts []Option, name string, decide func(context.Context, Request[T]) *admissionv1.AdmissionResponse) (http.Handler, error) {
+	cfg, err := handlerConfig(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("webhook: %s needs a pointer to an API type, not %v", name, t)
+	}
+	if cfg.kind == "" {
+		cfg.kind = t.Elem().Name()
+	}
+	return &admission[T]{kind: cfg.kind, decide: decide}, nil
+}
+
+// ServeHTTP answers one AdmissionReview.
+func (a *admission[T]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	review, status, err := readReview[admissionv1.AdmissionReview](w, r)
+	if err != nil {
+		http.Error(w, err.Error(), status)
+		return
+	}
+	if review.Request == nil || review.Kind != "AdmissionReview" ||
+		(review.APIVersion != admissionv1.SchemeGroupVersion.String() && review.APIVersion != "admission.k8s.io/v1beta1") {
+		http.Error(w, fmt.Sprintf("webhook: expected an AdmissionReview of admission.k8s.io/v1 or v1beta1 with a request, got kind %q of %q", review.Kind, review.APIVersion), http.StatusBadRequest)
+		return
+	}
+	req := review.Request
+	logger := klog.FromContext(r.Context()).WithValues("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name,
+		"operation", req.Operation, "uid", req.UID)
+	ctx := klog.NewContext(r.Context(), logger)
+	resp := a.admit(ctx, req)
+	resp.UID = req.UID
+	if !resp.Allowed {
+		logger.V(2).Info("Refused", "reason", resp.Result.Message)
+	}
+	review.Request, review.Response = nil, resp
+	writeJSON(w, review)
+}
+
+// admit decides one request.
+func (a *admission[T]) admit(ctx context.Context, ar *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
+	switch ar.Operation {
+	case admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect:
+	default:
+		return refusal(apierrors.NewBadRequest(fmt.Sprintf("unknown operation %q", ar.Operation)))
+	}
+	if ar.Kind.Kind != a.kind {
+		return refusal(apierrors.NewBadRequest(fmt.Sprintf("this webhook admits %s objects, not %s", a.kind, ar.Kind.Kind)))
+	}
+	req := Request[T]{Operation: ar.Operation, SubResource: ar.SubResource, DryRun: ar.DryRun != nil && *ar.DryRun, Admission: ar}
+	var err error
+	if req.Object, err = decode[T](ar.Object); err != nil {
+		return refusal(apierrors.NewBadRequest("the object does not decode: " + err.Error()))
+	}
+	if req.OldObject, err = decode[T](ar.OldObject); err != nil {
+		return refusal(apierrors.NewBadRequest("the old object does not decode: " + err.Error()))
+	}
+	switch {
+	case (ar.Operation == admissionv1.Create || ar.Operation == admissionv1.Update) && isNil(req.Object):
+		return refusal(apierrors.NewBadRequest(fmt.Sprintf("the %s request has no object", ar.Operation)))
+	case (ar.Operation == admissionv1.Update || ar.Operation == admissionv1.Delete) && isNil(req.OldObject):
+		return refusal(apierrors.NewBadRequest(fmt.Sprintf("the %s request has no old object", ar.Operation)))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			klog.FromContext(ctx).Error(nil, "Webhook panicked", "panic", p)
+			resp = refusal(apierrors.NewInternalError(fmt.Errorf("the webhook panicked: %v", p)))
+		}
+	}()
+	return a.decide(ctx, req)
+}
+
+// decode returns the object of raw, or nil if there is none.
+func decode[T runtime.Object](raw runtime.RawExtension) (T, error) {
+	var zero T
+	if len(raw.Raw) == 0 {
+		return zero, nil
+	}
+	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, obj); err != nil {
+		return zero, err
+	}
+	return obj, nil
+}
+
+func isNil[T runtime.Object](obj T) bool {
+	return reflect.ValueOf(obj).IsNil()
+}
+
+// invalid is the error the API server would give for errs.
+func invalid(ar *admissionv1.AdmissionRequest, errs field.ErrorList) *apierrors.StatusError {
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeInternal {
+			return apierrors.NewInternalError(errs.ToAggregate())
+		}
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: ar.Kind.Group, Kind: ar.Kind.Kind}, ar.Name, errs)
+}
+
+// refusal is a response that refuses a request with err's status.
+func refusal(err *apierrors.StatusError) *admissionv1.AdmissionResponse {
+	status := err.Status()
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &status}
+}
+
+// readReview reads a review of type R from r, or says what is wrong with
+// the request and its HTTP status.
+func readReview[R any](w http.ResponseWriter, r *http.Request) (*R, int, error) {
+	if r.Method != http.MethodPost {
+		return nil, http.StatusMethodNotAllowed, fmt.Errorf("webhook: %s, not POST", r.Method)
+	}
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("webhook: content type %q, not application/json", r.Header.Get("Content-Type"))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("webhook: the request is larger than %d bytes", MaxRequestBytes)
+		}
+		return nil, http.StatusBadRequest, fmt.Errorf("webhook: reading the request: %w", err)
+	}
+	review := new(R)
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(body, review); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("webhook: the request is not a review: %w", err)
+	}
+	return review, http.StatusOK, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "webhook: encoding the response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
+}

@@ -1,0 +1,84 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/webhook"
+)
+
+// runWebhooks is the package documentation's example.
+func runWebhooks(ctx context.Context, ctrl *queue.Controller[cache.ObjectName]) error {
+	validate, err := webhook.Validating(func(ctx context.Context, req webhook.Request[*appsv1.Deployment]) ([]string, field.ErrorList) {
+		if r := req.Object.Spec.Replicas; r != nil && *r > 10 {
+			return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), *r, "must be at most 10")}
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	certs, err := webhook.NewCertFiles("/tls/tls.crt", "/tls/tls.key")
+	if err != nil {
+		return err
+	}
+	server, err := webhook.NewServer(":9443", certs, webhook.Handle("/validate-deployment", validate))
+	if err != nil {
+		return err
+	}
+	return operator.Run(ctx, operator.WithWebhooks(server), operator.WithControllers(ctrl))
+}
+
+func Example() {
+	ctrl, err := queue.New("deployments", reconcile.Func[cache.ObjectName](func(context.Context, cache.ObjectName) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	// The certificate files do not exist here.
+	fmt.Println(runWebhooks(ctx, ctrl) != nil)
+	// Output: true
+}
+
+// A defaulter changes the object; the API server gets a JSON patch.
+func ExampleMutating() {
+	h, err := webhook.Mutating(func(ctx context.Context, req webhook.Request[*appsv1.Deployment]) error {
+		if req.Object.Spec.Replicas == nil {
+			one := int32(1)
+			req.Object.Spec.Replicas = &one
+		}
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1",
+		"kind":{"group":"apps","version":"v1","kind":"Deployment"},"operation":"CREATE",
+		"object":{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{}}}}`
+	r := httptest.NewRequest(http.MethodPost, "/mutate-deployment", strings.NewReader(review))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+		panic(err)
+	}
+	fmt.Println(out.Response.Allowed, *out.Response.PatchType, string(out.Response.Patch))
+	// Output: true JSONPatch [{"op":"add","path":"/spec/replicas","value":1}]
+}
