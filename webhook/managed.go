@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -375,50 +376,66 @@ func leafOf(pair *tls.Certificate) *x509.Certificate {
 	return leaf
 }
 
+// publishIn sets bundle as the caBundle of every client config of the
+// webhook configurations named names, of kind, and updates those where it
+// was not.
+func publishIn[C any](ctx context.Context, bundle []byte, kind string, names []string,
+	get func(context.Context, string, metav1.GetOptions) (C, error),
+	update func(context.Context, C, metav1.UpdateOptions) (C, error),
+	clientConfigs func(C) []*admissionregistrationv1.WebhookClientConfig) []error {
+	var errs []error
+	for _, name := range names {
+		c, err := get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading %s %s: %w", kind, name, err))
+			continue
+		}
+		changed := false
+		for _, cc := range clientConfigs(c) {
+			if !bytes.Equal(cc.CABundle, bundle) {
+				cc.CABundle, changed = bundle, true
+			}
+		}
+		if changed {
+			if _, err := update(ctx, c, metav1.UpdateOptions{}); err != nil {
+				errs = append(errs, fmt.Errorf("publishing the CA in %s %s: %w", kind, name, err))
+			}
+		}
+	}
+	return errs
+}
+
+// clientConfigsOf returns the client config of each webhook.
+func clientConfigsOf[W any](webhooks []W, clientConfig func(*W) *admissionregistrationv1.WebhookClientConfig) []*admissionregistrationv1.WebhookClientConfig {
+	out := make([]*admissionregistrationv1.WebhookClientConfig, len(webhooks))
+	for i := range webhooks {
+		out[i] = clientConfig(&webhooks[i])
+	}
+	return out
+}
+
 // crdResource is the resource of CustomResourceDefinitions.
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // publish makes bundle the caBundle of every webhook of the named
 // configurations and CRDs that does not have it.
 func (m *ManagedCertificates) publish(ctx context.Context, bundle []byte) error {
-	var errs []error
 	admission := m.cfg.Client.AdmissionregistrationV1()
-	for _, name := range m.cfg.MutatingWebhookConfigurations {
-		c, err := admission.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", name, err))
-			continue
-		}
-		changed := false
-		for i := range c.Webhooks {
-			if !bytes.Equal(c.Webhooks[i].ClientConfig.CABundle, bundle) {
-				c.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
-			}
-		}
-		if changed {
-			if _, err := admission.MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{}); err != nil {
-				errs = append(errs, fmt.Errorf("publishing the CA in MutatingWebhookConfiguration %s: %w", name, err))
-			}
-		}
-	}
-	for _, name := range m.cfg.ValidatingWebhookConfigurations {
-		c, err := admission.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", name, err))
-			continue
-		}
-		changed := false
-		for i := range c.Webhooks {
-			if !bytes.Equal(c.Webhooks[i].ClientConfig.CABundle, bundle) {
-				c.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
-			}
-		}
-		if changed {
-			if _, err := admission.ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{}); err != nil {
-				errs = append(errs, fmt.Errorf("publishing the CA in ValidatingWebhookConfiguration %s: %w", name, err))
-			}
-		}
-	}
+	mutating, validating := admission.MutatingWebhookConfigurations(), admission.ValidatingWebhookConfigurations()
+	errs := slices.Concat(
+		publishIn(ctx, bundle, "MutatingWebhookConfiguration", m.cfg.MutatingWebhookConfigurations, mutating.Get, mutating.Update,
+			func(c *admissionregistrationv1.MutatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+				return clientConfigsOf(c.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+					return &w.ClientConfig
+				})
+			}),
+		publishIn(ctx, bundle, "ValidatingWebhookConfiguration", m.cfg.ValidatingWebhookConfigurations, validating.Get, validating.Update,
+			func(c *admissionregistrationv1.ValidatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+				return clientConfigsOf(c.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+					return &w.ClientConfig
+				})
+			}),
+	)
 	for _, name := range m.cfg.CRDs {
 		crds := m.cfg.Dynamic.Resource(crdResource)
 		crd, err := crds.Get(ctx, name, metav1.GetOptions{})

@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,6 +94,13 @@ func TestJSONPatch(t *testing.T) {
 			ops, err := jsonPatch([]byte(tt.raw), []byte(tt.before), []byte(tt.after))
 			require.NoError(t, err)
 			assert.Len(t, ops, tt.wantOps)
+			var doc any
+			require.NoError(t, json.Unmarshal([]byte(tt.raw), &doc))
+			for _, op := range ops {
+				if op.Op == "replace" || op.Op == "remove" {
+					assert.True(t, exists(doc, op.Path), "%s of %s, which the request's object lacks (RFC 6902 refuses it)", op.Op, op.Path)
+				}
+			}
 			data, err := json.Marshal(ops)
 			require.NoError(t, err)
 			patch, err := jsonpatch.DecodePatch(data)
@@ -106,4 +115,30 @@ func TestJSONPatch(t *testing.T) {
 func TestJSONPatchRefusesWhatIsNotJSON(t *testing.T) {
 	_, err := jsonPatch([]byte(`{`), []byte(`{}`), []byte(`{}`))
 	assert.ErrorContains(t, err, "the request's object")
+}
+
+// exists tells whether the JSON pointer path names a value in doc.
+func exists(doc any, path string) bool {
+	if path == "" {
+		return true
+	}
+	for _, token := range strings.Split(path[1:], "/") {
+		token = strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
+		switch v := doc.(type) {
+		case map[string]any:
+			var ok bool
+			if doc, ok = v[token]; !ok {
+				return false
+			}
+		case []any:
+			i, err := strconv.Atoi(token)
+			if err != nil || i < 0 || i >= len(v) {
+				return false
+			}
+			doc = v[i]
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -114,20 +114,7 @@ func (p *profiler) start(ctx context.Context, name, controllerPprof string) (wai
 	errs := make(chan error, 2)
 	go func() {
 		errs <- p.save(filepath.Join(p.dir, name+"-controller.pprof"), func() (io.ReadCloser, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-				fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", controllerPprof, p.seconds), nil)
-			if err != nil {
-				return nil, err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return nil, err
-			}
-			if resp.StatusCode != http.StatusOK {
-				resp.Body.Close()
-				return nil, fmt.Errorf("controller profile: HTTP %d", resp.StatusCode)
-			}
-			return resp.Body, nil
+			return open(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", controllerPprof, p.seconds))
 		})
 	}()
 	go func() {
@@ -143,20 +130,25 @@ func (p *profiler) start(ctx context.Context, name, controllerPprof string) (wai
 // <name>-controller-heap.pprof.
 func (p *profiler) saveHeap(ctx context.Context, name, controllerPprof string) error {
 	return p.save(filepath.Join(p.dir, name+"-controller-heap.pprof"), func() (io.ReadCloser, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, controllerPprof+"/debug/pprof/heap?gc=1", nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, fmt.Errorf("heap profile: HTTP %d", resp.StatusCode)
-		}
-		return resp.Body, nil
+		return open(ctx, controllerPprof+"/debug/pprof/heap?gc=1")
 	})
+}
+
+// open returns the body of a GET of url that answered 200.
+func open(ctx context.Context, url string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	return resp.Body, nil
 }
 
 func (p *profiler) save(path string, open func() (io.ReadCloser, error)) error {
