@@ -248,13 +248,12 @@ func TestManagedCertificatesRaceOfReplicas(t *testing.T) {
 	e := newManagedEnv()
 	// The first create and the first update each lose to another replica.
 	creates, updates := 0, 0
+	rivalData, err := e.certificates(t).issue(nil)
+	require.NoError(t, err)
 	e.kube.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		creates++
 		if creates == 1 {
-			rival := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "webhook-tls"}, Type: corev1.SecretTypeTLS}
-			data, err := e.certificates(t).issue(nil)
-			require.NoError(t, err)
-			rival.Data = data
+			rival := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "webhook-tls"}, Type: corev1.SecretTypeTLS, Data: rivalData}
 			require.NoError(t, e.kube.Tracker().Add(rival))
 			return true, nil, apierrors.NewAlreadyExists(corev1.Resource("secrets"), "webhook-tls")
 		}
@@ -262,8 +261,8 @@ func TestManagedCertificatesRaceOfReplicas(t *testing.T) {
 	})
 	m := e.certificates(t)
 	require.NoError(t, m.sync(t.Context()))
-	rival := e.secret(t)
-	assert.Equal(t, rival.Data[corev1.TLSCertKey], pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: served(t, m).Raw}), "the rival's pair is served")
+	assert.Equal(t, rivalData, e.secret(t).Data, "the rival's Secret is kept")
+	assert.Equal(t, rivalData[corev1.TLSCertKey], pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: served(t, m).Raw}), "and its pair served")
 
 	e.kube.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		updates++

@@ -25,6 +25,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
+	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
 // Flags are the command-line flags every operator has. Set the defaults in
@@ -83,6 +84,13 @@ type Flags struct {
 	// sync before it fails (see WithCacheSyncTimeout); Options passes it
 	// to Run.
 	CacheSyncTimeout time.Duration
+	// WebhookAddr (--webhook-bind-address, default DefaultWebhookAddr)
+	// and WebhookCertDir (--webhook-cert-dir, default
+	// DefaultWebhookCertDir) are where Webhooks serves the operator's
+	// webhooks and the directory of their certificate and key, tls.crt
+	// and tls.key, such as a TLS Secret that cert-manager renews, mounted
+	// there. Only an operator that calls Webhooks uses them.
+	WebhookAddr, WebhookCertDir string
 	// ContentType (--kube-api-content-type) is the encoding RESTConfig asks
 	// the API server to answer in: ContentTypeProtobuf, the default, or
 	// ContentTypeJSON. See RESTConfig.
@@ -128,6 +136,13 @@ const (
 	DefaultBurst = 100
 )
 
+// Defaults of --webhook-bind-address and --webhook-cert-dir, those of
+// controller-runtime's webhook server.
+const (
+	DefaultWebhookAddr    = ":9443"
+	DefaultWebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
+)
+
 // The values of --kube-api-content-type.
 const (
 	ContentTypeProtobuf = "application/vnd.kubernetes.protobuf"
@@ -161,6 +176,12 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	if f.ContentType == "" {
 		f.ContentType = ContentTypeProtobuf
 	}
+	if f.WebhookAddr == "" {
+		f.WebhookAddr = DefaultWebhookAddr
+	}
+	if f.WebhookCertDir == "" {
+		f.WebhookCertDir = DefaultWebhookCertDir
+	}
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Path to a kubeconfig. Without it: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
 	fs.StringVar(&f.Master, "master", f.Master, "The address of the Kubernetes API server; overrides the server in the kubeconfig.")
 	fs.Float64Var(&f.QPS, "kube-api-qps", f.QPS, "Requests per second the clients may send to the API server.")
@@ -177,6 +198,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", f.ProbeAddr, "Address of /healthz and /readyz; \"0\" disables them.")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", f.PprofAddr, "Address of Go's runtime profiles at /debug/pprof/; \"0\" or empty disables them. Serve them only on a protected address.")
 	fs.StringVar(&f.ContentType, "kube-api-content-type", f.ContentType, "Encoding the API server is asked to answer in: "+ContentTypeProtobuf+" (built-in kinds in protobuf, custom resources in JSON) or "+ContentTypeJSON+" (everything in JSON).")
+	fs.StringVar(&f.WebhookAddr, "webhook-bind-address", f.WebhookAddr, "Address of the webhooks' HTTPS server, for an operator that serves webhooks.")
+	fs.StringVar(&f.WebhookCertDir, "webhook-cert-dir", f.WebhookCertDir, "Directory of the webhooks' serving certificate and key, tls.crt and tls.key; reloaded when they change.")
 	fs.StringVar(&f.MemoryLimit, "memory-limit", f.MemoryLimit, "Soft memory limit of the Go runtime, such as 512Mi, or 0 for none (default: $GOMEMLIMIT, else 90% of the container's memory limit).")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
@@ -366,6 +389,22 @@ func (f *Flags) Options(client kubernetes.Interface) []Option {
 		opts = append(opts, WithCacheSyncTimeout(f.CacheSyncTimeout))
 	}
 	return opts
+}
+
+// Webhooks returns the server of the operator's webhooks that opts give
+// (webhook.Handle), at --webhook-bind-address, with the certificate and
+// key in --webhook-cert-dir (reloaded when they are renewed), counted in
+// Metrics unless --metrics-bind-address is disabled; Run serves it when
+// given WithWebhooks. It fails if the certificate does not load.
+func (f *Flags) Webhooks(opts ...webhook.Option) (*webhook.Server, error) {
+	certs, err := webhook.NewCertFiles(filepath.Join(f.WebhookCertDir, "tls.crt"), filepath.Join(f.WebhookCertDir, "tls.key"))
+	if err != nil {
+		return nil, fmt.Errorf("operator: --webhook-cert-dir %s: %w", f.WebhookCertDir, err)
+	}
+	if enabled(f.MetricsAddr) {
+		opts = append(opts, webhook.WithMetrics(f.Metrics()))
+	}
+	return webhook.NewServer(f.WebhookAddr, certs, opts...)
 }
 
 // leaseNamespace is --leader-elect-namespace or its default.

@@ -83,6 +83,8 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 	assert.Equal(t, leader.DefaultLeaseDuration, f.LeaseDuration)
 	assert.Equal(t, queue.DefaultShutdownTimeout, f.ShutdownTimeout)
 	assert.Equal(t, DefaultCacheSyncTimeout, f.CacheSyncTimeout)
+	assert.Equal(t, ":9443", f.WebhookAddr)
+	assert.Equal(t, "/tmp/k8s-webhook-server/serving-certs", f.WebhookCertDir)
 	require.NoError(t, f.Validate())
 	assert.False(t, f.KeepManagedFields)
 	assert.True(t, parse(t, Flags{}, "--keep-managed-fields").KeepManagedFields)

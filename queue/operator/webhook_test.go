@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -107,4 +108,40 @@ func TestRunRefusesWebhooksOnAProbeAddress(t *testing.T) {
 	assert.ErrorContains(t, err, "the webhooks need an address of their own")
 	err = operator.Run(context.Background(), operator.WithWebhooks(nil), operator.WithControllers(stub{run: untilDone}))
 	assert.ErrorContains(t, err, "webhook server is nil")
+}
+
+func TestFlagsWebhooks(t *testing.T) {
+	ca := webhooktest.NewCA(t)
+	dir := t.TempDir()
+	ca.Issue(t, dir, 1, time.Now().Add(time.Hour))
+	validating, err := webhook.Validating(func(context.Context, webhook.Request[*corev1.ConfigMap]) ([]string, field.ErrorList) { return nil, nil })
+	require.NoError(t, err)
+
+	var flags operator.Flags
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	flags.Bind(fs)
+	require.NoError(t, fs.Parse([]string{"--webhook-bind-address=127.0.0.1:9876", "--webhook-cert-dir=" + dir, "--metrics-bind-address=:8080"}))
+	srv, err := flags.Webhooks(webhook.Handle("/validate", validating))
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9876", srv.Addr())
+	assert.Equal(t, []string{"/validate"}, srv.Paths())
+	require.NoError(t, srv.Ready())
+
+	// Counted in the operator's metrics.
+	review := webhooktest.Request(admissionv1.Create, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, nil)
+	webhooktest.Admit(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.URL.Path = "/validate" // the server routes by path
+		srv.Handler().ServeHTTP(w, r)
+	}), review)
+	families, err := flags.Registry().Gather()
+	require.NoError(t, err)
+	var counted bool
+	for _, mf := range families {
+		counted = counted || mf.GetName() == "controller_runtime_webhook_requests_total"
+	}
+	assert.True(t, counted, "webhook requests counted")
+
+	require.NoError(t, fs.Parse([]string{"--webhook-cert-dir=" + t.TempDir()}))
+	_, err = flags.Webhooks(webhook.Handle("/validate", validating))
+	assert.ErrorContains(t, err, "--webhook-cert-dir")
 }
