@@ -154,14 +154,22 @@ func configure(opts []Option) (config, error) {
 	return cfg, errors.Join(cfg.errs...)
 }
 
-// handlerConfig is the configuration of a handler constructor, name.
-func handlerConfig(name string, opts []Option) (config, error) {
+// handlerConfig is the configuration of a handler constructor, name, for
+// objects of type T: its kind is T's type name unless WithKind says
+// otherwise.
+func handlerConfig[T runtime.Object](name string, opts []Option) (config, error) {
 	cfg, err := configure(opts)
 	if err == nil && (len(cfg.routes) > 0 || cfg.metrics != nil) {
 		err = errors.New("Handle and WithMetrics apply to NewServer")
 	}
+	if t := reflect.TypeFor[T](); err == nil && (t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct) {
+		err = fmt.Errorf("needs a pointer to an API type, not %v", t)
+	}
 	if err != nil {
 		return cfg, fmt.Errorf("webhook: %s: %w", name, err)
+	}
+	if cfg.kind == "" {
+		cfg.kind = reflect.TypeFor[T]().Elem().Name()
 	}
 	return cfg, nil
 }
@@ -179,16 +187,9 @@ type admission[T runtime.Object] struct {
 }
 
 func newAdmission[T runtime.Object](opts []Option, name string, decide func(context.Context, Request[T]) *admissionv1.AdmissionResponse) (http.Handler, error) {
-	cfg, err := handlerConfig(name, opts)
+	cfg, err := handlerConfig[T](name, opts)
 	if err != nil {
 		return nil, err
-	}
-	t := reflect.TypeFor[T]()
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return nil, fmt.Errorf("webhook: %s needs a pointer to an API type, not %v", name, t)
-	}
-	if cfg.kind == "" {
-		cfg.kind = t.Elem().Name()
 	}
 	return &admission[T]{kind: cfg.kind, decide: decide}, nil
 }
@@ -257,7 +258,7 @@ func decode[T runtime.Object](raw runtime.RawExtension) (T, error) {
 	if len(raw.Raw) == 0 {
 		return zero, nil
 	}
-	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	obj := newOf[T]()
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw.Raw, obj); err != nil {
 		return zero, err
 	}

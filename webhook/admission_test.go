@@ -276,10 +276,7 @@ func TestAdmissionReviewV1beta1IsAnsweredInKind(t *testing.T) {
 		Request:  webhooktest.Request(admissionv1.Create, deployment(nil), nil),
 	})
 	require.NoError(t, err)
-	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
+	w := postJSON(h, body)
 	require.Equal(t, http.StatusOK, w.Code)
 	var out admissionv1.AdmissionReview
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out))
@@ -317,10 +314,8 @@ func TestMalformedReviewsAreRefusedNeverPanic(t *testing.T) {
 		return rng.IntN(n)
 	}) {
 		for name, h := range map[string]http.Handler{"validating": validating, "mutating": mutating} {
-			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-			r.Header.Set("Content-Type", "application/json")
-			w := httptest.NewRecorder()
-			require.NotPanics(t, func() { h.ServeHTTP(w, r) }, "seed %d, body %d to %s: %s", seed, i, name, body)
+			var w *httptest.ResponseRecorder
+			require.NotPanics(t, func() { w = postJSON(h, body) }, "seed %d, body %d to %s: %s", seed, i, name, body)
 			if w.Code != http.StatusOK {
 				require.Equal(t, http.StatusBadRequest, w.Code, "seed %d, body %d to %s: %s", seed, i, name, body)
 				continue
@@ -336,6 +331,16 @@ func TestMalformedReviewsAreRefusedNeverPanic(t *testing.T) {
 			}
 		}
 	}
+}
+
+// postJSON sends body to h as the API server sends a review: a POST of
+// JSON.
+func postJSON(h http.Handler, body []byte) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
 }
 
 // malformed returns n variants of a valid body, each broken in one way.

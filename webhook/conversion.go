@@ -80,16 +80,9 @@ func newOf[T runtime.Object]() T {
 // function's error or panic, and a conversion that changes the object's
 // name, namespace or UID fail it with their reason.
 func Conversion[H runtime.Object](versions []Version[H], opts ...Option) (http.Handler, error) {
-	cfg, err := handlerConfig("Conversion", opts)
+	cfg, err := handlerConfig[H]("Conversion", opts)
 	if err != nil {
 		return nil, err
-	}
-	t := reflect.TypeFor[H]()
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return nil, fmt.Errorf("webhook: Conversion needs a pointer to an API type as its hub, not %v", t)
-	}
-	if cfg.kind == "" {
-		cfg.kind = t.Elem().Name()
 	}
 	c := &conversion[H]{kind: cfg.kind, versions: map[string]Version[H]{}}
 	for _, v := range versions {

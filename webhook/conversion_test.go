@@ -1,11 +1,9 @@
 package webhook_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -164,10 +162,7 @@ func convertReview(t *testing.T, h http.Handler, req *apiextensionsv1.Conversion
 	body, err := json.Marshal(apiextensionsv1.ConversionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"}, Request: req})
 	require.NoError(t, err)
-	r := httptest.NewRequest(http.MethodPost, "/convert", bytes.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
+	w := postJSON(h, body)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	var out apiextensionsv1.ConversionReview
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out))
@@ -203,11 +198,7 @@ func TestConversionRefusesBadReviews(t *testing.T) {
 		"not JSON":           `{"apiVersion":`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodPost, "/convert", bytes.NewReader([]byte(body)))
-			r.Header.Set("Content-Type", "application/json")
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			assert.Equal(t, http.StatusBadRequest, w.Code)
+			assert.Equal(t, http.StatusBadRequest, postJSON(h, []byte(body)).Code)
 		})
 	}
 }
