@@ -12,10 +12,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
+	storagev1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned"
-	bucketclient "github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned/typed/storage/v1alpha1"
-	bucketinformers "github.com/ctrlkit/ctrlkit/examples/bucket/generated/informers/externalversions/storage/v1alpha1"
+	bucketclient "github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned/typed/storage/v1"
+	bucketinformers "github.com/ctrlkit/ctrlkit/examples/bucket/generated/informers/externalversions/storage/v1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
@@ -37,8 +37,8 @@ import (
 type buckets struct {
 	store   *store.Client
 	client  bucketclient.BucketInterface
-	objects *write.Objects[*storagev1alpha1.Bucket]
-	ready   *condition.Writer[*storagev1alpha1.Bucket]
+	objects *write.Objects[*storagev1.Bucket]
+	ready   *condition.Writer[*storagev1.Bucket]
 }
 
 // newController wires the Bucket controller: the Buckets' own changes, the
@@ -48,17 +48,17 @@ type buckets struct {
 func newController(ctx context.Context, st *store.Client, client versioned.Interface, bucketInformer bucketinformers.TypedBucketInformer,
 	recorder record.EventRecorder, resync time.Duration, opts ...queue.Option) (*queue.Controller[cache.ObjectName], error) {
 	objects := write.New(bucketInformer.TypedInformer())
-	b := &buckets{store: st, client: client.StorageV1alpha1().Buckets(), objects: objects,
-		ready: condition.New(objects, recorder, func(b *storagev1alpha1.Bucket) *[]metav1.Condition { return &b.Status.Conditions },
-			condition.WithObservedGeneration(func(b *storagev1alpha1.Bucket) *int64 { return &b.Status.ObservedGeneration }))}
-	r := finalizer.Reconciler(storagev1alpha1.Finalizer, b.objects, b.bucketsClient, finalizer.Funcs[*storagev1alpha1.Bucket]{
+	b := &buckets{store: st, client: client.StorageV1().Buckets(), objects: objects,
+		ready: condition.New(objects, recorder, func(b *storagev1.Bucket) *[]metav1.Condition { return &b.Status.Conditions },
+			condition.WithObservedGeneration(func(b *storagev1.Bucket) *int64 { return &b.Status.ObservedGeneration }))}
+	r := finalizer.Reconciler(storagev1.Finalizer, b.objects, b.bucketsClient, finalizer.Funcs[*storagev1.Bucket]{
 		Apply: b.apply, Cleanup: b.cleanup,
 	})
 	ctrl, err := queue.New("buckets", r, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return ctrl, ctrl.Watch(queue.On(bucketInformer.TypedInformer(), informer.EnqueueHandler[*storagev1alpha1.Bucket](ctrl)),
+	return ctrl, ctrl.Watch(queue.On(bucketInformer.TypedInformer(), informer.EnqueueHandler[*storagev1.Bucket](ctrl)),
 		queue.Channel(ctrl, st.Changes(ctx), informer.NamesIn("")),
 		queue.Periodic(ctrl, resync, informer.AllKeys(bucketInformer.TypedInformer()), queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1)))
 }
@@ -69,7 +69,7 @@ func (b *buckets) bucketsClient(string) bucketclient.BucketInterface { return b.
 // apply makes the storage service hold the bucket as bucket's spec asks,
 // owned by bucket's UID, and says so in the Ready condition. A bucket of
 // the name that bucket does not own is refused.
-func (b *buckets) apply(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
+func (b *buckets) apply(ctx context.Context, bucket *storagev1.Bucket) (reconcile.Result, error) {
 	want, owner := store.Spec{Region: bucket.Spec.Region, Versioning: bucket.Spec.Versioning}, string(bucket.UID)
 	got, found, err := b.store.Get(ctx, bucket.Name)
 	if err == nil && found && got.Owner != owner {
@@ -84,13 +84,17 @@ func (b *buckets) apply(ctx context.Context, bucket *storagev1alpha1.Bucket) (re
 	if err != nil { // the Get's or the Put's
 		return reconcile.Result{}, b.unavailable(ctx, bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
 	}
-	return reconcile.Result{}, b.setReady(ctx, bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified", "")
+	return reconcile.Result{}, b.setReady(ctx, bucket, metav1.ConditionTrue, storagev1.ReasonSynced, "The storage service holds the bucket as specified", "")
 }
 
 // cleanup deletes bucket's own bucket from the storage service; the
 // finalizer goes once it succeeded. A bucket of the name that bucket does
-// not own is left there.
-func (b *buckets) cleanup(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
+// not own is left there, and so is its own under DeletionPolicyRetain.
+func (b *buckets) cleanup(ctx context.Context, bucket *storagev1.Bucket) (reconcile.Result, error) {
+	if bucket.Spec.DeletionPolicy == storagev1.DeletionPolicyRetain {
+		klog.FromContext(ctx).Info("Leaving the bucket in the storage service: the Bucket's deletion policy is Retain", "bucket", bucket.Name)
+		return reconcile.Result{}, nil
+	}
 	err := b.store.DeleteAs(ctx, string(bucket.UID), bucket.Name)
 	if errors.Is(err, store.ErrNotOwner) {
 		klog.FromContext(ctx).Info("Leaving the bucket in the storage service: this Bucket did not create it", "bucket", bucket.Name)
@@ -108,8 +112,8 @@ func (b *buckets) cleanup(ctx context.Context, bucket *storagev1alpha1.Bucket) (
 // not say so yet; after that the Bucket's periodic checks are quiet. A
 // change of the Bucket, or of that bucket (its deletion above all), wakes
 // it up.
-func (b *buckets) refuse(ctx context.Context, bucket *storagev1alpha1.Bucket) (reconcile.Result, error) {
-	refused := metav1.Condition{Type: storagev1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: storagev1alpha1.ReasonBucketExists}
+func (b *buckets) refuse(ctx context.Context, bucket *storagev1.Bucket) (reconcile.Result, error) {
+	refused := metav1.Condition{Type: storagev1.ConditionReady, Status: metav1.ConditionFalse, Reason: storagev1.ReasonBucketExists}
 	if b.ready.Current(bucket, refused) {
 		return reconcile.Result{}, nil
 	}
@@ -124,13 +128,13 @@ func (b *buckets) refuse(ctx context.Context, bucket *storagev1alpha1.Bucket) (r
 // or the cleanup met it (a Warning once per outage, Ready=False), and
 // returns err, to be retried with backoff, joined with a failed status
 // write.
-func (b *buckets) unavailable(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
-	return errors.Join(err, b.setReady(ctx, bucket, metav1.ConditionFalse, storagev1alpha1.ReasonStoreUnavailable, err.Error(), corev1.EventTypeWarning))
+func (b *buckets) unavailable(ctx context.Context, bucket *storagev1.Bucket, err error) error {
+	return errors.Join(err, b.setReady(ctx, bucket, metav1.ConditionFalse, storagev1.ReasonStoreUnavailable, err.Error(), corev1.EventTypeWarning))
 }
 
 // setReady sets the Ready condition, with an event of eventType (none if
 // empty) when its reason changes.
-func (b *buckets) setReady(ctx context.Context, bucket *storagev1alpha1.Bucket, status metav1.ConditionStatus, reason, msg, eventType string) error {
-	_, err := b.ready.Set(ctx, b.client, bucket, metav1.Condition{Type: storagev1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg}, eventType)
+func (b *buckets) setReady(ctx context.Context, bucket *storagev1.Bucket, status metav1.ConditionStatus, reason, msg, eventType string) error {
+	_, err := b.ready.Set(ctx, b.client, bucket, metav1.Condition{Type: storagev1.ConditionReady, Status: status, Reason: reason, Message: msg}, eventType)
 	return err
 }

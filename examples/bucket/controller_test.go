@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/events/eventstest"
-	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
+	storagev1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned/fake"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/informers/externalversions"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
@@ -82,7 +82,7 @@ func start(t *testing.T, resync time.Duration) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // runs before the server closes: the notifications stop first
 	factory := externalversions.NewSharedInformerFactory(f.client, 0)
-	ctrl, err := newController(ctx, f.store, f.client, factory.Storage().V1alpha1().Buckets(), f.recorder, resync, queue.WithMetrics(f.outcomes))
+	ctrl, err := newController(ctx, f.store, f.client, factory.Storage().V1().Buckets(), f.recorder, resync, queue.WithMetrics(f.outcomes))
 	require.NoError(t, err)
 	queuetest.Start(t, ctrl, operator.WithInformers(factory))
 	return f
@@ -90,14 +90,14 @@ func start(t *testing.T, resync time.Duration) *fixture {
 
 func (f *fixture) create(t *testing.T, name, region string) {
 	t.Helper()
-	_, err := f.client.StorageV1alpha1().Buckets().Create(context.Background(), &storagev1alpha1.Bucket{
-		ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1alpha1.BucketSpec{Region: region}}, metav1.CreateOptions{})
+	_, err := f.client.StorageV1().Buckets().Create(context.Background(), &storagev1.Bucket{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.BucketSpec{Region: region}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 }
 
-func (f *fixture) bucket(t *testing.T, name string) (*storagev1alpha1.Bucket, bool) {
+func (f *fixture) bucket(t *testing.T, name string) (*storagev1.Bucket, bool) {
 	t.Helper()
-	b, err := f.client.StorageV1alpha1().Buckets().Get(context.Background(), name, metav1.GetOptions{})
+	b, err := f.client.StorageV1().Buckets().Get(context.Background(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false
 	}
@@ -119,7 +119,7 @@ func (f *fixture) ready(t *testing.T, name string) *metav1.Condition {
 	if !ok {
 		return nil
 	}
-	return meta.FindStatusCondition(b.Status.Conditions, storagev1alpha1.ConditionReady)
+	return meta.FindStatusCondition(b.Status.Conditions, storagev1.ConditionReady)
 }
 
 func (f *fixture) waitInStore(t *testing.T, name string, want store.Spec, why string) {
@@ -140,14 +140,14 @@ func TestBucketLifecycle(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue
 	}, waitFor, 5*time.Millisecond, "Ready")
 	b, _ := f.bucket(t, "photos")
-	assert.Equal(t, []string{storagev1alpha1.Finalizer}, b.Finalizers)
+	assert.Equal(t, []string{storagev1.Finalizer}, b.Finalizers)
 	assert.Equal(t, b.Generation, b.Status.ObservedGeneration)
 	stored, _ := f.stored(t, "photos")
 	assert.Equal(t, string(b.UID), stored.Owner, "the bucket is owned by its Bucket")
 
 	// The spec changes: the store follows.
 	b.Spec.Versioning = true
-	_, err := f.client.StorageV1alpha1().Buckets().Update(context.Background(), b, metav1.UpdateOptions{})
+	_, err := f.client.StorageV1().Buckets().Update(context.Background(), b, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	f.waitInStore(t, "photos", store.Spec{Region: "eu-west-1", Versioning: true}, "the spec change reaches the store")
 
@@ -159,11 +159,28 @@ func TestBucketLifecycle(t *testing.T) {
 	f.waitInStore(t, "photos", store.Spec{Region: "eu-west-1", Versioning: true}, "a removed bucket is restored")
 
 	// Deleted: the bucket goes from the store, then the Bucket.
-	require.NoError(t, f.client.StorageV1alpha1().Buckets().Delete(context.Background(), "photos", metav1.DeleteOptions{}))
+	require.NoError(t, f.client.StorageV1().Buckets().Delete(context.Background(), "photos", metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool { _, found := f.bucket(t, "photos"); return !found }, waitFor, 5*time.Millisecond, "the Bucket goes")
 	_, found := f.stored(t, "photos")
 	assert.False(t, found, "the bucket is gone from the store")
 	assert.Empty(t, f.recorder.Find(corev1.EventTypeWarning, ""), "no Warning when all goes well")
+}
+
+func TestDeletionPolicyRetainKeepsTheBucket(t *testing.T) {
+	f := start(t, time.Hour)
+	_, err := f.client.StorageV1().Buckets().Create(context.Background(), &storagev1.Bucket{ObjectMeta: metav1.ObjectMeta{Name: "kept"},
+		Spec: storagev1.BucketSpec{Region: "eu-west-1", DeletionPolicy: storagev1.DeletionPolicyRetain}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.waitInStore(t, "kept", store.Spec{Region: "eu-west-1"}, "created in the store")
+	require.Eventually(t, func() bool { b, _ := f.bucket(t, "kept"); return len(b.Finalizers) == 1 }, waitFor, 5*time.Millisecond)
+	b, _ := f.bucket(t, "kept")
+
+	require.NoError(t, f.client.StorageV1().Buckets().Delete(context.Background(), "kept", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { _, found := f.bucket(t, "kept"); return !found }, waitFor, 5*time.Millisecond, "the Bucket goes")
+	stored, found := f.stored(t, "kept")
+	require.True(t, found, "the bucket stays in the store")
+	assert.Equal(t, string(b.UID), stored.Owner, "still owned by the deleted Bucket, so no other Bucket takes it over")
+	assert.Empty(t, f.recorder.Find(corev1.EventTypeWarning, ""))
 }
 
 func TestDeletionWhileTheStoreIsDown(t *testing.T) {
@@ -185,16 +202,16 @@ func TestDeletionWhileTheStoreIsDown(t *testing.T) {
 			require.Eventually(t, func() bool { b, _ := f.bucket(t, "logs"); return len(b.Finalizers) == 1 }, waitFor, 5*time.Millisecond)
 
 			tt.fail(f, true)
-			require.NoError(t, f.client.StorageV1alpha1().Buckets().Delete(context.Background(), "logs", metav1.DeleteOptions{}))
+			require.NoError(t, f.client.StorageV1().Buckets().Delete(context.Background(), "logs", metav1.DeleteOptions{}))
 			require.Eventually(t, func() bool {
 				c := f.ready(t, "logs")
-				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == storagev1alpha1.ReasonStoreUnavailable
+				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == storagev1.ReasonStoreUnavailable
 			}, waitFor, 5*time.Millisecond, "Ready=False says the store is unavailable")
 			b, found := f.bucket(t, "logs")
 			require.True(t, found, "the Bucket stays while the cleanup fails")
 			assert.NotNil(t, b.DeletionTimestamp)
-			assert.Equal(t, []string{storagev1alpha1.Finalizer}, b.Finalizers, "the finalizer is held")
-			warnings := f.recorder.Find(corev1.EventTypeWarning, storagev1alpha1.ReasonStoreUnavailable)
+			assert.Equal(t, []string{storagev1.Finalizer}, b.Finalizers, "the finalizer is held")
+			warnings := f.recorder.Find(corev1.EventTypeWarning, storagev1.ReasonStoreUnavailable)
 			require.NotEmpty(t, warnings)
 
 			tt.fail(f, false)
@@ -202,7 +219,7 @@ func TestDeletionWhileTheStoreIsDown(t *testing.T) {
 				"the Bucket goes once the store is back")
 			_, found = f.stored(t, "logs")
 			assert.False(t, found, "the bucket is gone from the store")
-			assert.Len(t, f.recorder.Find(corev1.EventTypeWarning, storagev1alpha1.ReasonStoreUnavailable), len(warnings),
+			assert.Len(t, f.recorder.Find(corev1.EventTypeWarning, storagev1.ReasonStoreUnavailable), len(warnings),
 				"one Warning per outage, not one per retry")
 		})
 	}
@@ -237,7 +254,7 @@ func TestForeignBucketIsRefused(t *testing.T) {
 			f.create(t, "shared", "eu-west-1")
 			require.Eventually(t, func() bool {
 				c := f.ready(t, "shared")
-				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == storagev1alpha1.ReasonBucketExists
+				return c != nil && c.Status == metav1.ConditionFalse && c.Reason == storagev1.ReasonBucketExists
 			}, waitFor, 5*time.Millisecond, "Ready=False says the bucket exists")
 			assert.Contains(t, f.ready(t, "shared").Message, "shared")
 
@@ -248,7 +265,7 @@ func TestForeignBucketIsRefused(t *testing.T) {
 			at := f.outcomes.total.Load()
 			require.Eventually(t, func() bool { return f.outcomes.total.Load() >= at+5 }, waitFor, 5*time.Millisecond, "periodic checks")
 			assert.Equal(t, int64(1), f.outcomes.errors.Load(), "errors: the refusal, once")
-			warnings := f.recorder.Find(corev1.EventTypeWarning, storagev1alpha1.ReasonBucketExists)
+			warnings := f.recorder.Find(corev1.EventTypeWarning, storagev1.ReasonBucketExists)
 			if assert.Len(t, warnings, 1, "one Warning") {
 				assert.Contains(t, warnings[0].Message, "shared")
 			}
@@ -258,7 +275,7 @@ func TestForeignBucketIsRefused(t *testing.T) {
 			assert.Equal(t, before, after, "the bucket is untouched")
 
 			// Deleted: the finalizer goes, the bucket stays.
-			require.NoError(t, f.client.StorageV1alpha1().Buckets().Delete(context.Background(), "shared", metav1.DeleteOptions{}))
+			require.NoError(t, f.client.StorageV1().Buckets().Delete(context.Background(), "shared", metav1.DeleteOptions{}))
 			require.Eventually(t, func() bool { _, found := f.bucket(t, "shared"); return !found }, waitFor, 5*time.Millisecond, "the Bucket goes")
 			after, found = f.stored(t, "shared")
 			require.True(t, found, "the bucket stays in the store")
@@ -275,7 +292,7 @@ func TestForeignBucketGoes(t *testing.T) {
 	f.create(t, "shared", "eu-west-1")
 	require.Eventually(t, func() bool {
 		c := f.ready(t, "shared")
-		return c != nil && c.Reason == storagev1alpha1.ReasonBucketExists
+		return c != nil && c.Reason == storagev1.ReasonBucketExists
 	}, waitFor, 5*time.Millisecond, "refused")
 
 	require.NoError(t, f.store.Delete(context.Background(), "shared"))
@@ -289,7 +306,7 @@ func TestForeignBucketGoes(t *testing.T) {
 	}, waitFor, 5*time.Millisecond, "Ready")
 	assert.Len(t, f.recorder.Find(corev1.EventTypeWarning, ""), 1, "the one Warning of the refusal")
 
-	require.NoError(t, f.client.StorageV1alpha1().Buckets().Delete(context.Background(), "shared", metav1.DeleteOptions{}))
+	require.NoError(t, f.client.StorageV1().Buckets().Delete(context.Background(), "shared", metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool { _, found := f.bucket(t, "shared"); return !found }, waitFor, 5*time.Millisecond, "the Bucket goes")
 	_, found := f.stored(t, "shared")
 	assert.False(t, found, "its own bucket goes with it")

@@ -1,6 +1,6 @@
 // Command bucket runs an operator of buckets in a storage service outside
-// the cluster: each Bucket (storage.ctrlkit.io/v1alpha1, cluster-scoped)
-// declares a bucket of its name, which the operator creates there through
+// the cluster: each Bucket (storage.ctrlkit.io/v1, cluster-scoped; also
+// served as v1alpha1 by the operator's conversion webhook) declares a bucket of its name, which the operator creates there through
 // the service's HTTP API, keeps as the spec says (the service's change
 // notifications and a periodic check wake it when the bucket is changed or
 // removed behind its back), and deletes before the Bucket goes, holding a
@@ -8,10 +8,14 @@
 // of the bucket the operator creates; a bucket of the name that the
 // operator did not create for that Bucket is refused (Ready=False,
 // BucketExists), never written or deleted. The service is
-// examples/bucket/store/cmd/bucketstore.
+// examples/bucket/store/cmd/bucketstore. The operator also serves the
+// API's webhooks: conversion from and to v1alpha1, defaults (the region,
+// the deletion policy) and validation, with a certificate it issues itself
+// (--webhook-cert-secret) or one mounted in --webhook-cert-dir.
 //
 //	go run ./examples/bucket/store/cmd/bucketstore --data /tmp/buckets.json &
-//	go run ./examples/bucket --kubeconfig ~/.kube/config --store-url http://127.0.0.1:8090
+//	go run ./examples/bucket --kubeconfig ~/.kube/config --store-url http://127.0.0.1:8090 \
+//		--webhook-bind-address 127.0.0.1:9443 --webhook-cert-secret bucket-system/bucket-webhook-certs --webhook-cert-hosts 127.0.0.1
 //
 // See README.md beside this file.
 package main
@@ -21,20 +25,26 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/events"
-	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
+	storagev1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/informers/externalversions"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
 // Leader election in the operator's namespace, added to the roles generated
@@ -50,6 +60,8 @@ type options struct {
 	storeURL string
 	resync   time.Duration
 	workers  int
+	// The webhooks' settings.
+	defaultRegion, regions, certSecret, certHosts string
 }
 
 // bindFlags registers the flags on fs.
@@ -59,6 +71,10 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.storeURL, "store-url", "http://127.0.0.1:8090", "Base URL of the storage service's HTTP API.")
 	fs.DurationVar(&o.resync, "resync", time.Minute, "How often every Bucket is checked against the storage service, behind its notifications.")
 	fs.IntVar(&o.workers, "workers", 2, "Number of Buckets reconciled at once.")
+	fs.StringVar(&o.defaultRegion, "default-region", "", "Region given to a Bucket created without one; without it, such a Bucket is refused.")
+	fs.StringVar(&o.regions, "regions", "", "Comma-separated regions a Bucket may name; any if empty.")
+	fs.StringVar(&o.certSecret, "webhook-cert-secret", "", "NAMESPACE/NAME of the Secret in which the operator issues and renews the webhooks' certificate itself, publishing its CA in the webhook configurations and the CRD; if empty, the certificate is read from --webhook-cert-dir.")
+	fs.StringVar(&o.certHosts, "webhook-cert-hosts", "bucket-webhook.bucket-system.svc", "Comma-separated DNS names and IP addresses of the certificate issued with --webhook-cert-secret: those the API server calls the webhooks at.")
 	return o
 }
 
@@ -74,6 +90,12 @@ func run(args []string, stderr io.Writer) int {
 		if o.workers < 1 || o.resync <= 0 {
 			return fmt.Errorf("--workers and --resync must be positive, got %d and %s", o.workers, o.resync)
 		}
+		if ns, name, ok := strings.Cut(o.certSecret, "/"); o.certSecret != "" && (!ok || ns == "" || name == "") {
+			return fmt.Errorf("--webhook-cert-secret must be NAMESPACE/NAME, got %q", o.certSecret)
+		}
+		if o.defaultRegion != "" && o.regions != "" && !slices.Contains(list(o.regions), o.defaultRegion) {
+			return fmt.Errorf("--default-region %s is not one of --regions %s", o.defaultRegion, o.regions)
+		}
 		return nil
 	})
 }
@@ -85,7 +107,7 @@ func (o *options) runOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := operator.CheckServed(cfg, storagev1alpha1.SchemeGroupVersion); err != nil {
+	if err := operator.CheckServed(cfg, storagev1.SchemeGroupVersion); err != nil {
 		return err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -96,17 +118,55 @@ func (o *options) runOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	recorder, err := events.NewRecorder(ctx, kube, "bucket-operator", events.WithAddToScheme(storagev1alpha1.AddToScheme))
+	recorder, err := events.NewRecorder(ctx, kube, "bucket-operator", events.WithAddToScheme(storagev1.AddToScheme))
 	if err != nil {
 		return err
 	}
 	factory := operator.Informers(&o.Flags, func(transform cache.TransformFunc) externalversions.SharedInformerFactory {
 		return externalversions.NewSharedInformerFactoryWithOptions(client, 0, externalversions.WithTransform(transform))
 	})
-	ctrl, err := newController(ctx, store.NewClient(o.storeURL, nil), client, factory.Storage().V1alpha1().Buckets(), recorder, o.resync,
+	ctrl, err := newController(ctx, store.NewClient(o.storeURL, nil), client, factory.Storage().V1().Buckets(), recorder, o.resync,
 		append(o.ControllerOptions(), queue.WithWorkers(o.workers))...)
 	if err != nil {
 		return err
 	}
-	return operator.Run(ctx, append(o.Options(kube), operator.WithControllers(ctrl))...)
+	webhooks, err := o.webhooks(cfg, kube)
+	if err != nil {
+		return err
+	}
+	return operator.Run(ctx, append(o.Options(kube), operator.WithWebhooks(webhooks), operator.WithControllers(ctrl))...)
+}
+
+// webhooks returns the server of the Bucket API's webhooks, with the
+// certificate the operator issues itself if --webhook-cert-secret says so.
+func (o *options) webhooks(cfg *rest.Config, kube kubernetes.Interface) (*webhook.Server, error) {
+	if o.certSecret != "" {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		managed := webhook.ManagedConfig{Client: kube, Dynamic: dyn, CRDs: []string{bucketsCRD},
+			MutatingWebhookConfigurations: []string{webhookConfiguration}, ValidatingWebhookConfigurations: []string{webhookConfiguration}}
+		managed.Namespace, managed.Name, _ = strings.Cut(o.certSecret, "/")
+		for _, host := range list(o.certHosts) {
+			if ip := net.ParseIP(host); ip != nil {
+				managed.IPAddresses = append(managed.IPAddresses, ip)
+			} else {
+				managed.DNSNames = append(managed.DNSNames, host)
+			}
+		}
+		if o.WebhookCertificates, err = webhook.NewManagedCertificates(managed); err != nil {
+			return nil, err
+		}
+	}
+	handlers, err := bucketWebhooks{defaultRegion: o.defaultRegion, regions: list(o.regions)}.handlers()
+	if err != nil {
+		return nil, err
+	}
+	return o.Webhooks(handlers...)
+}
+
+// list splits a comma-separated flag, dropping empty entries.
+func list(flag string) []string {
+	return slices.DeleteFunc(strings.Split(flag, ","), func(s string) bool { return s == "" })
 }

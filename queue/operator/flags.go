@@ -91,6 +91,10 @@ type Flags struct {
 	// and tls.key, such as a TLS Secret that cert-manager renews, mounted
 	// there. Only an operator that calls Webhooks uses them.
 	WebhookAddr, WebhookCertDir string
+	// WebhookCertificates, when set, are the certificates Webhooks serves
+	// instead of those in WebhookCertDir: the operator's own, such as
+	// webhook.NewManagedCertificates issues.
+	WebhookCertificates webhook.Certificates
 	// ContentType (--kube-api-content-type) is the encoding RESTConfig asks
 	// the API server to answer in: ContentTypeProtobuf, the default, or
 	// ContentTypeJSON. See RESTConfig.
@@ -392,14 +396,19 @@ func (f *Flags) Options(client kubernetes.Interface) []Option {
 }
 
 // Webhooks returns the server of the operator's webhooks that opts give
-// (webhook.Handle), at --webhook-bind-address, with the certificate and
-// key in --webhook-cert-dir (reloaded when they are renewed), counted in
-// Metrics unless --metrics-bind-address is disabled; Run serves it when
-// given WithWebhooks. It fails if the certificate does not load.
+// (webhook.Handle), at --webhook-bind-address, with WebhookCertificates
+// if set, else the certificate and key in --webhook-cert-dir (reloaded
+// when they are renewed), counted in Metrics unless
+// --metrics-bind-address is disabled; Run serves it when given
+// WithWebhooks. It fails if the certificate files do not load.
 func (f *Flags) Webhooks(opts ...webhook.Option) (*webhook.Server, error) {
-	certs, err := webhook.NewCertFiles(filepath.Join(f.WebhookCertDir, "tls.crt"), filepath.Join(f.WebhookCertDir, "tls.key"))
-	if err != nil {
-		return nil, fmt.Errorf("operator: --webhook-cert-dir %s: %w", f.WebhookCertDir, err)
+	certs := f.WebhookCertificates
+	if certs == nil {
+		files, err := webhook.NewCertFiles(filepath.Join(f.WebhookCertDir, "tls.crt"), filepath.Join(f.WebhookCertDir, "tls.key"))
+		if err != nil {
+			return nil, fmt.Errorf("operator: --webhook-cert-dir %s: %w", f.WebhookCertDir, err)
+		}
+		certs = files
 	}
 	if enabled(f.MetricsAddr) {
 		opts = append(opts, webhook.WithMetrics(f.Metrics()))

@@ -144,4 +144,24 @@ func TestFlagsWebhooks(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"--webhook-cert-dir=" + t.TempDir()}))
 	_, err = flags.Webhooks(webhook.Handle("/validate", validating))
 	assert.ErrorContains(t, err, "--webhook-cert-dir")
+
+	// The operator's own certificates replace the directory's.
+	own := &fixedCertificate{}
+	flags.WebhookCertificates = own
+	srv, err = flags.Webhooks(webhook.Handle("/validate", validating))
+	require.NoError(t, err)
+	assert.Error(t, srv.Ready(), "no certificate yet")
+	own.cert, err = tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	require.NoError(t, err)
+	assert.NoError(t, srv.Ready())
+}
+
+// fixedCertificate serves cert once it is set.
+type fixedCertificate struct{ cert tls.Certificate }
+
+func (c *fixedCertificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c.cert.Certificate == nil {
+		return nil, nil
+	}
+	return &c.cert, nil
 }

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,19 +13,24 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	storagev1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1"
 	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned"
-	bucketclient "github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned/typed/storage/v1alpha1"
+	bucketclient "github.com/ctrlkit/ctrlkit/examples/bucket/generated/clientset/versioned/typed/storage/v1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/audit"
 	"github.com/ctrlkit/ctrlkit/foo/testenv/controlplane"
@@ -45,7 +53,15 @@ const (
 	// bkEventNamespace is where the event recorder writes the events about
 	// a cluster-scoped object such as a Bucket.
 	bkEventNamespace = metav1.NamespaceDefault
+	// bkCertSecret is the operator's --webhook-cert-secret, the one its
+	// RBAC allows.
+	bkCertSecret = bkNamespace + "/bucket-webhook-certs"
+	// bkDefaultRegion is the operator's --default-region.
+	bkDefaultRegion = "eu-west-1"
 )
+
+// bkRegions is the operator's --regions: those of the test's Buckets.
+var bkRegions = []string{"eu-west-1", "eu-central-1", "us-east-1", "us-west-2", "sa-east-1"}
 
 // bkSuite is the state the steps of TestBucketOperator share: one control
 // plane, one store (restarted on the same address with the same data file)
@@ -59,6 +75,12 @@ type bkSuite struct {
 	kubeconfig  string
 	kube        kubernetes.Interface
 	buckets     bucketclient.BucketInterface
+	// alpha is the Buckets' client of version v1alpha1, which the
+	// operator's conversion webhook serves.
+	alpha dynamic.ResourceInterface
+	// webhookAddr is where every run of the operator serves its webhooks,
+	// which the API server calls at that address.
+	webhookAddr string
 	// store is a client of the store at storeAddr, which every run of the
 	// store listens on; dataFile keeps the buckets across runs.
 	store     *store.Client
@@ -98,6 +120,7 @@ func TestBucketOperator(t *testing.T) {
 	}{
 		{"the store and the operator start", s.start},
 		{"a new Bucket is created in the store and gets Ready", s.create},
+		{"the webhooks default, refuse and convert Buckets, and Retain keeps a bucket", s.webhooks},
 		{"a spec change reaches the store", s.specChange},
 		{"a bucket changed or removed behind the operator's back is restored", s.restore},
 		{"deleting a Bucket deletes its bucket before the Bucket goes", s.delete},
@@ -135,7 +158,7 @@ func (s *bkSuite) setUp() {
 	require.NoError(t, err)
 	client, err := versioned.NewForConfig(admin)
 	require.NoError(t, err)
-	s.buckets = client.StorageV1alpha1().Buckets()
+	s.buckets = client.StorageV1().Buckets()
 
 	for _, file := range []string{"namespace.yaml", "serviceaccount.yaml", "role.yaml", "rbac.yaml"} {
 		path := filepath.Join(s.root, "examples", "bucket", "deploy", file)
@@ -148,7 +171,7 @@ func (s *bkSuite) setUp() {
 	asOperator, err := versioned.NewForConfig(cfg)
 	require.NoError(t, err)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		_, err := asOperator.StorageV1alpha1().Buckets().List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := asOperator.StorageV1().Buckets().List(ctx, metav1.ListOptions{Limit: 1})
 		assert.NoError(c, err)
 	}, waitTimeout, pollEvery, "the operator's RBAC takes effect")
 	s.kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
@@ -157,6 +180,57 @@ func (s *bkSuite) setUp() {
 	s.storeAddr = freeAddress(t)
 	s.dataFile = filepath.Join(t.TempDir(), "buckets.json")
 	s.store = store.NewClient("http://"+s.storeAddr, nil)
+	s.installWebhooks(t)
+}
+
+// installWebhooks installs the webhook configurations of
+// examples/bucket/deploy/webhook.yaml and the CRD's conversion webhook of
+// crd-conversion.yaml, without their caBundle, which the operator
+// publishes, and with the API server calling the operator's address
+// instead of the Service.
+func (s *bkSuite) installWebhooks(t *testing.T) {
+	ctx := t.Context()
+	s.webhookAddr = freeAddress(t)
+	dyn, err := dynamic.NewForConfig(s.cp.Config())
+	require.NoError(t, err)
+	s.alpha = dyn.Resource(storagev1alpha1.SchemeGroupVersion.WithResource("buckets"))
+	atOperator := func(cc map[string]any) {
+		service := cc["service"].(map[string]any)
+		delete(cc, "service")
+		cc["url"] = "https://" + s.webhookAddr + service["path"].(string)
+	}
+	deploy := filepath.Join(s.root, "examples", "bucket", "deploy")
+	for _, obj := range readManifest(t, filepath.Join(deploy, "webhook.yaml")) {
+		resource := map[string]string{"MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+			"ValidatingWebhookConfiguration": "validatingwebhookconfigurations"}[obj.GetKind()]
+		if resource == "" {
+			continue // the Service, which the API server does not call here
+		}
+		webhooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+		for _, w := range webhooks {
+			atOperator(w.(map[string]any)["clientConfig"].(map[string]any))
+		}
+		require.NoError(t, unstructured.SetNestedSlice(obj.Object, webhooks, "webhooks"))
+		_, err := dyn.Resource(admissionregistrationv1.SchemeGroupVersion.WithResource(resource)).Create(ctx, obj, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	patch := readManifest(t, filepath.Join(deploy, "crd-conversion.yaml"))[0]
+	cc, _, _ := unstructured.NestedMap(patch.Object, "spec", "conversion", "webhook", "clientConfig")
+	atOperator(cc)
+	require.NoError(t, unstructured.SetNestedMap(patch.Object, cc, "spec", "conversion", "webhook", "clientConfig"))
+	data, err := json.Marshal(map[string]any{"spec": patch.Object["spec"]})
+	require.NoError(t, err)
+	_, err = dyn.Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).
+		Patch(ctx, patch.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+// readManifest reads the objects of a YAML file.
+func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return decodeObjects(t, path, data)
 }
 
 // startStore runs the store on storeAddr with dataFile and waits for its
@@ -190,6 +264,11 @@ func (s *bkSuite) startOperator(t *testing.T) {
 		"--leader-elect-renew-deadline="+leRenewDeadline.String(),
 		"--leader-elect-retry-period="+leRetryPeriod.String(),
 		"--shutdown-timeout="+shutdownTimeout.String(),
+		"--webhook-bind-address="+s.webhookAddr,
+		"--webhook-cert-secret="+bkCertSecret,
+		"--webhook-cert-hosts=127.0.0.1",
+		"--default-region="+bkDefaultRegion,
+		"--regions="+strings.Join(bkRegions, ","),
 		"-v=2")
 	p.metricsURL, p.healthURL = "http://"+metricsAddr, "http://"+healthAddr
 	p.controller = "buckets"
@@ -217,15 +296,27 @@ func (s *bkSuite) start(t *testing.T) {
 	assert.Empty(t, list, "a new store holds no bucket")
 }
 
+// bkDefaulted is spec as the operator's defaulting webhook leaves it.
+func bkDefaulted(spec storagev1.BucketSpec) storagev1.BucketSpec {
+	if spec.Region == "" {
+		spec.Region = bkDefaultRegion
+	}
+	if spec.DeletionPolicy == "" {
+		spec.DeletionPolicy = storagev1.DeletionPolicyDelete
+	}
+	return spec
+}
+
 // bkSpec returns the store's spec of a Bucket spec.
-func bkSpec(spec storagev1alpha1.BucketSpec) store.Spec {
+func bkSpec(spec storagev1.BucketSpec) store.Spec {
+	spec = bkDefaulted(spec)
 	return store.Spec{Region: spec.Region, Versioning: spec.Versioning}
 }
 
 // createBucket creates a Bucket as the admin.
-func (s *bkSuite) createBucket(t *testing.T, name string, spec storagev1alpha1.BucketSpec) *storagev1alpha1.Bucket {
+func (s *bkSuite) createBucket(t *testing.T, name string, spec storagev1.BucketSpec) *storagev1.Bucket {
 	t.Helper()
-	b, err := s.buckets.Create(t.Context(), &storagev1alpha1.Bucket{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+	b, err := s.buckets.Create(t.Context(), &storagev1.Bucket{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return b
 }
@@ -233,9 +324,9 @@ func (s *bkSuite) createBucket(t *testing.T, name string, spec storagev1alpha1.B
 // waitSynced waits until the store holds the bucket with the spec, owned
 // by the Bucket, and the Bucket has the finalizer and reports its current
 // generation Ready; it returns the Bucket.
-func (s *bkSuite) waitSynced(t *testing.T, name string, spec storagev1alpha1.BucketSpec) *storagev1alpha1.Bucket {
+func (s *bkSuite) waitSynced(t *testing.T, name string, spec storagev1.BucketSpec) *storagev1.Bucket {
 	t.Helper()
-	var b *storagev1alpha1.Bucket
+	var b *storagev1.Bucket
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got, found, err := s.store.Get(t.Context(), name)
 		require.NoError(c, err)
@@ -244,13 +335,13 @@ func (s *bkSuite) waitSynced(t *testing.T, name string, spec storagev1alpha1.Buc
 		b, err = s.buckets.Get(t.Context(), name, metav1.GetOptions{})
 		require.NoError(c, err)
 		assert.Equal(c, string(b.UID), got.Owner, "the bucket is owned by its Bucket")
-		assert.Equal(c, spec, b.Spec)
-		assert.Contains(c, b.Finalizers, storagev1alpha1.Finalizer)
+		assert.Equal(c, bkDefaulted(spec), b.Spec)
+		assert.Contains(c, b.Finalizers, storagev1.Finalizer)
 		assert.Equal(c, b.Generation, b.Status.ObservedGeneration, "observedGeneration")
-		cond := meta.FindStatusCondition(b.Status.Conditions, storagev1alpha1.ConditionReady)
+		cond := meta.FindStatusCondition(b.Status.Conditions, storagev1.ConditionReady)
 		if assert.NotNil(c, cond, "Ready condition") {
 			assert.Equal(c, metav1.ConditionTrue, cond.Status)
-			assert.Equal(c, storagev1alpha1.ReasonSynced, cond.Reason)
+			assert.Equal(c, storagev1.ReasonSynced, cond.Reason)
 			assert.Equal(c, b.Generation, cond.ObservedGeneration)
 		}
 	}, waitTimeout, pollEvery, "bucket %s in the store and its Bucket Ready", name)
@@ -259,9 +350,9 @@ func (s *bkSuite) waitSynced(t *testing.T, name string, spec storagev1alpha1.Buc
 
 // The Buckets of the test and their specs; photos changes in specChange.
 var (
-	bkPhotos        = storagev1alpha1.BucketSpec{Region: "eu-west-1", Versioning: true}
-	bkPhotosChanged = storagev1alpha1.BucketSpec{Region: "eu-central-1"}
-	bkArchive       = storagev1alpha1.BucketSpec{Region: "us-east-1"}
+	bkPhotos        = storagev1.BucketSpec{Region: "eu-west-1", Versioning: true}
+	bkPhotosChanged = storagev1.BucketSpec{Region: "eu-central-1"}
+	bkArchive       = storagev1.BucketSpec{Region: "us-east-1"}
 )
 
 func (s *bkSuite) create(t *testing.T) {
@@ -273,13 +364,93 @@ func (s *bkSuite) create(t *testing.T) {
 	t.Logf("both Buckets in the store and Ready after %s", time.Since(created).Round(time.Millisecond))
 }
 
+// webhooks checks the operator's webhooks as the API server calls them: a
+// Bucket without a region gets the default one, one in another region is
+// refused as kubectl prints it, a v1alpha1 Bucket is stored as v1 with the
+// policy of its annotation and read back as v1alpha1, and its Retain
+// policy leaves its bucket in the store when it is deleted.
+func (s *bkSuite) webhooks(t *testing.T) {
+	ctx := t.Context()
+	kubectl := func(stdin string, args ...string) (stdout, stderr string, err error) {
+		var out, errOut bytes.Buffer
+		cmd := s.cp.KubectlCommand(ctx, args...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
+		err = cmd.Run()
+		return out.String(), errOut.String(), err
+	}
+
+	// Defaulted: the region and the deletion policy.
+	b := s.createBucket(t, "plain", storagev1.BucketSpec{})
+	assert.Equal(t, storagev1.BucketSpec{Region: bkDefaultRegion, DeletionPolicy: storagev1.DeletionPolicyDelete}, b.Spec)
+	s.waitSynced(t, "plain", storagev1.BucketSpec{})
+	w := s.watchBucket(t, "plain")
+	require.NoError(t, s.buckets.Delete(ctx, "plain", metav1.DeleteOptions{}))
+	s.awaitDeleted(t, w, "plain")
+
+	// Refused, with the field error as the API server shows its own.
+	_, stderr, err := kubectl(`{"apiVersion":"storage.ctrlkit.io/v1","kind":"Bucket","metadata":{"name":"far"},"spec":{"region":"mars-1"}}`, "create", "-f", "-")
+	require.Error(t, err)
+	assert.Contains(t, stderr, `The Bucket "far" is invalid: spec.region: Unsupported value: "mars-1": supported values: "eu-west-1", "eu-central-1"`)
+	_, err = s.buckets.Get(ctx, "far", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "a refused Bucket is not stored: %v", err)
+
+	// A v1alpha1 Bucket keeps v1's deletion policy in an annotation.
+	spec := storagev1.BucketSpec{Region: "us-east-1", DeletionPolicy: storagev1.DeletionPolicyRetain}
+	_, stderr, err = kubectl(`apiVersion: storage.ctrlkit.io/v1alpha1
+kind: Bucket
+metadata:
+  name: kept
+  annotations:
+    `+storagev1alpha1.AnnotationDeletionPolicy+`: Retain
+spec:
+  region: us-east-1
+`, "create", "-f", "-")
+	require.NoError(t, err, stderr)
+	assert.Contains(t, stderr, "Warning: storage.ctrlkit.io/v1alpha1 Bucket is deprecated; use storage.ctrlkit.io/v1\n")
+	assert.Contains(t, stderr, "Warning: spec.deletionPolicy: Retain: the bucket stays in the storage service after the Bucket is deleted\n")
+	kept := s.waitSynced(t, "kept", spec)
+	assert.NotContains(t, kept.Annotations, storagev1alpha1.AnnotationDeletionPolicy, "v1 has the field instead")
+	_, err = s.alpha.Patch(ctx, "kept", types.MergePatchType, []byte(`{"spec":{"versioning":true}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	spec.Versioning = true
+	s.waitSynced(t, "kept", spec)
+	alpha, err := s.alpha.Get(ctx, "kept", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"region": "us-east-1", "versioning": true}, alpha.Object["spec"])
+	assert.Equal(t, "Retain", alpha.GetAnnotations()[storagev1alpha1.AnnotationDeletionPolicy])
+
+	// Retained: the Bucket goes, its bucket stays.
+	require.NoError(t, s.buckets.Delete(ctx, "kept", metav1.DeleteOptions{}))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := s.buckets.Get(ctx, "kept", metav1.GetOptions{})
+		assert.True(c, apierrors.IsNotFound(err), "Bucket kept: want NotFound, got %v", err)
+	}, waitTimeout, pollEvery, "Bucket kept is deleted")
+	got, found, err := s.store.Get(ctx, "kept")
+	require.NoError(t, err)
+	require.True(t, found, "the store keeps bucket kept")
+	assert.Equal(t, string(kept.UID), got.Owner)
+	require.NoError(t, s.store.DeleteAs(ctx, got.Owner, "kept"))
+
+	// The certificate the operator issued, and its CA in the configurations
+	// and the CRD.
+	ns, name, _ := strings.Cut(bkCertSecret, "/")
+	secret, err := s.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	for _, key := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, "ca.crt", "ca.key"} {
+		assert.NotEmpty(t, secret.Data[key], "key %s of Secret %s", key, bkCertSecret)
+	}
+	validating, err := s.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "bucket-operator", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, string(validating.Webhooks[0].ClientConfig.CABundle), string(secret.Data["ca.crt"]))
+}
+
 func (s *bkSuite) specChange(t *testing.T) {
 	// A merge patch of the spec alone: the operator's finalizer and status
 	// writes cannot make it conflict.
 	patch := fmt.Sprintf(`{"spec":{"region":%q,"versioning":%t}}`, bkPhotosChanged.Region, bkPhotosChanged.Versioning)
 	b, err := s.buckets.Patch(t.Context(), "photos", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
-	require.Equal(t, bkPhotosChanged, b.Spec)
+	require.Equal(t, bkDefaulted(bkPhotosChanged), b.Spec)
 	synced := s.waitSynced(t, "photos", bkPhotosChanged)
 	assert.GreaterOrEqual(t, synced.Generation, b.Generation)
 }
@@ -350,7 +521,7 @@ func (s *bkSuite) awaitDeleted(t *testing.T, w watch.Interface, name string) (he
 				assert.True(t, apierrors.IsNotFound(err), "Bucket %s: want NotFound, got %v", name, err)
 				return heldByFinalizer
 			case watch.Modified:
-				if b, ok := ev.Object.(*storagev1alpha1.Bucket); ok && b.DeletionTimestamp != nil && slices.Contains(b.Finalizers, storagev1alpha1.Finalizer) {
+				if b, ok := ev.Object.(*storagev1.Bucket); ok && b.DeletionTimestamp != nil && slices.Contains(b.Finalizers, storagev1.Finalizer) {
 					heldByFinalizer = true
 				}
 			case watch.Error:
@@ -376,38 +547,38 @@ func (s *bkSuite) delete(t *testing.T) {
 // its current generation (the deletion made a new one, so the condition
 // was written by the failed cleanup), and a Warning StoreUnavailable about
 // it exists. It returns the Bucket and the Warning.
-func (s *bkSuite) waitCleanupFailing(t *testing.T, name string) (*storagev1alpha1.Bucket, corev1.Event) {
+func (s *bkSuite) waitCleanupFailing(t *testing.T, name string) (*storagev1.Bucket, corev1.Event) {
 	t.Helper()
-	var b *storagev1alpha1.Bucket
+	var b *storagev1.Bucket
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		var err error
 		b, err = s.buckets.Get(t.Context(), name, metav1.GetOptions{})
 		require.NoError(c, err)
 		assert.NotNil(c, b.DeletionTimestamp, "deletionTimestamp")
-		assert.Contains(c, b.Finalizers, storagev1alpha1.Finalizer)
-		cond := meta.FindStatusCondition(b.Status.Conditions, storagev1alpha1.ConditionReady)
+		assert.Contains(c, b.Finalizers, storagev1.Finalizer)
+		cond := meta.FindStatusCondition(b.Status.Conditions, storagev1.ConditionReady)
 		if assert.NotNil(c, cond, "Ready condition") {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status)
-			assert.Equal(c, storagev1alpha1.ReasonStoreUnavailable, cond.Reason)
+			assert.Equal(c, storagev1.ReasonStoreUnavailable, cond.Reason)
 			assert.Equal(c, b.Generation, cond.ObservedGeneration, "written for the deletion's generation")
 		}
 	}, waitTimeout, pollEvery, "Bucket %s waits with its finalizer and reports the store unavailable", name)
-	cond := meta.FindStatusCondition(b.Status.Conditions, storagev1alpha1.ConditionReady)
+	cond := meta.FindStatusCondition(b.Status.Conditions, storagev1.ConditionReady)
 	t.Logf("Bucket %s: Ready=%s %s: %s", name, cond.Status, cond.Reason, cond.Message)
 
 	var warning corev1.Event
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		found := s.warnings(c, b, storagev1alpha1.ReasonStoreUnavailable)
-		require.NotEmpty(c, found, "no Warning %s about Bucket %s yet", storagev1alpha1.ReasonStoreUnavailable, name)
+		found := s.warnings(c, b, storagev1.ReasonStoreUnavailable)
+		require.NotEmpty(c, found, "no Warning %s about Bucket %s yet", storagev1.ReasonStoreUnavailable, name)
 		warning = found[0]
-	}, waitTimeout, pollEvery, "Warning %s about Bucket %s", storagev1alpha1.ReasonStoreUnavailable, name)
+	}, waitTimeout, pollEvery, "Warning %s about Bucket %s", storagev1.ReasonStoreUnavailable, name)
 	t.Logf("Warning %s about Bucket %s in namespace %s: %s", warning.Reason, name, warning.Namespace, warning.Message)
 	return b, warning
 }
 
 // warnings lists the Warning events of reason about the Bucket (its UID, so
 // not about an earlier Bucket of the same name).
-func (s *bkSuite) warnings(t require.TestingT, b *storagev1alpha1.Bucket, reason string) []corev1.Event {
+func (s *bkSuite) warnings(t require.TestingT, b *storagev1.Bucket, reason string) []corev1.Event {
 	list, err := s.kube.CoreV1().Events(bkEventNamespace).List(s.t.Context(), metav1.ListOptions{
 		FieldSelector: fields.Set{"involvedObject.kind": "Bucket", "involvedObject.name": b.Name, "type": corev1.EventTypeWarning}.String(),
 	})
@@ -423,7 +594,7 @@ func (s *bkSuite) warnings(t require.TestingT, b *storagev1alpha1.Bucket, reason
 
 func (s *bkSuite) storeDownDuringDeletion(t *testing.T) {
 	ctx := t.Context()
-	spec := storagev1alpha1.BucketSpec{Region: "us-west-2"}
+	spec := storagev1.BucketSpec{Region: "us-west-2"}
 	s.createBucket(t, "logs", spec)
 	s.waitSynced(t, "logs", spec)
 
@@ -431,8 +602,8 @@ func (s *bkSuite) storeDownDuringDeletion(t *testing.T) {
 	require.NoError(t, s.buckets.Delete(ctx, "logs", metav1.DeleteOptions{}))
 	b, _ := s.waitCleanupFailing(t, "logs")
 	// Once per outage: the retries of the cleanup record no other Warning.
-	found := s.warnings(t, b, storagev1alpha1.ReasonStoreUnavailable)
-	if assert.Len(t, found, 1, "Warnings %s about Bucket logs", storagev1alpha1.ReasonStoreUnavailable) {
+	found := s.warnings(t, b, storagev1.ReasonStoreUnavailable)
+	if assert.Len(t, found, 1, "Warnings %s about Bucket logs", storagev1.ReasonStoreUnavailable) {
 		assert.Equal(t, int32(1), found[0].Count, "count of the Warning")
 	}
 
@@ -445,7 +616,7 @@ func (s *bkSuite) storeDownDuringDeletion(t *testing.T) {
 
 func (s *bkSuite) killMidCleanup(t *testing.T) {
 	ctx := t.Context()
-	spec := storagev1alpha1.BucketSpec{Region: "sa-east-1", Versioning: true}
+	spec := storagev1.BucketSpec{Region: "sa-east-1", Versioning: true}
 	s.createBucket(t, "media", spec)
 	s.waitSynced(t, "media", spec)
 
@@ -464,7 +635,7 @@ func (s *bkSuite) killMidCleanup(t *testing.T) {
 	b, err := s.buckets.Get(ctx, "media", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, b.DeletionTimestamp)
-	require.Contains(t, b.Finalizers, storagev1alpha1.Finalizer)
+	require.Contains(t, b.Finalizers, storagev1.Finalizer)
 
 	w := s.watchBucket(t, "media")
 	restarted := time.Now()
@@ -492,20 +663,20 @@ func (s *bkSuite) foreignBucket(t *testing.T) {
 	terminal := s.operatorMetric(t, "controller_runtime_terminal_reconcile_errors_total")
 
 	created := time.Now()
-	b := s.createBucket(t, "shared", storagev1alpha1.BucketSpec{Region: "eu-west-1", Versioning: true})
+	b := s.createBucket(t, "shared", storagev1.BucketSpec{Region: "eu-west-1", Versioning: true})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got, err := s.buckets.Get(ctx, "shared", metav1.GetOptions{})
 		require.NoError(c, err)
-		assert.Contains(c, got.Finalizers, storagev1alpha1.Finalizer, "the finalizer, whose cleanup must leave the bucket")
-		cond := meta.FindStatusCondition(got.Status.Conditions, storagev1alpha1.ConditionReady)
+		assert.Contains(c, got.Finalizers, storagev1.Finalizer, "the finalizer, whose cleanup must leave the bucket")
+		cond := meta.FindStatusCondition(got.Status.Conditions, storagev1.ConditionReady)
 		if assert.NotNil(c, cond, "Ready condition") {
 			assert.Equal(c, metav1.ConditionFalse, cond.Status)
-			assert.Equal(c, storagev1alpha1.ReasonBucketExists, cond.Reason)
+			assert.Equal(c, storagev1.ReasonBucketExists, cond.Reason)
 			assert.Equal(c, got.Generation, cond.ObservedGeneration)
 		}
-		assert.Len(c, s.warnings(c, b, storagev1alpha1.ReasonBucketExists), 1, "Warning %s", storagev1alpha1.ReasonBucketExists)
+		assert.Len(c, s.warnings(c, b, storagev1.ReasonBucketExists), 1, "Warning %s", storagev1.ReasonBucketExists)
 		assert.Equal(c, terminal+1, s.operatorMetric(c, "controller_runtime_terminal_reconcile_errors_total"), "the refusal is a terminal error")
-	}, waitTimeout, pollEvery, "Bucket shared refused with Ready=False %s and a Warning", storagev1alpha1.ReasonBucketExists)
+	}, waitTimeout, pollEvery, "Bucket shared refused with Ready=False %s and a Warning", storagev1.ReasonBucketExists)
 	t.Logf("Bucket shared refused after %s", time.Since(created).Round(time.Millisecond))
 	// failures counts the operator's log lines of failed reconciles of the
 	// refusal.
@@ -528,8 +699,8 @@ func (s *bkSuite) foreignBucket(t *testing.T) {
 		assert.GreaterOrEqual(c, s.operatorMetric(c, "controller_runtime_reconcile_total"), reconciles+6, "reconciles")
 		assert.GreaterOrEqual(c, time.Since(checked), 3*bkResync, "three periodic checks")
 	}, waitTimeout, pollEvery, "periodic checks of Bucket shared")
-	found := s.warnings(t, b, storagev1alpha1.ReasonBucketExists)
-	if assert.Len(t, found, 1, "Warnings %s about Bucket shared", storagev1alpha1.ReasonBucketExists) {
+	found := s.warnings(t, b, storagev1.ReasonBucketExists)
+	if assert.Len(t, found, 1, "Warnings %s about Bucket shared", storagev1.ReasonBucketExists) {
 		assert.Equal(t, int32(1), found[0].Count, "count of the Warning")
 		t.Logf("Warning %s: %s", found[0].Reason, found[0].Message)
 	}
@@ -567,7 +738,7 @@ func (s *bkSuite) nothingLeaked(t *testing.T) {
 		for _, b := range list.Items {
 			names = append(names, b.Name)
 			assert.Nil(c, b.DeletionTimestamp, "Bucket %s is not being deleted", b.Name)
-			cond := meta.FindStatusCondition(b.Status.Conditions, storagev1alpha1.ConditionReady)
+			cond := meta.FindStatusCondition(b.Status.Conditions, storagev1.ConditionReady)
 			if assert.NotNil(c, cond, "Ready condition of Bucket %s", b.Name) {
 				assert.Equal(c, metav1.ConditionTrue, cond.Status, "Ready of Bucket %s", b.Name)
 				assert.Equal(c, b.Generation, cond.ObservedGeneration, "observedGeneration of Ready of Bucket %s", b.Name)

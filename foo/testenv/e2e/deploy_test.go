@@ -58,6 +58,11 @@ func TestDeployKustomizations(t *testing.T) {
 
 			rendered := decodeObjects(t, "kubectl kustomize "+dir, []byte(kubectl("kustomize", dir)))
 			assert.ElementsMatch(t, objectNames(want), objectNames(rendered), "every object of the manifests, once")
+			for _, patch := range kustomizationPatches(t, dir) {
+				i := slices.Index(objectNames(rendered), objectNames([]*unstructured.Unstructured{patch})[0])
+				require.GreaterOrEqual(t, i, 0, "the patch's object %s is rendered", patch.GetName())
+				assertHolds(t, rendered[i].Object, patch.Object, objectNames(rendered)[i])
+			}
 
 			var images []string
 			for _, o := range rendered {
@@ -87,6 +92,9 @@ func TestDeployKustomizations(t *testing.T) {
 // kustomization is the part of a kustomization file that these tests read.
 type kustomization struct {
 	Resources []string `json:"resources"`
+	Patches   []struct {
+		Path string `json:"path"`
+	} `json:"patches"`
 }
 
 // kustomizationObjects reads the objects of the manifests that the
@@ -103,6 +111,9 @@ func kustomizationObjects(t *testing.T, dir string) []*unstructured.Unstructured
 
 	var objs []*unstructured.Unstructured
 	listed := map[string]bool{}
+	for _, p := range k.Patches {
+		listed[filepath.Join(dir, p.Path)] = true // not objects of their own
+	}
 	for _, res := range k.Resources {
 		path := filepath.Join(dir, res)
 		info, err := os.Stat(path)
@@ -137,6 +148,36 @@ func kustomizationObjects(t *testing.T, dir string) []*unstructured.Unstructured
 	})
 	require.NoError(t, err)
 	return objs
+}
+
+// kustomizationPatches reads the patches that the kustomization in dir
+// lists.
+func kustomizationPatches(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, kustomizationFile))
+	require.NoError(t, err)
+	var k kustomization
+	require.NoError(t, utilyaml.Unmarshal(data, &k))
+	var patches []*unstructured.Unstructured
+	for _, p := range k.Patches {
+		data, err := os.ReadFile(filepath.Join(dir, p.Path))
+		require.NoError(t, err)
+		patches = append(patches, decodeObjects(t, p.Path, data)...)
+	}
+	return patches
+}
+
+// assertHolds asserts that every value of the patch's maps is in obj.
+func assertHolds(t *testing.T, obj, patch map[string]any, where string) {
+	t.Helper()
+	for k, want := range patch {
+		if w, ok := want.(map[string]any); ok {
+			got, _ := obj[k].(map[string]any)
+			assertHolds(t, got, w, where+"."+k)
+			continue
+		}
+		assert.Equal(t, want, obj[k], "%s.%s", where, k)
+	}
 }
 
 // decodeObjects decodes every YAML document of data (from where) into an

@@ -19,8 +19,10 @@ limitations under the License.
 package applyconfiguration
 
 import (
+	v1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1"
 	v1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
 	internal "github.com/ctrlkit/ctrlkit/examples/bucket/generated/applyconfiguration/internal"
+	storagev1 "github.com/ctrlkit/ctrlkit/examples/bucket/generated/applyconfiguration/storage/v1"
 	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/generated/applyconfiguration/storage/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,7 +33,15 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=storage.ctrlkit.io, Version=v1alpha1
+	// Group=storage.ctrlkit.io, Version=v1
+	case v1.SchemeGroupVersion.WithKind("Bucket"):
+		return &storagev1.BucketApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("BucketSpec"):
+		return &storagev1.BucketSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("BucketStatus"):
+		return &storagev1.BucketStatusApplyConfiguration{}
+
+		// Group=storage.ctrlkit.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("Bucket"):
 		return &storagev1alpha1.BucketApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BucketSpec"):

@@ -4,37 +4,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Finalizer is the finalizer the bucket operator keeps on every Bucket until
-// the bucket it declares is gone from the storage service.
-const Finalizer = "storage.ctrlkit.io/bucket"
-
-// ConditionReady is the type of the condition that summarises a Bucket:
-// True when the storage service holds the bucket as the spec asks.
-const ConditionReady = "Ready"
-
-// Reasons of the Ready condition.
-const (
-	// ReasonSynced (Ready=True): the storage service holds the bucket as
-	// the spec asks.
-	ReasonSynced = "Synced"
-	// ReasonStoreUnavailable (Ready=False): the storage service could not
-	// be reached or failed; the operator retries with backoff. Also the
-	// reason of the Warning event.
-	ReasonStoreUnavailable = "StoreUnavailable"
-	// ReasonBucketExists (Ready=False): the storage service holds a bucket
-	// of the Bucket's name that the operator did not create for this
-	// Bucket (its owner there is not the Bucket's UID). The operator leaves
-	// it alone: it does not write it, nor delete it when the Bucket goes;
-	// once it is gone from the service, the Bucket gets a bucket of its
-	// own. Also the reason of the Warning event.
-	ReasonBucketExists = "BucketExists"
-)
-
 // +genclient
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:resource:path=buckets,singular=bucket,scope=Cluster
 // +kubebuilder:subresource:status
+// +kubebuilder:deprecatedversion:warning="storage.ctrlkit.io/v1alpha1 Bucket is deprecated; use storage.ctrlkit.io/v1"
 // +kubebuilder:printcolumn:name=Region,type=string,JSONPath=`.spec.region`
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
@@ -46,7 +21,9 @@ const (
 // says (restoring it if it is changed or removed behind the operator's back)
 // and deletes it before the Bucket is deleted. A bucket of that name that
 // the operator did not create for this Bucket is never written or deleted
-// (see ReasonBucketExists).
+// (see ReasonBucketExists in package v1). Version v1 adds
+// spec.deletionPolicy, which this version keeps in the annotation
+// AnnotationDeletionPolicy.
 type Bucket struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
@@ -79,7 +56,7 @@ type BucketStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are the latest observations, keyed by type; the operator
-	// maintains ConditionReady.
+	// maintains the Ready condition (see package v1).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -39,6 +39,53 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.ctrlkit.ctrlkit.examples.bucket.apis.storage.v1.Bucket
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.ctrlkit.ctrlkit.examples.bucket.apis.storage.v1.BucketSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.ctrlkit.ctrlkit.examples.bucket.apis.storage.v1.BucketStatus
+      default: {}
+- name: com.github.ctrlkit.ctrlkit.examples.bucket.apis.storage.v1.BucketSpec
+  map:
+    fields:
+    - name: deletionPolicy
+      type:
+        scalar: string
+    - name: region
+      type:
+        scalar: string
+    - name: versioning
+      type:
+        scalar: boolean
+- name: com.github.ctrlkit.ctrlkit.examples.bucket.apis.storage.v1.BucketStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: observedGeneration
+      type:
+        scalar: numeric
 - name: com.github.ctrlkit.ctrlkit.examples.bucket.apis.storage.v1alpha1.Bucket
   map:
     fields:

@@ -21,6 +21,7 @@ package externalversions
 import (
 	fmt "fmt"
 
+	v1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1"
 	v1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -52,7 +53,11 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=storage.ctrlkit.io, Version=v1alpha1
+	// Group=storage.ctrlkit.io, Version=v1
+	case v1.SchemeGroupVersion.WithResource("buckets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Storage().V1().Buckets().Informer()}, nil
+
+		// Group=storage.ctrlkit.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("buckets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Storage().V1alpha1().Buckets().Informer()}, nil
 

@@ -35,7 +35,9 @@ import (
 // says (restoring it if it is changed or removed behind the operator's back)
 // and deletes it before the Bucket is deleted. A bucket of that name that
 // the operator did not create for this Bucket is never written or deleted
-// (see ReasonBucketExists).
+// (see ReasonBucketExists in package v1). Version v1 adds
+// spec.deletionPolicy, which this version keeps in the annotation
+// AnnotationDeletionPolicy.
 type BucketApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -31,7 +31,7 @@ type BucketStatusApplyConfiguration struct {
 	// acted on.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Conditions are the latest observations, keyed by type; the operator
-	// maintains ConditionReady.
+	// maintains the Ready condition (see package v1).
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
