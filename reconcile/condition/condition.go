@@ -5,8 +5,8 @@
 // status write only when something changed, behind the read-your-own-writes
 // gate of package reconcile/write.
 //
-//	ready := condition.New(objects, recorder, func(b *v1alpha1.Bucket) *[]metav1.Condition { return &b.Status.Conditions },
-//		condition.WithObservedGeneration(func(b *v1alpha1.Bucket) *int64 { return &b.Status.ObservedGeneration }))
+//	ready := condition.New(objects, recorder, func(b *v1.Bucket) *[]metav1.Condition { return &b.Status.Conditions },
+//		condition.WithObservedGeneration(func(b *v1.Bucket) *int64 { return &b.Status.ObservedGeneration }))
 //	// An outage: Ready=False and one Warning event, however often it is retried.
 //	_, err := ready.Set(ctx, client, bucket, metav1.Condition{
 //		Type: "Ready", Status: metav1.ConditionFalse, Reason: "StoreUnavailable", Message: "the store does not answer",
