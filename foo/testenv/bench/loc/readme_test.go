@@ -18,6 +18,9 @@ var operators = []struct {
 	row                     string // the tables' first column
 	ctrlkit, peer           []string
 	ctrlkitTests, peerTests []string
+	// atMost is the largest share of controller-runtime's lines, in
+	// percent, that ctrlkit's may take; 90 if zero.
+	atMost int
 }{
 	{
 		row:          "Foo -> Deployment (`examples/foo`)",
@@ -40,6 +43,20 @@ var operators = []struct {
 		ctrlkitTests: []string{"examples/bucket/controller_test.go"},
 		peerTests:    []string{"foo/testenv/bench/cmd/crbucket/suite_test.go", "foo/testenv/bench/cmd/crbucket/controller_test.go"},
 	},
+	// The Bucket operators' webhooks: the handlers and the conversion
+	// functions. The lines that wire them (flags, server, certificate) are
+	// in the main.go files of the row above. The twin's webhook tests run
+	// in the suite of the row above, which serves the webhooks to every
+	// test. On either side these are a few plain functions handed to the
+	// library, so the row is about even: ctrlkit's may not be longer.
+	{
+		row:          "Bucket webhooks: conversion, defaults, validation (`examples/bucket`)",
+		ctrlkit:      []string{"examples/bucket/webhooks.go", "examples/bucket/apis/storage/v1alpha1/conversion.go"},
+		peer:         []string{"foo/testenv/bench/cmd/crbucket/webhook.go", "foo/testenv/bench/cmd/crbucket/conversion.go"},
+		ctrlkitTests: []string{"examples/bucket/webhooks_test.go"},
+		peerTests:    []string{"foo/testenv/bench/cmd/crbucket/webhook_test.go"},
+		atMost:       100,
+	},
 }
 
 const root = "../../../.."
@@ -59,9 +76,10 @@ func count(t *testing.T, files []string) (int, string) {
 // The tables in README.md state today's counts: of each operator's code,
 // where ctrlkit takes at most 0.90 of controller-runtime's lines for every
 // operator (the ctrlkit Foo operator also shards its caches, which its
-// peer cannot); and of the tests of the same scenarios, ctrlkit's over
-// strict fakes with queuetest and the twins' with envtest, as each one's
-// documentation teaches.
+// peer cannot), and of the Bucket operators' webhooks, at most as many; and of
+// the tests of the same scenarios, ctrlkit's over strict fakes with
+// queuetest (its webhooks' posting reviews with webhooktest) and the
+// twins' with envtest, as each one's documentation teaches.
 func TestREADMETables(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	require.NoError(t, err)
@@ -75,7 +93,11 @@ func TestREADMETables(t *testing.T) {
 	}
 	for _, op := range operators {
 		ours, theirs := row(op.row, op.ctrlkit, op.peer)
-		assert.LessOrEqual(t, 100*ours, 90*theirs, "%s: ctrlkit's %d lines are more than 0.90 of controller-runtime's %d", op.row, ours, theirs)
+		atMost := op.atMost
+		if atMost == 0 {
+			atMost = 90
+		}
+		assert.LessOrEqual(t, 100*ours, atMost*theirs, "%s: ctrlkit's %d lines are more than %d%% of controller-runtime's %d", op.row, ours, atMost, theirs)
 		row(op.row, op.ctrlkitTests, op.peerTests)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
+	storagev1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
 )
 
@@ -54,7 +54,7 @@ func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&storagev1alpha1.Bucket{}).
+		For(&storagev1.Bucket{}).
 		WatchesRawSource(source.Channel(changes, handler.TypedEnqueueRequestsFromMapFunc(
 			func(_ context.Context, names []string) []reconcile.Request {
 				reqs := make([]reconcile.Request, len(names))
@@ -69,10 +69,11 @@ func (r *BucketReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error
 
 // Reconcile holds the finalizer on a Bucket, makes the storage service hold
 // its bucket as specified, owned by the Bucket's UID, and deletes the
-// bucket there before the Bucket goes. A bucket of the name that the
-// Bucket does not own is refused, and left there.
+// bucket there before the Bucket goes, unless its deletion policy is
+// Retain. A bucket of the name that the Bucket does not own is refused, and
+// left there.
 func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var bucket storagev1alpha1.Bucket
+	var bucket storagev1.Bucket
 	if err := r.Get(ctx, req.NamespacedName, &bucket); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -81,19 +82,20 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// lock keeps it from dropping one that another controller just added.
 	patch := client.MergeFromWithOptions(bucket.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if !bucket.DeletionTimestamp.IsZero() {
-		if !controllerutil.ContainsFinalizer(&bucket, storagev1alpha1.Finalizer) {
+		if !controllerutil.ContainsFinalizer(&bucket, storagev1.Finalizer) {
 			return ctrl.Result{}, nil
 		}
-		err := r.Store.DeleteAs(ctx, owner, bucket.Name)
-		if errors.Is(err, store.ErrNotOwner) {
+		if bucket.Spec.DeletionPolicy == storagev1.DeletionPolicyRetain {
+			ctrl.LoggerFrom(ctx).Info("Leaving the bucket in the storage service: the Bucket's deletion policy is Retain", "bucket", bucket.Name)
+		} else if err := r.Store.DeleteAs(ctx, owner, bucket.Name); errors.Is(err, store.ErrNotOwner) {
 			ctrl.LoggerFrom(ctx).Info("Leaving the bucket in the storage service: this Bucket did not create it", "bucket", bucket.Name)
 		} else if err != nil {
 			return ctrl.Result{}, r.unavailable(ctx, &bucket, fmt.Errorf("deleting bucket %s: %w", bucket.Name, err))
 		}
-		controllerutil.RemoveFinalizer(&bucket, storagev1alpha1.Finalizer)
+		controllerutil.RemoveFinalizer(&bucket, storagev1.Finalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, &bucket, patch))
 	}
-	if controllerutil.AddFinalizer(&bucket, storagev1alpha1.Finalizer) {
+	if controllerutil.AddFinalizer(&bucket, storagev1.Finalizer) {
 		if err := r.Patch(ctx, &bucket, patch); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -111,7 +113,7 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	case err != nil:
 		return ctrl.Result{}, r.unavailable(ctx, &bucket, fmt.Errorf("writing bucket %s: %w", bucket.Name, err))
 	default:
-		err = r.setReady(ctx, &bucket, metav1.ConditionTrue, storagev1alpha1.ReasonSynced, "The storage service holds the bucket as specified")
+		err = r.setReady(ctx, &bucket, metav1.ConditionTrue, storagev1.ReasonSynced, "The storage service holds the bucket as specified")
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -129,9 +131,9 @@ func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // own, which is left alone: a Warning, Ready=False and a terminal error,
 // logged once, when the condition does not say so yet; nil after that,
 // so that the periodic checks are quiet.
-func (r *BucketReconciler) refuse(ctx context.Context, bucket *storagev1alpha1.Bucket) error {
-	reason := storagev1alpha1.ReasonBucketExists
-	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c != nil && c.Reason == reason && c.ObservedGeneration == bucket.Generation {
+func (r *BucketReconciler) refuse(ctx context.Context, bucket *storagev1.Bucket) error {
+	reason := storagev1.ReasonBucketExists
+	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1.ConditionReady); c != nil && c.Reason == reason && c.ObservedGeneration == bucket.Generation {
 		return nil
 	}
 	msg := fmt.Sprintf("The storage service holds a bucket %s that this Bucket did not create: the operator leaves it alone (delete it there, or name the Bucket otherwise)", bucket.Name)
@@ -143,24 +145,24 @@ func (r *BucketReconciler) refuse(ctx context.Context, bucket *storagev1alpha1.B
 
 // unavailable reports a failure of the storage service and returns err, to
 // be retried with backoff, joined with a failed status write.
-func (r *BucketReconciler) unavailable(ctx context.Context, bucket *storagev1alpha1.Bucket, err error) error {
-	return errors.Join(err, r.report(ctx, bucket, storagev1alpha1.ReasonStoreUnavailable, err.Error()))
+func (r *BucketReconciler) unavailable(ctx context.Context, bucket *storagev1.Bucket, err error) error {
+	return errors.Join(err, r.report(ctx, bucket, storagev1.ReasonStoreUnavailable, err.Error()))
 }
 
 // report records a problem: a Warning event when the Ready condition does
 // not have reason yet, and Ready=False. It returns the status write's
 // error.
-func (r *BucketReconciler) report(ctx context.Context, bucket *storagev1alpha1.Bucket, reason, msg string) error {
-	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1alpha1.ConditionReady); c == nil || c.Reason != reason {
+func (r *BucketReconciler) report(ctx context.Context, bucket *storagev1.Bucket, reason, msg string) error {
+	if c := meta.FindStatusCondition(bucket.Status.Conditions, storagev1.ConditionReady); c == nil || c.Reason != reason {
 		r.Recorder.Eventf(bucket, nil, corev1.EventTypeWarning, reason, "Reconcile", "%s", msg)
 	}
 	return r.setReady(ctx, bucket, metav1.ConditionFalse, reason, msg)
 }
 
 // setReady writes the Ready condition, if it changed.
-func (r *BucketReconciler) setReady(ctx context.Context, bucket *storagev1alpha1.Bucket, status metav1.ConditionStatus, reason, msg string) error {
+func (r *BucketReconciler) setReady(ctx context.Context, bucket *storagev1.Bucket, status metav1.ConditionStatus, reason, msg string) error {
 	changed := meta.SetStatusCondition(&bucket.Status.Conditions, metav1.Condition{
-		Type: storagev1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: bucket.Generation,
+		Type: storagev1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: bucket.Generation,
 	})
 	if !changed && bucket.Status.ObservedGeneration == bucket.Generation {
 		return nil

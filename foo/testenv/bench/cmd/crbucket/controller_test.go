@@ -23,7 +23,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	storagev1alpha1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1alpha1"
+	storagev1 "github.com/ctrlkit/ctrlkit/examples/bucket/apis/storage/v1"
 	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
 )
 
@@ -75,11 +75,11 @@ var _ = Describe("Bucket Controller", func() {
 	})
 
 	create := func(name, region string) {
-		Expect(k8sClient.Create(ctx, &storagev1alpha1.Bucket{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: storagev1alpha1.BucketSpec{Region: region}})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &storagev1.Bucket{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: storagev1.BucketSpec{Region: region}})).To(Succeed())
 	}
-	bucket := func(name string) *storagev1alpha1.Bucket {
-		var b storagev1alpha1.Bucket
+	bucket := func(name string) *storagev1.Bucket {
+		var b storagev1.Bucket
 		if err := k8sClient.Get(ctx, types.NamespacedName{Name: name}, &b); apierrors.IsNotFound(err) {
 			return nil
 		} else {
@@ -91,7 +91,7 @@ var _ = Describe("Bucket Controller", func() {
 		return func(g Gomega) *metav1.Condition {
 			b := bucket(name)
 			g.Expect(b).NotTo(BeNil())
-			return meta.FindStatusCondition(b.Status.Conditions, storagev1alpha1.ConditionReady)
+			return meta.FindStatusCondition(b.Status.Conditions, storagev1.ConditionReady)
 		}
 	}
 	stored := func(name string) func(g Gomega) store.Spec {
@@ -135,7 +135,7 @@ var _ = Describe("Bucket Controller", func() {
 		Eventually(stored("photos")).Should(Equal(store.Spec{Region: "eu-west-1"}))
 		Eventually(ready("photos")).Should(HaveField("Status", metav1.ConditionTrue))
 		b := bucket("photos")
-		Expect(b.Finalizers).To(Equal([]string{storagev1alpha1.Finalizer}))
+		Expect(b.Finalizers).To(Equal([]string{storagev1.Finalizer}))
 		Expect(b.Status.ObservedGeneration).To(Equal(b.Generation))
 		own, _, err := storeClient.Get(ctx, "photos")
 		Expect(err).NotTo(HaveOccurred())
@@ -162,6 +162,23 @@ var _ = Describe("Bucket Controller", func() {
 		Expect(warnings("photos", "")).To(BeEmpty(), "no Warning when all goes well")
 	})
 
+	It("leaves the bucket of a Bucket whose deletion policy is Retain", func() {
+		startManager(time.Hour)
+		Expect(k8sClient.Create(ctx, &storagev1.Bucket{ObjectMeta: metav1.ObjectMeta{Name: "kept"},
+			Spec: storagev1.BucketSpec{Region: "eu-west-1", DeletionPolicy: storagev1.DeletionPolicyRetain}})).To(Succeed())
+		Eventually(stored("kept")).Should(Equal(store.Spec{Region: "eu-west-1"}))
+		Eventually(func() []string { return bucket("kept").Finalizers }).Should(HaveLen(1))
+		b := bucket("kept")
+
+		Expect(k8sClient.Delete(ctx, b)).To(Succeed())
+		Eventually(gone("kept")).Should(BeTrue())
+		kept, found, err := storeClient.Get(ctx, "kept")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(found).To(BeTrue(), "the bucket stays in the store")
+		Expect(kept.Owner).To(Equal(string(b.UID)), "still owned by the deleted Bucket, so no other Bucket takes it over")
+		Expect(warnings("kept", "")).To(BeEmpty())
+	})
+
 	DescribeTable("holds the finalizer while the store cannot delete the bucket",
 		func(fail func(bool)) {
 			startManager(time.Hour)
@@ -171,19 +188,19 @@ var _ = Describe("Bucket Controller", func() {
 
 			fail(true)
 			Expect(k8sClient.Delete(ctx, bucket("logs"))).To(Succeed())
-			Eventually(ready("logs")).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", storagev1alpha1.ReasonStoreUnavailable)))
+			Eventually(ready("logs")).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", storagev1.ReasonStoreUnavailable)))
 			b := bucket("logs")
 			Expect(b.DeletionTimestamp).NotTo(BeNil())
-			Expect(b.Finalizers).To(Equal([]string{storagev1alpha1.Finalizer}), "the finalizer is held")
+			Expect(b.Finalizers).To(Equal([]string{storagev1.Finalizer}), "the finalizer is held")
 			var outage int
-			Eventually(func() int { outage = len(warnings("logs", storagev1alpha1.ReasonStoreUnavailable)); return outage }).ShouldNot(BeZero())
+			Eventually(func() int { outage = len(warnings("logs", storagev1.ReasonStoreUnavailable)); return outage }).ShouldNot(BeZero())
 
 			fail(false)
 			Eventually(gone("logs")).Should(BeTrue(), "the Bucket goes once the store is back")
 			_, found, err := storeClient.Get(ctx, "logs")
 			Expect(err).NotTo(HaveOccurred())
 			Expect(found).To(BeFalse())
-			Expect(warnings("logs", storagev1alpha1.ReasonStoreUnavailable)).To(HaveLen(outage), "one Warning per outage, not one per retry")
+			Expect(warnings("logs", storagev1.ReasonStoreUnavailable)).To(HaveLen(outage), "one Warning per outage, not one per retry")
 		},
 		Entry("the store answers 503", func(failing bool) { down.Store(failing) }),
 		// A 404 that is not the store's "no such bucket" does not say the
@@ -202,7 +219,7 @@ var _ = Describe("Bucket Controller", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(found).To(BeTrue())
 			create(name, "eu-west-1")
-			Eventually(ready(name)).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", storagev1alpha1.ReasonBucketExists),
+			Eventually(ready(name)).Should(And(HaveField("Status", metav1.ConditionFalse), HaveField("Reason", storagev1.ReasonBucketExists),
 				HaveField("Message", ContainSubstring(name))))
 			// A status write from a stale cache can record the refusal twice
 			// (a retry after a conflict); once that has settled, the periodic
@@ -211,7 +228,7 @@ var _ = Describe("Bucket Controller", func() {
 			Eventually(func() bool { last := errs; errs = reconcileErrors(); return errs == last }).WithPolling(time.Second).Should(BeTrue(), "the errors settle")
 			refusals := warnings(name, "")
 			Expect(refusals).NotTo(BeEmpty())
-			Expect(refusals[0].Reason).To(Equal(storagev1alpha1.ReasonBucketExists))
+			Expect(refusals[0].Reason).To(Equal(storagev1.ReasonBucketExists))
 			Expect(refusals[0].Note).To(ContainSubstring(name))
 			Consistently(reconcileErrors, time.Second).Should(Equal(errs), "no error at the periodic checks")
 			Expect(warnings(name, "")).To(HaveLen(len(refusals)), "no Warning at the periodic checks")
@@ -242,7 +259,7 @@ var _ = Describe("Bucket Controller", func() {
 		_, err := storeClient.Put(ctx, "mine-later", store.Spec{Region: "us-east-1"})
 		Expect(err).NotTo(HaveOccurred())
 		create("mine-later", "eu-west-1")
-		Eventually(ready("mine-later")).Should(HaveField("Reason", storagev1alpha1.ReasonBucketExists))
+		Eventually(ready("mine-later")).Should(HaveField("Reason", storagev1.ReasonBucketExists))
 
 		Expect(storeClient.Delete(ctx, "mine-later")).To(Succeed())
 		Eventually(stored("mine-later")).Should(Equal(store.Spec{Region: "eu-west-1"}))
@@ -250,7 +267,7 @@ var _ = Describe("Bucket Controller", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(own.Owner).To(Equal(string(bucket("mine-later").UID)), "owned by the Bucket")
 		Eventually(ready("mine-later")).Should(HaveField("Status", metav1.ConditionTrue))
-		Expect(warnings("mine-later", "")).To(HaveEach(HaveField("Reason", storagev1alpha1.ReasonBucketExists)), "the Warning of the refusal only")
+		Expect(warnings("mine-later", "")).To(HaveEach(HaveField("Reason", storagev1.ReasonBucketExists)), "the Warning of the refusal only")
 
 		Expect(k8sClient.Delete(ctx, bucket("mine-later"))).To(Succeed())
 		Eventually(gone("mine-later")).Should(BeTrue())

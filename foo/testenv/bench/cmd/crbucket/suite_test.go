@@ -9,10 +9,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/ctrlkit/ctrlkit/foo/testenv/bench/cmd/internal/envtestbin"
 )
@@ -23,7 +26,14 @@ var (
 	testEnv   *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client
+	// webhooksStopped is closed when the manager serving the webhooks stops.
+	webhooksStopped chan struct{}
 )
+
+// The webhooks' settings in the suite, as --default-region and --regions.
+const defaultRegion = "eu-west-1"
+
+var regions = []string{"eu-west-1", "us-east-1", "ap-south-1"}
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -40,6 +50,14 @@ var _ = BeforeSuite(func() {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "..", "..", "..", "examples", "bucket", "deploy", "crd")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+		// The webhook configurations the operator is deployed with; envtest
+		// points them, and the CRD's conversion, at a local server. The API
+		// types have no conversion methods for envtest to find in the
+		// scheme: the CRD's conversion is set regardless.
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths:                   []string{filepath.Join("..", "..", "..", "..", "..", "examples", "bucket", "deploy", "webhook.yaml")},
+			IgnoreSchemeConvertible: true,
+		},
 	}
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
@@ -47,10 +65,27 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(k8sClient).NotTo(BeNil())
+
+	By("serving the webhooks for the whole suite: every write of a Bucket goes through them")
+	hooks := testEnv.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: hooks.LocalServingHost, Port: hooks.LocalServingPort, CertDir: hooks.LocalServingCertDir})})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(SetupBucketWebhookWithManager(mgr, defaultRegion, regions)).To(Succeed())
+	webhooksStopped = make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(webhooksStopped)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	Eventually(func() error { return mgr.GetWebhookServer().StartedChecker()(nil) }).Should(Succeed())
 })
 
 var _ = AfterSuite(func() {
 	By("tearing down the test environment")
 	cancel()
+	if webhooksStopped != nil {
+		Eventually(webhooksStopped).Should(BeClosed())
+	}
 	Expect(testEnv.Stop()).To(Succeed())
 })
