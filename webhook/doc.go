@@ -2,7 +2,7 @@
 // for plain client-go types: typed validating and defaulting handlers for
 // any API type, a CRD conversion webhook through a hub version, and the
 // HTTPS server they share, with certificates reloaded from disk when they
-// are renewed.
+// are renewed or issued, renewed and published by the operator itself.
 //
 // A validator returns field errors and warnings, which clients see as they
 // see the API server's own; a defaulter changes the object, and the API
@@ -26,6 +26,12 @@
 //		return err
 //	}
 //	return operator.Run(ctx, operator.WithWebhooks(server), operator.WithControllers(ctrl))
+//
+// An operator built with queue/operator's Flags gets its server from
+// Flags.Webhooks, at --webhook-bind-address with the certificate of
+// --webhook-cert-dir, or with certificates it issues itself when
+// Flags.WebhookCertificates is set to NewManagedCertificates' (see
+// examples/bucket, which does both).
 //
 // Bad requests (not a POST of JSON, larger than MaxRequestBytes, not an
 // AdmissionReview or ConversionReview, an object of another kind or that
