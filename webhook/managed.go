@@ -45,6 +45,17 @@ const (
 	DefaultCheck    = time.Minute
 )
 
+// CABundles names the objects whose webhooks' caBundle ManagedCertificates
+// keeps current with its CA.
+type CABundles struct {
+	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations
+	// name the configurations whose webhooks get the CA as their caBundle.
+	MutatingWebhookConfigurations, ValidatingWebhookConfigurations []string
+	// CRDs name the CustomResourceDefinitions whose conversion webhook
+	// gets the CA as its caBundle.
+	CRDs []string
+}
+
 // ManagedConfig says where ManagedCertificates keeps the certificates it
 // issues and where it publishes its CA.
 type ManagedConfig struct {
@@ -59,12 +70,8 @@ type ManagedConfig struct {
 	// "foo-webhook.foo-system.svc", or an address the API server calls.
 	DNSNames    []string
 	IPAddresses []net.IP
-	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations
-	// name the configurations whose webhooks get the CA as their caBundle.
-	MutatingWebhookConfigurations, ValidatingWebhookConfigurations []string
-	// CRDs name the CustomResourceDefinitions whose conversion webhook
-	// gets the CA as its caBundle.
-	CRDs []string
+	// CABundles names the objects that get the CA as their caBundle.
+	CABundles
 	// Validity is how long a serving certificate is valid, DefaultValidity
 	// if zero; it is renewed when a third of it is left. The CA is valid
 	// ten times as long and renewed the same way, its successor published

@@ -59,8 +59,8 @@ func (e *managedEnv) certificates(t *testing.T, mutate ...func(*ManagedConfig)) 
 	cfg := ManagedConfig{
 		Client: e.kube, Dynamic: e.dyn, Namespace: "ns", Name: "webhook-tls",
 		DNSNames: []string{"svc.ns.svc"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		MutatingWebhookConfigurations: []string{"m"}, ValidatingWebhookConfigurations: []string{"v"},
-		CRDs: []string{"widgets.example.com"},
+		CABundles: CABundles{MutatingWebhookConfigurations: []string{"m"}, ValidatingWebhookConfigurations: []string{"v"},
+			CRDs: []string{"widgets.example.com"}},
 	}
 	for _, f := range mutate {
 		f(&cfg)
@@ -301,7 +301,7 @@ func TestNewManagedCertificatesRefuses(t *testing.T) {
 		{name: "no client", cfg: ManagedConfig{Namespace: "ns", Name: "s", DNSNames: []string{"a"}}, want: "no client"},
 		{name: "no secret", cfg: ManagedConfig{Client: kube, DNSNames: []string{"a"}}, want: "no Secret"},
 		{name: "no names", cfg: ManagedConfig{Client: kube, Namespace: "ns", Name: "s"}, want: "no DNS name"},
-		{name: "CRDs without a dynamic client", cfg: ManagedConfig{Client: kube, Namespace: "ns", Name: "s", DNSNames: []string{"a"}, CRDs: []string{"c"}}, want: "Dynamic"},
+		{name: "CRDs without a dynamic client", cfg: ManagedConfig{Client: kube, Namespace: "ns", Name: "s", DNSNames: []string{"a"}, CABundles: CABundles{CRDs: []string{"c"}}}, want: "Dynamic"},
 		{name: "negative validity", cfg: ManagedConfig{Client: kube, Namespace: "ns", Name: "s", DNSNames: []string{"a"}, Validity: -1}, want: "negative"},
 	}
 	for _, tt := range tests {

@@ -25,16 +25,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/events"
@@ -61,20 +58,21 @@ type options struct {
 	resync   time.Duration
 	workers  int
 	// The webhooks' settings.
-	defaultRegion, regions, certSecret, certHosts string
+	defaultRegion, regions string
 }
 
 // bindFlags registers the flags on fs.
 func bindFlags(fs *flag.FlagSet) *options {
-	o := &options{Flags: operator.Flags{LeaderElectID: "bucket-operator", MetricsAddr: ":8080", ProbeAddr: ":8081"}}
+	o := &options{Flags: operator.Flags{LeaderElectID: "bucket-operator", MetricsAddr: ":8080", ProbeAddr: ":8081",
+		WebhookCertHosts: []string{"bucket-webhook.bucket-system.svc"},
+		WebhookCABundles: webhook.CABundles{CRDs: []string{bucketsCRD},
+			MutatingWebhookConfigurations: []string{webhookConfiguration}, ValidatingWebhookConfigurations: []string{webhookConfiguration}}}}
 	o.Bind(fs)
 	fs.StringVar(&o.storeURL, "store-url", "http://127.0.0.1:8090", "Base URL of the storage service's HTTP API.")
 	fs.DurationVar(&o.resync, "resync", time.Minute, "How often every Bucket is checked against the storage service, behind its notifications.")
 	fs.IntVar(&o.workers, "workers", 2, "Number of Buckets reconciled at once.")
 	fs.StringVar(&o.defaultRegion, "default-region", "", "Region given to a Bucket created without one; without it, such a Bucket is refused.")
 	fs.StringVar(&o.regions, "regions", "", "Comma-separated regions a Bucket may name; any if empty.")
-	fs.StringVar(&o.certSecret, "webhook-cert-secret", "", "NAMESPACE/NAME of the Secret in which the operator issues and renews the webhooks' certificate itself, publishing its CA in the webhook configurations and the CRD; if empty, the certificate is read from --webhook-cert-dir.")
-	fs.StringVar(&o.certHosts, "webhook-cert-hosts", "bucket-webhook.bucket-system.svc", "Comma-separated DNS names and IP addresses of the certificate issued with --webhook-cert-secret: those the API server calls the webhooks at.")
 	return o
 }
 
@@ -89,9 +87,6 @@ func run(args []string, stderr io.Writer) int {
 		}
 		if o.workers < 1 || o.resync <= 0 {
 			return fmt.Errorf("--workers and --resync must be positive, got %d and %s", o.workers, o.resync)
-		}
-		if ns, name, ok := strings.Cut(o.certSecret, "/"); o.certSecret != "" && (!ok || ns == "" || name == "") {
-			return fmt.Errorf("--webhook-cert-secret must be NAMESPACE/NAME, got %q", o.certSecret)
 		}
 		if o.defaultRegion != "" && o.regions != "" && !slices.Contains(list(o.regions), o.defaultRegion) {
 			return fmt.Errorf("--default-region %s is not one of --regions %s", o.defaultRegion, o.regions)
@@ -130,40 +125,15 @@ func (o *options) runOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	webhooks, err := o.webhooks(cfg, kube)
+	handlers, err := bucketWebhooks{defaultRegion: o.defaultRegion, regions: list(o.regions)}.handlers()
+	if err != nil {
+		return err
+	}
+	webhooks, err := o.Webhooks(cfg, handlers...)
 	if err != nil {
 		return err
 	}
 	return operator.Run(ctx, append(o.Options(kube), operator.WithWebhooks(webhooks), operator.WithControllers(ctrl))...)
-}
-
-// webhooks returns the server of the Bucket API's webhooks, with the
-// certificate the operator issues itself if --webhook-cert-secret says so.
-func (o *options) webhooks(cfg *rest.Config, kube kubernetes.Interface) (*webhook.Server, error) {
-	if o.certSecret != "" {
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		managed := webhook.ManagedConfig{Client: kube, Dynamic: dyn, CRDs: []string{bucketsCRD},
-			MutatingWebhookConfigurations: []string{webhookConfiguration}, ValidatingWebhookConfigurations: []string{webhookConfiguration}}
-		managed.Namespace, managed.Name, _ = strings.Cut(o.certSecret, "/")
-		for _, host := range list(o.certHosts) {
-			if ip := net.ParseIP(host); ip != nil {
-				managed.IPAddresses = append(managed.IPAddresses, ip)
-			} else {
-				managed.DNSNames = append(managed.DNSNames, host)
-			}
-		}
-		if o.WebhookCertificates, err = webhook.NewManagedCertificates(managed); err != nil {
-			return nil, err
-		}
-	}
-	handlers, err := bucketWebhooks{defaultRegion: o.defaultRegion, regions: list(o.regions)}.handlers()
-	if err != nil {
-		return nil, err
-	}
-	return o.Webhooks(handlers...)
 }
 
 // list splits a comma-separated flag, dropping empty entries.

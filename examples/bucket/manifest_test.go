@@ -71,17 +71,20 @@ func TestDeployedWebhooksReachTheOperator(t *testing.T) {
 		case "Service":
 			service = *decodeAs[corev1.Service](t, doc)
 		case "MutatingWebhookConfiguration":
-			for _, w := range decodeAs[admissionregistrationv1.MutatingWebhookConfiguration](t, doc).Webhooks {
+			c := decodeAs[admissionregistrationv1.MutatingWebhookConfiguration](t, doc)
+			assert.Equal(t, o.WebhookCABundles.MutatingWebhookConfigurations, []string{c.Name}, "the CA is published in it")
+			for _, w := range c.Webhooks {
 				clientConfigs = append(clientConfigs, w.ClientConfig)
 			}
 		case "ValidatingWebhookConfiguration":
-			for _, w := range decodeAs[admissionregistrationv1.ValidatingWebhookConfiguration](t, doc).Webhooks {
+			c := decodeAs[admissionregistrationv1.ValidatingWebhookConfiguration](t, doc)
+			assert.Equal(t, o.WebhookCABundles.ValidatingWebhookConfigurations, []string{c.Name}, "the CA is published in it")
+			for _, w := range c.Webhooks {
 				clientConfigs = append(clientConfigs, w.ClientConfig)
 			}
 		}
 	}
 	crd := decodeAll[apiextensionsv1.CustomResourceDefinition](t, "deploy/crd-conversion.yaml")[0]
-	assert.Equal(t, bucketsCRD, crd.Name)
 	conversion := crd.Spec.Conversion.Webhook.ClientConfig
 	clientConfigs = append(clientConfigs, admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 		Namespace: conversion.Service.Namespace, Name: conversion.Service.Name, Path: conversion.Service.Path, Port: conversion.Service.Port}})
@@ -100,6 +103,7 @@ func TestDeployedWebhooksReachTheOperator(t *testing.T) {
 		paths = append(paths, *cc.Service.Path)
 	}
 	assert.ElementsMatch(t, srv.Paths(), paths, "every webhook the operator serves is configured, at its path")
+	assert.Equal(t, []string{crd.Name}, o.WebhookCABundles.CRDs, "the CA is published in the CRD")
 
 	pod := d.Spec.Template
 	for k, v := range service.Spec.Selector {
@@ -113,8 +117,8 @@ func TestDeployedWebhooksReachTheOperator(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0, "the Service's target port is a port of the container")
 	assert.Equal(t, port, strconv.Itoa(int(pod.Spec.Containers[0].Ports[i].ContainerPort)), "--webhook-bind-address")
 
-	assert.Contains(t, list(o.certHosts), service.Name+"."+service.Namespace+".svc", "the name the API server verifies")
-	ns, name, _ := strings.Cut(o.certSecret, "/")
+	assert.Contains(t, o.WebhookCertHosts, service.Name+"."+service.Namespace+".svc", "the name the API server verifies")
+	ns, name, _ := strings.Cut(o.WebhookCertSecret, "/")
 	var granted bool
 	for _, role := range decodeAll[rbacv1.Role](t, "deploy/role.yaml") {
 		for _, rule := range role.Rules {
@@ -122,7 +126,7 @@ func TestDeployedWebhooksReachTheOperator(t *testing.T) {
 				slices.Contains(rule.ResourceNames, name) && slices.Contains(rule.Verbs, "update")
 		}
 	}
-	assert.True(t, granted, "the roles let the operator update its Secret %s", o.certSecret)
+	assert.True(t, granted, "the roles let the operator update its Secret %s", o.WebhookCertSecret)
 }
 
 // decodeAs converts a decoded document into T.

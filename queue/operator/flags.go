@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -91,10 +92,20 @@ type Flags struct {
 	// and tls.key, such as a TLS Secret that cert-manager renews, mounted
 	// there. Only an operator that calls Webhooks uses them.
 	WebhookAddr, WebhookCertDir string
-	// WebhookCertificates, when set, are the certificates Webhooks serves
-	// instead of those in WebhookCertDir: the operator's own, such as
-	// webhook.NewManagedCertificates issues.
-	WebhookCertificates webhook.Certificates
+	// WebhookCertSecret (--webhook-cert-secret, NAMESPACE/NAME) makes
+	// Webhooks serve a certificate the operator issues and renews itself,
+	// kept in that Secret and shared by its replicas
+	// (webhook.NewManagedCertificates), instead of reading WebhookCertDir.
+	// It is issued for WebhookCertHosts (--webhook-cert-hosts): the DNS
+	// names or IP addresses the API server calls the webhooks at, such as
+	// the webhook Service's "NAME.NAMESPACE.svc". Its CA is published as
+	// the caBundle of the objects WebhookCABundles names.
+	WebhookCertSecret string
+	WebhookCertHosts  []string
+	// WebhookCABundles names the webhook configurations and CRDs of the
+	// operator's manifests whose caBundle Webhooks keeps current with the
+	// CA of the certificate it issues under WebhookCertSecret.
+	WebhookCABundles webhook.CABundles
 	// ContentType (--kube-api-content-type) is the encoding RESTConfig asks
 	// the API server to answer in: ContentTypeProtobuf, the default, or
 	// ContentTypeJSON. See RESTConfig.
@@ -204,6 +215,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.ContentType, "kube-api-content-type", f.ContentType, "Encoding the API server is asked to answer in: "+ContentTypeProtobuf+" (built-in kinds in protobuf, custom resources in JSON) or "+ContentTypeJSON+" (everything in JSON).")
 	fs.StringVar(&f.WebhookAddr, "webhook-bind-address", f.WebhookAddr, "Address of the webhooks' HTTPS server, for an operator that serves webhooks.")
 	fs.StringVar(&f.WebhookCertDir, "webhook-cert-dir", f.WebhookCertDir, "Directory of the webhooks' serving certificate and key, tls.crt and tls.key; reloaded when they change.")
+	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", f.WebhookCertSecret, "NAMESPACE/NAME of a Secret in which the operator issues and renews the webhooks' certificate itself, publishing its CA in its webhook configurations and CRDs, instead of reading --webhook-cert-dir.")
+	fs.Var((*hostList)(&f.WebhookCertHosts), "webhook-cert-hosts", "Comma-separated DNS names and IP addresses the certificate issued with --webhook-cert-secret is valid for: where the API server calls the webhooks.")
 	fs.StringVar(&f.MemoryLimit, "memory-limit", f.MemoryLimit, "Soft memory limit of the Go runtime, such as 512Mi, or 0 for none (default: $GOMEMLIMIT, else 90% of the container's memory limit).")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
@@ -237,6 +250,14 @@ func (f *Flags) Validate() error {
 	if f.MemoryLimit != "" {
 		if _, _, err := memoryLimit(f.MemoryLimit, ""); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if f.WebhookCertSecret != "" {
+		if ns, name, ok := strings.Cut(f.WebhookCertSecret, "/"); !ok || ns == "" || name == "" {
+			errs = append(errs, fmt.Errorf("--webhook-cert-secret must be NAMESPACE/NAME, got %q", f.WebhookCertSecret))
+		}
+		if len(f.WebhookCertHosts) == 0 {
+			errs = append(errs, errors.New("--webhook-cert-secret needs --webhook-cert-hosts, the names the certificate is issued for"))
 		}
 	}
 	if f.LeaderElect && f.Sharded {
@@ -396,14 +417,21 @@ func (f *Flags) Options(client kubernetes.Interface) []Option {
 }
 
 // Webhooks returns the server of the operator's webhooks that opts give
-// (webhook.Handle), at --webhook-bind-address, with WebhookCertificates
-// if set, else the certificate and key in --webhook-cert-dir (reloaded
-// when they are renewed), counted in Metrics unless
+// (webhook.Handle), at --webhook-bind-address, counted in Metrics unless
 // --metrics-bind-address is disabled; Run serves it when given
-// WithWebhooks. It fails if the certificate files do not load.
-func (f *Flags) Webhooks(opts ...webhook.Option) (*webhook.Server, error) {
-	certs := f.WebhookCertificates
-	if certs == nil {
+// WithWebhooks. Its certificate is the one in --webhook-cert-dir
+// (reloaded when it is renewed; Webhooks fails if it does not load), or
+// with --webhook-cert-secret one the operator issues itself, through
+// clients of cfg (which is used for nothing else).
+func (f *Flags) Webhooks(cfg *rest.Config, opts ...webhook.Option) (*webhook.Server, error) {
+	var certs webhook.Certificates
+	if f.WebhookCertSecret != "" {
+		managed, err := f.managedCertificates(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("operator: --webhook-cert-secret %s: %w", f.WebhookCertSecret, err)
+		}
+		certs = managed
+	} else {
 		files, err := webhook.NewCertFiles(filepath.Join(f.WebhookCertDir, "tls.crt"), filepath.Join(f.WebhookCertDir, "tls.key"))
 		if err != nil {
 			return nil, fmt.Errorf("operator: --webhook-cert-dir %s: %w", f.WebhookCertDir, err)
@@ -414,6 +442,41 @@ func (f *Flags) Webhooks(opts ...webhook.Option) (*webhook.Server, error) {
 		opts = append(opts, webhook.WithMetrics(f.Metrics()))
 	}
 	return webhook.NewServer(f.WebhookAddr, certs, opts...)
+}
+
+// managedCertificates returns the certificates of --webhook-cert-secret.
+func (f *Flags) managedCertificates(cfg *rest.Config) (*webhook.ManagedCertificates, error) {
+	if cfg == nil {
+		return nil, errors.New("no REST config for the clients of the Secret and the caBundles")
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	managed := webhook.ManagedConfig{Client: kube, Dynamic: dyn, CABundles: f.WebhookCABundles}
+	managed.Namespace, managed.Name, _ = strings.Cut(f.WebhookCertSecret, "/")
+	for _, host := range f.WebhookCertHosts {
+		if ip := net.ParseIP(host); ip != nil {
+			managed.IPAddresses = append(managed.IPAddresses, ip)
+		} else {
+			managed.DNSNames = append(managed.DNSNames, host)
+		}
+	}
+	return webhook.NewManagedCertificates(managed)
+}
+
+// hostList is the flag.Value of a comma-separated list of hosts.
+type hostList []string
+
+func (h *hostList) String() string { return strings.Join(*h, ",") }
+
+func (h *hostList) Set(value string) error {
+	*h = slices.DeleteFunc(strings.Split(value, ","), func(s string) bool { return strings.TrimSpace(s) == "" })
+	return nil
 }
 
 // leaseNamespace is --leader-elect-namespace or its default.

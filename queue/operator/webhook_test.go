@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
 
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 	"github.com/ctrlkit/ctrlkit/webhook"
@@ -121,7 +123,7 @@ func TestFlagsWebhooks(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	flags.Bind(fs)
 	require.NoError(t, fs.Parse([]string{"--webhook-bind-address=127.0.0.1:9876", "--webhook-cert-dir=" + dir, "--metrics-bind-address=:8080"}))
-	srv, err := flags.Webhooks(webhook.Handle("/validate", validating))
+	srv, err := flags.Webhooks(nil, webhook.Handle("/validate", validating))
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:9876", srv.Addr())
 	assert.Equal(t, []string{"/validate"}, srv.Paths())
@@ -142,26 +144,44 @@ func TestFlagsWebhooks(t *testing.T) {
 	assert.True(t, counted, "webhook requests counted")
 
 	require.NoError(t, fs.Parse([]string{"--webhook-cert-dir=" + t.TempDir()}))
-	_, err = flags.Webhooks(webhook.Handle("/validate", validating))
+	_, err = flags.Webhooks(nil, webhook.Handle("/validate", validating))
 	assert.ErrorContains(t, err, "--webhook-cert-dir")
 
-	// The operator's own certificates replace the directory's.
-	own := &fixedCertificate{}
-	flags.WebhookCertificates = own
-	srv, err = flags.Webhooks(webhook.Handle("/validate", validating))
+	// With --webhook-cert-secret the operator issues its own: none is
+	// served before the server runs.
+	require.NoError(t, fs.Parse([]string{"--webhook-cert-secret=ops/webhook-tls", "--webhook-cert-hosts=op.ops.svc,,127.0.0.1"}))
+	require.NoError(t, flags.Validate())
+	assert.Equal(t, []string{"op.ops.svc", "127.0.0.1"}, flags.WebhookCertHosts)
+	srv, err = flags.Webhooks(&rest.Config{Host: "https://127.0.0.1:1"}, webhook.Handle("/validate", validating))
 	require.NoError(t, err)
-	assert.Error(t, srv.Ready(), "no certificate yet")
-	own.cert, err = tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
-	require.NoError(t, err)
-	assert.NoError(t, srv.Ready())
+	assert.ErrorContains(t, srv.Ready(), "not loaded yet")
+	_, err = flags.Webhooks(nil, webhook.Handle("/validate", validating))
+	assert.ErrorContains(t, err, "--webhook-cert-secret ops/webhook-tls: no REST config")
 }
 
-// fixedCertificate serves cert once it is set.
-type fixedCertificate struct{ cert tls.Certificate }
-
-func (c *fixedCertificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if c.cert.Certificate == nil {
-		return nil, nil
+func TestFlagsWebhookCertSecret(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // in Validate's error; none if empty
+	}{
+		{args: []string{"--webhook-cert-secret=ops/tls", "--webhook-cert-hosts=op.ops.svc"}},
+		{args: []string{"--webhook-cert-secret=tls", "--webhook-cert-hosts=op.ops.svc"}, want: "--webhook-cert-secret must be NAMESPACE/NAME"},
+		{args: []string{"--webhook-cert-secret=ops/", "--webhook-cert-hosts=op.ops.svc"}, want: "--webhook-cert-secret must be NAMESPACE/NAME"},
+		{args: []string{"--webhook-cert-secret=ops/tls", "--webhook-cert-hosts=,"}, want: "needs --webhook-cert-hosts"},
+		{args: []string{"--webhook-cert-secret=ops/tls"}, want: "needs --webhook-cert-hosts"},
 	}
-	return &c.cert, nil
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var flags operator.Flags
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			flags.Bind(fs)
+			require.NoError(t, fs.Parse(tt.args))
+			err := flags.Validate()
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
 }

@@ -557,9 +557,10 @@ func TestManagedWebhookCertificates(t *testing.T) {
 	managed := func() *webhook.ManagedCertificates {
 		m, err := webhook.NewManagedCertificates(webhook.ManagedConfig{
 			Client: env.kube, Dynamic: env.dyn, Namespace: "default", Name: "widget-webhook-tls",
-			IPAddresses:                   []net.IP{net.ParseIP("127.0.0.1")},
-			MutatingWebhookConfigurations: []string{"widgets"}, ValidatingWebhookConfigurations: []string{"widgets", "configmaps"},
-			CRDs: []string{"widgets." + widgetGroup}, Check: time.Second,
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+			CABundles: webhook.CABundles{MutatingWebhookConfigurations: []string{"widgets"}, ValidatingWebhookConfigurations: []string{"widgets", "configmaps"},
+				CRDs: []string{"widgets." + widgetGroup}},
+			Check: time.Second,
 		})
 		require.NoError(t, err)
 		return m
