@@ -475,7 +475,12 @@ type hostList []string
 func (h *hostList) String() string { return strings.Join(*h, ",") }
 
 func (h *hostList) Set(value string) error {
-	*h = slices.DeleteFunc(strings.Split(value, ","), func(s string) bool { return strings.TrimSpace(s) == "" })
+	*h = nil
+	for _, host := range strings.Split(value, ",") {
+		if host = strings.TrimSpace(host); host != "" {
+			*h = append(*h, host)
+		}
+	}
 	return nil
 }
 

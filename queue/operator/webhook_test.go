@@ -149,7 +149,7 @@ func TestFlagsWebhooks(t *testing.T) {
 
 	// With --webhook-cert-secret the operator issues its own: none is
 	// served before the server runs.
-	require.NoError(t, fs.Parse([]string{"--webhook-cert-secret=ops/webhook-tls", "--webhook-cert-hosts=op.ops.svc,,127.0.0.1"}))
+	require.NoError(t, fs.Parse([]string{"--webhook-cert-secret=ops/webhook-tls", "--webhook-cert-hosts=op.ops.svc,, 127.0.0.1"}))
 	require.NoError(t, flags.Validate())
 	assert.Equal(t, []string{"op.ops.svc", "127.0.0.1"}, flags.WebhookCertHosts)
 	srv, err = flags.Webhooks(&rest.Config{Host: "https://127.0.0.1:1"}, webhook.Handle("/validate", validating))
