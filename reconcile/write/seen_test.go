@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 func cm(uid types.UID, rv string) *corev1.ConfigMap {
@@ -86,4 +88,47 @@ func TestSweep(t *testing.T) {
 		o.mu.Unlock()
 		require.Less(t, n, 2*minSweep, "after %d writes", i+1)
 	}
+}
+
+// indexerApplyingAfterRead is a cache whose informer applies an event just
+// after each read of an object, as a running informer may.
+type indexerApplyingAfterRead struct {
+	cache.Indexer
+	next []any // objects applied, one after each read
+}
+
+func (i *indexerApplyingAfterRead) GetByKey(key string) (any, bool, error) {
+	item, found, err := i.Indexer.GetByKey(key)
+	if len(i.next) > 0 {
+		_ = i.Indexer.Update(i.next[0])
+		i.next = i.next[1:]
+	}
+	return item, found, err
+}
+
+// A read of the cache that meets the controller's own write being applied
+// between the object's read and the store's version: the object read is
+// still the one before the write, so Get must not let it through, however
+// new the store's version is by the time it is compared.
+func TestGetDoesNotPassAnObjectReadBeforeTheWriteItWaitsFor(t *testing.T) {
+	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().ConfigMaps().TypedInformer()
+	before, written := cm("u1", "10"), cm("u1", "20")
+	require.NoError(t, inf.GetIndexer().Add(before))
+	require.Equal(t, "10", inf.GetIndexer().LastStoreSyncResourceVersion(), "the store reports its version")
+	o := New(inf)
+	o.remember(cache.MetaObjectToName(before), "10", written)
+	o.indexer = &indexerApplyingAfterRead{Indexer: inf.GetIndexer(), next: []any{written}}
+
+	got, _, err := o.Get(cache.MetaObjectToName(before))
+	require.Error(t, err, "Get returned resourceVersion %s", func() string {
+		if got != nil {
+			return got.ResourceVersion
+		}
+		return ""
+	}())
+	assert.ErrorIs(t, err, reconcile.ErrStaleCache)
+
+	got, _, err = o.Get(cache.MetaObjectToName(before))
+	require.NoError(t, err, "the cache has the write now")
+	assert.Equal(t, "20", got.ResourceVersion)
 }

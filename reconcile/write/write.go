@@ -286,13 +286,13 @@ func New[T Object](inf cache.TypedSharedIndexInformer[T], opts ...Option) *Objec
 // error that does not (see the package doc).
 func (o *Objects[T]) Get(name cache.ObjectName) (T, bool, error) {
 	var zero T
-	cached, found, err := o.cached(name)
+	cached, found, storeVersion, err := o.cached(name)
 	if err != nil {
 		return zero, false, err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := o.judgeLocked(name, cached, found, true); err != nil {
+	if err := o.judgeLocked(name, cached, found, storeVersion, true); err != nil {
 		return zero, false, err
 	}
 	return cached, found, nil
@@ -552,7 +552,7 @@ func wholeWriter[T Object](ctx context.Context, c Client[T]) writer[T] {
 func (o *Objects[T]) check(name cache.ObjectName, obj T) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.judgeLocked(name, obj, true, false)
+	return o.judgeLocked(name, obj, true, "", false)
 }
 
 // errStale is the quiet error of a read or write of name that waits for the
@@ -685,13 +685,13 @@ func (o *Objects[T]) verdict(ctx context.Context, get Getter[T], name cache.Obje
 	default: // gone since the caller read it
 		w = written{uid: base.GetUID(), version: base.GetResourceVersion(), deleted: true, at: now, cause: answer}
 	}
-	cached, found, err := o.cached(name)
+	cached, found, storeVersion, err := o.cached(name)
 	if err != nil {
 		return errors.Join(answer, err)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if w.seenIn(cached, found, o.indexer.LastStoreSyncResourceVersion()) {
+	if w.seenIn(cached, found, storeVersion) {
 		switch {
 		case exists && !found && apierrors.IsAlreadyExists(answer):
 			return fmt.Errorf("write: %s exists on the API server at resourceVersion %s, and the informer's cache, which has passed that version, "+
@@ -733,15 +733,15 @@ func (o *Objects[T]) remember(name cache.ObjectName, before string, obj T) {
 func (o *Objects[T]) sweepLocked() {
 	if len(o.pending) >= o.sweepAt {
 		for name := range o.pending {
-			if cached, found, err := o.cached(name); err == nil {
-				_ = o.judgeLocked(name, cached, found, true)
+			if cached, found, storeVersion, err := o.cached(name); err == nil {
+				_ = o.judgeLocked(name, cached, found, storeVersion, true)
 			}
 		}
 		o.sweepAt = max(minSweep, 2*len(o.pending))
 	}
 	if len(o.applied) >= o.appliedSweepAt {
 		for key := range o.applied {
-			if _, found, err := o.cached(key.name); err == nil && !found {
+			if _, found, _, err := o.cached(key.name); err == nil && !found {
 				delete(o.applied, key)
 			}
 		}
@@ -749,35 +749,37 @@ func (o *Objects[T]) sweepLocked() {
 	}
 }
 
-// cached reads name from the cache.
-func (o *Objects[T]) cached(name cache.ObjectName) (T, bool, error) {
+// cached reads name from the cache, with the resourceVersion up to which
+// the store had applied events just before the read (client-go's
+// LastStoreSyncResourceVersion): the object read is at least that recent,
+// which the store's version read after the object would not promise, as
+// the informer may apply an event in between.
+func (o *Objects[T]) cached(name cache.ObjectName) (T, bool, string, error) {
 	var zero T
+	storeVersion := o.indexer.LastStoreSyncResourceVersion()
 	item, found, err := o.indexer.GetByKey(name.String())
 	if err != nil || !found {
-		return zero, false, err
+		return zero, false, storeVersion, err
 	}
 	obj, ok := item.(T)
 	if !ok {
-		return zero, false, fmt.Errorf("write: the cache holds a %T for %s, not a %T", item, name, zero)
+		return zero, false, storeVersion, fmt.Errorf("write: the cache holds a %T for %s, not a %T", item, name, zero)
 	}
-	return obj, true, nil
+	return obj, true, storeVersion, nil
 }
 
 // judgeLocked returns nil when a read of name that shows obj (if found)
 // may be acted on: it has seen the last remembered version of name. Else it
 // returns an error matching reconcile.ErrStaleCache, or, once the version
 // has been remembered for longer than the stale limit, one that does not.
-// fromCache says that obj is the cache's: only then does a version seen
-// make it forgotten, and only then does the store's own version count.
+// fromCache says that obj is the cache's, read after the store had applied
+// events up to storeVersion (as cached returns them; "" when obj is not the
+// cache's): only then does a version seen make it forgotten.
 // The caller holds o.mu.
-func (o *Objects[T]) judgeLocked(name cache.ObjectName, obj T, found, fromCache bool) error {
+func (o *Objects[T]) judgeLocked(name cache.ObjectName, obj T, found bool, storeVersion string, fromCache bool) error {
 	w, ok := o.pending[name]
 	if !ok {
 		return nil
-	}
-	storeVersion := ""
-	if fromCache {
-		storeVersion = o.indexer.LastStoreSyncResourceVersion()
 	}
 	if w.seenIn(obj, found, storeVersion) {
 		if fromCache {
