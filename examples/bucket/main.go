@@ -1,10 +1,11 @@
 // Command bucket runs an operator of buckets in a storage service outside
 // the cluster: each Bucket (storage.ctrlkit.io/v1, cluster-scoped; also
-// served as v1alpha1 by the operator's conversion webhook) declares a bucket of its name, which the operator creates there through
-// the service's HTTP API, keeps as the spec says (the service's change
+// served as v1alpha1 by the operator's conversion webhook) declares a
+// bucket of its name, which the operator creates there through the
+// service's HTTP API, keeps as the spec says (the service's change
 // notifications and a periodic check wake it when the bucket is changed or
-// removed behind its back), and deletes before the Bucket goes, holding a
-// finalizer until then. The service records the Bucket's UID as the owner
+// removed behind its back), and deletes before the Bucket goes unless its
+// deletionPolicy is Retain, holding a finalizer until then. The service records the Bucket's UID as the owner
 // of the bucket the operator creates; a bucket of the name that the
 // operator did not create for that Bucket is refused (Ready=False,
 // BucketExists), never written or deleted. The service is
@@ -17,7 +18,8 @@
 //	go run ./examples/bucket --kubeconfig ~/.kube/config --store-url http://127.0.0.1:8090 \
 //		--webhook-bind-address 127.0.0.1:9443 --webhook-cert-secret bucket-system/bucket-webhook-certs --webhook-cert-hosts 127.0.0.1
 //
-// See README.md beside this file.
+// (The webhooks must be reachable by the API server at 127.0.0.1:9443: see
+// README.md beside this file, which says how, and how to deploy it.)
 package main
 
 import (
