@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -223,14 +222,6 @@ func (s *bkSuite) installWebhooks(t *testing.T) {
 	_, err = dyn.Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).
 		Patch(ctx, patch.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
 	require.NoError(t, err)
-}
-
-// readManifest reads the objects of a YAML file.
-func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return decodeObjects(t, path, data)
 }
 
 // startStore runs the store on storeAddr with dataFile and waits for its

@@ -103,10 +103,7 @@ type kustomization struct {
 // kustomization (or below, up to another kustomization) is not listed.
 func kustomizationObjects(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, kustomizationFile))
-	require.NoError(t, err)
-	var k kustomization
-	require.NoError(t, utilyaml.Unmarshal(data, &k), "%s/%s", dir, kustomizationFile)
+	k := readKustomization(t, dir)
 	require.NotEmpty(t, k.Resources, "%s/%s lists no resources", dir, kustomizationFile)
 
 	var objs []*unstructured.Unstructured
@@ -123,13 +120,11 @@ func kustomizationObjects(t *testing.T, dir string) []*unstructured.Unstructured
 			continue
 		}
 		listed[path] = true
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		objs = append(objs, decodeObjects(t, path, data)...)
+		objs = append(objs, readManifest(t, path)...)
 	}
 
 	// Every manifest beside the kustomization is listed in it.
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -154,17 +149,29 @@ func kustomizationObjects(t *testing.T, dir string) []*unstructured.Unstructured
 // lists.
 func kustomizationPatches(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
+	var patches []*unstructured.Unstructured
+	for _, p := range readKustomization(t, dir).Patches {
+		patches = append(patches, readManifest(t, filepath.Join(dir, p.Path))...)
+	}
+	return patches
+}
+
+// readKustomization reads the kustomization in dir.
+func readKustomization(t *testing.T, dir string) kustomization {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, kustomizationFile))
 	require.NoError(t, err)
 	var k kustomization
-	require.NoError(t, utilyaml.Unmarshal(data, &k))
-	var patches []*unstructured.Unstructured
-	for _, p := range k.Patches {
-		data, err := os.ReadFile(filepath.Join(dir, p.Path))
-		require.NoError(t, err)
-		patches = append(patches, decodeObjects(t, p.Path, data)...)
-	}
-	return patches
+	require.NoError(t, utilyaml.Unmarshal(data, &k), "%s/%s", dir, kustomizationFile)
+	return k
+}
+
+// readManifest reads the objects of a YAML file.
+func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return decodeObjects(t, path, data)
 }
 
 // assertHolds asserts that every value of the patch's maps is in obj.
