@@ -372,15 +372,22 @@ func pemOf(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
 
+// leafOf returns the first certificate of pair, an empty one if it does not
+// parse.
 func leafOf(pair *tls.Certificate) *x509.Certificate {
-	if pair.Leaf != nil {
-		return pair.Leaf
-	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	leaf, err := parseLeaf(pair)
 	if err != nil {
 		return &x509.Certificate{}
 	}
 	return leaf
+}
+
+// parseLeaf returns the first certificate of pair, parsed unless it was.
+func parseLeaf(pair *tls.Certificate) (*x509.Certificate, error) {
+	if pair.Leaf != nil {
+		return pair.Leaf, nil
+	}
+	return x509.ParseCertificate(pair.Certificate[0])
 }
 
 // publishIn sets bundle as the caBundle of every client config of the

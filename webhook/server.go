@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -142,11 +141,9 @@ func (s *Server) Ready() error {
 	if cert == nil || len(cert.Certificate) == 0 {
 		return errors.New("webhook: no certificate to serve yet")
 	}
-	leaf := cert.Leaf
-	if leaf == nil {
-		if leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
-			return fmt.Errorf("webhook: the certificate does not parse: %w", err)
-		}
+	leaf, err := parseLeaf(cert)
+	if err != nil {
+		return fmt.Errorf("webhook: the certificate does not parse: %w", err)
 	}
 	if now := time.Now(); now.After(leaf.NotAfter) {
 		return fmt.Errorf("webhook: the certificate expired at %s", leaf.NotAfter.UTC().Format(time.RFC3339))
