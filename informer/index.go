@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"unsafe"
 
 	"k8s.io/client-go/tools/cache"
@@ -16,6 +18,31 @@ import (
 type Index[T Object] struct {
 	name    string
 	indexer cache.TypedIndexer[T]
+	values  func(T) []string
+	// buckets names the buckets of WithBuckets; nil when objects are filed
+	// under their values.
+	buckets []string
+}
+
+// IndexOption configures NewIndex.
+type IndexOption func(*indexConfig)
+
+type indexConfig struct{ buckets int }
+
+// WithBuckets files each object under one of n buckets, chosen by a hash of
+// each of its values, instead of under the values themselves; List and
+// Keys answer as before, by checking the values of the objects of the
+// value's bucket. client-go's indexer keeps a set per value it files
+// under, some 200 bytes even for one object: an index whose values each
+// belong to few objects (an owner's UID, the name of an object referred
+// to) takes that much per object, and with buckets only the set entries
+// (some 20 to 60 bytes an object once there are several objects per
+// bucket). A lookup then calls the values function on the bucket's
+// objects, about objects/n of them. The informer's own indexer (ByIndex of
+// the index's name) answers with buckets, not values: read the index
+// through the Index. n must be at least 1.
+func WithBuckets(n int) IndexOption {
+	return func(c *indexConfig) { c.buckets = n }
 }
 
 // ErrIndexConflict is wrapped by the error of NewIndex when the informer
@@ -28,7 +55,8 @@ var ErrIndexConflict = errors.New("the informer has an index of that name with a
 //
 // Register indexes before inf starts. One name stands for one function: if
 // inf already has an index of that name, NewIndex returns it when it was
-// made by NewIndex with the same type T and the same function value, so
+// made by NewIndex with the same type T, the same function value and the
+// same buckets (WithBuckets), so
 // that two controllers that need the same index can share an informer, and
 // otherwise an error wrapping ErrIndexConflict, for an index that silently
 // filed objects by another function would answer wrongly. The same
@@ -37,12 +65,22 @@ var ErrIndexConflict = errors.New("the informer has an index of that name with a
 // same closure; two closures are different values even when they compute
 // the same, so share the *Index instead of calling NewIndex twice with
 // closures.
-func NewIndex[T Object](inf cache.TypedSharedIndexInformer[T], name string, values func(obj T) []string) (*Index[T], error) {
+func NewIndex[T Object](inf cache.TypedSharedIndexInformer[T], name string, values func(obj T) []string, opts ...IndexOption) (*Index[T], error) {
 	if inf == nil || name == "" || values == nil {
 		return nil, fmt.Errorf("informer: NewIndex needs an informer, a name and a values function (name %q)", name)
 	}
-	idx := &Index[T]{name: name, indexer: inf.GetTypedIndexer()}
-	id := indexID{typ: reflect.TypeFor[T](), values: funcValue(values)}
+	var cfg indexConfig
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.buckets < 0 || cfg.buckets == 0 && len(opts) > 0 {
+		return nil, fmt.Errorf("informer: index %q: %d buckets: want at least 1", name, cfg.buckets)
+	}
+	idx := &Index[T]{name: name, indexer: inf.GetTypedIndexer(), values: values}
+	for i := range cfg.buckets {
+		idx.buckets = append(idx.buckets, strconv.Itoa(i))
+	}
+	id := indexID{typ: reflect.TypeFor[T](), values: funcValue(values), buckets: cfg.buckets}
 	indexFunc := func(obj any) ([]string, error) {
 		if p, ok := obj.(*indexProbe); ok {
 			p.id = id
@@ -52,7 +90,15 @@ func NewIndex[T Object](inf cache.TypedSharedIndexInformer[T], name string, valu
 		if !ok || t == *new(T) {
 			return nil, nil
 		}
-		return values(t), nil
+		vs := values(t)
+		if idx.buckets == nil {
+			return vs, nil
+		}
+		filed := make([]string, len(vs))
+		for i, v := range vs {
+			filed[i] = idx.filed(v)
+		}
+		return filed, nil
 	}
 	if existing, ok := idx.indexer.GetIndexers()[name]; ok {
 		return idx, sameIndex(name, existing, indexFunc, id)
@@ -69,8 +115,36 @@ func NewIndex[T Object](inf cache.TypedSharedIndexInformer[T], name string, valu
 
 // indexID identifies what an index made by NewIndex files objects by.
 type indexID struct {
-	typ    reflect.Type
-	values unsafe.Pointer
+	typ     reflect.Type
+	values  unsafe.Pointer
+	buckets int
+}
+
+// filed returns what an object with value is filed under: its bucket, or
+// value itself.
+func (i *Index[T]) filed(value string) string {
+	if i.buckets == nil {
+		return value
+	}
+	// FNV-1a: the same bucket in every Index of one index function.
+	h := uint32(2166136261)
+	for j := range len(value) {
+		h = (h ^ uint32(value[j])) * 16777619
+	}
+	return i.buckets[h%uint32(len(i.buckets))]
+}
+
+// byValue returns the cached objects filed under value.
+func (i *Index[T]) byValue(value string) ([]T, error) {
+	objs, err := i.indexer.ByTypedIndex(i.name, i.filed(value))
+	if err != nil {
+		return nil, fmt.Errorf("informer: index %q: %w", i.name, err)
+	}
+	if i.buckets == nil {
+		return objs, nil
+	}
+	// The bucket holds the objects of other values too.
+	return slices.DeleteFunc(objs, func(obj T) bool { return !slices.Contains(i.values(obj), value) }), nil
 }
 
 // indexProbe is given to an index function made by NewIndex to learn its
@@ -108,16 +182,23 @@ func (i *Index[T]) Name() string { return i.name }
 // List returns the cached objects filed under value, in no particular order.
 // They are shared with the cache and must not be modified.
 func (i *Index[T]) List(value string) ([]T, error) {
-	objs, err := i.indexer.ByTypedIndex(i.name, value)
-	if err != nil {
-		return nil, fmt.Errorf("informer: index %q: %w", i.name, err)
-	}
-	return objs, nil
+	return i.byValue(value)
 }
 
 // Keys returns the keys (namespace and name) of the cached objects filed
 // under value, in no particular order.
 func (i *Index[T]) Keys(value string) ([]cache.ObjectName, error) {
+	if i.buckets != nil {
+		objs, err := i.byValue(value)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]cache.ObjectName, len(objs))
+		for j, obj := range objs {
+			out[j] = cache.MetaObjectToName(obj)
+		}
+		return out, nil
+	}
 	keys, err := i.indexer.IndexKeys(i.name, value)
 	if err != nil {
 		return nil, fmt.Errorf("informer: index %q: %w", i.name, err)

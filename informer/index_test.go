@@ -1,6 +1,9 @@
 package informer_test
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -89,4 +92,94 @@ func TestNewIndexOfTheSameName(t *testing.T) {
 			assert.Equal(t, []cache.ObjectName{{Namespace: "ns", Name: "web"}}, keys, "the index files by its first function")
 		})
 	}
+}
+
+// byTeams files a Deployment under each of its teams, none or several.
+func byTeams(d *appsv1.Deployment) []string {
+	if d.Labels["teams"] == "" {
+		return nil
+	}
+	return strings.Split(d.Labels["teams"], ".")
+}
+
+// An index with buckets answers exactly as one without: objects that share
+// a bucket but not the value are left out, through adds, updates and
+// deletes, and objects filed under several values are found by each.
+func TestIndexWithBuckets(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []informer.IndexOption
+	}{
+		{name: "no buckets"},
+		{name: "one bucket", opts: []informer.IndexOption{informer.WithBuckets(1)}},
+		{name: "seven buckets", opts: []informer.IndexOption{informer.WithBuckets(7)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			inf := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Apps().V1().Deployments().TypedInformer()
+			idx, err := informer.NewIndex(inf, "teams", byTeams, tt.opts...)
+			require.NoError(t, err)
+			store := inf.GetIndexer()
+			want := map[string][]string{} // team -> Deployment names
+			deployment := func(i int, teams ...string) *appsv1.Deployment {
+				return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("d%d", i),
+					Labels: map[string]string{"teams": strings.Join(teams, ".")}}}
+			}
+			check := func() {
+				t.Helper()
+				for i := range 12 {
+					team := fmt.Sprintf("t%d", i)
+					objs, err := idx.List(team)
+					require.NoError(t, err)
+					var names []string
+					for _, d := range objs {
+						names = append(names, d.Name)
+					}
+					assert.ElementsMatch(t, want[team], names, "List(%s)", team)
+					keys, err := idx.Keys(team)
+					require.NoError(t, err)
+					names = nil
+					for _, k := range keys {
+						assert.Equal(t, "ns", k.Namespace)
+						names = append(names, k.Name)
+					}
+					assert.ElementsMatch(t, want[team], names, "Keys(%s)", team)
+				}
+			}
+			for i := range 40 {
+				teams := []string{fmt.Sprintf("t%d", i%10)}
+				if i%4 == 0 {
+					teams = append(teams, fmt.Sprintf("t%d", (i+3)%10))
+				}
+				require.NoError(t, store.Add(deployment(i, teams...)))
+				for _, team := range teams {
+					want[team] = append(want[team], fmt.Sprintf("d%d", i))
+				}
+			}
+			require.NoError(t, store.Add(deployment(40))) // filed under nothing
+			check()
+			// d1 moves from t1 to t11; d2 is deleted.
+			require.NoError(t, store.Update(deployment(1, "t11")))
+			want["t1"] = slices.DeleteFunc(want["t1"], func(n string) bool { return n == "d1" })
+			want["t11"] = []string{"d1"}
+			require.NoError(t, store.Delete(deployment(2)))
+			want["t2"] = slices.DeleteFunc(want["t2"], func(n string) bool { return n == "d2" })
+			check()
+		})
+	}
+}
+
+// Buckets are part of what an index files by: the same function with
+// other buckets is another index.
+func TestIndexBucketsMustMatch(t *testing.T) {
+	inf := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Apps().V1().Deployments().TypedInformer()
+	_, err := informer.NewIndex(inf, "teams", byTeams, informer.WithBuckets(8))
+	require.NoError(t, err)
+	_, err = informer.NewIndex(inf, "teams", byTeams, informer.WithBuckets(8))
+	assert.NoError(t, err)
+	_, err = informer.NewIndex(inf, "teams", byTeams, informer.WithBuckets(16))
+	assert.ErrorIs(t, err, informer.ErrIndexConflict)
+	_, err = informer.NewIndex(inf, "teams", byTeams)
+	assert.ErrorIs(t, err, informer.ErrIndexConflict)
+	_, err = informer.NewIndex(inf, "other", byTeams, informer.WithBuckets(0))
+	assert.ErrorContains(t, err, "0 buckets: want at least 1")
 }

@@ -2,7 +2,9 @@ package informer
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,7 +69,8 @@ func Trim[T Object](inf interface {
 			return fmt.Errorf("informer: trimming %v to %q: %w", t, path, err)
 		}
 	}
-	if err := inf.SetTransform(trimWith[T](root)); err != nil {
+	root.order(new(int))
+	if err := inf.SetTransform(trimWith[T](root, newSharedValues())); err != nil {
 		return fmt.Errorf("informer: trimming %v: %w", t, err)
 	}
 	return nil
@@ -78,6 +81,21 @@ type keptField struct {
 	index    []int // in the struct that holds it
 	all      bool
 	children map[string]*keptField
+	// id tells the kept fields of one Trim apart; ordered holds the
+	// children in the order of their fields.
+	id      int
+	ordered []*keptField
+}
+
+// order numbers k and the fields under it from *next on, and orders each
+// one's children.
+func (k *keptField) order(next *int) {
+	k.id = *next
+	*next++
+	k.ordered = slices.SortedFunc(maps.Values(k.children), func(a, b *keptField) int { return slices.Compare(a.index, b.index) })
+	for _, child := range k.ordered {
+		child.order(next)
+	}
 }
 
 // add keeps the field path names in structs of type t.
@@ -127,38 +145,42 @@ func jsonField(t reflect.Type, name string) ([]int, reflect.Type, bool) {
 }
 
 // keep copies the kept fields of struct src into struct dst.
-func (k *keptField) keep(dst, src reflect.Value) {
-	for _, child := range k.children {
-		child.copy(dst.FieldByIndex(child.index), src.FieldByIndex(child.index))
+func (k *keptField) keep(dst, src reflect.Value, shared *sharedValues) {
+	for _, child := range k.ordered {
+		child.copy(dst.FieldByIndex(child.index), src.FieldByIndex(child.index), shared)
 	}
 }
 
-// copy sets dst to what k keeps of src, values of k's field.
-func (k *keptField) copy(dst, src reflect.Value) {
+// copy sets dst to what k keeps of src, values of k's field, sharing the
+// strings, lists and pointers equal to those met before.
+func (k *keptField) copy(dst, src reflect.Value, shared *sharedValues) {
 	if k.all {
 		dst.Set(src)
+		shared.share(k, dst)
 		return
 	}
 	switch src.Kind() {
 	case reflect.Pointer:
 		if !src.IsNil() {
 			dst.Set(reflect.New(src.Type().Elem()))
-			k.copy(dst.Elem(), src.Elem())
+			k.copy(dst.Elem(), src.Elem(), shared)
+			shared.share(k, dst)
 		}
 	case reflect.Slice:
 		if !src.IsNil() {
 			dst.Set(reflect.MakeSlice(src.Type(), src.Len(), src.Len()))
 			for i := range src.Len() {
-				k.copy(dst.Index(i), src.Index(i))
+				k.copy(dst.Index(i), src.Index(i), shared)
 			}
+			shared.share(k, dst)
 		}
 	case reflect.Struct:
-		k.keep(dst, src)
+		k.keep(dst, src, shared)
 	}
 }
 
 // trimWith is the transform of Trim.
-func trimWith[T Object](root *keptField) cache.TransformFunc {
+func trimWith[T Object](root *keptField, shared *sharedValues) cache.TransformFunc {
 	var trim cache.TransformFunc
 	trim = func(obj any) (any, error) {
 		if d, ok := insideTombstone(obj, trim); ok {
@@ -170,9 +192,9 @@ func trimWith[T Object](root *keptField) cache.TransformFunc {
 		}
 		src := reflect.ValueOf(full)
 		kept := reflect.New(src.Type().Elem())
-		root.keep(kept.Elem(), src.Elem())
+		root.keep(kept.Elem(), src.Elem(), shared)
 		trimmed := kept.Interface().(T)
-		copyIdentity(trimmed, full)
+		copyIdentity(trimmed, full, shared)
 		return trimmed, nil
 	}
 	return trim
@@ -180,17 +202,22 @@ func trimWith[T Object](root *keptField) cache.TransformFunc {
 
 // copyIdentity sets what every cached object needs (to be keyed, indexed,
 // told apart from other incarnations and judged fresh) from full on kept,
-// and marks kept trimmed.
-func copyIdentity(kept, full metav1.Object) {
+// and marks kept trimmed. The namespace, finalizers and owners' API
+// versions and kinds are shared with other objects that have equal ones.
+func copyIdentity(kept, full metav1.Object, shared *sharedValues) {
 	kept.SetName(full.GetName())
-	kept.SetNamespace(full.GetNamespace())
+	kept.SetNamespace(shared.string(full.GetNamespace()))
 	kept.SetUID(full.GetUID())
 	kept.SetResourceVersion(full.GetResourceVersion())
 	kept.SetGeneration(full.GetGeneration())
 	kept.SetCreationTimestamp(full.GetCreationTimestamp())
 	kept.SetDeletionTimestamp(full.GetDeletionTimestamp())
-	kept.SetFinalizers(full.GetFinalizers())
-	kept.SetOwnerReferences(full.GetOwnerReferences())
+	kept.SetFinalizers(shared.strings(full.GetFinalizers()))
+	refs := full.GetOwnerReferences()
+	for i := range refs { // full is the transform's to change
+		refs[i].APIVersion, refs[i].Kind = shared.string(refs[i].APIVersion), shared.string(refs[i].Kind)
+	}
+	kept.SetOwnerReferences(refs)
 	kept.SetManagedFields(nil)
 	if a := kept.GetAnnotations(); len(a) > 0 {
 		a[TrimmedAnnotation] = "true"

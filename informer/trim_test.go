@@ -2,8 +2,10 @@ package informer_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -156,4 +158,47 @@ func TestTrimOnAnInformer(t *testing.T) {
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return len(inf.Informer().GetStore().ListKeys()) == 0, nil
 	}))
+}
+
+// Trimmed objects of one informer share the kept values they have in
+// common (cached objects are never modified), and keep their own values
+// where they differ.
+func TestTrimStoresEqualValuesOnce(t *testing.T) {
+	var inf transformOf
+	require.NoError(t, informer.Trim[*appsv1.Deployment](&inf, "spec.replicas", "spec.template.spec.containers.name",
+		"spec.template.spec.containers.image", "spec.template.metadata.labels"))
+	trim := func(name, image string) *appsv1.Deployment {
+		d := fullDeployment()
+		// Every string separately allocated, as decoding makes them.
+		d.Name, d.Namespace = name, strings.Clone("default")
+		d.OwnerReferences[0].APIVersion, d.OwnerReferences[0].Kind = strings.Clone("v1"), strings.Clone("Foo")
+		d.Spec.Template.Spec.Containers[0].Image = strings.Clone(image)
+		d.Spec.Template.Spec.Containers[1].Name = strings.Clone("sidecar")
+		d.Finalizers = []string{strings.Clone("example.com/keep")}
+		out, err := inf.fn(d)
+		require.NoError(t, err)
+		return out.(*appsv1.Deployment)
+	}
+	a, b, other := trim("a", "nginx:1"), trim("b", "nginx:1"), trim("c", "nginx:2")
+
+	assert.Equal(t, []corev1.Container{{Name: "nginx", Image: "nginx:1"}, {Name: "sidecar", Image: "proxy:2"}}, a.Spec.Template.Spec.Containers)
+	assert.Same(t, unsafe.SliceData(a.Spec.Template.Spec.Containers), unsafe.SliceData(b.Spec.Template.Spec.Containers))
+	assert.Same(t, a.Spec.Replicas, b.Spec.Replicas)
+	assert.Same(t, unsafe.StringData(a.Namespace), unsafe.StringData(b.Namespace))
+	assert.Same(t, unsafe.StringData(a.OwnerReferences[0].APIVersion), unsafe.StringData(b.OwnerReferences[0].APIVersion))
+	assert.Same(t, unsafe.StringData(a.OwnerReferences[0].Kind), unsafe.StringData(b.OwnerReferences[0].Kind))
+	assert.Same(t, unsafe.SliceData(a.Finalizers), unsafe.SliceData(b.Finalizers))
+	assert.Equal(t, []string{"example.com/keep"}, b.Finalizers)
+	// Their own values stay their own.
+	assert.Equal(t, []string{"a", "b"}, []string{a.Name, b.Name})
+	assert.NotSame(t, unsafe.SliceData(a.OwnerReferences), unsafe.SliceData(b.OwnerReferences))
+
+	// Another image: another list, whose equal strings are still shared.
+	assert.Equal(t, []corev1.Container{{Name: "nginx", Image: "nginx:2"}, {Name: "sidecar", Image: "proxy:2"}}, other.Spec.Template.Spec.Containers)
+	assert.NotSame(t, unsafe.SliceData(a.Spec.Template.Spec.Containers), unsafe.SliceData(other.Spec.Template.Spec.Containers))
+	assert.Same(t, unsafe.StringData(a.Spec.Template.Spec.Containers[1].Name), unsafe.StringData(other.Spec.Template.Spec.Containers[1].Name))
+	// A map is the object's own.
+	assert.Equal(t, a.Spec.Template.Labels, other.Spec.Template.Labels)
+	a.Spec.Template.Labels["mine"] = "a"
+	assert.NotContains(t, other.Spec.Template.Labels, "mine")
 }

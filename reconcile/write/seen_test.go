@@ -90,6 +90,37 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// A burst of writes, all pending at once, leaves no map of its size behind
+// once the cache has seen them and they are read: Go maps never shrink.
+func TestPendingWritesReleaseTheStorageOfABurst(t *testing.T) {
+	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Core().V1().ConfigMaps().TypedInformer()
+	o := New(inf)
+	const burst = 4 * shrinkAt
+	var objs []*corev1.ConfigMap
+	o.mu.Lock()
+	o.sweepAt = 2 * burst // no sweep: all stay pending
+	o.mu.Unlock()
+	for i := range burst {
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint(i), UID: types.UID(fmt.Sprint(i)), ResourceVersion: fmt.Sprint(100 + i)}}
+		o.remember(cache.MetaObjectToName(obj), "", obj)
+		objs = append(objs, obj)
+	}
+	o.mu.Lock()
+	require.Len(t, o.pending, burst)
+	require.Equal(t, burst, o.pendingPeak)
+	o.mu.Unlock()
+	for _, obj := range objs {
+		require.NoError(t, inf.GetIndexer().Add(obj))
+		_, found, err := o.Get(cache.MetaObjectToName(obj))
+		require.NoError(t, err)
+		require.True(t, found)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	assert.Empty(t, o.pending)
+	assert.Less(t, o.pendingPeak, shrinkAt, "the map of the burst was replaced by one made for a fraction of it")
+}
+
 // indexerApplyingAfterRead is a cache whose informer applies an event just
 // after each read of an object, as a running informer may.
 type indexerApplyingAfterRead struct {

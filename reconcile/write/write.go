@@ -226,6 +226,8 @@ type Objects[T Object] struct {
 	mu      sync.Mutex
 	pending map[cache.ObjectName]written
 	sweepAt int // len(pending) at which the next write sweeps it
+	// pendingPeak is the most writes pending has held since it was made.
+	pendingPeak int
 	// applied is what this Objects last applied to each object, with the
 	// resourceVersion the API server answered.
 	applied        map[appliedKey]appliedConfig
@@ -409,7 +411,7 @@ func (o *Objects[T]) Delete(ctx context.Context, c Client[T], obj T) error {
 	}
 	if v := obj.GetResourceVersion(); v != "" {
 		o.mu.Lock()
-		o.pending[name] = written{uid: uid, version: v, deleted: true, at: o.cfg.clock.Now()}
+		o.rememberLocked(name, written{uid: uid, version: v, deleted: true, at: o.cfg.clock.Now()})
 		o.sweepLocked()
 		o.mu.Unlock()
 	}
@@ -421,7 +423,7 @@ func (o *Objects[T]) Delete(ctx context.Context, c Client[T], obj T) error {
 func (o *Objects[T]) Forget(name cache.ObjectName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.pending, name)
+	o.forgetLocked(name)
 	delete(o.applied, appliedKey{name: name})
 	delete(o.applied, appliedKey{name: name, status: true})
 }
@@ -704,7 +706,7 @@ func (o *Objects[T]) verdict(ctx context.Context, get Getter[T], name cache.Obje
 		}
 		return answer // the cache is not behind: the next reconcile sees what the server has
 	}
-	o.pending[name] = w
+	o.rememberLocked(name, w)
 	o.sweepLocked()
 	// The answer is wrapped, so that apierrors.IsConflict and the like see it.
 	return reconcile.StaleCache(fmt.Errorf("%s: the cache has not yet seen it as the API server has it: %w", name, answer))
@@ -722,8 +724,35 @@ func (o *Objects[T]) remember(name cache.ObjectName, before string, obj T) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.pending[name] = written{uid: obj.GetUID(), version: v, before: before, deleted: gone, at: o.cfg.clock.Now()}
+	o.rememberLocked(name, written{uid: obj.GetUID(), version: v, before: before, deleted: gone, at: o.cfg.clock.Now()})
 	o.sweepLocked()
+}
+
+// rememberLocked records w as the last write of name. The caller holds
+// o.mu.
+func (o *Objects[T]) rememberLocked(name cache.ObjectName, w written) {
+	o.pending[name] = w
+	o.pendingPeak = max(o.pendingPeak, len(o.pending))
+}
+
+// shrinkAt is the least number of writes pending must have held before
+// forgetLocked moves it to a smaller map.
+const shrinkAt = 256
+
+// forgetLocked drops the write of name. Once pending holds a quarter of
+// the most it has held, it moves to a map of its size: a Go map keeps the
+// storage of its largest size, which a burst of writes (every object
+// created at once) would otherwise hold as long as the process runs. The
+// caller holds o.mu.
+func (o *Objects[T]) forgetLocked(name cache.ObjectName) {
+	delete(o.pending, name)
+	if o.pendingPeak >= shrinkAt && len(o.pending) <= o.pendingPeak/4 {
+		smaller := make(map[cache.ObjectName]written, len(o.pending))
+		for n, w := range o.pending {
+			smaller[n] = w
+		}
+		o.pending, o.pendingPeak = smaller, len(smaller)
+	}
 }
 
 // sweepLocked keeps the maps from piling up entries of objects never read
@@ -783,7 +812,7 @@ func (o *Objects[T]) judgeLocked(name cache.ObjectName, obj T, found bool, store
 	}
 	if w.seenIn(obj, found, storeVersion) {
 		if fromCache {
-			delete(o.pending, name)
+			o.forgetLocked(name)
 		}
 		return nil
 	}
