@@ -8,10 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -161,4 +163,37 @@ func ExampleEnqueueByIndex() {
 
 	// Output:
 	// enqueue default/web
+}
+
+// An index of Deployments by the UID of their controller: each value
+// belongs to one Deployment or two, so the index files them in buckets,
+// and List still answers with exactly the Deployments of that UID.
+func ExampleWithBuckets() {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	deployments := factory.Apps().V1().Deployments().TypedInformer()
+	byController, err := informer.NewIndex(deployments, "controller-uid", func(d *appsv1.Deployment) []string {
+		if ref := metav1.GetControllerOf(d); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	}, informer.WithBuckets(2))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The informer would fill its cache; here three Deployments are put there.
+	for i, uid := range []types.UID{"uid-a", "uid-b", "uid-c"} {
+		_ = deployments.GetTypedIndexer().Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default",
+			Name: fmt.Sprintf("web-%d", i), OwnerReferences: []metav1.OwnerReference{{UID: uid, Controller: ptr.To(true)}}}})
+	}
+	controlled, err := byController.List("uid-b")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, d := range controlled {
+		fmt.Println(d.Name)
+	}
+	// Output:
+	// web-1
 }

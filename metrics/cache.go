@@ -42,9 +42,9 @@ func newCacheCollectors() cacheCollectors {
 // approximate memory they take. The bytes are counted from each object's
 // Go values (the struct, and the strings, lists, maps and pointers it
 // reaches), not from its encoding, so they show what a transform such as
-// informer.StripManagedFields or informer.Trim saves; a string that
-// several objects share is counted for each, and the cache's own keys and
-// indexes are not counted. Call it before or after the informer starts
+// informer.StripManagedFields or informer.Trim saves; a value that several
+// objects share (a string, or a list informer.Trim stores once) is counted
+// for each, and the cache's own keys and indexes are not counted. Call it before or after the informer starts
 // (an informer replays its cache to a late handler); counting ends when
 // the informer stops. It fails for an informer that has stopped.
 func (r *Recorder) CacheSize(name string, inf cache.SharedIndexInformer) error {

@@ -106,9 +106,9 @@ type Flags struct {
 	// operator's manifests whose caBundle Webhooks keeps current with the
 	// CA of the certificate it issues under WebhookCertSecret.
 	WebhookCABundles webhook.CABundles
-	// ContentType (--kube-api-content-type) is the encoding RESTConfig asks
-	// the API server to answer in: ContentTypeProtobuf, the default, or
-	// ContentTypeJSON. See RESTConfig.
+	// ContentType (--kube-api-content-type) is the encoding of the
+	// requests of RESTConfig's clients and of the answers they ask for:
+	// ContentTypeProtobuf, the default, or ContentTypeJSON. See RESTConfig.
 	ContentType string
 	// MemoryLimit (--memory-limit) is the Go runtime's soft memory limit
 	// that Main sets before it runs the operator: a quantity such as
@@ -212,7 +212,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", f.MetricsAddr, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", f.ProbeAddr, "Address of /healthz and /readyz; \"0\" disables them.")
 	fs.StringVar(&f.PprofAddr, "pprof-bind-address", f.PprofAddr, "Address of Go's runtime profiles at /debug/pprof/; \"0\" or empty disables them. Serve them only on a protected address.")
-	fs.StringVar(&f.ContentType, "kube-api-content-type", f.ContentType, "Encoding the API server is asked to answer in: "+ContentTypeProtobuf+" (built-in kinds in protobuf, custom resources in JSON) or "+ContentTypeJSON+" (everything in JSON).")
+	fs.StringVar(&f.ContentType, "kube-api-content-type", f.ContentType, "Encoding of requests to the API server and of its answers: "+ContentTypeProtobuf+" (built-in kinds in protobuf, custom resources in JSON) or "+ContentTypeJSON+" (everything in JSON).")
 	fs.StringVar(&f.WebhookAddr, "webhook-bind-address", f.WebhookAddr, "Address of the webhooks' HTTPS server, for an operator that serves webhooks.")
 	fs.StringVar(&f.WebhookCertDir, "webhook-cert-dir", f.WebhookCertDir, "Directory of the webhooks' serving certificate and key, tls.crt and tls.key; reloaded when they change.")
 	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", f.WebhookCertSecret, "NAMESPACE/NAME of a Secret in which the operator issues and renews the webhooks' certificate itself, publishing its CA in its webhook configurations and CRDs, instead of reading --webhook-cert-dir.")
@@ -307,15 +307,16 @@ func validGroup(group string) error {
 // flags and userAgent. Errors say where the configuration came from.
 //
 // With --kube-api-content-type=application/vnd.kubernetes.protobuf (the
-// default) the config asks for protobuf, then JSON: the API server answers
-// reads, lists and watches of built-in kinds in protobuf, which costs the
-// controller less to decode and lets the API server send one encoding it
-// may already hold for other watchers, and answers custom resources in
-// JSON, the only one of the two they are served in. (An API server with
-// CBOR serving enabled would answer custom resources in CBOR only to
-// clients that ask for it; these do not.) Request bodies stay JSON, so one
-// config serves the clientsets of built-in kinds and of custom resources
-// alike. With application/json every answer is JSON.
+// default) the config leaves the encoding to each client, as client-go's
+// generated clients choose it: the clients of built-in kinds send protobuf
+// and ask for protobuf, then JSON, which costs the controller less to
+// encode and decode and lets the API server send one encoding it may
+// already hold for other watchers; the clients of custom resources, and
+// dynamic and other REST clients, use JSON, the only one of the two custom
+// resources are served in (or CBOR, where client-go's ClientsAllowCBOR and
+// ClientsPreferCBOR feature gates are enabled in the process, against an
+// API server that serves it). With application/json every request and
+// answer is JSON.
 func (f *Flags) RESTConfig(userAgent string) (*rest.Config, error) {
 	cfg, err := f.findConfig()
 	if err != nil {
@@ -325,10 +326,11 @@ func (f *Flags) RESTConfig(userAgent string) (*rest.Config, error) {
 	cfg.QPS = float32(f.QPS)
 	cfg.Burst = f.Burst
 	cfg.UserAgent = userAgent
-	cfg.ContentType = ContentTypeJSON
-	cfg.AcceptContentTypes = ContentTypeJSON
-	if f.ContentType != ContentTypeJSON {
-		cfg.AcceptContentTypes = ContentTypeProtobuf + "," + ContentTypeJSON
+	// Left empty, client-go's clients of built-in kinds use protobuf, and
+	// the others JSON.
+	cfg.ContentType, cfg.AcceptContentTypes = "", ""
+	if f.ContentType == ContentTypeJSON {
+		cfg.ContentType, cfg.AcceptContentTypes = ContentTypeJSON, ContentTypeJSON
 	}
 	return cfg, nil
 }

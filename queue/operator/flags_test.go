@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	fooclientset "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
@@ -765,26 +766,39 @@ func TestShardedInformerThroughRun(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// The config RESTConfig makes gets built-in kinds in protobuf and custom
-// resources in JSON from one server, or everything in JSON.
+// The config RESTConfig makes sends and gets built-in kinds in protobuf
+// and custom resources in JSON with one server, or everything in JSON.
 func TestRESTConfigContentType(t *testing.T) {
+	const jsonDefault = "application/json, */*" // client-go's Accept for a JSON client
 	tests := []struct {
-		name       string
-		args       []string
-		wantAccept string
-		wantProto  bool
+		name string
+		args []string
+		// want are the Content-Type and Accept of the creates of a
+		// ConfigMap and a Foo, then of their gets.
+		want      []string
+		wantProto bool
 	}{
-		{name: "protobuf by default", wantAccept: "application/vnd.kubernetes.protobuf,application/json", wantProto: true},
-		{name: "JSON", args: []string{"--kube-api-content-type=application/json"}, wantAccept: "application/json"},
+		{name: "protobuf by default", wantProto: true, want: []string{
+			"POST /api/v1/namespaces/default/configmaps " + ContentTypeProtobuf + " " + ContentTypeProtobuf + "," + ContentTypeJSON,
+			"POST /apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos " + ContentTypeJSON + " " + jsonDefault,
+			"GET /api/v1/namespaces/default/configmaps/x  " + ContentTypeProtobuf + "," + ContentTypeJSON,
+			"GET /apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos/y  " + jsonDefault,
+		}},
+		{name: "JSON", args: []string{"--kube-api-content-type=application/json"}, want: []string{
+			"POST /api/v1/namespaces/default/configmaps " + ContentTypeJSON + " " + ContentTypeJSON,
+			"POST /apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos " + ContentTypeJSON + " " + ContentTypeJSON,
+			"GET /api/v1/namespaces/default/configmaps/x  " + ContentTypeJSON,
+			"GET /apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos/y  " + ContentTypeJSON,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
-			var accepts []string
+			var requests []string
 			var servedProto bool
 			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
-				accepts = append(accepts, r.Header.Get("Accept"))
+				requests = append(requests, strings.Join([]string{r.Method, r.URL.Path, r.Header.Get("Content-Type"), r.Header.Get("Accept")}, " "))
 				mu.Unlock()
 				if strings.HasPrefix(r.URL.Path, "/apis/samplecontroller.k8s.io/") {
 					// Custom resources are served in JSON whatever is asked.
@@ -813,18 +827,22 @@ func TestRESTConfigContentType(t *testing.T) {
 
 			kube, err := kubernetes.NewForConfig(cfg)
 			require.NoError(t, err)
+			foos, err := fooclientset.NewForConfig(cfg)
+			require.NoError(t, err)
+			_, err = kube.CoreV1().ConfigMaps("default").Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			_, err = foos.SamplecontrollerV1alpha1().Foos("default").Create(t.Context(), &samplev1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Name: "y"}}, metav1.CreateOptions{})
+			require.NoError(t, err)
 			cm, err := kube.CoreV1().ConfigMaps("default").Get(t.Context(), "x", metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, "v", cm.Data["k"])
-			foos, err := fooclientset.NewForConfig(cfg)
-			require.NoError(t, err)
 			foo, err := foos.SamplecontrollerV1alpha1().Foos("default").Get(t.Context(), "y", metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, "web", foo.Spec.DeploymentName)
 
 			mu.Lock()
 			defer mu.Unlock()
-			assert.Equal(t, []string{tt.wantAccept, tt.wantAccept}, accepts)
+			assert.Equal(t, tt.want, requests)
 			assert.Equal(t, tt.wantProto, servedProto)
 		})
 	}
