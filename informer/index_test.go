@@ -174,8 +174,18 @@ func TestIndexBucketsMustMatch(t *testing.T) {
 	inf := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0).Apps().V1().Deployments().TypedInformer()
 	_, err := informer.NewIndex(inf, "teams", byTeams, informer.WithBuckets(8))
 	require.NoError(t, err)
-	_, err = informer.NewIndex(inf, "teams", byTeams, informer.WithBuckets(8))
-	assert.NoError(t, err)
+	again, err := informer.NewIndex(inf, "teams", byTeams, informer.WithBuckets(8))
+	require.NoError(t, err)
+	// The second Index finds what the first one's function filed.
+	for i := range 20 {
+		require.NoError(t, inf.GetIndexer().Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("d%d", i),
+			Labels: map[string]string{"teams": fmt.Sprintf("t%d", i)}}}))
+	}
+	for i := range 20 {
+		keys, err := again.Keys(fmt.Sprintf("t%d", i))
+		require.NoError(t, err)
+		assert.Equal(t, []cache.ObjectName{{Namespace: "ns", Name: fmt.Sprintf("d%d", i)}}, keys)
+	}
 	_, err = informer.NewIndex(inf, "teams", byTeams, informer.WithBuckets(16))
 	assert.ErrorIs(t, err, informer.ErrIndexConflict)
 	_, err = informer.NewIndex(inf, "teams", byTeams)

@@ -197,6 +197,15 @@ func TestTrimStoresEqualValuesOnce(t *testing.T) {
 	assert.Equal(t, []corev1.Container{{Name: "nginx", Image: "nginx:2"}, {Name: "sidecar", Image: "proxy:2"}}, other.Spec.Template.Spec.Containers)
 	assert.NotSame(t, unsafe.SliceData(a.Spec.Template.Spec.Containers), unsafe.SliceData(other.Spec.Template.Spec.Containers))
 	assert.Same(t, unsafe.StringData(a.Spec.Template.Spec.Containers[1].Name), unsafe.StringData(other.Spec.Template.Spec.Containers[1].Name))
+	// Lists whose strings would read alike run together are told apart.
+	ab, bc := fullDeployment(), fullDeployment()
+	ab.Spec.Template.Spec.Containers = []corev1.Container{{Name: "ab", Image: "c"}}
+	bc.Spec.Template.Spec.Containers = []corev1.Container{{Name: "a", Image: "bc"}}
+	for _, d := range []*appsv1.Deployment{ab, bc} {
+		out, err := inf.fn(d.DeepCopy())
+		require.NoError(t, err)
+		assert.Equal(t, d.Spec.Template.Spec.Containers, out.(*appsv1.Deployment).Spec.Template.Spec.Containers)
+	}
 	// A map is the object's own.
 	assert.Equal(t, a.Spec.Template.Labels, other.Spec.Template.Labels)
 	a.Spec.Template.Labels["mine"] = "a"
