@@ -53,6 +53,14 @@ func Trimmed(obj metav1.Object) bool {
 // tests find code that sends a cached copy another way. Server-side apply
 // (write.Apply) never sends the cached object and needs nothing.
 //
+// The trimmed objects share the kept values they have in common: a kept
+// string, or a list or pointer of strings, numbers and booleans (or of
+// structs of which only such fields are kept), equal to one met recently
+// is stored once, as are the namespace, the finalizers and the owners' API
+// versions and kinds. Cached objects are never modified, so nothing tells
+// a shared value from an own one; a copy (DeepCopy) owns all of its
+// values.
+//
 // Objects of another type are stored as they came; tombstones
 // (cache.DeletedFinalStateUnknown) are trimmed inside.
 func Trim[T Object](inf interface {
