@@ -88,25 +88,7 @@ func (k *keptField) appendKey(b []byte, v reflect.Value) ([]byte, bool) {
 	if k.all {
 		return appendScalars(b, v)
 	}
-	switch v.Kind() {
-	case reflect.Pointer:
-		if v.IsNil() {
-			return append(b, 'n'), true
-		}
-		return k.appendKey(append(b, 'p'), v.Elem())
-	case reflect.Slice:
-		if v.IsNil() {
-			return append(b, 'n'), true
-		}
-		b = binary.AppendUvarint(append(b, 'l'), uint64(v.Len()))
-		for i := range v.Len() {
-			var ok bool
-			if b, ok = k.appendKey(b, v.Index(i)); !ok {
-				return b, false
-			}
-		}
-		return b, true
-	case reflect.Struct:
+	if v.Kind() == reflect.Struct {
 		for _, child := range k.ordered {
 			var ok bool
 			if b, ok = child.appendKey(b, v.FieldByIndex(child.index)); !ok {
@@ -115,7 +97,7 @@ func (k *keptField) appendKey(b []byte, v reflect.Value) ([]byte, bool) {
 		}
 		return b, true
 	}
-	return b, false
+	return appendHeld(b, v, k.appendKey)
 }
 
 // appendScalars appends v to b as appendKey does, for a v that is a
@@ -136,11 +118,19 @@ func appendScalars(b []byte, v reflect.Value) ([]byte, bool) {
 		return binary.AppendUvarint(append(b, 'u'), v.Uint()), true
 	case reflect.Float32, reflect.Float64:
 		return binary.AppendUvarint(append(b, 'r'), math.Float64bits(v.Float())), true
+	}
+	return appendHeld(b, v, appendScalars)
+}
+
+// appendHeld appends pointer or list v to b as appendKey does, the
+// values it holds by elem, and reports false for a v of another kind.
+func appendHeld(b []byte, v reflect.Value, elem func([]byte, reflect.Value) ([]byte, bool)) ([]byte, bool) {
+	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
 			return append(b, 'n'), true
 		}
-		return appendScalars(append(b, 'p'), v.Elem())
+		return elem(append(b, 'p'), v.Elem())
 	case reflect.Slice:
 		if v.IsNil() {
 			return append(b, 'n'), true
@@ -148,7 +138,7 @@ func appendScalars(b []byte, v reflect.Value) ([]byte, bool) {
 		b = binary.AppendUvarint(append(b, 'l'), uint64(v.Len()))
 		for i := range v.Len() {
 			var ok bool
-			if b, ok = appendScalars(b, v.Index(i)); !ok {
+			if b, ok = elem(b, v.Index(i)); !ok {
 				return b, false
 			}
 		}
