@@ -5,14 +5,15 @@
 // service's HTTP API, keeps as the spec says (the service's change
 // notifications and a periodic check wake it when the bucket is changed or
 // removed behind its back), and deletes before the Bucket goes unless its
-// deletionPolicy is Retain, holding a finalizer until then. The service records the Bucket's UID as the owner
-// of the bucket the operator creates; a bucket of the name that the
-// operator did not create for that Bucket is refused (Ready=False,
-// BucketExists), never written or deleted. The service is
-// examples/bucket/store/cmd/bucketstore. The operator also serves the
-// API's webhooks: conversion from and to v1alpha1, defaults (the region,
-// the deletion policy) and validation, with a certificate it issues itself
-// (--webhook-cert-secret) or one mounted in --webhook-cert-dir.
+// deletionPolicy is Retain, holding a finalizer until then. The service
+// records the Bucket's UID as the owner of the bucket the operator
+// creates; a bucket of the name that the operator did not create for that
+// Bucket is refused (Ready=False, BucketExists), never written or deleted.
+// The service is examples/bucket/store/cmd/bucketstore. The operator also
+// serves the API's webhooks: conversion from and to v1alpha1, defaults
+// (the region, the deletion policy) and validation, with a certificate it
+// issues itself (--webhook-cert-secret) or one mounted in
+// --webhook-cert-dir.
 //
 //	go run ./examples/bucket/store/cmd/bucketstore --data /tmp/buckets.json &
 //	go run ./examples/bucket --kubeconfig ~/.kube/config --store-url http://127.0.0.1:8090 \

@@ -761,6 +761,8 @@ func (o *Objects[T]) forgetLocked(name cache.ObjectName) {
 // objects the cache no longer holds. The caller holds o.mu.
 func (o *Objects[T]) sweepLocked() {
 	if len(o.pending) >= o.sweepAt {
+		// judgeLocked may move pending to a smaller map; the loop goes on
+		// over the names of the one it started with, each looked up anew.
 		for name := range o.pending {
 			if cached, found, storeVersion, err := o.cached(name); err == nil {
 				_ = o.judgeLocked(name, cached, found, storeVersion, true)
