@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -43,6 +44,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolsevents "k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 )
 
@@ -65,10 +67,10 @@ type options struct {
 
 // WithScheme makes the types registered in s known to the recorder, so that
 // events can be recorded for them. s is only read: its types are copied into
-// the recorder's own scheme, which also holds every type of client-go's
-// kubernetes clientset. A type that s registers under a group, version and
-// kind the recorder already maps to a different Go type makes NewRecorder
-// fail. The option may be given more than once.
+// the recorder's own scheme (those of client-go's kubernetes clientset,
+// which the recorder always knows, are not). A type that s registers under
+// a group, version and kind the recorder already maps to a different Go
+// type makes NewRecorder fail. The option may be given more than once.
 func WithScheme(s *runtime.Scheme) Option {
 	return func(o *options) { o.schemes = append(o.schemes, s) }
 }
@@ -126,9 +128,10 @@ func WithEventsAPI() Option {
 //     filtering (see WithCorrelatorOptions);
 //   - every event is logged through klog.FromContext(ctx) with the message
 //     "Event occurred" at the verbosity set by WithLogVerbosity;
-//   - the recorder builds object references with its own scheme, which holds
-//     client-go's kubernetes types plus those given by WithScheme and
-//     WithAddToScheme. Recording an event for a type the scheme does not know
+//   - the recorder builds object references for the types given by
+//     WithScheme and WithAddToScheme, which it keeps in a scheme of its own,
+//     and for client-go's kubernetes types, which it finds in client-go's
+//     scheme (only read). Recording an event for a type it does not know
 //     logs an error through the contextual logger and records nothing; it
 //     never panics;
 //   - errors of the recorder itself are logged through klog.FromContext(ctx),
@@ -207,21 +210,20 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface, component str
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 
 	inner := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: component, Host: o.host})
-	return &recorder{ctx: ctx, logger: logger, inner: inner.WithLogger(logger)}, nil
+	return &recorder{ctx: ctx, logger: logger, types: scheme, inner: inner.WithLogger(logger)}, nil
 }
 
-// buildScheme returns a new scheme with client-go's kubernetes types, the
-// types of every scheme in schemes and those added by addToScheme.
+// buildScheme returns a new scheme with the types of every scheme in
+// schemes and those added by addToScheme. client-go's kubernetes types are
+// left out: a copy of them would take some 170 KB for each recorder, and
+// the recorder finds them in client-go's scheme (see recorder.regarding).
 func buildScheme(schemes []*runtime.Scheme, addToScheme []func(*runtime.Scheme) error) (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("events: add client-go types to scheme: %w", err)
-	}
+	known := maps.Clone(clientgoscheme.Scheme.AllKnownTypes()) // the scheme's own map
 	for _, src := range schemes {
 		if src == nil {
 			return nil, errors.New("events: WithScheme: scheme is nil")
 		}
-		known := scheme.AllKnownTypes()
 		for gvk, typ := range src.AllKnownTypes() {
 			if have, ok := known[gvk]; ok {
 				if have != typ {
@@ -231,6 +233,7 @@ func buildScheme(schemes []*runtime.Scheme, addToScheme []func(*runtime.Scheme) 
 			}
 			// A scheme only holds types whose pointer is a runtime.Object.
 			scheme.AddKnownTypeWithName(gvk, reflect.New(typ).Interface().(runtime.Object))
+			known[gvk] = typ
 		}
 	}
 	for i, fn := range addToScheme {
@@ -249,6 +252,7 @@ func buildScheme(schemes []*runtime.Scheme, addToScheme []func(*runtime.Scheme) 
 type recorder struct {
 	ctx    context.Context
 	logger klog.Logger
+	types  *runtime.Scheme // the scheme inner was given
 	inner  record.EventRecorderLogger
 }
 
@@ -258,25 +262,42 @@ func (r *recorder) Event(object runtime.Object, eventtype, reason, message strin
 	if r.dropped(object, eventtype, reason) {
 		return
 	}
-	r.inner.Event(object, eventtype, reason, message)
+	r.inner.Event(r.regarding(object), eventtype, reason, message)
 }
 
 func (r *recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
 	if r.dropped(object, eventtype, reason) {
 		return
 	}
-	r.inner.Eventf(object, eventtype, reason, messageFmt, args...)
+	r.inner.Eventf(r.regarding(object), eventtype, reason, messageFmt, args...)
 }
 
 func (r *recorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
 	if r.dropped(object, eventtype, reason) {
 		return
 	}
-	r.inner.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
+	r.inner.AnnotatedEventf(r.regarding(object), annotations, eventtype, reason, messageFmt, args...)
 }
 
 func (r *recorder) WithLogger(logger klog.Logger) record.EventRecorderLogger {
-	return &recorder{ctx: r.ctx, logger: logger, inner: r.inner.WithLogger(logger)}
+	return &recorder{ctx: r.ctx, logger: logger, types: r.types, inner: r.inner.WithLogger(logger)}
+}
+
+// regarding returns what inner is given for object: object itself when
+// r.types knows its type, a reference to it when client-go's scheme does,
+// and otherwise object, for which inner logs that it cannot build a
+// reference.
+func (r *recorder) regarding(object runtime.Object) runtime.Object {
+	if object == nil {
+		return nil
+	}
+	if _, _, err := r.types.ObjectKinds(object); err == nil {
+		return object
+	}
+	if ref, err := reference.GetReference(clientgoscheme.Scheme, object); err == nil {
+		return ref
+	}
+	return object
 }
 
 func (r *recorder) dropped(object runtime.Object, eventtype, reason string) bool {
@@ -309,7 +330,7 @@ func newEventsAPIRecorder(ctx context.Context, client kubernetes.Interface, comp
 	}
 	context.AfterFunc(ctx, broadcaster.Shutdown)
 	inner := eventsAPIRecorder{broadcaster.NewRecorder(scheme, component).WithLogger(logger)}
-	return &recorder{ctx: ctx, logger: logger, inner: inner}, nil
+	return &recorder{ctx: ctx, logger: logger, types: scheme, inner: inner}, nil
 }
 
 // eventsAPIRecorder gives a tools/events recorder the interface of

@@ -489,7 +489,7 @@ func TestNewRecorderEventsAPI(t *testing.T) {
 	assert.Equal(t, "attempt 1", failed.Note)
 	assert.Equal(t, corev1.EventTypeWarning, failed.Type)
 	assert.Equal(t, "foo-controller", failed.ReportingController)
-	assert.Equal(t, "p", failed.Regarding.Name)
+	assert.Equal(t, corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "ns", Name: "p", UID: "u"}, failed.Regarding)
 	assert.Equal(t, "v", byReason["Annotated"].Annotations["k"])
 	assert.Empty(t, createdEvents(client), "nothing went to core/v1")
 	assert.NotEmpty(t, logEntries(logs, "Event occurred"), "events are logged")

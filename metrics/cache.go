@@ -44,14 +44,18 @@ func newCacheCollectors() cacheCollectors {
 // reaches), not from its encoding, so they show what a transform such as
 // informer.StripManagedFields or informer.Trim saves; a value that several
 // objects share (a string, or a list informer.Trim stores once) is counted
-// for each, and the cache's own keys and indexes are not counted. Call it before or after the informer starts
-// (an informer replays its cache to a late handler); counting ends when
-// the informer stops. It fails for an informer that has stopped.
+// for each, and the cache's own keys and indexes are not counted. Call it before or after
+// the informer starts (an informer replays its cache to a late handler);
+// counting ends when the informer stops. It fails for an informer that
+// has stopped.
 func (r *Recorder) CacheSize(name string, inf cache.SharedIndexInformer) error {
 	c := &cacheCounter{objects: r.cache.objects.WithLabelValues(name), bytes: r.cache.bytes.WithLabelValues(name)}
 	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.add(1, approximateSize(obj)) },
 		UpdateFunc: func(old, obj any) {
+			if samePointer(old, obj) { // a resync: nothing changed
+				return
+			}
 			c.add(0, approximateSize(obj)-approximateSize(old))
 		},
 		DeleteFunc: func(obj any) {
@@ -77,6 +81,12 @@ type cacheCounter struct {
 func (c *cacheCounter) add(objects, size int64) {
 	c.objects.Set(float64(c.n.Add(objects)))
 	c.bytes.Set(float64(c.size.Add(size)))
+}
+
+// samePointer reports whether a and b are the same pointer.
+func samePointer(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
 }
 
 // timeType's values hold a pointer to a time zone that all times share.
