@@ -477,7 +477,7 @@ func TestInvalidSpec(t *testing.T) {
 			require.Eventually(t, func() bool {
 				cached, err := f.fooLister.Foos(ns).Get("bad")
 				return err == nil && meta.IsStatusConditionFalse(cached.Status.Conditions, samplev1alpha1.ConditionReady)
-			}, 10*time.Second, time.Millisecond, "the informer sees the status written")
+			}, eventually, time.Millisecond, "the informer sees the status written")
 			out = f.run(t, "bad")
 			require.NoError(t, out.Err)
 			assert.Empty(t, out.Writes)

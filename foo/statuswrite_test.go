@@ -132,7 +132,7 @@ func TestSyncedRecordedOnceDespiteFailedStatusWrite(t *testing.T) {
 
 				out := f.run(t, "example-foo")
 				require.ErrorIs(t, out.Err, fault.err, "the status write fails after the override")
-				require.Eventually(t, func() bool { return override.corrected(f) }, 10*time.Second, time.Millisecond,
+				require.Eventually(t, func() bool { return override.corrected(f) }, eventually, time.Millisecond,
 					"the informer sees the override")
 
 				out = f.run(t, "example-foo")
