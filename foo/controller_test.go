@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -62,6 +64,18 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 		foos:     foofake.NewClientset(fooObjs...),
 		recorder: eventstest.NewRecorder(),
 	}
+	// The fake tracker replays to a watch what was added or changed since
+	// the list before it, but not what was deleted: a Deployment deleted
+	// between an informer's list and its watch would stay in the cache.
+	// The reactor counts watches under the fake's lock, which registers
+	// the watcher before any later request is served.
+	var deploymentsWatched, foosWatched atomic.Bool
+	for fake, watched := range map[*k8stesting.Fake]*atomic.Bool{&f.kube.Fake: &deploymentsWatched, &f.foos.Fake: &foosWatched} {
+		fake.PrependWatchReactor("*", func(k8stesting.Action) (bool, watch.Interface, error) {
+			watched.Store(true)
+			return false, nil, nil
+		})
+	}
 	kubeInformers := kubeinformers.NewSharedInformerFactory(f.kube, 0)
 	fooInformers := fooinformers.NewSharedInformerFactory(f.foos, 0)
 	f.fooLister = fooInformers.Samplecontroller().V1alpha1().Foos().Lister()
@@ -71,6 +85,8 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	require.NoError(t, err)
 	f.ctrl = ctrl
 	reconciletest.StartInformers(t, kubeInformers, fooInformers)
+	require.Eventually(t, func() bool { return deploymentsWatched.Load() && foosWatched.Load() }, reconciletest.SyncTimeout, time.Millisecond,
+		"the Deployment and Foo informers watch")
 	return f
 }
 
