@@ -44,10 +44,10 @@ func newCacheCollectors() cacheCollectors {
 // reaches), not from its encoding, so they show what a transform such as
 // informer.StripManagedFields or informer.Trim saves; a value that several
 // objects share (a string, or a list informer.Trim stores once) is counted
-// for each, and the cache's own keys and indexes are not counted. Call it before or after
-// the informer starts (an informer replays its cache to a late handler);
-// counting ends when the informer stops. It fails for an informer that
-// has stopped.
+// for each, and the cache's own keys and indexes are not counted. Call it
+// before or after the informer starts (an informer replays its cache to a
+// late handler); counting ends when the informer stops. It fails for an
+// informer that has stopped.
 func (r *Recorder) CacheSize(name string, inf cache.SharedIndexInformer) error {
 	c := &cacheCounter{objects: r.cache.objects.WithLabelValues(name), bytes: r.cache.bytes.WithLabelValues(name)}
 	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
