@@ -46,6 +46,10 @@ const SyncTimeout = 30 * time.Second
 // for example by creating listers) and waits until their caches are
 // synced; it fails the test if they do not sync within SyncTimeout. The
 // informers are stopped, and their goroutines waited for, when the test ends.
+//
+// A synced informer may not watch yet. Over clientsets made Strict, what
+// is written before its watch starts still reaches it; over client-go's
+// plain fakes, an object removed in between stays in its cache.
 func StartInformers(t testing.TB, factories ...informer.Factory) {
 	t.Helper()
 	stop := make(chan struct{})

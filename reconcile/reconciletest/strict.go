@@ -1,9 +1,11 @@
 package reconciletest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -34,6 +36,7 @@ import (
 type FakeClientset interface {
 	Tracker() k8stesting.ObjectTracker
 	PrependReactor(verb, resource string, reaction k8stesting.ReactionFunc)
+	PrependWatchReactor(resource string, reaction k8stesting.WatchReactionFunc)
 }
 
 // resourceVersionBase is the first resourceVersion Strict assigns. It
@@ -112,6 +115,13 @@ const resourceVersionBase = 1000
 //   - patches that do not apply: a JSON patch whose test fails or whose
 //     path does not exist fails with 422 Invalid, a patch that is not one
 //     with 400 Bad Request.
+//   - lists and watches: a list carries a resourceVersion from the same
+//     counter, and a watch from the resourceVersion of one of the last 32
+//     lists of its resource and namespace first sends what changed since
+//     that list, removals included (DELETED with the listed object), so an
+//     informer misses nothing written between its list and its watch. A
+//     watch from another resourceVersion is served as client-go's fake
+//     serves it.
 //
 // Unlike an API server:
 //
@@ -151,7 +161,8 @@ const resourceVersionBase = 1000
 //     strategy of kube-apiserver v1.37 for each resource, whatever its
 //     version; a Pod or Namespace created gets no status from the server;
 //   - the DELETED event of a removed object carries its last stored
-//     resourceVersion, not a new one; the fake's watch channels hold 100
+//     resourceVersion, not a new one (the removal uses up a version of the
+//     counter all the same); the fake's watch channels hold 100
 //     events, so a long cascade needs a watcher that reads.
 //
 // Objects given to a clientset's constructor are stored as given: they
@@ -168,6 +179,19 @@ type StrictAPI struct {
 	byFake   map[FakeClientset]*strictTracker
 }
 
+// listed is what a list returned, kept for the watch that follows it.
+type listed struct {
+	resourceVersion string
+	kind            schema.GroupVersionKind
+	objects         map[types.NamespacedName]runtime.Object
+}
+
+// listScope is the resource and namespace of a list or watch.
+type listScope struct {
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
 // Strict makes the given fake clientsets behave like one API server, as
 // StrictAPI describes, by prepending a reactor for every verb and resource
 // to each. Call it once per clientset, before the clientsets are used.
@@ -176,10 +200,11 @@ type StrictAPI struct {
 func Strict(clientsets ...FakeClientset) *StrictAPI {
 	api := &StrictAPI{version: resourceVersionBase, byFake: make(map[FakeClientset]*strictTracker, len(clientsets))}
 	for _, cs := range clientsets {
-		t := &strictTracker{api: api, base: cs.Tracker(), kinds: make(map[schema.GroupVersionResource]string)}
+		t := &strictTracker{api: api, base: cs.Tracker(), kinds: make(map[schema.GroupVersionResource]string), lists: make(map[listScope][]listed)}
 		api.trackers = append(api.trackers, t)
 		api.byFake[cs] = t
 		cs.PrependReactor("*", "*", t.react)
+		cs.PrependWatchReactor("*", t.reactWatch)
 	}
 	return api
 }
@@ -208,7 +233,14 @@ type strictTracker struct {
 	base k8stesting.ObjectTracker
 	// kinds are the resources requests were served for, with their kinds.
 	kinds map[schema.GroupVersionResource]string
+	// lists holds the latest lists of each resource and namespace, at
+	// most keptLists, oldest first.
+	lists map[listScope][]listed
 }
+
+// keptLists bounds the lists of a resource and namespace kept for the
+// watches that follow them: one for each informer that lists it.
+const keptLists = 32
 
 // react is the reactor Strict prepends.
 func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -242,11 +274,138 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 		}
 		return true, obj, err
 	case k8stesting.ListActionImpl:
-		if sub == "" && a.GetKind().Kind != "" {
+		if sub != "" {
+			return false, nil, nil
+		}
+		if a.GetKind().Kind != "" {
 			t.kinds[gvr] = a.GetKind().Kind
 		}
+		list, err := t.base.List(gvr, a.GetKind(), ns, a.ListOptions)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, list, t.keepList(listScope{gvr, ns}, a.GetKind(), list)
 	}
 	return false, nil, nil
+}
+
+// keepList stamps list with the current resourceVersion and keeps a copy
+// of its objects for a watch from that version.
+func (t *strictTracker) keepList(scope listScope, kind schema.GroupVersionKind, list runtime.Object) error {
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	kept := listed{resourceVersion: strconv.FormatInt(t.api.version, 10), kind: kind, objects: make(map[types.NamespacedName]runtime.Object, len(items))}
+	for _, item := range items {
+		m, err := meta.Accessor(item)
+		if err != nil {
+			return err
+		}
+		kept.objects[types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}] = item.DeepCopyObject()
+	}
+	lm.SetResourceVersion(kept.resourceVersion)
+	lists := t.lists[scope]
+	if len(lists) == keptLists {
+		lists = slices.Delete(lists, 0, 1)
+	}
+	t.lists[scope] = append(lists, kept)
+	return nil
+}
+
+// fakeWatcher is the watcher client-go's fake tracker hands out.
+type fakeWatcher interface {
+	watch.Interface
+	Add(runtime.Object)
+	Modify(runtime.Object)
+	Delete(runtime.Object)
+}
+
+// reactWatch is the watch reactor Strict prepends. A watch from the
+// resourceVersion of a kept list of its scope gets, before anything
+// written later, what changed since that list; client-go's fake tracker
+// would replay the objects added or changed since, but not the removed
+// ones.
+func (t *strictTracker) reactWatch(action k8stesting.Action) (bool, watch.Interface, error) {
+	t.api.mu.Lock()
+	defer t.api.mu.Unlock()
+	w, ok := action.(k8stesting.WatchActionImpl)
+	scope := listScope{action.GetResource(), action.GetNamespace()}
+	lists := t.lists[scope]
+	i := slices.IndexFunc(lists, func(l listed) bool { return ok && l.resourceVersion == w.ListOptions.ResourceVersion })
+	if i < 0 {
+		return false, nil, nil
+	}
+	since := lists[i]
+	watcher, err := t.base.Watch(scope.gvr, scope.ns) // without options the tracker replays nothing
+	if err != nil {
+		return true, nil, err
+	}
+	fw, ok := watcher.(fakeWatcher)
+	if !ok {
+		return true, watcher, nil
+	}
+	now, err := t.base.List(scope.gvr, since.kind, scope.ns)
+	if err != nil {
+		watcher.Stop()
+		return true, nil, err
+	}
+	items, err := meta.ExtractList(now)
+	if err != nil {
+		watcher.Stop()
+		return true, nil, err
+	}
+	present := make(map[types.NamespacedName]bool, len(items))
+	for _, item := range items {
+		m, err := meta.Accessor(item)
+		if err != nil {
+			watcher.Stop()
+			return true, nil, err
+		}
+		key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
+		present[key] = true
+		before, had := since.objects[key]
+		switch {
+		case !had:
+			fw.Add(item)
+		case uidOf(before) != m.GetUID():
+			fw.Delete(before.DeepCopyObject())
+			fw.Add(item)
+		case resourceVersionOf(before) != m.GetResourceVersion():
+			fw.Modify(item)
+		}
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(since.objects), compareNames) {
+		if !present[key] {
+			fw.Delete(since.objects[key].DeepCopyObject())
+		}
+	}
+	return true, watcher, nil
+}
+
+// compareNames orders names by namespace, then name.
+func compareNames(a, b types.NamespacedName) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+// uidOf is obj's UID, or none.
+func uidOf(obj runtime.Object) types.UID {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetUID()
+	}
+	return ""
+}
+
+// resourceVersionOf is obj's resourceVersion, or none.
+func resourceVersionOf(obj runtime.Object) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetResourceVersion()
+	}
+	return ""
 }
 
 // refuseTrimmed fails a create or update of an object marked
@@ -899,6 +1058,7 @@ func (t *strictTracker) remove(gvr schema.GroupVersionResource, ns string, last 
 	if err := t.base.Delete(gvr, ns, m.GetName()); err != nil {
 		return err
 	}
+	t.api.version++ // a list before the removal and one after differ in version
 	var errs []error
 	if m.GetUID() != "" {
 		for _, dep := range t.api.dependents(m.GetUID(), m.GetNamespace()) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -904,16 +905,9 @@ func watchDeployments(t *testing.T, kube *kubefake.Clientset) *eventLog {
 		DeleteFunc: func(obj any) { log.add("DELETED", obj) },
 	})
 	require.NoError(t, err)
+	// Strict replays to the informer's watch what was written after its
+	// list, so the log misses nothing written from here on.
 	reconciletest.StartInformers(t, factory)
-	// A synced informer may not be watching yet, and a fake clientset's
-	// watch does not replay what came before it: wait until the event of a
-	// sentinel arrives, then start the log afresh.
-	_, err = kube.AppsV1().Deployments(ns).Create(context.Background(), deployment("sentinel"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(log.get()) > 0 }, 10*time.Second, time.Millisecond, "the informer watches")
-	log.mu.Lock()
-	log.events = nil
-	log.mu.Unlock()
 	return log
 }
 
@@ -1216,6 +1210,160 @@ func TestStrictApply(t *testing.T) {
 
 	_, err = kube.Invokes(k8stesting.NewPatchSubresourceAction(deploymentsGVR, ns, "web", types.ApplyPatchType, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}`), "other"), nil)
 	require.True(t, apierrors.IsBadRequest(err), "an apply of an unknown subresource: %v", err)
+}
+
+// TestStrictWatchAfterList writes between an informer's list and its
+// watch, where client-go's fake tracker replays additions and changes but
+// loses removals, and checks the informer ends with what is stored and its
+// handler saw each change once.
+func TestStrictWatchAfterList(t *testing.T) {
+	tests := []struct {
+		name string
+		// between writes through the tracker after the list.
+		between func(t *testing.T, tracker k8stesting.ObjectTracker)
+		// want is the informer's cache afterwards, name to UID;
+		// events what its handler saw after the list.
+		want   map[string]types.UID
+		events []string
+	}{{
+		name: "removed",
+		between: func(t *testing.T, tracker k8stesting.ObjectTracker) {
+			require.NoError(t, tracker.Delete(deploymentsGVR, ns, "old"))
+		},
+		want:   map[string]types.UID{"kept": "uid-kept"},
+		events: []string{"DELETED old uid-old"},
+	}, {
+		name: "removed and created again",
+		between: func(t *testing.T, tracker k8stesting.ObjectTracker) {
+			require.NoError(t, tracker.Delete(deploymentsGVR, ns, "old"))
+			require.NoError(t, tracker.Create(deploymentsGVR, deployment("old"), ns))
+		},
+		want:   map[string]types.UID{"kept": "uid-kept", "old": "new"},
+		events: []string{"DELETED old uid-old", "ADDED old new"},
+	}, {
+		name: "changed",
+		between: func(t *testing.T, tracker k8stesting.ObjectTracker) {
+			obj, err := tracker.Get(deploymentsGVR, ns, "old")
+			require.NoError(t, err)
+			d := obj.(*appsv1.Deployment)
+			d.Spec.Replicas = ptr.To[int32](3)
+			require.NoError(t, tracker.Update(deploymentsGVR, d, ns))
+		},
+		want:   map[string]types.UID{"kept": "uid-kept", "old": "uid-old"},
+		events: []string{"MODIFIED old uid-old replicas=3"},
+	}, {
+		name: "created",
+		between: func(t *testing.T, tracker k8stesting.ObjectTracker) {
+			require.NoError(t, tracker.Create(deploymentsGVR, deployment("new"), ns))
+		},
+		want:   map[string]types.UID{"kept": "uid-kept", "old": "uid-old", "new": "new"},
+		events: []string{"ADDED new new"},
+	}, {
+		name: "created and removed",
+		between: func(t *testing.T, tracker k8stesting.ObjectTracker) {
+			require.NoError(t, tracker.Create(deploymentsGVR, deployment("brief"), ns))
+			require.NoError(t, tracker.Delete(deploymentsGVR, ns, "brief"))
+		},
+		want: map[string]types.UID{"kept": "uid-kept", "old": "uid-old"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seeded := func(name string) runtime.Object {
+				d := deployment(name)
+				d.UID, d.ResourceVersion = types.UID("uid-"+name), "1"
+				return d
+			}
+			kube := kubefake.NewClientset(seeded("kept"), seeded("old"))
+			api := reconciletest.Strict(kube)
+			var once sync.Once
+			kube.PrependWatchReactor("deployments", func(k8stesting.Action) (bool, watch.Interface, error) {
+				once.Do(func() { tt.between(t, api.Tracker(kube)) })
+				return false, nil, nil
+			})
+
+			// uid names the UID the Strict fake gave an object "new".
+			uid := func(d *appsv1.Deployment) types.UID {
+				if strings.HasPrefix(string(d.UID), "uid-") {
+					return d.UID
+				}
+				return "new"
+			}
+			var mu sync.Mutex
+			var events []string
+			record := func(verb string, obj any) {
+				d := obj.(*appsv1.Deployment)
+				if verb == "ADDED" && uid(d) != "new" {
+					return // the list
+				}
+				event := fmt.Sprintf("%s %s %s", verb, d.Name, uid(d))
+				if verb == "MODIFIED" {
+					event += fmt.Sprintf(" replicas=%d", *d.Spec.Replicas)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, event)
+			}
+			factory := kubeinformers.NewSharedInformerFactory(kube, 0)
+			informer := factory.Apps().V1().Deployments().Informer()
+			_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    func(obj any) { record("ADDED", obj) },
+				UpdateFunc: func(_, obj any) { record("MODIFIED", obj) },
+				DeleteFunc: func(obj any) { record("DELETED", obj) },
+			})
+			require.NoError(t, err)
+			reconciletest.StartInformers(t, factory)
+
+			cached := func() map[string]types.UID {
+				out := map[string]types.UID{}
+				for _, obj := range informer.GetStore().List() {
+					d := obj.(*appsv1.Deployment)
+					out[d.Name] = uid(d)
+				}
+				return out
+			}
+			assert.EventuallyWithT(t, func(c *assert.CollectT) {
+				assert.Equal(c, tt.want, cached())
+				mu.Lock()
+				defer mu.Unlock()
+				assert.Equal(c, tt.events, events)
+			}, 10*time.Second, time.Millisecond, "the informer holds what is stored and saw each change once")
+		})
+	}
+}
+
+// TestStrictWatchFromAnEarlierList watches from a list that another list
+// followed, as one of two informers of a resource does.
+func TestStrictWatchFromAnEarlierList(t *testing.T) {
+	ctx := context.Background()
+	e := newStrictEnv()
+	createDeployment(ctx, t, e, "old")
+	list := func() string {
+		obj, err := e.kube.Invokes(k8stesting.NewListAction(deploymentsGVR, appsv1.SchemeGroupVersion.WithKind("Deployment"), ns, metav1.ListOptions{}), nil)
+		require.NoError(t, err)
+		return obj.(*appsv1.DeploymentList).ResourceVersion
+	}
+	first := list()
+	createDeployment(ctx, t, e, "new")
+	second := list()
+	require.NotEqual(t, first, second)
+	require.NoError(t, e.deployments().Delete(ctx, "old", metav1.DeleteOptions{}))
+
+	events := func(since string) []string {
+		w, err := e.kube.InvokesWatch(k8stesting.NewWatchAction(deploymentsGVR, ns, metav1.ListOptions{ResourceVersion: since}))
+		require.NoError(t, err)
+		defer w.Stop()
+		var out []string
+		for {
+			select {
+			case ev := <-w.ResultChan():
+				out = append(out, fmt.Sprintf("%s %s", ev.Type, ev.Object.(*appsv1.Deployment).Name))
+			default:
+				return out // the replay is sent before the watch is returned
+			}
+		}
+	}
+	assert.Equal(t, []string{"ADDED new", "DELETED old"}, events(first))
+	assert.Equal(t, []string{"DELETED old"}, events(second))
 }
 
 func TestStrictTrackerFromAReactor(t *testing.T) {
