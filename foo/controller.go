@@ -6,7 +6,7 @@
 // Foo's namespace, controlled by the Foo, running spec.replicas nginx pods,
 // and mirrors the Deployment's available replicas and readiness into the
 // Foo's status. It writes only when something differs, corrects only what
-// it owns (its own container, the replicas, its pod labels), never touches a
+// it owns (its own container and the replicas), never touches a
 // Deployment it does not control, and reports invalid specs and foreign
 // Deployments with a Warning event and a Ready=False condition, once, instead
 // of retrying them: a Deployment of the wanted name appearing, changing or
@@ -74,7 +74,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -115,8 +114,7 @@ import (
 // besides its identity and owner references: NewController trims the
 // Deployments' cache to them (informer.Trim), and writes Deployments with
 // patches of what it changes.
-var DeploymentFields = []string{"spec.replicas", "spec.template.metadata.labels", "spec.template.spec.containers.name",
-	"spec.template.spec.containers.image", "status.observedGeneration", "status.updatedReplicas", "status.availableReplicas"}
+var DeploymentFields = []string{"spec.replicas", "spec.template.spec.containers.name", "spec.template.spec.containers.image", "status.observedGeneration", "status.updatedReplicas", "status.availableReplicas"}
 
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "foo-controller"
@@ -363,18 +361,16 @@ func newDeployment(foo *samplev1alpha1.Foo) *appsv1.Deployment {
 	}
 }
 
-// correctDeployment sets what the controller owns in d: the replicas, its
-// pod labels, and its own container, found by name (its image); a missing
-// container of its own is added after the others. Everything else,
-// including containers others added (a sidecar injected by a policy or by
-// kubectl edit), annotations and fields the API server defaults, is left
-// alone, so a matching Deployment is never rewritten.
+// correctDeployment sets what the controller owns in d: the replicas and
+// its own container, found by name (its image); a missing container of its
+// own is added after the others. Everything else, including containers
+// others added (a sidecar injected by a policy or by kubectl edit),
+// annotations and fields the API server defaults, is left alone, so a
+// matching Deployment is never rewritten. The pod labels need no
+// correcting: the API server keeps them matching the selector, which
+// cannot change after the create.
 func correctDeployment(d *appsv1.Deployment, foo *samplev1alpha1.Foo) {
 	d.Spec.Replicas = ptr.To(desiredReplicas(foo))
-	if d.Spec.Template.Labels == nil {
-		d.Spec.Template.Labels = map[string]string{}
-	}
-	maps.Copy(d.Spec.Template.Labels, deploymentLabels(foo))
 	own, containers := nginxContainer(), d.Spec.Template.Spec.Containers
 	if i := slices.IndexFunc(containers, func(c corev1.Container) bool { return c.Name == own.Name }); i < 0 {
 		d.Spec.Template.Spec.Containers = append(containers, own)

@@ -248,7 +248,6 @@ func TestReconcile(t *testing.T) {
 				func() *appsv1.Deployment {
 					d := deploymentFor(web(), "web", 3, 3)
 					d.Spec.Template.Spec.Containers[0].Name = "sidecar"
-					d.Spec.Template.Labels = nil
 					return d
 				}(),
 			},
@@ -263,11 +262,10 @@ func TestReconcile(t *testing.T) {
 					names = append(names, c.Name+"="+c.Image)
 				}
 				assert.Equal(t, []string{"sidecar=nginx:latest", "nginx=nginx:latest"}, names)
-				assert.Equal(t, "example-foo", d.Spec.Template.Labels["controller"])
 			},
 		},
 		{
-			name: "leaves a sidecar alone",
+			name: "leaves a sidecar, annotations and pod labels of others alone",
 			objects: []runtime.Object{
 				withStatus(web(), 3, metav1.ConditionTrue, samplev1alpha1.ReasonDeploymentReady, readyMsg("web", 3, 3)),
 				func() *appsv1.Deployment {
@@ -275,6 +273,7 @@ func TestReconcile(t *testing.T) {
 					d.Spec.Template.Spec.Containers = append([]corev1.Container{{Name: "proxy", Image: "envoy:1"}},
 						d.Spec.Template.Spec.Containers...)
 					d.Annotations = map[string]string{"policy.example.com/injected": "true"}
+					d.Spec.Template.Labels["team"] = "payments"
 					return d
 				}(),
 			},

@@ -164,6 +164,22 @@ func TestDriftCorrected(t *testing.T) {
 		})
 	}
 
+	// The controller neither caches nor corrects its pod labels: the API
+	// server keeps them matching the selector, which cannot change.
+	t.Run("its pod labels cannot drift", func(t *testing.T) {
+		for name, drift := range map[string]func(*appsv1.Deployment){
+			"a pod label removed":  func(d *appsv1.Deployment) { delete(d.Spec.Template.Labels, "controller") },
+			"a pod label changed":  func(d *appsv1.Deployment) { d.Spec.Template.Labels["app"] = "other" },
+			"the selector changed": func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["app"] = "other" },
+		} {
+			d, err := h.kube.AppsV1().Deployments(h.ns).Get(t.Context(), "drift-web", metav1.GetOptions{})
+			require.NoError(t, err)
+			drift(d)
+			_, err = h.kube.AppsV1().Deployments(h.ns).Update(t.Context(), d, metav1.UpdateOptions{})
+			assert.True(t, apierrors.IsInvalid(err), "%s: %v", name, err)
+		}
+	})
+
 	// Labels only: a Deployment's generation (and so its readiness) also
 	// changes with its annotations.
 	t.Run("labels others add are left alone", func(t *testing.T) {
@@ -180,11 +196,12 @@ func TestDriftCorrected(t *testing.T) {
 		assert.Equal(t, "frontend", d.Labels["tier"])
 	})
 
-	t.Run("a sidecar others add is left alone", func(t *testing.T) {
+	t.Run("a sidecar and a pod label others add are left alone", func(t *testing.T) {
 		changed := time.Now()
 		before := h.probe.reconciles.Load()
 		h.updateDeployment("drift-web", func(d *appsv1.Deployment) {
 			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoy:1"})
+			d.Spec.Template.Labels["team"] = "payments"
 		})
 		h.probe.waitReconciles(t, before, 1, "the change is reconciled")
 		h.makeAvailable("drift-web")
@@ -199,6 +216,7 @@ func TestDriftCorrected(t *testing.T) {
 		}
 		assert.Contains(t, names, "proxy")
 		assert.Contains(t, names, "nginx")
+		assert.Equal(t, "payments", d.Spec.Template.Labels["team"])
 	})
 
 	t.Run("spec fields and annotations the controller does not set are left alone", func(t *testing.T) {
