@@ -85,7 +85,7 @@ cover-check:
 # the image builder (which builds the image of examples/foo twice and runs
 # its binary).
 test-ship:
-	cd $(SHIP) && $(GO) test -race -count=1 ./...
+	cd $(SHIP) && $(GO) test -race -count=1 -timeout 30m ./...
 
 # Reproducible images of the example operators, built without a daemon by
 # queue/operator/ship/cmd/image, FROM scratch: the static binary, a nonroot
