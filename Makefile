@@ -114,9 +114,9 @@ testenv-binaries:
 test-testenv: testenv-binaries
 	cd $(TESTENV) && $(GO) test -race -count=1 -timeout 30m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
-	cd $(TESTENV)/bench && $(GO) test -race -count=1 ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
+	cd $(TESTENV)/bench && $(GO) test -race -count=1 -timeout 30m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
-	cd $(TESTENV)/examples/widget && $(GO) test -race -count=1 ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
+	cd $(TESTENV)/examples/widget && $(GO) test -race -count=1 -timeout 30m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
 
 demo: testenv-binaries
