@@ -119,9 +119,10 @@ const resourceVersionBase = 1000
 //     counter, and a watch from the resourceVersion of one of the last 32
 //     lists of its resource and namespace first sends what changed since
 //     that list, removals included (DELETED with the listed object), so an
-//     informer misses nothing written between its list and its watch. A
-//     watch from another resourceVersion is served as client-go's fake
-//     serves it.
+//     informer misses nothing written between its list and its watch (if
+//     the clientset's tracker hands out client-go's fake watchers, as
+//     every generated fake's does; others get no replay). A watch from
+//     another resourceVersion is served as client-go's fake serves it.
 //
 // Unlike an API server:
 //
@@ -296,18 +297,14 @@ func (t *strictTracker) keepList(scope listScope, kind schema.GroupVersionKind, 
 	if err != nil {
 		return err
 	}
-	items, err := meta.ExtractList(list)
+	objects, err := byName(list)
 	if err != nil {
 		return err
 	}
-	kept := listed{resourceVersion: strconv.FormatInt(t.api.version, 10), kind: kind, objects: make(map[types.NamespacedName]runtime.Object, len(items))}
-	for _, item := range items {
-		m, err := meta.Accessor(item)
-		if err != nil {
-			return err
-		}
-		kept.objects[types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}] = item.DeepCopyObject()
+	for key, obj := range objects {
+		objects[key] = obj.DeepCopyObject()
 	}
+	kept := listed{resourceVersion: strconv.FormatInt(t.api.version, 10), kind: kind, objects: objects}
 	lm.SetResourceVersion(kept.resourceVersion)
 	lists := t.lists[scope]
 	if len(lists) == keptLists {
@@ -315,6 +312,23 @@ func (t *strictTracker) keepList(scope listScope, kind schema.GroupVersionKind, 
 	}
 	t.lists[scope] = append(lists, kept)
 	return nil
+}
+
+// byName keys the items of list by namespace and name.
+func byName(list runtime.Object) (map[types.NamespacedName]runtime.Object, error) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	objects := make(map[types.NamespacedName]runtime.Object, len(items))
+	for _, item := range items {
+		m, err := meta.Accessor(item)
+		if err != nil {
+			return nil, err
+		}
+		objects[types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}] = item
+	}
+	return objects, nil
 }
 
 // fakeWatcher is the watcher client-go's fake tracker hands out.
@@ -329,7 +343,7 @@ type fakeWatcher interface {
 // resourceVersion of a kept list of its scope gets, before anything
 // written later, what changed since that list; client-go's fake tracker
 // would replay the objects added or changed since, but not the removed
-// ones.
+// ones. Other watches are left to the fake's own watch reactor.
 func (t *strictTracker) reactWatch(action k8stesting.Action) (bool, watch.Interface, error) {
 	t.api.mu.Lock()
 	defer t.api.mu.Unlock()
@@ -347,40 +361,32 @@ func (t *strictTracker) reactWatch(action k8stesting.Action) (bool, watch.Interf
 	}
 	fw, ok := watcher.(fakeWatcher)
 	if !ok {
-		return true, watcher, nil
+		return true, watcher, nil // nothing can be sent to it
 	}
-	now, err := t.base.List(scope.gvr, since.kind, scope.ns)
+	list, err := t.base.List(scope.gvr, since.kind, scope.ns)
 	if err != nil {
 		watcher.Stop()
 		return true, nil, err
 	}
-	items, err := meta.ExtractList(now)
+	now, err := byName(list)
 	if err != nil {
 		watcher.Stop()
 		return true, nil, err
 	}
-	present := make(map[types.NamespacedName]bool, len(items))
-	for _, item := range items {
-		m, err := meta.Accessor(item)
-		if err != nil {
-			watcher.Stop()
-			return true, nil, err
-		}
-		key := types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}
-		present[key] = true
-		before, had := since.objects[key]
+	for _, key := range slices.SortedFunc(maps.Keys(now), compareNames) {
+		obj, before := now[key], since.objects[key]
 		switch {
-		case !had:
-			fw.Add(item)
-		case uidOf(before) != m.GetUID():
+		case before == nil:
+			fw.Add(obj)
+		case uidOf(before) != uidOf(obj):
 			fw.Delete(before.DeepCopyObject())
-			fw.Add(item)
-		case resourceVersionOf(before) != m.GetResourceVersion():
-			fw.Modify(item)
+			fw.Add(obj)
+		case resourceVersionOf(before) != resourceVersionOf(obj):
+			fw.Modify(obj)
 		}
 	}
 	for _, key := range slices.SortedFunc(maps.Keys(since.objects), compareNames) {
-		if !present[key] {
+		if _, ok := now[key]; !ok {
 			fw.Delete(since.objects[key].DeepCopyObject())
 		}
 	}
