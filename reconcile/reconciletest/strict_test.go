@@ -1348,26 +1348,22 @@ func TestStrictWatchFromAnEarlierList(t *testing.T) {
 	require.NotEqual(t, first, second)
 	require.NoError(t, e.deployments().Delete(ctx, "old", metav1.DeleteOptions{}))
 
-	assert.Equal(t, []string{"ADDED new", "DELETED old"}, replayed(t, e.kube, first))
-	assert.Equal(t, []string{"DELETED old"}, replayed(t, e.kube, second))
-}
-
-// replayed is what a watch of kube's Deployments from resourceVersion
-// since is sent before it is returned.
-func replayed(t *testing.T, kube *kubefake.Clientset, since string) []string {
-	t.Helper()
-	w, err := kube.InvokesWatch(k8stesting.NewWatchAction(deploymentsGVR, ns, metav1.ListOptions{ResourceVersion: since}))
-	require.NoError(t, err)
-	defer w.Stop()
-	var out []string
-	for {
-		select {
-		case ev := <-w.ResultChan():
-			out = append(out, fmt.Sprintf("%s %s", ev.Type, ev.Object.(*appsv1.Deployment).Name))
-		default:
-			return out
+	events := func(since string) []string {
+		w, err := e.kube.InvokesWatch(k8stesting.NewWatchAction(deploymentsGVR, ns, metav1.ListOptions{ResourceVersion: since}))
+		require.NoError(t, err)
+		defer w.Stop()
+		var out []string
+		for {
+			select {
+			case ev := <-w.ResultChan():
+				out = append(out, fmt.Sprintf("%s %s", ev.Type, ev.Object.(*appsv1.Deployment).Name))
+			default:
+				return out // the replay is sent before the watch is returned
+			}
 		}
 	}
+	assert.Equal(t, []string{"ADDED new", "DELETED old"}, events(first))
+	assert.Equal(t, []string{"DELETED old"}, events(second))
 }
 
 func TestStrictTrackerFromAReactor(t *testing.T) {
