@@ -435,3 +435,58 @@ func TestHandlersTombstones(t *testing.T) {
 	assert.Equal(t, errorsBefore, h.metrics.errors.Load(), "no reconcile failed")
 	assert.Empty(t, h.errorLogs(""), "no tombstone is reported as an error")
 }
+
+// TestResyncEnqueuesEachFooOnce replays cached objects to the handlers the
+// controller registered, as an informer's resync does (same object, same
+// resourceVersion). A resync of the Foos reconciles each Foo; one of the
+// Deployments adds nothing to it, so the Deployment handlers leave it
+// alone, while a Deployment that changed still reaches its Foo.
+func TestResyncEnqueuesEachFooOnce(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	h := startHarness(t, harnessOptions{}, newFoo("example-foo", "web", ptr.To[int32](3)))
+	h.waitDeployment(t, "example-foo")
+	h.waitCondition(t, "example-foo", metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady)
+	h.settle(t, 200*time.Millisecond)
+
+	fooHandler, _ := h.fooInformer.handler(t)
+	deployHandler, deployHandlers := h.deployInformer.handler(t)
+	require.Equal(t, 2, deployHandlers, "two Deployment handlers: the owner's and the one by wanted name")
+	cachedFoo, exists, err := h.fooInformer.GetStore().GetByKey(ns + "/example-foo")
+	require.NoError(t, err)
+	require.True(t, exists)
+	cached, exists, err := h.deployInformer.GetStore().GetByKey(ns + "/web")
+	require.NoError(t, err)
+	require.True(t, exists)
+	owned := cached.(*appsv1.Deployment)
+	require.NotEmpty(t, owned.ResourceVersion)
+	wantedByName := owned.DeepCopy()
+	wantedByName.OwnerReferences = nil
+	changed := owned.DeepCopy()
+	changed.ResourceVersion += "0"
+
+	tests := []struct {
+		name         string
+		handler      cache.ResourceEventHandler
+		oldObj, obj  any
+		wantEnqueued bool
+	}{
+		{"Foo resync", fooHandler, cachedFoo, cachedFoo, true},
+		{"resync of the Deployment the Foo controls", deployHandler, owned, owned, false},
+		{"resync of a Deployment the Foo wants by name", deployHandler, wantedByName, wantedByName, false},
+		{"change of the Deployment the Foo controls", deployHandler, owned, changed, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Eventually(t, func() bool { return h.ctrl.Len() == 0 && h.ctrl.Active() == 0 }, eventually, time.Millisecond)
+			adds := h.metrics.adds.Load()
+			// Handlers enqueue synchronously: the adds are counted when
+			// OnUpdate returns.
+			tt.handler.OnUpdate(tt.oldObj, tt.obj)
+			if tt.wantEnqueued {
+				assert.Greater(t, h.metrics.adds.Load(), adds, "the Foo is enqueued")
+			} else {
+				assert.Equal(t, adds, h.metrics.adds.Load(), "nothing is enqueued")
+			}
+		})
+	}
+}

@@ -162,7 +162,9 @@ type Controller struct {
 // informers, so it must be called before the factories are started; its
 // event handlers are registered by Run and removed when Run returns, so a
 // controller that is never run leaves nothing behind. ctx carries the logger
-// of the handlers' reports. Every argument is required.
+// of the handlers' reports. Every argument is required. A resync of the
+// Foo informer reconciles every Foo; the Deployment informer's resyncs
+// enqueue nothing.
 func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClient fooclientset.Interface,
 	deployments appsinformers.TypedDeploymentInformer, foos fooinformers.TypedFooInformer, recorder record.EventRecorder, opts ...queue.Option) (*Controller, error) {
 	c := &Controller{kube: kubeClient, foos: fooClient, recorder: recorder,
@@ -188,10 +190,12 @@ func NewController(ctx context.Context, kubeClient kubernetes.Interface, fooClie
 	}
 	// A Deployment concerns the Foo that controls it and, whoever controls
 	// it, the Foos that want its name: a Foo refused because of a foreign
-	// Deployment recovers as soon as that Deployment goes.
+	// Deployment recovers as soon as that Deployment goes. A resync of the
+	// Foos reconciles each Foo, so the Deployments' resyncs are dropped.
+	deploymentChanged := informer.WithPredicates(informer.ResourceVersionChanged())
 	if err := c.Watch(queue.On(foos.TypedInformer(), informer.EnqueueHandler[*samplev1alpha1.Foo](c, informer.WithContext(ctx))),
-		queue.On(deployments.TypedInformer(), owner.EnqueueOwner[*appsv1.Deployment](samplev1alpha1.Kind("Foo"), c, informer.WithContext(ctx))),
-		queue.On(deployments.TypedInformer(), informer.EnqueueByIndex(c.byWanted, informer.KeyOf[*appsv1.Deployment], c, informer.WithContext(ctx)))); err != nil {
+		queue.On(deployments.TypedInformer(), owner.EnqueueOwner[*appsv1.Deployment](samplev1alpha1.Kind("Foo"), c, informer.WithContext(ctx), deploymentChanged)),
+		queue.On(deployments.TypedInformer(), informer.EnqueueByIndex(c.byWanted, informer.KeyOf[*appsv1.Deployment], c, informer.WithContext(ctx), deploymentChanged))); err != nil {
 		return nil, err
 	}
 	return c, nil
