@@ -369,24 +369,10 @@ func reconcileWrites(kube *k8stesting.Fake) []k8stesting.Action {
 func TestHandlersTombstones(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	unrelated := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated", UID: "uid-deploy-unrelated"}}
-	h := startHarness(t, harnessOptions{}, newFoo("example-foo", "web", ptr.To[int32](3)), unrelated)
-	h.waitDeployment(t, "example-foo")
-	h.waitCondition(t, "example-foo", metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady)
-	h.settle(t, 200*time.Millisecond)
-
-	fooHandler, fooHandlers := h.fooInformer.handler(t)
-	deployHandler, deployHandlers := h.deployInformer.handler(t)
-	require.Equal(t, 1, fooHandlers, "one Foo handler")
-	require.Equal(t, 2, deployHandlers, "two Deployment handlers: the owner's and the one by wanted name")
-	cachedFoo, exists, err := h.fooInformer.GetStore().GetByKey(ns + "/example-foo")
-	require.NoError(t, err)
-	require.True(t, exists)
-	cachedDeployment, exists, err := h.deployInformer.GetStore().GetByKey(ns + "/web")
-	require.NoError(t, err)
-	require.True(t, exists)
-	cachedUnrelated, exists, err := h.deployInformer.GetStore().GetByKey(ns + "/unrelated")
-	require.NoError(t, err)
-	require.True(t, exists)
+	h, fooHandler, deployHandler := startWithDeploymentPending(t, unrelated)
+	cachedFoo := h.fooInformer.cached(t, ns+"/example-foo")
+	cachedDeployment := h.deployInformer.cached(t, ns+"/web")
+	cachedUnrelated := h.deployInformer.cached(t, ns+"/unrelated")
 	// A Deployment of the wanted name that the Foo does not control: the
 	// handler by name still finds the Foo.
 	wantedByName := cachedDeployment.(*appsv1.Deployment).DeepCopy()
@@ -443,21 +429,9 @@ func TestHandlersTombstones(t *testing.T) {
 // alone, while a Deployment that changed still reaches its Foo.
 func TestResyncEnqueuesEachFooOnce(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	h := startHarness(t, harnessOptions{}, newFoo("example-foo", "web", ptr.To[int32](3)))
-	h.waitDeployment(t, "example-foo")
-	h.waitCondition(t, "example-foo", metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady)
-	h.settle(t, 200*time.Millisecond)
-
-	fooHandler, _ := h.fooInformer.handler(t)
-	deployHandler, deployHandlers := h.deployInformer.handler(t)
-	require.Equal(t, 2, deployHandlers, "two Deployment handlers: the owner's and the one by wanted name")
-	cachedFoo, exists, err := h.fooInformer.GetStore().GetByKey(ns + "/example-foo")
-	require.NoError(t, err)
-	require.True(t, exists)
-	cached, exists, err := h.deployInformer.GetStore().GetByKey(ns + "/web")
-	require.NoError(t, err)
-	require.True(t, exists)
-	owned := cached.(*appsv1.Deployment)
+	h, fooHandler, deployHandler := startWithDeploymentPending(t)
+	cachedFoo := h.fooInformer.cached(t, ns+"/example-foo")
+	owned := h.deployInformer.cached(t, ns+"/web").(*appsv1.Deployment)
 	require.NotEmpty(t, owned.ResourceVersion)
 	wantedByName := owned.DeepCopy()
 	wantedByName.OwnerReferences = nil
@@ -489,4 +463,21 @@ func TestResyncEnqueuesEachFooOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startWithDeploymentPending starts a controller over the Foo example-foo
+// and objects, waits until it has created the Foo's Deployment web and
+// reported it not ready yet, and returns the handlers the controller
+// registered on each informer, each as one.
+func startWithDeploymentPending(t *testing.T, objects ...runtime.Object) (h *harness, fooHandler, deployHandler cache.ResourceEventHandler) {
+	t.Helper()
+	h = startHarness(t, harnessOptions{}, append([]runtime.Object{newFoo("example-foo", "web", ptr.To[int32](3))}, objects...)...)
+	h.waitDeployment(t, "example-foo")
+	h.waitCondition(t, "example-foo", metav1.ConditionFalse, samplev1alpha1.ReasonDeploymentNotReady)
+	h.settle(t, 200*time.Millisecond)
+	fooHandler, fooHandlers := h.fooInformer.handler(t)
+	deployHandler, deployHandlers := h.deployInformer.handler(t)
+	require.Equal(t, 1, fooHandlers, "one Foo handler")
+	require.Equal(t, 2, deployHandlers, "two Deployment handlers: the owner's and the one by wanted name")
+	return h, fooHandler, deployHandler
 }

@@ -218,6 +218,16 @@ func (c *capturingInformer) handler(t *testing.T) (cache.ResourceEventHandler, i
 	}, len(all)
 }
 
+// cached returns the object the informer's cache holds under key, which
+// must be there.
+func (c *capturingInformer) cached(t *testing.T, key string) any {
+	t.Helper()
+	obj, exists, err := c.GetStore().GetByKey(key)
+	require.NoError(t, err)
+	require.True(t, exists, "%s is cached", key)
+	return obj
+}
+
 // deploymentInformer and fooInformer are a factory's informers whose
 // shared informer is inf, a capturingInformer: the typed informers they
 // hand out register their handlers through it.
