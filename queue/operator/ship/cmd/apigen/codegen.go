@@ -264,23 +264,15 @@ func openAPISchema(ctx context.Context, mod module, inputs []string, header stri
 	if err := os.WriteFile(filepath.Join(mainDir, "main.go"), []byte(src), 0o644); err != nil {
 		return "", err
 	}
-	// A go.mod inside the module would make tmp a module of its own.
-	modDir, err := os.MkdirTemp("", "apigen-mod")
+	// The copies are outside the module: a go.mod inside it would make tmp
+	// a module of its own.
+	modFlags, cleanup, err := goModCopy(mod.root)
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = os.RemoveAll(modDir) }()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(mod.root, f))
-		if err != nil && !os.IsNotExist(err) {
-			return "", err
-		}
-		if err := os.WriteFile(filepath.Join(modDir, f), data, 0o644); err != nil {
-			return "", err
-		}
-	}
+	defer cleanup()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", "run", "-mod=mod", "-modfile", filepath.Join(modDir, "go.mod"), "./"+tmpRel+"/schema")
+	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"run"}, modFlags, []string{"./" + tmpRel + "/schema"})...)
 	cmd.Dir = mod.root
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

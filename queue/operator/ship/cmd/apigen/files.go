@@ -187,6 +187,30 @@ func (s files) restoreOver(root string, cfg config) error {
 	return nil
 }
 
+// absentDirs lists, deepest first, the directories a run of cfg writes into
+// (and those above them in the module) that do not exist yet.
+func absentDirs(root string, cfg config) []string {
+	var dirs []string
+	for _, d := range []string{cfg.out, cfg.crdDir, cfg.rbacDir} {
+		for d != "" && d != "." && d != "/" {
+			if _, err := os.Stat(filepath.Join(root, d)); err != nil && !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+			d = path.Dir(d)
+		}
+	}
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	return dirs
+}
+
+// removeIfEmpty removes those of dirs, relative to root, that hold nothing,
+// in order.
+func removeIfEmpty(root string, dirs []string) {
+	for _, d := range dirs {
+		_ = os.Remove(filepath.Join(root, d)) // fails, as it should, unless empty
+	}
+}
+
 // removeEmptyDirs removes dir and its subdirectories that hold no file.
 func removeEmptyDirs(dir string) {
 	entries, err := os.ReadDir(dir)

@@ -85,6 +85,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
+	absent := absentDirs(mod.root, cfg)
 	restore := true
 	defer func() {
 		if !restore {
@@ -93,6 +94,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		if rerr := before.restoreOver(mod.root, cfg); rerr != nil && err == nil {
 			err = rerr
 		}
+		removeIfEmpty(mod.root, absent)
 	}()
 	if err := before.remove(mod.root); err != nil {
 		return err
@@ -128,14 +130,21 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			return err
 		}
 	}
-	if cfg.crdDir != "" {
-		if err := generateCRDs(cfg.apis, cfg.crdDir); err != nil {
+	if cfg.crdDir != "" || cfg.rbacDir != "" {
+		loads, closeLoads, err := newPackageLoads(ctx, mod.root)
+		if err != nil {
 			return err
 		}
-	}
-	if cfg.rbacDir != "" {
-		if err := generateRBAC(cfg.rbacPaths, cfg.rbacRole, cfg.rbacDir); err != nil {
-			return err
+		defer closeLoads()
+		if cfg.crdDir != "" {
+			if err := generateCRDs(loads, cfg.apis, cfg.crdDir); err != nil {
+				return err
+			}
+		}
+		if cfg.rbacDir != "" {
+			if err := generateRBAC(loads, cfg.rbacPaths, cfg.rbacRole, cfg.rbacDir); err != nil {
+				return err
+			}
 		}
 	}
 

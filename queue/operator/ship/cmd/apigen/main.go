@@ -18,6 +18,11 @@
 //	go get -tool github.com/ctrlkit/ctrlkit/queue/operator/ship/cmd/apigen
 //	go tool apigen -crd config/crd -rbac config/rbac -rbac-role my-operator -rbac-paths ./internal/... ./apis
 //
+// It can run before the module's first go mod tidy: the packages it reads
+// for the roles may import the code it has just generated, and it resolves
+// their requirements against a copy of go.mod and go.sum, leaving the
+// module's own to go mod tidy.
+//
 // The argument is the directory that holds the API packages as
 // <group>/<version> subdirectories (default ./apis). Each API package needs
 // "+groupName=<group>" and "+k8s:openapi-gen=true" in its package comment

@@ -49,6 +49,20 @@ func tree(t *testing.T, dir string) map[string]string {
 	return files
 }
 
+// dirs lists every directory under dir, by relative path.
+func dirs(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	}))
+	return out
+}
+
 func goCmd(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "go", args...)
@@ -59,14 +73,21 @@ func goCmd(t *testing.T, dir string, args ...string) {
 
 var rbacArgs = []string{"-rbac", "config/rbac", "-rbac-role", "things", "-rbac-paths", "."}
 
-// One module taken through what a user does: generate, build and test
-// against the generated fake, regenerate, change the types and verify.
+// One module taken through what a user does: generate before the first go
+// mod tidy, build and test against the generated fake, regenerate, change
+// the types and verify.
 func TestGenerateAndVerify(t *testing.T) {
 	dir := fixture(t)
+	before := tree(t, dir)
 	code, stdout, stderr := apigen(t, dir, rbacArgs...)
 	require.Equal(t, 0, code, "stderr: %s", stderr)
 	assert.Contains(t, stdout, "for things/v1")
 	generated := tree(t, dir)
+
+	t.Run("go.mod and go.sum are go mod tidy's to complete", func(t *testing.T) {
+		assert.Equal(t, before["go.mod"], generated["go.mod"])
+		assert.Equal(t, before["go.sum"], generated["go.sum"])
+	})
 
 	t.Run("every generated file is there", func(t *testing.T) {
 		for _, f := range []string{
@@ -183,6 +204,29 @@ func TestRefusals(t *testing.T) {
 		{name: "nothing asked", args: []string{"-out", "", "-crd", ""}, wantCode: 1, wantErr: "nothing to generate"},
 		{name: "two API directories", args: []string{"apis", "more"}, wantCode: 2, wantErr: "one API directory expected"},
 		{name: "an unknown flag", args: []string{"-colour"}, wantCode: 2, wantErr: "flag provided but not defined"},
+		{
+			name: "a generator's failure in a module never generated",
+			args: rbacArgs,
+			edit: func(t *testing.T, dir string) {
+				p := filepath.Join(dir, "apis/things/v1/types.go")
+				data, err := os.ReadFile(p)
+				require.NoError(t, err)
+				changed := bytes.ReplaceAll(data, []byte("\tmetav1.ObjectMeta `json:\"metadata,omitempty\"`\n"), nil)
+				require.NotEqual(t, data, changed)
+				require.NoError(t, os.WriteFile(p, changed, 0o644))
+			},
+			wantCode: 1, wantErr: "lister-gen failed",
+		},
+		{
+			name: "roles from a package that does not parse",
+			args: []string{"-out", "", "-crd", "", "-rbac", "config/rbac", "-rbac-role", "things", "-rbac-paths", "./broken"},
+			edit: func(t *testing.T, dir string) {
+				require.NoError(t, os.MkdirAll(filepath.Join(dir, "broken"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "broken/broken.go"), []byte("package broken\n\nfunc {\n"), 0o644))
+			},
+			wantCode: 1, wantErr: "apigen: controller-gen rbac: the packages did not load (see the errors above)",
+		},
+		{name: "verify in a module never generated", args: append([]string{"-verify"}, rbacArgs...), wantCode: 1, wantErr: "added:   config/rbac/role.yaml"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,11 +234,12 @@ func TestRefusals(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(t, dir)
 			}
-			before := tree(t, dir)
+			before, beforeDirs := tree(t, dir), dirs(t, dir)
 			code, _, stderr := apigen(t, dir, tt.args...)
 			assert.Equal(t, tt.wantCode, code)
 			assert.Contains(t, stderr, tt.wantErr)
 			assert.Equal(t, before, tree(t, dir), "nothing written")
+			assert.Equal(t, beforeDirs, dirs(t, dir), "no directory left behind")
 		})
 	}
 

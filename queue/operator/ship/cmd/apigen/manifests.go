@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,8 +19,8 @@ import (
 // generateCRDs writes a CustomResourceDefinition (apiextensions.k8s.io/v1)
 // for every root type of the API packages under apis into dir, as
 // controller-gen's crd generator does.
-func generateCRDs(apis, dir string) error {
-	if err := controllerGen("crd", crd.Generator{}, []string{
+func generateCRDs(loads *packageLoads, apis, dir string) error {
+	if err := controllerGen(loads, "crd", crd.Generator{}, []string{
 		"crd", "paths=./" + apis + "/...", "output:crd:dir=" + dir,
 	}); err != nil {
 		return err
@@ -70,18 +71,18 @@ func controllerToolsVersion() string {
 // generateRBAC writes role.yaml into dir: a ClusterRole named role with the
 // rules of the +kubebuilder:rbac markers without a namespace, and a Role of
 // that name in each namespace the other markers name.
-func generateRBAC(paths []string, role, dir string) error {
+func generateRBAC(loads *packageLoads, paths []string, role, dir string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("-rbac needs at least one package pattern in -rbac-paths")
 	}
-	return controllerGen("rbac", rbac.Generator{}, []string{
+	return controllerGen(loads, "rbac", rbac.Generator{}, []string{
 		"rbac:roleName=" + role, "paths=" + strings.Join(paths, ";"), "output:rbac:dir=" + dir,
 	})
 }
 
 // controllerGen runs one controller-tools generator with controller-gen's
 // option syntax.
-func controllerGen(name string, gen genall.Generator, options []string) error {
+func controllerGen(loads *packageLoads, name string, gen genall.Generator, options []string) error {
 	reg := &markers.Registry{}
 	defs := []*markers.Definition{
 		markers.Must(markers.MakeDefinition(name, markers.DescribesPackage, gen)),
@@ -95,7 +96,7 @@ func controllerGen(name string, gen genall.Generator, options []string) error {
 	if err := genall.RegisterOptionsMarkers(reg); err != nil {
 		return err
 	}
-	rt, err := genall.FromOptions(reg, options)
+	rt, err := genall.FromOptionsWithConfig(loads.config(), reg, options)
 	if err != nil {
 		return fmt.Errorf("controller-gen %s: %w", name, err)
 	}
@@ -103,7 +104,11 @@ func controllerGen(name string, gen genall.Generator, options []string) error {
 	rt.ErrorWriter = &errs
 	return guard("controller-gen "+name, func() error {
 		if failed := rt.Run(); failed {
-			return fmt.Errorf("reported errors:\n%s", strings.TrimSpace(errs.String()))
+			if msg := strings.TrimSpace(errs.String()); msg != "" {
+				return fmt.Errorf("reported errors:\n%s", msg)
+			}
+			// Errors loading the packages go to standard error.
+			return errors.New("the packages did not load (see the errors above)")
 		}
 		return nil
 	})

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The controller-gen loads complete copies of go.mod and go.sum, except
+// where the go command would refuse them: in workspace mode and in a
+// vendored module.
+func TestPackageLoads(t *testing.T) {
+	tests := []struct {
+		name      string
+		setup     func(t *testing.T, dir string)
+		wantCopy  bool
+		wantNoSum bool
+	}{
+		{name: "a module", wantCopy: true},
+		{name: "a module without go.sum", wantCopy: true, wantNoSum: true,
+			setup: func(t *testing.T, dir string) { require.NoError(t, os.Remove(filepath.Join(dir, "go.sum"))) }},
+		{name: "a vendored module", setup: func(t *testing.T, dir string) {
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "vendor"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "vendor/modules.txt"), nil, 0o644))
+		}},
+		{name: "workspace mode", setup: func(t *testing.T, dir string) {
+			work := filepath.Join(dir, "go.work")
+			require.NoError(t, os.WriteFile(work, []byte("go 1.26.0\n\nuse .\n"), 0o644))
+			t.Setenv("GOWORK", work)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.26.0\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), []byte("example.com/x v1.0.0/go.mod h1:abc=\n"), 0o644))
+			if tt.setup != nil {
+				tt.setup(t, dir)
+			}
+			loads, closeLoads, err := newPackageLoads(t.Context(), dir)
+			require.NoError(t, err)
+			flags := loads.config().BuildFlags
+			if !tt.wantCopy {
+				assert.Empty(t, flags, "the module's own files")
+				closeLoads()
+				return
+			}
+			require.Len(t, flags, 2)
+			assert.Equal(t, "-mod=mod", flags[0])
+			modFile, ok := strings.CutPrefix(flags[1], "-modfile=")
+			require.True(t, ok, flags[1])
+			assert.NotEqual(t, dir, filepath.Dir(modFile), "the copies are outside the module")
+			for _, name := range []string{"go.mod", "go.sum"} {
+				copied, err := os.ReadFile(filepath.Join(filepath.Dir(modFile), name))
+				if name == "go.sum" && tt.wantNoSum {
+					assert.ErrorIs(t, err, os.ErrNotExist)
+					continue
+				}
+				require.NoError(t, err)
+				original, err := os.ReadFile(filepath.Join(dir, name))
+				require.NoError(t, err)
+				assert.Equal(t, string(original), string(copied), name)
+			}
+			closeLoads()
+			assert.NoDirExists(t, filepath.Dir(modFile), "closing removes the copies")
+		})
+	}
+}
