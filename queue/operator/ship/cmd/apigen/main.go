@@ -21,7 +21,9 @@
 // It can run before the module's first go mod tidy: the packages it reads
 // for the roles may import the code it has just generated, and it resolves
 // their requirements against a copy of go.mod and go.sum, leaving the
-// module's own to go mod tidy.
+// module's own to go mod tidy. (Not in workspace mode or with a vendor
+// directory, where the go command refuses such a copy: there, run it
+// without -rbac, tidy, and run it again.)
 //
 // The argument is the directory that holds the API packages as
 // <group>/<version> subdirectories (default ./apis). Each API package needs
