@@ -2,26 +2,27 @@
 
 SHELL := /bin/bash
 GO ?= go
-TESTENV := foo/testenv
+TESTENV := testenv
 # Packages whose statement coverage must stay at or above COVER_MIN percent.
 CORE_PKGS := reconcile reconcile/reconciletest reconcile/write reconcile/finalizer reconcile/condition queue queue/leader queue/operator queue/queuetest queue/shard \
 	informer owner events events/eventstest metrics metrics/metricstest webhook webhook/webhooktest foo
 COVER_MIN := 85
-# The project's generator (queue/operator/ship/cmd/apigen), built from its
-# own module, which pins the code generators it runs.
-SHIP := queue/operator/ship
+# The tools users run with go tool (cmd/apigen, cmd/image), a module of
+# their own, which pins the code generators apigen runs.
+CMD := cmd
 APIGEN := $(CURDIR)/_output/bin/apigen
 FUZZTIME ?= 60s
 
-.PHONY: all help test vet verify-generate generate apigen unit cover-check \
+.PHONY: all help test test-times vet verify-generate generate apigen unit cover-check \
 	testenv-binaries test-testenv demo demo-once cluster cluster-down \
-	fuzz bench bench-queue bench-shard mutants image test-ship
+	fuzz bench bench-queue bench-shard mutants image test-cmd
 
 all: test
 
 help:
 	@echo "make demo             a real control plane, the Foo controller and an example Foo (Ctrl-C stops)"
 	@echo "make test             everything CI runs: vet, generated code, unit, integration and e2e tests, the demo"
+	@echo "make test-times       the time table of the last make test, by stage and by package"
 	@echo "make generate         regenerate the code, CRDs and RBAC roles derived from the API types and markers"
 	@echo "make image            reproducible images of the example operators in _output/images (OCI layout and tarball each)"
 	@echo "make cluster          start a full control plane in the background; prints the kubeconfig path"
@@ -31,14 +32,33 @@ help:
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
 	@echo "make mutants          mutation test of queue/shard: which planted bugs its tests and its simulation catch (about an hour)"
 
-test: vet verify-generate unit cover-check test-ship test-testenv demo-once
+# The stages of make test, in order. Each one's output is kept in
+# _output/test-STAGE.log and its wall time in _output/test-times.tsv; the
+# time table (hack/test-times.sh) is printed at the end, failed or not.
+TEST_STAGES := vet verify-generate unit cover-check test-cmd test-testenv demo-once
+TEST_TIMEOUT_MINUTES := 30
+
+test:
+	@mkdir -p _output; rm -f _output/test-*.log; : > _output/test-times.tsv; \
+	for stage in $(TEST_STAGES); do \
+	  start=$$(date +%s); \
+	  $(MAKE) --no-print-directory $$stage 2>&1 | tee _output/test-$$stage.log; rc=$${PIPESTATUS[0]}; \
+	  printf '%s\t%s\t%s\n' $$stage $$(( $$(date +%s) - start )) $$rc >> _output/test-times.tsv; \
+	  [ $$rc -eq 0 ] || break; \
+	done; \
+	echo; TEST_TIMEOUT_MINUTES=$(TEST_TIMEOUT_MINUTES) bash hack/test-times.sh; \
+	exit $$rc
+
+# The time table of the last make test, again.
+test-times:
+	@TEST_TIMEOUT_MINUTES=$(TEST_TIMEOUT_MINUTES) bash hack/test-times.sh
 
 vet:
 	$(GO) vet ./...
 	cd $(TESTENV) && $(GO) vet ./...
 	cd $(TESTENV)/bench && $(GO) vet ./...
 	cd $(TESTENV)/examples/widget && $(GO) vet ./...
-	cd $(SHIP) && $(GO) vet ./...
+	cd $(CMD) && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
@@ -48,9 +68,9 @@ vet:
 # widget module runs the generator as any other module would: go tool apigen.
 # verify-generate writes nothing and fails on anything out of date.
 generate: apigen
-	$(APIGEN) $(APIGEN_FLAGS) -header foo/hack/boilerplate.go.txt -out foo/generated -crd foo/crd \
+	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out foo/generated -crd foo/crd \
 	  -rbac examples/foo/deploy -rbac-role foo-controller -rbac-paths "./foo ./examples/foo" foo/apis
-	$(APIGEN) $(APIGEN_FLAGS) -header foo/hack/boilerplate.go.txt -out examples/bucket/generated -crd examples/bucket/deploy/crd \
+	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out examples/bucket/generated -crd examples/bucket/deploy/crd \
 	  -rbac examples/bucket/deploy -rbac-role bucket-operator -rbac-paths ./examples/bucket examples/bucket/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/external/deploy -rbac-role external-targets -rbac-paths ./examples/external
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
@@ -59,16 +79,16 @@ verify-generate:
 	@$(MAKE) --no-print-directory generate APIGEN_FLAGS=-verify
 
 apigen:
-	cd $(SHIP) && $(GO) build -o $(APIGEN) ./cmd/apigen
+	cd $(CMD) && $(GO) build -o $(APIGEN) ./apigen
 
 # Race-enabled tests of the root module. Fuzz targets run their seed corpora
 # as ordinary tests here. The sharding simulation explores 100 schedules
 # under the race detector, then 5,000 without it.
 unit:
 	mkdir -p _output
-	$(GO) test -race -count=1 -timeout 30m -coverprofile=_output/cover.out ./... 2>&1 | tee _output/unit.txt | grep -v '^[IWE][0-9]\{4\} '; \
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m -coverprofile=_output/cover.out ./... 2>&1 | tee _output/unit.txt | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
-	$(GO) test -count=1 -timeout 30m -run '^TestSimulation$$' -v ./queue/shard/ | grep -E '^(---|ok|FAIL|PASS)|schedules'; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m -run '^TestSimulation$$' -v ./queue/shard/ | grep -E '^(---|ok|FAIL|PASS)|schedules'; \
 	exit $${PIPESTATUS[0]}
 
 cover-check:
@@ -80,16 +100,15 @@ cover-check:
 	  [ "$$ok" = yes ] || fail=1; \
 	done; exit $$fail
 
-# The tests of queue/operator/ship, a module of its own: the generator
-# (which generates a fixture module and tests it on the generated fake) and
-# the image builder (which builds the image of examples/foo twice and runs
-# its binary).
-test-ship:
-	cd $(SHIP) && $(GO) test -race -count=1 -timeout 30m ./...
+# The tests of the cmd module: the generator (which generates a fixture
+# module and tests it on the generated fake) and the image builder (which
+# builds the image of examples/foo twice and runs its binary).
+test-cmd:
+	cd $(CMD) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m ./...
 
 # Reproducible images of the example operators, built without a daemon by
-# queue/operator/ship/cmd/image, FROM scratch: the static binary, a nonroot
-# user, /tmp. Each is an OCI image layout, _output/images/NAME/, and a
+# cmd/image, FROM scratch: the static binary, a nonroot user, /tmp. Each
+# is an OCI image layout, _output/images/NAME/, and a
 # tarball for docker load, podman load or kind load image-archive,
 # _output/images/NAME.tar; one line "IMAGE sha256:DIGEST" each. The names
 # are those of examples/*/deploy. IMAGE_ARCH sets the architecture;
@@ -99,24 +118,24 @@ IMAGES := $(CURDIR)/examples/foo=ctrlkit/foo-controller:dev \
 	$(CURDIR)/examples/bucket=ctrlkit/bucket:dev \
 	$(CURDIR)/examples/external=ctrlkit/external:dev
 image:
-	@cd queue/operator/ship && $(GO) run ./cmd/image -output $(CURDIR)/_output/images -arch $(IMAGE_ARCH) -go $(GO) $(IMAGES)
+	@cd $(CMD) && $(GO) run ./image -output $(CURDIR)/_output/images -arch $(IMAGE_ARCH) -go $(GO) $(IMAGES)
 
 # Control-plane binaries and kubectl built from the Go module proxy into the
 # per-user cache (~/.cache/ctrlkit-testenv, or $$CTRLKIT_TESTENV_BIN_DIR). The
 # first build on a machine takes about 10 to 15 minutes on 2 cores; every
-# later clone and every module importing foo/testenv reuses it.
+# later clone and every module importing testenv reuses it.
 testenv-binaries:
-	cd $(TESTENV) && ./hack/build-binaries.sh
+	./hack/build-binaries.sh
 
 # Control-plane smoke tests, integration tests (API server only), e2e tests
 # (full control plane, examples/foo as a process), the bench module's tests
-# and the example module that imports foo/testenv as another operator would.
+# and the example module that imports testenv as another operator would.
 test-testenv: testenv-binaries
-	cd $(TESTENV) && $(GO) test -race -count=1 -timeout 30m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
+	cd $(TESTENV) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
-	cd $(TESTENV)/bench && $(GO) test -race -count=1 -timeout 30m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
+	cd $(TESTENV)/bench && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
-	cd $(TESTENV)/examples/widget && $(GO) test -race -count=1 -timeout 30m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
+	cd $(TESTENV)/examples/widget && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
 
 demo: testenv-binaries
@@ -132,14 +151,14 @@ cluster-down:
 	@cd $(TESTENV) && $(GO) run ./cmd/cluster down
 
 fuzz:
-	FUZZTIME=$(FUZZTIME) bash foo/hack/fuzz.sh
+	FUZZTIME=$(FUZZTIME) bash hack/fuzz.sh
 
 # Every benchmark of issue-level interest, side by side with its peers, into
 # BENCHMARKS.md: the worker loop, fresh events during a storm, informer
 # memory and one informer's cache of 100,000 Deployments on a real API
-# server (foo/testenv/bench), and convergence of 1,000 Foos (3 rounds) and
+# server (testenv/bench), and convergence of 1,000 Foos (3 rounds) and
 # 10,000 Foos (1 round) on the full control plane with the API server's own
-# floor (foo/testenv/e2e).
+# floor (testenv/e2e).
 bench: testenv-binaries
 	mkdir -p _output
 	bash $(TESTENV)/bench/run.sh $(CURDIR)/_output/bench-peers.md
@@ -148,8 +167,10 @@ bench: testenv-binaries
 	{ echo "# Benchmarks"; echo; \
 	  echo "Written by \`make bench\`; every table compares peers measured in the same run."; echo; \
 	  cat _output/bench-peers.md; echo; cat _output/bench-convergence.md; echo; \
-	  echo "## Test control plane start-up (foo/testenv, binaries built, 5 starts each)"; echo; \
-	  echo '```'; grep '^Benchmark' _output/bench-startup.txt; echo '```'; } > BENCHMARKS.md
+	  echo "## Test control plane start-up (testenv, binaries built, 5 starts each)"; echo; \
+	  echo '```'; grep '^Benchmark' _output/bench-startup.txt; echo '```'; echo; \
+	  echo "Earlier measurements, written by hand after their runs and dated, are in"; \
+	  echo "[docs/benchmarks-history.md](docs/benchmarks-history.md)."; } > BENCHMARKS.md
 	@echo "wrote BENCHMARKS.md"
 
 bench-shard: testenv-binaries
@@ -161,10 +182,10 @@ bench-queue:
 	$(GO) test -run '^$$' -bench BenchmarkWorkerLoop -benchtime 50x -count 10 ./queue/ | tee _output/bench-queue.txt
 
 # Mutation test of queue/shard, not part of test (about an hour on 2
-# cores): every bug listed in foo/hack/mutants/mutants.go is planted in
+# cores): every bug listed in hack/mutants/mutants.go is planted in
 # turn, through go test -overlay, and the simulation alone and then all of
 # the package's tests run against it. Fails if a bug survives both, or a
 # mutant no longer applies. MUTANTS_FLAGS adds flags: -report-only,
 # -run NAME, -check (apply and build only), -rev REV.
 mutants:
-	$(GO) run ./foo/hack/mutants -go $(GO) $(MUTANTS_FLAGS)
+	$(GO) run ./hack/mutants -go $(GO) $(MUTANTS_FLAGS)

@@ -33,7 +33,7 @@ import (
 )
 
 // The scenarios of the controller-runtime twin's envtest suite
-// (foo/testenv/bench/cmd/crfoo), run as the README's Testing section
+// (testenv/bench/cmd/crfoo), run as the README's Testing section
 // teaches: the controller over strict fake clientsets, WaitIdle after
 // each step.
 

@@ -1,6 +1,6 @@
 // Package generated holds the Go clients of the Foo API
 // (github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1), produced
-// by the apigen command (github.com/ctrlkit/ctrlkit/queue/operator/ship/cmd/apigen)
+// by the apigen command (github.com/ctrlkit/ctrlkit/cmd/apigen)
 // with k8s.io/code-generator and k8s.io/kube-openapi. Its sub-packages are
 // never edited by hand: change the types and run make generate; make test
 // fails when the checked-in code is stale.

@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/ctrlkit/ctrlkit/testenv/controlplane"
+	"github.com/ctrlkit/ctrlkit/testenv/internal/repo"
+)
+
+// kustomizationFile is the file kubectl apply -k reads in a directory.
+const kustomizationFile = "kustomization.yaml"
+
+// TestDeployKustomizations installs each example operator the way its
+// README says, kubectl apply -k examples/NAME/deploy, on an API server.
+// The kustomization lists every manifest of its directory (a new file
+// that is not listed fails the test), kustomize renders each object of
+// those manifests exactly once, the API server accepts them all, and
+// applying again changes nothing (a server-side dry run). The
+// Deployments name the images that make image builds. The API server
+// runs no controllers, so nothing starts.
+func TestDeployKustomizations(t *testing.T) {
+	root, err := repo.Root()
+	require.NoError(t, err)
+	cp := controlplane.StartT(t, controlplane.Options{Size: controlplane.APIServerOnly})
+	examples := []struct {
+		name  string
+		image string // of the operator's Deployment, as make image names it
+	}{
+		{name: "foo", image: "ctrlkit/foo-controller:dev"},
+		{name: "bucket", image: "ctrlkit/bucket:dev"},
+		{name: "external", image: "ctrlkit/external:dev"},
+	}
+	for _, ex := range examples {
+		t.Run(ex.name, func(t *testing.T) {
+			dir := filepath.Join(root, "examples", ex.name, "deploy")
+			want := kustomizationObjects(t, dir)
+			kubectl := func(args ...string) string {
+				t.Helper()
+				var stdout, stderr bytes.Buffer
+				cmd := cp.KubectlCommand(t.Context(), args...)
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				require.NoError(t, cmd.Run(), "kubectl %s:\n%s", strings.Join(args, " "), stderr.String())
+				return stdout.String()
+			}
+
+			rendered := decodeObjects(t, "kubectl kustomize "+dir, []byte(kubectl("kustomize", dir)))
+			assert.ElementsMatch(t, objectNames(want), objectNames(rendered), "every object of the manifests, once")
+			for _, patch := range kustomizationPatches(t, dir) {
+				i := slices.Index(objectNames(rendered), objectNames([]*unstructured.Unstructured{patch})[0])
+				require.GreaterOrEqual(t, i, 0, "the patch's object %s is rendered", patch.GetName())
+				assertHolds(t, rendered[i].Object, patch.Object, objectNames(rendered)[i])
+			}
+
+			var images []string
+			for _, o := range rendered {
+				if o.GetKind() == "Deployment" {
+					containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+					require.NoError(t, err)
+					for _, c := range containers {
+						images = append(images, c.(map[string]any)["image"].(string))
+					}
+				}
+			}
+			assert.Equal(t, []string{ex.image}, images)
+
+			kubectl("apply", "-k", dir)
+			got := strings.Fields(kubectl("get", "-k", dir, "-o", "name"))
+			assert.ElementsMatch(t, objectNames(want), got, "every object is on the API server")
+
+			again := strings.Split(strings.TrimSpace(kubectl("apply", "-k", dir, "--dry-run=server")), "\n")
+			assert.Len(t, again, len(want))
+			for _, line := range again {
+				assert.Contains(t, line, " unchanged", "applying again changes nothing")
+			}
+		})
+	}
+}
+
+// kustomization is the part of a kustomization file that these tests read.
+type kustomization struct {
+	Resources []string `json:"resources"`
+	Patches   []struct {
+		Path string `json:"path"`
+	} `json:"patches"`
+}
+
+// kustomizationObjects reads the objects of the manifests that the
+// kustomization in dir lists, following directories it lists to their own
+// kustomizations. It fails the test when a manifest in the directory of a
+// kustomization (or below, up to another kustomization) is not listed.
+func kustomizationObjects(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	k := readKustomization(t, dir)
+	require.NotEmpty(t, k.Resources, "%s/%s lists no resources", dir, kustomizationFile)
+
+	var objs []*unstructured.Unstructured
+	listed := map[string]bool{}
+	for _, p := range k.Patches {
+		listed[filepath.Join(dir, p.Path)] = true // not objects of their own
+	}
+	for _, res := range k.Resources {
+		path := filepath.Join(dir, res)
+		info, err := os.Stat(path)
+		require.NoError(t, err, "%s/%s: resource %s", dir, kustomizationFile, res)
+		if info.IsDir() {
+			objs = append(objs, kustomizationObjects(t, path)...)
+			continue
+		}
+		listed[path] = true
+		objs = append(objs, readManifest(t, path)...)
+	}
+
+	// Every manifest beside the kustomization is listed in it.
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if _, err := os.Stat(filepath.Join(path, kustomizationFile)); path != dir && err == nil {
+				return filepath.SkipDir // a kustomization of its own
+			}
+			return nil
+		}
+		ext := filepath.Ext(path)
+		if d.Name() != kustomizationFile && slices.Contains([]string{".yaml", ".yml", ".json"}, ext) {
+			rel, _ := filepath.Rel(dir, path)
+			assert.True(t, listed[path], "%s is not a resource of %s/%s", rel, dir, kustomizationFile)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return objs
+}
+
+// kustomizationPatches reads the patches that the kustomization in dir
+// lists.
+func kustomizationPatches(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	var patches []*unstructured.Unstructured
+	for _, p := range readKustomization(t, dir).Patches {
+		patches = append(patches, readManifest(t, filepath.Join(dir, p.Path))...)
+	}
+	return patches
+}
+
+// readKustomization reads the kustomization in dir.
+func readKustomization(t *testing.T, dir string) kustomization {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, kustomizationFile))
+	require.NoError(t, err)
+	var k kustomization
+	require.NoError(t, utilyaml.Unmarshal(data, &k), "%s/%s", dir, kustomizationFile)
+	return k
+}
+
+// readManifest reads the objects of a YAML file.
+func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return decodeObjects(t, path, data)
+}
+
+// assertHolds asserts that every value of the patch's maps is in obj.
+func assertHolds(t *testing.T, obj, patch map[string]any, where string) {
+	t.Helper()
+	for k, want := range patch {
+		if w, ok := want.(map[string]any); ok {
+			got, _ := obj[k].(map[string]any)
+			assertHolds(t, got, w, where+"."+k)
+			continue
+		}
+		assert.Equal(t, want, obj[k], "%s.%s", where, k)
+	}
+}
+
+// decodeObjects decodes every YAML document of data (from where) into an
+// object; empty documents are skipped.
+func decodeObjects(t *testing.T, where string, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		require.NoError(t, err, where)
+		if len(obj.Object) == 0 {
+			continue
+		}
+		require.NotEmpty(t, obj.GetKind(), "%s: an object without a kind", where)
+		objs = append(objs, obj)
+	}
+}
+
+// objectNames names objs the way kubectl get -o name does: the lowercase
+// kind, with its API group if any, a slash and the name.
+func objectNames(objs []*unstructured.Unstructured) []string {
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		kind := strings.ToLower(o.GetKind())
+		if group := o.GroupVersionKind().Group; group != "" {
+			kind += "." + group
+		}
+		names = append(names, kind+"/"+o.GetName())
+	}
+	return names
+}

@@ -1,0 +1,41 @@
+// Package e2e tests the examples/foo binary end to end: it builds the
+// binary with go build, starts a full control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok with one fake node),
+// and runs the binary as a separate process, the way a cluster would.
+//
+// The controller authenticates as the ServiceAccount foo-system/foo-controller
+// with exactly the RBAC of examples/foo/deploy, so the tests also show that
+// those manifests are enough. The API server's audit log tells that
+// ServiceAccount's requests apart from everyone else's; the tests use it to
+// prove that the controller leaves foreign Deployments alone and writes
+// nothing during an idle resync.
+//
+// TestStrictMatchesAPIServer runs one scenario of Foos and Deployments
+// (UIDs, generation, the status subresource, finalizers and
+// deletionTimestamp, delete preconditions, garbage collection of
+// dependents) against fake clientsets made strict by package
+// reconcile/reconciletest and against the full control plane, and asserts
+// that what a controller can observe is the same on both.
+//
+// TestBucketOperator runs examples/bucket and its storage service
+// (examples/bucket/store/cmd/bucketstore) as processes, the operator with
+// exactly the RBAC of examples/bucket/deploy: buckets created, restored
+// when changed or removed behind the operator's back, deleted from the
+// service before their Bucket goes, held by the finalizer while the service
+// is down, cleaned up by a new operator after a kill -9 mid-cleanup, and a
+// bucket the operator did not create refused once (Ready=False
+// BucketExists, one Warning, quiet periodic checks), untouched, and left
+// in the service when its Bucket is deleted.
+//
+// TestDeployKustomizations applies examples/*/deploy with kubectl apply -k
+// to an API server: each kustomization lists every manifest beside it,
+// renders each object once, is accepted, and applies again unchanged. The
+// test control plane's node is kwok's, which runs no containers, so no
+// test starts the operators' images; the tests of
+// cmd/internal/image run the binary of examples/foo's image instead.
+//
+// Run it from the testenv module once the binaries are built (see
+// hack/build-binaries.sh):
+//
+//	go test -race ./e2e/
+package e2e
