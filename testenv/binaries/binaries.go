@@ -179,6 +179,7 @@ var recipeHashes = sync.OnceValue(func() map[string]string {
 			fmt.Fprintf(h, "%s %d\n", n, len(data))
 			h.Write(data)
 		}
+		fmt.Fprintf(h, "%q %q\n", buildEnv, strippedLDFlags)
 		for _, a := range Artifacts() {
 			if a.Recipe == recipe {
 				fmt.Fprintf(h, "%s %s %s %t\n", a.Name, a.Package, a.LDFlags, a.Run)
@@ -188,6 +189,15 @@ var recipeHashes = sync.OnceValue(func() map[string]string {
 	}
 	return out
 })
+
+// The programs are built for tests, not for debugging them: without cgo
+// (none of them needs it, and the go command then compiles no C), and linked
+// without the DWARF tables and the symbol table, which the linker would
+// otherwise spend a large part of each link writing. Stack traces keep their
+// file and line numbers. Both are part of the recipes' hash.
+var buildEnv = []string{"CGO_ENABLED=0"}
+
+const strippedLDFlags = "-s -w"
 
 // Options configures Locate and Ensure. The zero value uses the defaults.
 type Options struct {
@@ -426,10 +436,7 @@ func build(ctx context.Context, a Artifact, moduleDir, target string, progress i
 		cmd = exec.CommandContext(ctx, "go", "run", a.Package)
 		cmd.Stdout = out
 	} else {
-		args := []string{"build", "-o", tmp}
-		if a.LDFlags != "" {
-			args = append(args, "-ldflags", a.LDFlags)
-		}
+		args := []string{"build", "-o", tmp, "-ldflags", strings.TrimSpace(strippedLDFlags + " " + a.LDFlags)}
 		cmd = exec.CommandContext(ctx, "go", append(args, a.Package)...)
 	}
 	cmd.Dir = moduleDir
@@ -437,8 +444,8 @@ func build(ctx context.Context, a Artifact, moduleDir, target string, progress i
 	// go.sum must already hold every checksum; the caller's GOFLAGS do not
 	// apply. The target is the running platform, which names the cache
 	// directory, whatever GOOS and GOARCH the environment exports.
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false",
-		"GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false",
+		"GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH), buildEnv...)
 	// go run leaves its program running if only go is killed: cancelling
 	// ctx kills the whole process group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
