@@ -38,6 +38,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -211,6 +212,33 @@ type Options struct {
 	Progress io.Writer
 	// Heartbeat is the interval of "still building" lines. Default 30s.
 	Heartbeat time.Duration
+	// Only names the artifacts (Artifact.Name) that Locate requires and
+	// Ensure builds; empty means all of them. The returned Set still holds
+	// the path of every artifact, built or not. An API-server-only control
+	// plane needs only APIServerOnly.
+	Only []string
+}
+
+// APIServerOnly names the artifacts an API-server-only control plane runs
+// or offers: etcd, kube-apiserver and kubectl.
+var APIServerOnly = []string{"etcd", "kube-apiserver", "kubectl"}
+
+// selected returns the artifacts opts.Only names, all of them when it is
+// empty, or an error naming one that does not exist.
+func (opts Options) selected() ([]Artifact, error) {
+	all := Artifacts()
+	if len(opts.Only) == 0 {
+		return all, nil
+	}
+	var out []Artifact
+	for _, name := range opts.Only {
+		i := slices.IndexFunc(all, func(a Artifact) bool { return a.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("binaries: no artifact named %q", name)
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 // MissingError reports artifacts that are not in the cache directory.
@@ -221,7 +249,7 @@ type MissingError struct {
 
 func (e *MissingError) Error() string {
 	what := strings.Join(e.Missing, ", ")
-	if len(e.Missing) == len(Artifacts()) {
+	if len(e.Missing) == len(Artifacts()) { // the cache is empty
 		what = "none is built yet"
 	}
 	return fmt.Sprintf("test control plane binaries missing in %s: %s; build them with `%s` (the first build on a machine takes 10 to 15 minutes on 2 cores) or start with BuildMissing",
@@ -238,14 +266,19 @@ func DefaultDir() (string, error) {
 	return filepath.Join(base, "ctrlkit-testenv", runtime.GOOS+"-"+runtime.GOARCH), nil
 }
 
-// Locate returns the paths of the built artifacts. If any is missing it
-// returns a *MissingError naming them and the command that builds them.
+// Locate returns the paths of the built artifacts. If any of those
+// opts.Only names (all, by default) is missing, it returns a *MissingError
+// naming them and the command that builds them.
 func Locate(opts Options) (Set, error) {
 	dir, err := resolveDir(opts)
 	if err != nil {
 		return Set{}, err
 	}
-	if missing := missingOf(dir, Artifacts()); len(missing) > 0 {
+	artifacts, err := opts.selected()
+	if err != nil {
+		return Set{}, err
+	}
+	if missing := missingOf(dir, artifacts); len(missing) > 0 {
 		return Set{}, &MissingError{Dir: dir, Missing: missing}
 	}
 	return setIn(dir), nil
@@ -272,7 +305,8 @@ func setIn(dir string) Set {
 	}
 }
 
-// Ensure builds every missing artifact and returns the paths. When nothing
+// Ensure builds every missing artifact of those opts.Only names (all, by
+// default) and returns the paths. When nothing
 // is missing it returns at once, silently, without taking the lock. Otherwise
 // it holds an exclusive lock on the cache directory while it builds, so that
 // concurrent callers (in this or other processes) build each artifact once;
@@ -282,7 +316,11 @@ func setIn(dir string) Set {
 // Cancelling ctx stops a build and a wait.
 func Ensure(ctx context.Context, opts Options) (Set, error) {
 	sources := map[string]string{}
-	return ensure(ctx, opts, Artifacts(), func(ctx context.Context, dir string, a Artifact, target string, progress io.Writer) error {
+	artifacts, err := opts.selected()
+	if err != nil {
+		return Set{}, err
+	}
+	return ensure(ctx, opts, artifacts, func(ctx context.Context, dir string, a Artifact, target string, progress io.Writer) error {
 		src, ok := sources[a.Recipe]
 		if !ok {
 			var err error

@@ -2,6 +2,8 @@ package binaries
 
 import (
 	"context"
+	"debug/buildinfo"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -395,4 +398,67 @@ func TestEmptyFileIsMissing(t *testing.T) {
 	var missing *MissingError
 	require.ErrorAs(t, err, &missing)
 	assert.Equal(t, []string{filepath.Join(recipeDir(Artifacts()[0].Recipe), Artifacts()[0].Name)}, missing.Missing)
+}
+
+// An API-server-only control plane needs etcd, kube-apiserver and kubectl:
+// Locate finds them with the rest of the cache empty, Ensure builds only
+// them, and a name that is no artifact is refused.
+func TestOnly(t *testing.T) {
+	dir := t.TempDir()
+	for _, a := range Artifacts() {
+		if slices.Contains(APIServerOnly, a.Name) {
+			p := artifactPath(dir, a)
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, []byte("x"), 0o755))
+		}
+	}
+	set, err := Locate(Options{Dir: dir, Only: APIServerOnly})
+	require.NoError(t, err)
+	assert.Equal(t, setIn(dir), set)
+
+	_, err = Locate(Options{Dir: dir})
+	var missing *MissingError
+	require.ErrorAs(t, err, &missing)
+	assert.Len(t, missing.Missing, len(Artifacts())-len(APIServerOnly))
+
+	empty := t.TempDir()
+	selected, err := Options{Only: APIServerOnly}.selected()
+	require.NoError(t, err)
+	var built []string
+	_, err = ensure(t.Context(), Options{Dir: empty, Progress: io.Discard}, selected,
+		func(_ context.Context, _ string, a Artifact, target string, _ io.Writer) error {
+			built = append(built, a.Name)
+			return os.WriteFile(target, []byte("built"), 0o755)
+		})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, APIServerOnly, built)
+
+	_, err = Locate(Options{Dir: dir, Only: []string{"kube-proxy"}})
+	assert.ErrorContains(t, err, `no artifact named "kube-proxy"`)
+	_, err = Ensure(t.Context(), Options{Dir: dir, Only: []string{"kube-proxy"}})
+	assert.ErrorContains(t, err, `no artifact named "kube-proxy"`)
+}
+
+// The programs are built without cgo and linked without DWARF: the two
+// settings that make their first build shorter.
+func TestBuildFlags(t *testing.T) {
+	moduleDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(moduleDir, "go.mod"), []byte("module example.com/small\n\ngo 1.26.0\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(moduleDir, "main.go"), []byte("package main\n\nimport \"net\"\n\nfunc main() { _, _ = net.LookupHost(\"localhost\") }\n"), 0o644))
+	target := filepath.Join(t.TempDir(), "small")
+	require.NoError(t, build(t.Context(), Artifact{Name: "small", Package: "."}, moduleDir, target, io.Discard, time.Hour))
+
+	info, err := buildinfo.ReadFile(target)
+	require.NoError(t, err)
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	assert.Equal(t, "0", settings["CGO_ENABLED"])
+	assert.Contains(t, settings["-ldflags"], "-s -w")
+	f, err := elf.Open(target)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Nil(t, f.Section(".debug_info"), "DWARF")
+	assert.Nil(t, f.Section(".symtab"), "symbol table")
 }

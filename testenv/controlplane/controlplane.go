@@ -274,10 +274,16 @@ func start(ctx context.Context, opts Options, pickPorts func(n int) ([]int, erro
 		return nil, fmt.Errorf("unknown control plane size %v", opts.Size)
 	}
 	var bins binaries.Set
+	binOpts := opts.Binaries
+	if opts.Size == APIServerOnly && len(binOpts.Only) == 0 {
+		// kwok, the scheduler and the controller manager are not needed:
+		// neither built nor required.
+		binOpts.Only = binaries.APIServerOnly
+	}
 	if opts.BuildMissing {
-		bins, err = binaries.Ensure(ctx, opts.Binaries)
+		bins, err = binaries.Ensure(ctx, binOpts)
 	} else {
-		bins, err = binaries.Locate(opts.Binaries)
+		bins, err = binaries.Locate(binOpts)
 	}
 	if err != nil {
 		return nil, err
