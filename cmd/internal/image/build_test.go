@@ -6,7 +6,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +19,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -391,6 +395,7 @@ func TestBuildErrors(t *testing.T) {
 			want string
 		}{
 			{name: "bad name", spec: image.Spec{Dir: program, Ref: "NOT/valid"}, want: `image name "NOT/valid"`},
+			{name: "a name whose last element is ..", spec: image.Spec{Dir: program, Ref: "example.com/..:dev"}, want: `image name "example.com/..:dev"`},
 			{name: "no such directory", spec: image.Spec{Dir: filepath.Join(program, "missing"), Ref: "example.com/op"}, want: "go build in"},
 			{name: "no go command", spec: image.Spec{Dir: program, Ref: "example.com/op"}, opts: image.Options{Go: filepath.Join(program, "no-go")}, want: "go build in"},
 		}
@@ -419,6 +424,25 @@ func TestBuildErrors(t *testing.T) {
 		}
 	})
 
+	// A Write that fails midway leaves the previous layout as it was, and
+	// nothing of its own.
+	t.Run("a failed Write keeps the previous layout", func(t *testing.T) {
+		img, err := image.New(binary, "op", image.Options{})
+		require.NoError(t, err)
+		out := t.TempDir()
+		tag, err := image.ParseRef("example.com/op:dev")
+		require.NoError(t, err)
+		_, err = image.Write(img, tag, out)
+		require.NoError(t, err)
+		before := treeOf(t, out)
+
+		unreadable, err := mutate.Append(empty.Image, mutate.Addendum{Layer: failingLayer{}})
+		require.NoError(t, err)
+		_, err = image.Write(unreadable, tag, out)
+		require.Error(t, err)
+		assert.Equal(t, before, treeOf(t, out), "the output directory after a failed Write")
+	})
+
 	t.Run("Write over a directory that is not a layout", func(t *testing.T) {
 		img, err := image.New(binary, "op", image.Options{})
 		require.NoError(t, err)
@@ -432,3 +456,43 @@ func TestBuildErrors(t *testing.T) {
 		assert.ErrorContains(t, err, "creating the output directory")
 	})
 }
+
+// treeOf returns every file under dir, by path relative to it, with the
+// SHA-256 of its content.
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			files[rel+"/"] = ""
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		files[rel] = fmt.Sprintf("%x", sha256.Sum256(data))
+		return err
+	}))
+	return files
+}
+
+// failingLayer is a layer whose content cannot be read, as when a disk
+// fails or a source goes away while an image is written.
+type failingLayer struct{}
+
+var errUnreadable = errors.New("the layer cannot be read")
+
+func (failingLayer) Digest() (v1.Hash, error) {
+	return v1.NewHash("sha256:" + strings.Repeat("1", 64))
+}
+
+func (failingLayer) DiffID() (v1.Hash, error) {
+	return v1.NewHash("sha256:" + strings.Repeat("2", 64))
+}
+
+func (failingLayer) Compressed() (io.ReadCloser, error)   { return nil, errUnreadable }
+func (failingLayer) Uncompressed() (io.ReadCloser, error) { return nil, errUnreadable }
+func (failingLayer) Size() (int64, error)                 { return 100, nil }
+func (failingLayer) MediaType() (types.MediaType, error)  { return types.OCILayer, nil }

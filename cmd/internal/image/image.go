@@ -148,11 +148,16 @@ func Build(ctx context.Context, spec Spec, outDir string, opts Options) (Result,
 
 // ParseRef parses an image name with an optional tag (default "latest"),
 // such as ctrlkit/foo-controller:dev. Digests are refused: the digest of
-// an image is what Build computes.
+// an image is what Build computes. So is a name whose last element is "."
+// or "..", which could not name a file.
 func ParseRef(ref string) (name.Tag, error) {
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		return name.Tag{}, fmt.Errorf("image name %q: %w", ref, err)
+	}
+	// The last element names the binary and the output files.
+	if n := Name(tag); n == "." || n == ".." {
+		return name.Tag{}, fmt.Errorf("image name %q: the last element of the repository, %q, is not a file name", ref, n)
 	}
 	return tag, nil
 }

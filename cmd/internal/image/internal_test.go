@@ -115,6 +115,12 @@ func TestNames(t *testing.T) {
 		{ref: "ctrlkit/bucket", name: "bucket", tag: "latest"},
 		{ref: "registry.example.com:5000/team/ops/thing:v1.2", name: "thing", tag: "v1.2"},
 		{ref: "Upper/Case:dev", wantErr: true},
+		// The last element names the binary and the output files: one that
+		// is no file name is refused before anything is written.
+		{ref: "example.com/..:dev", wantErr: true},
+		{ref: "..:dev", wantErr: true},
+		{ref: "example.com/a/../..:x", wantErr: true},
+		{ref: "example.com/.:x", wantErr: true},
 		{ref: "ctrlkit/foo@sha256:" + string(bytes.Repeat([]byte("a"), 64)), wantErr: true},
 	}
 	for _, tt := range tests {
@@ -172,19 +178,35 @@ func TestBuildLabels(t *testing.T) {
 	}
 }
 
-func TestRemoveLayout(t *testing.T) {
+func TestCheckLayout(t *testing.T) {
 	dir := t.TempDir()
-	assert.NoError(t, removeLayout(filepath.Join(dir, "missing")), "nothing to remove")
+	assert.NoError(t, checkLayout(filepath.Join(dir, "missing")), "nothing to replace")
 
 	other := filepath.Join(dir, "other")
 	require.NoError(t, os.MkdirAll(other, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(other, "keep"), nil, 0o644))
-	assert.ErrorContains(t, removeLayout(other), "is not an OCI image layout")
+	assert.ErrorContains(t, checkLayout(other), "is not an OCI image layout")
 	assert.FileExists(t, filepath.Join(other, "keep"), "left alone")
 
 	layoutDir := filepath.Join(dir, "layout")
 	require.NoError(t, os.MkdirAll(filepath.Join(layoutDir, "blobs"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(layoutDir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644))
-	require.NoError(t, removeLayout(layoutDir))
-	assert.NoDirExists(t, layoutDir)
+	require.NoError(t, checkLayout(layoutDir))
+}
+
+func TestReplaceDir(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "layout")
+	for i, content := range []string{"first", "second"} {
+		fresh := filepath.Join(dir, ".layout.new")
+		require.NoError(t, os.Mkdir(fresh, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(fresh, "index.json"), []byte(content), 0o644))
+		require.NoError(t, replaceDir(fresh, target), "replacement %d", i)
+		data, err := os.ReadFile(filepath.Join(target, "index.json"))
+		require.NoError(t, err)
+		assert.Equal(t, content, string(data))
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Len(t, entries, 1, "only the layout is left")
+	}
 }

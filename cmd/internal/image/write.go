@@ -30,7 +30,10 @@ const RefNameAnnotation = "org.opencontainers.image.ref.name"
 //
 // where NAME is Name(tag). Both replace what a previous Write left there;
 // Write refuses to replace a directory that is not an OCI image layout.
-// The tarball is written under a temporary name and renamed into place.
+// Each is written under a temporary name beside its place and renamed into
+// it once complete, so that a Write that fails midway leaves the previous
+// layout and tarball as they were (a Write killed midway leaves them too,
+// whole, under their own or a hidden name).
 // The Result's Digest is img's manifest digest. A docker-archive tarball
 // has no manifest, so an image read back from it (tarball.ImageFromPath)
 // has the same configuration and layers but Docker media types, and so a
@@ -49,14 +52,27 @@ func Write(img v1.Image, tag name.Tag, outDir string) (Result, error) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return Result{}, fmt.Errorf("creating the output directory: %w", err)
 	}
-	if err := removeLayout(res.Layout); err != nil {
+	if err := checkLayout(res.Layout); err != nil {
 		return Result{}, err
 	}
-	p, err := layout.Write(res.Layout, empty.Index)
+	// The new layout is written beside the old one and takes its place only
+	// once complete: a failure or a kill before that leaves the old one.
+	fresh, err := os.MkdirTemp(outDir, "."+Name(tag)+".new-")
+	if err != nil {
+		return Result{}, fmt.Errorf("writing the OCI layout %s: %w", res.Layout, err)
+	}
+	defer os.RemoveAll(fresh) // empty once renamed
+	p, err := layout.Write(fresh, empty.Index)
 	if err != nil {
 		return Result{}, fmt.Errorf("writing the OCI layout %s: %w", res.Layout, err)
 	}
 	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{RefNameAnnotation: tag.TagStr()})); err != nil {
+		return Result{}, fmt.Errorf("writing the OCI layout %s: %w", res.Layout, err)
+	}
+	if err := os.Chmod(fresh, 0o755); err != nil {
+		return Result{}, fmt.Errorf("writing the OCI layout %s: %w", res.Layout, err)
+	}
+	if err := replaceDir(fresh, res.Layout); err != nil {
 		return Result{}, fmt.Errorf("writing the OCI layout %s: %w", res.Layout, err)
 	}
 	tmp := res.Tarball + ".tmp"
@@ -71,17 +87,38 @@ func Write(img v1.Image, tag name.Tag, outDir string) (Result, error) {
 	return res, nil
 }
 
-// removeLayout removes the OCI image layout in dir, if there is one, and
-// fails if dir exists but is not one.
-func removeLayout(dir string) error {
+// checkLayout fails if dir exists but is not an OCI image layout: Write
+// replaces only what it wrote.
+func checkLayout(dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err != nil {
 		return fmt.Errorf("%s exists and is not an OCI image layout (no oci-layout file); not replacing it: %w", dir, err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("removing the previous OCI layout: %w", err)
+	return nil
+}
+
+// replaceDir puts the directory fresh in the place of dir, which may not
+// exist. The old directory is renamed aside first and removed last, so that
+// at every moment one of the two is whole: a kill between the two renames
+// leaves the old one beside dir, under fresh's name with ".old" added.
+func replaceDir(fresh, dir string) error {
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = fresh + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(fresh, dir); err != nil {
+		if old != "" {
+			_ = os.Rename(old, dir)
+		}
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
 	}
 	return nil
 }
