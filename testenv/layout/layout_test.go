@@ -4,6 +4,10 @@ package layout
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,4 +117,33 @@ func TestFoldersSayWhatTheyAreFor(t *testing.T) {
 		assert.True(t, documented, "%s has neither a README.md nor a package doc", e.Name())
 	}
 	assert.GreaterOrEqual(t, checked, 12, "top-level folders")
+}
+
+// TestToolsStartNoGoroutines checks what lets make test run the cmd
+// module's tests without the race detector: none of its Go files has a go
+// statement.
+func TestToolsStartNoGoroutines(t *testing.T) {
+	root, err := repo.Root()
+	require.NoError(t, err)
+	checked := 0
+	err = filepath.WalkDir(filepath.Join(root, "cmd"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s starts a goroutine: make test-cmd must then run with -race", fset.Position(g.Pos()))
+			}
+			return true
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Positive(t, checked)
 }
