@@ -21,13 +21,16 @@ import (
 	"github.com/ctrlkit/ctrlkit/testenv/audit"
 )
 
-// Leader election timings of TestLeaderElection, short so the test is
-// quick: a candidate takes over 4s after it last saw the Lease renewed; the
-// leader renews every 1s and gives up if it cannot renew for 2.5s.
+// Leader election timings of the leader election tests: a candidate takes
+// over 12s after it last saw the Lease renewed; the leader renews every 2s
+// and gives up if it cannot renew for 8s. Shorter than client-go's
+// defaults (15s, 10s, 2s) so that the tests are quick, and long enough
+// that a leader keeps its Lease on a machine so loaded that a renewal takes
+// seconds.
 const (
-	leLeaseDuration = 4 * time.Second
-	leRenewDeadline = 2500 * time.Millisecond
-	leRetryPeriod   = 1 * time.Second
+	leLeaseDuration = 12 * time.Second
+	leRenewDeadline = 8 * time.Second
+	leRetryPeriod   = 2 * time.Second
 	leShutdown      = 10 * time.Second
 )
 

@@ -21,13 +21,17 @@ import (
 	"github.com/ctrlkit/ctrlkit/testenv/audit"
 )
 
-// Membership timings of TestSharding, short so the test is quick: the
-// others take a replica's keys 4s after they last saw its Lease renewed;
-// replicas renew every 1s and stop if they cannot renew for 2.5s.
+// Membership timings of the sharding tests: the others take a replica's
+// keys 12s after they last saw its Lease renewed; replicas renew every 2s
+// and stop if they cannot renew for 8s. Shorter than client-go's defaults
+// (15s, 10s, 2s) so that the tests are quick, and long enough that a
+// replica keeps its Lease on a machine so loaded that a renewal takes
+// seconds: the tight margins of the protocol are the simulation's to test
+// (queue/shard's TestSimulation), not a real-process test's.
 const (
-	shLeaseDuration = 4 * time.Second
-	shRenewDeadline = 2500 * time.Millisecond
-	shRetryPeriod   = 1 * time.Second
+	shLeaseDuration = 12 * time.Second
+	shRenewDeadline = 8 * time.Second
+	shRetryPeriod   = 2 * time.Second
 	shGroup         = "foo-shard"
 	// shTakeoverBound bounds the first write to a killed replica's Foo:
 	// the lease duration, then the relist of the survivors' sharded
