@@ -13,7 +13,7 @@
 # them). Each round starts a control plane and runs one iteration of each
 # peer on it; medians are taken over the rounds. A round takes about 5
 # minutes at 1,000 Foos and about 50 at 10,000 on 2 cores. The
-# control-plane binaries must be built (../hack/build-binaries.sh).
+# control-plane binaries must be built (make testenv-binaries).
 # benchstat is installed from the Go module proxy at a pinned version when
 # it is not on PATH; the tables come from ../bench/cmd/benchreport, as for
 # the other benchmarks.
@@ -115,8 +115,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 
 cpu_model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
 pin() { sed -n "s/^[[:space:]]*$1 = \"\\(.*\\)\"/\\1/p" binaries/binaries.go; }
 mod_version() { go list -m -f '{{.Version}}' "$1"; }
-commit=$(git -C ../.. rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [[ -n $(git -C ../.. status --porcelain 2>/dev/null | head -1) ]]; then
+commit=$(git -C .. rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n $(git -C .. status --porcelain 2>/dev/null | head -1) ]]; then
 	commit="$commit (with uncommitted changes)"
 fi
 

@@ -35,7 +35,7 @@
 // cmd/internal/image run the binary of examples/foo's image instead.
 //
 // Run it from the testenv module once the binaries are built (see
-// hack/build-binaries.sh):
+// make testenv-binaries at the repository's root):
 //
 //	go test -race ./e2e/
 package e2e

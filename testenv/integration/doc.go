@@ -18,7 +18,7 @@
 // what the controller wrote.
 //
 // Run it from the testenv module once the binaries are built (see
-// hack/build-binaries.sh):
+// make testenv-binaries at the repository's root):
 //
 //	go test -race ./integration/
 package integration
