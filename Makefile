@@ -35,7 +35,7 @@ help:
 # The stages of make test, in order. Each one's output is kept in
 # _output/test-STAGE.log and its wall time in _output/test-times.tsv; the
 # time table (hack/test-times.sh) is printed at the end, failed or not.
-TEST_STAGES := vet verify-generate unit cover-check test-cmd test-testenv demo-once
+TEST_STAGES := vet verify-generate unit cover-check test-cmd testenv-binaries test-testenv demo-once
 TEST_TIMEOUT_MINUTES := 30
 
 test:
