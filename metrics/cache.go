@@ -2,8 +2,9 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,19 +17,35 @@ const (
 	labelInformer  = "informer"
 )
 
+// ErrCacheNameTaken is wrapped by the error of Recorder.CacheSize when the
+// name already counts the cache of an informer that has not stopped.
+var ErrCacheNameTaken = errors.New("the name already counts the cache of a running informer; give each informer a name of its own")
+
 // cacheCollectors are the series of CacheSize.
 type cacheCollectors struct {
-	objects *prometheus.GaugeVec
+	objects *cacheVec
 	bytes   *prometheus.GaugeVec
+}
+
+// cacheVec is ctrlkit_informer_cache_objects together with the names that
+// count a cache in it. Recorders of one registry share the registered
+// cacheVec (see register), and with it the names.
+type cacheVec struct {
+	*prometheus.GaugeVec
+	mu      sync.Mutex
+	counted map[string]*cacheCounter // by name; guarded by mu
 }
 
 func newCacheCollectors() cacheCollectors {
 	informer := []string{labelInformer}
 	return cacheCollectors{
-		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ctrlkitNamespace, Subsystem: cacheSubsystem, Name: "objects",
-			Help: "Objects an informer's cache holds.",
-		}, informer),
+		objects: &cacheVec{
+			GaugeVec: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Namespace: ctrlkitNamespace, Subsystem: cacheSubsystem, Name: "objects",
+				Help: "Objects an informer's cache holds.",
+			}, informer),
+			counted: map[string]*cacheCounter{},
+		},
 		bytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ctrlkitNamespace, Subsystem: cacheSubsystem, Name: "bytes",
 			Help: "Approximate memory of the objects an informer's cache holds: the bytes of their Go values, strings, lists and maps.",
@@ -46,10 +63,35 @@ func newCacheCollectors() cacheCollectors {
 // objects share (a string, or a list informer.Trim stores once) is counted
 // for each, and the cache's own keys and indexes are not counted. Call it
 // before or after the informer starts (an informer replays its cache to a
-// late handler); counting ends when the informer stops. It fails for an
-// informer that has stopped.
+// late handler); counting ends when the informer stops, and the series
+// keep the last count.
+//
+// A name counts the cache of one informer: the name is the value of the
+// informer label, and each name is one series of each metric, so names
+// should come from a small fixed set (an object type, qualified by the
+// scope of its informer when two informers of that type run, such as a
+// namespace's and the cluster's). While an informer counted under name has
+// not stopped, CacheSize refuses name to any informer, that one included,
+// with an error wrapping ErrCacheNameTaken; the Recorders of one registry
+// share their names. Once that informer has stopped, the name may count
+// another, whose count starts from zero. CacheSize also fails for a nil or
+// stopped inf.
 func (r *Recorder) CacheSize(name string, inf cache.SharedIndexInformer) error {
-	c := &cacheCounter{objects: r.cache.objects.WithLabelValues(name), bytes: r.cache.bytes.WithLabelValues(name)}
+	if inf == nil {
+		return fmt.Errorf("metrics: counting the cache of %q: the informer is nil", name)
+	}
+	vec := r.cache.objects
+	c := &cacheCounter{name: name, inf: inf, vec: vec, objects: vec.WithLabelValues(name), bytes: r.cache.bytes.WithLabelValues(name)}
+	vec.mu.Lock()
+	prev, ok := vec.counted[name]
+	if ok && !prev.inf.IsStopped() {
+		vec.mu.Unlock()
+		return fmt.Errorf("metrics: counting the cache of %q: %w", name, ErrCacheNameTaken)
+	}
+	vec.counted[name] = c
+	c.set() // zero: a stopped informer's count is not this one's
+	vec.mu.Unlock()
+
 	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.add(1, approximateSize(obj)) },
 		UpdateFunc: func(old, obj any) {
@@ -66,21 +108,50 @@ func (r *Recorder) CacheSize(name string, inf cache.SharedIndexInformer) error {
 		},
 	}, cache.HandlerOptions{})
 	if err != nil {
-		return errors.Join(errors.New("metrics: counting the cache of "+name), err)
+		// inf has stopped: name goes back to what it counted before.
+		vec.mu.Lock()
+		defer vec.mu.Unlock()
+		if vec.counted[name] == c {
+			if prev != nil {
+				vec.counted[name] = prev
+				prev.set()
+			} else {
+				delete(vec.counted, name)
+				vec.DeleteLabelValues(name)
+				r.cache.bytes.DeleteLabelValues(name)
+			}
+		}
+		return fmt.Errorf("metrics: counting the cache of %q: %w", name, err)
 	}
 	return nil
 }
 
-// cacheCounter is one informer's totals. Its handler runs on one
-// goroutine, but Set must see the latest sums.
+// cacheCounter is the count of one informer's cache under name. Its
+// handler runs on one goroutine; another informer may have taken name
+// over by the time it runs.
 type cacheCounter struct {
-	n, size        atomic.Int64
+	name           string
+	inf            cache.SharedIndexInformer
+	vec            *cacheVec
+	n, size        int64 // guarded by vec.mu
 	objects, bytes prometheus.Gauge
 }
 
+// add adds to the counts, and sets the series while c counts name.
 func (c *cacheCounter) add(objects, size int64) {
-	c.objects.Set(float64(c.n.Add(objects)))
-	c.bytes.Set(float64(c.size.Add(size)))
+	c.vec.mu.Lock()
+	defer c.vec.mu.Unlock()
+	c.n += objects
+	c.size += size
+	if c.vec.counted[c.name] == c {
+		c.set()
+	}
+}
+
+// set sets the series to c's counts; vec.mu is held.
+func (c *cacheCounter) set() {
+	c.objects.Set(float64(c.n))
+	c.bytes.Set(float64(c.size))
 }
 
 // samePointer reports whether a and b are the same pointer.

@@ -141,3 +141,168 @@ func TestCacheSizeNearAllocation(t *testing.T) {
 	allocated := (after.TotalAlloc - before.TotalAlloc) / copies
 	assert.InDelta(t, float64(allocated), approx, float64(allocated)/4, "approximate %v bytes, a deep copy allocates %d", approx, allocated)
 }
+
+// configMaps are n ConfigMaps in namespace ns.
+func configMaps(ns string, n int) []runtime.Object {
+	var objs []runtime.Object
+	for i := range n {
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("c", i)}})
+	}
+	return objs
+}
+
+// startedConfigMaps starts the ConfigMap informer of a factory of client,
+// of namespace ns ("" for all), and waits for it to sync; stop stops it.
+func startedConfigMaps(t *testing.T, client *fake.Clientset, ns string) (inf cache.SharedIndexInformer, stop func()) {
+	t.Helper()
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	inf = factory.Core().V1().ConfigMaps().Informer()
+	ctx, cancel := context.WithCancel(t.Context())
+	stop = func() { cancel(); factory.Shutdown() }
+	t.Cleanup(stop)
+	factory.Start(ctx.Done())
+	require.True(t, cache.WaitForCacheSync(ctx.Done(), inf.HasSynced))
+	return inf, stop
+}
+
+// cacheEnv are two Recorders of one registry and two started ConfigMap
+// informers of one clientset: one of namespace a, which holds 2, and one of
+// all namespaces, which holds 5.
+type cacheEnv struct {
+	reg            *prometheus.Registry
+	m, other       *metrics.Recorder
+	namespace, all cache.SharedIndexInformer
+	stopNamespace  func()
+}
+
+// waitObjects waits until ctrlkit_informer_cache_objects of name is n.
+func (e cacheEnv) waitObjects(t *testing.T, name string, n float64) {
+	t.Helper()
+	labels := map[string]string{"informer": name}
+	require.NoError(t, wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		got, err := metricstest.Lookup(e.reg, "ctrlkit_informer_cache_objects", labels)
+		return err == nil && got == n, nil
+	}), "ctrlkit_informer_cache_objects{informer=%q} never reached %v", name, n)
+}
+
+// Regression test: two informers of one type, a namespace's and the
+// cluster's, counted under one name shared one series, which showed the
+// informer of the last event. Each name now counts one running informer's
+// cache: a second running informer is refused the name, and takes it over
+// once the first has stopped.
+func TestCacheSizeOneSeriesPerInformer(t *testing.T) {
+	tests := []struct {
+		name string
+		// count registers the informers and returns the error of the
+		// last registration.
+		count      func(t *testing.T, e cacheEnv) error
+		want       map[string]float64 // objects by name, afterwards
+		wantErrIs  error
+		wantErrMsg string
+	}{
+		{
+			name: "each under its own name",
+			count: func(t *testing.T, e cacheEnv) error {
+				require.NoError(t, e.m.CacheSize("configmaps", e.namespace))
+				return e.m.CacheSize("configmaps-all", e.all)
+			},
+			want: map[string]float64{"configmaps": 2, "configmaps-all": 5},
+		},
+		{
+			name: "the second under the same name",
+			count: func(t *testing.T, e cacheEnv) error {
+				require.NoError(t, e.m.CacheSize("configmaps", e.namespace))
+				return e.m.CacheSize("configmaps", e.all)
+			},
+			want:       map[string]float64{"configmaps": 2},
+			wantErrIs:  metrics.ErrCacheNameTaken,
+			wantErrMsg: `metrics: counting the cache of "configmaps": the name already counts the cache of a running informer; give each informer a name of its own`,
+		},
+		{
+			name: "the second under the same name on another Recorder of the registry",
+			count: func(t *testing.T, e cacheEnv) error {
+				require.NoError(t, e.m.CacheSize("configmaps", e.namespace))
+				return e.other.CacheSize("configmaps", e.all)
+			},
+			want:      map[string]float64{"configmaps": 2},
+			wantErrIs: metrics.ErrCacheNameTaken,
+		},
+		{
+			name: "one informer twice under one name",
+			count: func(t *testing.T, e cacheEnv) error {
+				require.NoError(t, e.m.CacheSize("configmaps", e.namespace))
+				return e.m.CacheSize("configmaps", e.namespace)
+			},
+			want:      map[string]float64{"configmaps": 2},
+			wantErrIs: metrics.ErrCacheNameTaken,
+		},
+		{
+			name: "the name of a stopped informer",
+			count: func(t *testing.T, e cacheEnv) error {
+				require.NoError(t, e.m.CacheSize("configmaps", e.namespace))
+				e.waitObjects(t, "configmaps", 2)
+				e.stopNamespace()
+				require.True(t, e.namespace.IsStopped())
+				return e.m.CacheSize("configmaps", e.all)
+			},
+			want: map[string]float64{"configmaps": 5},
+		},
+		{
+			name: "the name of a stopped informer, for a stopped informer",
+			count: func(t *testing.T, e cacheEnv) error {
+				require.NoError(t, e.m.CacheSize("configmaps", e.namespace))
+				e.waitObjects(t, "configmaps", 2)
+				e.stopNamespace()
+				return e.m.CacheSize("configmaps", e.namespace)
+			},
+			want:       map[string]float64{"configmaps": 2}, // the last count stays
+			wantErrMsg: `metrics: counting the cache of "configmaps": `,
+		},
+		{
+			name: "a new name for a stopped informer",
+			count: func(t *testing.T, e cacheEnv) error {
+				e.stopNamespace()
+				return e.m.CacheSize("configmaps", e.namespace)
+			},
+			wantErrMsg: `metrics: counting the cache of "configmaps": `,
+		},
+		{
+			name: "no informer",
+			count: func(t *testing.T, e cacheEnv) error {
+				return e.m.CacheSize("configmaps", nil)
+			},
+			wantErrMsg: `metrics: counting the cache of "configmaps": the informer is nil`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(append(configMaps("a", 2), configMaps("b", 3)...)...)
+			e := cacheEnv{reg: prometheus.NewRegistry()}
+			e.namespace, e.stopNamespace = startedConfigMaps(t, client, "a")
+			e.all, _ = startedConfigMaps(t, client, "")
+			var err error
+			e.m, err = metrics.New(e.reg)
+			require.NoError(t, err)
+			e.other, err = metrics.New(e.reg)
+			require.NoError(t, err)
+
+			err = tt.count(t, e)
+			if tt.wantErrIs == nil && tt.wantErrMsg == "" {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				if tt.wantErrIs != nil {
+					assert.ErrorIs(t, err, tt.wantErrIs)
+				}
+				assert.ErrorContains(t, err, tt.wantErrMsg)
+			}
+			for name, objects := range tt.want {
+				e.waitObjects(t, name, objects)
+			}
+			if tt.want == nil {
+				_, err := metricstest.Lookup(e.reg, "ctrlkit_informer_cache_objects", map[string]string{"informer": "configmaps"})
+				assert.Error(t, err, "a name that counts nothing has no series")
+			}
+		})
+	}
+}

@@ -80,6 +80,11 @@
 //	ctrlkit_informer_cache_objects{informer}  gauge
 //	ctrlkit_informer_cache_bytes{informer}    gauge
 //
+// Each value of informer counts the cache of one running informer: CacheSize
+// refuses a name that already counts another (ErrCacheNameTaken), so two
+// informers of one type, such as a namespace's and the cluster's, need names
+// of their own.
+//
 // The help texts are ctrlkit's own. Prometheus refuses two collectors with
 // the same name and different help texts on one registry, so a registry
 // cannot hold both controller-runtime's collectors and these.

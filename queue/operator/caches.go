@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path"
 	"reflect"
+	"strconv"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -15,9 +16,13 @@ import (
 // factories holds once they have synced, in the series of
 // metrics.Recorder.CacheSize: objects and approximate bytes, by informer,
 // named after its object type's API group (the last element of its Go
-// package path) and version, as in "apps/v1.Deployment". Flags.Options
-// gives it the operator's metrics unless --metrics-bind-address is
-// disabled.
+// package path) and version, as in "apps/v1.Deployment". Informers of one
+// type in several factories (a namespace's and the cluster's, say) are
+// counted apart: Run counts them in the order of WithInformers, and when a
+// running informer is counted under the type's name already, the next is
+// named "apps/v1.Deployment#2", and so on with the lowest number (up to
+// 100) whose name no running informer counts. Flags.Options gives it the
+// operator's metrics unless --metrics-bind-address is disabled.
 func WithCacheMetrics(r *metrics.Recorder) Option {
 	return func(c *config) {
 		if r == nil {
@@ -34,10 +39,24 @@ func countCaches(r *metrics.Recorder, f informer.Factory, types []reflect.Type) 
 	var errs []error
 	for _, t := range types {
 		if inf := informerOf(f, t); inf != nil {
-			errs = append(errs, r.CacheSize(cacheName(t), inf))
+			errs = append(errs, countCache(r, cacheName(t), inf))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxCachesOfAType bounds the informers of one type countCache numbers.
+const maxCachesOfAType = 100
+
+// countCache registers the cache series of inf with r under name, or, when
+// a running informer is counted under name already, under name followed by
+// "#2", "#3" and so on.
+func countCache(r *metrics.Recorder, name string, inf cache.SharedIndexInformer) error {
+	err := r.CacheSize(name, inf)
+	for n := 2; errors.Is(err, metrics.ErrCacheNameTaken) && n <= maxCachesOfAType; n++ {
+		err = r.CacheSize(name+"#"+strconv.Itoa(n), inf)
+	}
+	return err
 }
 
 // informerOf returns the informer f made for objects of type t (a pointer

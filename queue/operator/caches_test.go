@@ -68,3 +68,59 @@ func TestCacheMetricsNeedARecorder(t *testing.T) {
 	err := operator.Run(context.Background(), operator.WithCacheMetrics(nil), operator.WithControllers(stub{name: "idle", run: untilDone, synced: true}))
 	assert.ErrorContains(t, err, "cache metrics recorder is nil")
 }
+
+// Regression test: the informers of one type in two factories, one
+// namespace's and the cluster's, were counted in one series, which showed
+// the informer of the last event. Each has a series of its own: the first
+// factory's informer under the type's name, the next one's under the
+// name followed by "#2".
+func TestCacheMetricsOfOneTypeInTwoFactories(t *testing.T) {
+	var configMaps []runtime.Object
+	for i := range 5 {
+		ns := "ns"
+		if i >= 3 {
+			ns = "other"
+		}
+		configMaps = append(configMaps, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("c", i)}})
+	}
+	client := fake.NewClientset(configMaps...)
+	namespaced := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("ns"))
+	namespaced.Core().V1().ConfigMaps().Informer()
+	cluster := informers.NewSharedInformerFactory(client, 0)
+	cluster.Core().V1().ConfigMaps().Informer()
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, operator.WithInformers(namespaced, cluster), operator.WithCacheMetrics(m),
+			operator.WithControllers(stub{name: "idle", run: untilDone, synced: true}))
+	}()
+	tests := []struct {
+		informer string
+		want     float64
+	}{
+		{informer: "core/v1.ConfigMap", want: 3},
+		{informer: "core/v1.ConfigMap#2", want: 5},
+	}
+	for _, tt := range tests {
+		require.Eventually(t, func() bool {
+			got, err := metricstest.Lookup(reg, "ctrlkit_informer_cache_objects", map[string]string{"informer": tt.informer})
+			return err == nil && got == tt.want
+		}, waitFor, 5*time.Millisecond, "objects in the cache of %s", tt.informer)
+	}
+	// Both counts hold: neither informer's events move the other's series.
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, metricstest.Value(t, reg, "ctrlkit_informer_cache_objects", map[string]string{"informer": tt.informer}), tt.informer)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("Run did not return")
+	}
+}

@@ -111,14 +111,17 @@ type Flags struct {
 	// ContentTypeProtobuf, the default, or ContentTypeJSON. See RESTConfig.
 	ContentType string
 	// MemoryLimit (--memory-limit) is the Go runtime's soft memory limit
-	// that Main sets before it runs the operator: a quantity such as
-	// "512Mi", "0" for none, or empty for the default: $GOMEMLIMIT if set,
-	// else MemoryLimitShare of the container's memory limit (its cgroup's
-	// memory.max), else none. Near the limit the runtime collects garbage
-	// more often instead of letting the heap grow to twice the live data
-	// (GOGC=100), so a controller whose caches fill most of its container
-	// is not killed for memory it holds only as garbage. See
-	// runtime/debug.SetMemoryLimit.
+	// that Main sets before it runs the operator: a whole number of bytes
+	// written as a quantity such as "512Mi" (Mi, Gi: powers of 1024; M,
+	// G: of 1000; a lowercase m means thousandths, so "512m" is refused
+	// as a fraction of a byte), at least MinMemoryLimit (1Mi), "0" for
+	// none, or empty for the default: $GOMEMLIMIT if set, else
+	// MemoryLimitShare of the container's memory limit (its cgroup's
+	// memory.max), else none. Validate refuses any other value. Near the
+	// limit the runtime collects garbage more often instead of letting the
+	// heap grow to twice the live data (GOGC=100), so a controller whose
+	// caches fill most of its container is not killed for memory it holds
+	// only as garbage. See runtime/debug.SetMemoryLimit.
 	MemoryLimit string
 	// KeepManagedFields (--keep-managed-fields) keeps metadata.managedFields
 	// in the caches of the informer factories made by Informers; by
@@ -217,7 +220,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.WebhookCertDir, "webhook-cert-dir", f.WebhookCertDir, "Directory of the webhooks' serving certificate and key, tls.crt and tls.key; reloaded when they change.")
 	fs.StringVar(&f.WebhookCertSecret, "webhook-cert-secret", f.WebhookCertSecret, "NAMESPACE/NAME of a Secret in which the operator issues and renews the webhooks' certificate itself, publishing its CA in its webhook configurations and CRDs, instead of reading --webhook-cert-dir.")
 	fs.Var((*hostList)(&f.WebhookCertHosts), "webhook-cert-hosts", "Comma-separated DNS names and IP addresses the certificate issued with --webhook-cert-secret is valid for: where the API server calls the webhooks.")
-	fs.StringVar(&f.MemoryLimit, "memory-limit", f.MemoryLimit, "Soft memory limit of the Go runtime, such as 512Mi, or 0 for none (default: $GOMEMLIMIT, else 90% of the container's memory limit).")
+	fs.StringVar(&f.MemoryLimit, "memory-limit", f.MemoryLimit, "Soft memory limit of the Go runtime, such as 512Mi (at least 1Mi; 512m would be 0.512 bytes), or 0 for none (default: $GOMEMLIMIT, else 90% of the container's memory limit).")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	fs.DurationVar(&f.CacheSyncTimeout, "cache-sync-timeout", f.CacheSyncTimeout, "How long to wait for the informer caches and the controllers to sync before giving up with an error.")

@@ -116,6 +116,10 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 		{name: "memory limit not a quantity", args: []string{"--memory-limit=lots"}, wantErr: `--memory-limit "lots" is not a quantity of bytes`},
 		{name: "negative memory limit", args: []string{"--memory-limit=-1Gi"}, wantErr: `--memory-limit "-1Gi"`},
 		{name: "memory limit", args: []string{"--memory-limit=512Mi"}},
+		// Regression test: 512m is 0.512 bytes, which ran with a limit of one byte.
+		{name: "memory limit in thousandths of a byte", args: []string{"--memory-limit=512m"}, wantErr: `--memory-limit "512m" is 0.512 bytes, a fraction of a byte (m means thousandths); for 512 mebibytes write 512Mi`},
+		{name: "memory limit below the minimum", args: []string{"--memory-limit=512k"}, wantErr: `--memory-limit "512k" is 512000 bytes, below the minimum of 1Mi`},
+		{name: "memory limit at the minimum", args: []string{"--memory-limit=1Mi"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,12 @@ import (
 // collector to catch up before the kernel's out-of-memory killer would.
 const MemoryLimitShare = 0.9
 
+// MinMemoryLimit is the smallest --memory-limit other than 0: 1Mi. Below
+// it the collector would run all the time; a smaller value is a mistaken
+// unit (512m is 0.512 bytes, 512k is 512000 bytes), which Validate
+// refuses instead of running with it.
+const MinMemoryLimit = 1 << 20
+
 // cgroupMemoryFiles are where a container's memory limit is found: cgroup
 // v2, then v1. A variable so that tests can point it elsewhere.
 var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
@@ -27,17 +33,18 @@ const noCgroupLimit = 1 << 60
 
 // memoryLimit returns the soft memory limit the Go runtime is to keep the
 // heap under, in bytes, and where it came from; 0 means none is to be
-// set. flag is --memory-limit: a quantity such as 512Mi, "0" for no
-// limit, or empty for the default: $GOMEMLIMIT if set (the runtime read
-// it already), else MemoryLimitShare of the cgroup's limit.
+// set. flag is --memory-limit: a quantity such as 512Mi, at least
+// MinMemoryLimit, "0" for no limit, or empty for the default: $GOMEMLIMIT
+// if set (the runtime read it already), else MemoryLimitShare of the
+// cgroup's limit.
 func memoryLimit(flag, env string) (int64, string, error) {
 	switch {
 	case flag != "":
-		q, err := resource.ParseQuantity(flag)
-		if err != nil || q.Sign() < 0 {
-			return 0, "", fmt.Errorf("--memory-limit %q is not a quantity of bytes such as 512Mi, or 0", flag)
+		limit, err := parseMemoryLimit(flag)
+		if err != nil {
+			return 0, "", err
 		}
-		return q.Value(), "--memory-limit", nil
+		return limit, "--memory-limit", nil
 	case env != "":
 		return 0, "$GOMEMLIMIT", nil
 	}
@@ -57,6 +64,29 @@ func memoryLimit(flag, env string) (int64, string, error) {
 		return int64(float64(n) * MemoryLimitShare), path, nil
 	}
 	return 0, "", nil
+}
+
+// parseMemoryLimit returns the bytes of --memory-limit: 0, or a whole
+// number of bytes from MinMemoryLimit to the largest int64.
+func parseMemoryLimit(flag string) (int64, error) {
+	q, err := resource.ParseQuantity(flag)
+	if err != nil || q.Sign() < 0 {
+		return 0, fmt.Errorf("--memory-limit %q is not a quantity of bytes such as 512Mi, or 0", flag)
+	}
+	if q.Cmp(*resource.NewQuantity(math.MaxInt64, resource.BinarySI)) > 0 {
+		return 0, fmt.Errorf("--memory-limit %q is more than %d bytes, the largest limit", flag, int64(math.MaxInt64))
+	}
+	limit := q.Value() // rounded up to a whole byte
+	if q.Cmp(*resource.NewQuantity(limit, resource.BinarySI)) != 0 {
+		if number, ok := strings.CutSuffix(flag, "m"); ok {
+			return 0, fmt.Errorf("--memory-limit %q is %s bytes, a fraction of a byte (m means thousandths); for %s mebibytes write %sMi", flag, q.AsDec(), number, number)
+		}
+		return 0, fmt.Errorf("--memory-limit %q is %s bytes, a fraction of a byte; write whole bytes, such as 512Mi", flag, q.AsDec())
+	}
+	if limit != 0 && limit < MinMemoryLimit {
+		return 0, fmt.Errorf("--memory-limit %q is %d bytes, below the minimum of 1Mi (%d bytes); write a limit such as 512Mi, or 0 for none", flag, limit, MinMemoryLimit)
+	}
+	return limit, nil
 }
 
 // setMemoryLimit sets the Go runtime's soft memory limit as memoryLimit

@@ -36,6 +36,14 @@ func TestMemoryLimit(t *testing.T) {
 		{name: "cgroup v1 limit", files: []string{"/nonexistent", cgroup("2000000000")}, wantLimit: 1_800_000_000, wantSource: "memory.max"},
 		{name: "no cgroup", files: []string{"/nonexistent"}},
 		{name: "bad flag", flag: "1.5 GB", wantErrText: `--memory-limit "1.5 GB" is not a quantity`},
+		{name: "flag 0m is 0 too", flag: "0m", wantSource: "--memory-limit"},
+		{name: "flag at the minimum", flag: "1Mi", wantLimit: 1 << 20, wantSource: "--memory-limit"},
+		{name: "flag of whole bytes in a fraction of a unit", flag: "0.5Gi", wantLimit: 512 << 20, wantSource: "--memory-limit"},
+		{name: "flag in thousandths of a byte", flag: "512m", wantErrText: `--memory-limit "512m" is 0.512 bytes, a fraction of a byte (m means thousandths); for 512 mebibytes write 512Mi`},
+		{name: "flag with a fraction of a byte", flag: "1048576.5", wantErrText: `--memory-limit "1048576.5" is 1048576.5 bytes, a fraction of a byte; write whole bytes, such as 512Mi`},
+		{name: "flag below the minimum", flag: "1023Ki", wantErrText: `--memory-limit "1023Ki" is 1047552 bytes, below the minimum of 1Mi (1048576 bytes); write a limit such as 512Mi, or 0 for none`},
+		{name: "flag of one byte", flag: "1", wantErrText: "below the minimum of 1Mi"},
+		{name: "flag above the largest limit", flag: "9223372036854775808", wantErrText: `--memory-limit "9223372036854775808" is more than 9223372036854775807 bytes, the largest limit`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,4 +81,15 @@ func TestMainSetsTheMemoryLimit(t *testing.T) {
 	}, nil)
 	require.Equal(t, 0, code)
 	assert.Equal(t, int64(300<<20), seen)
+}
+
+// The help of --memory-limit states the minimum and warns of the unit m.
+func TestMemoryLimitHelp(t *testing.T) {
+	fs := flag.NewFlagSet("op", flag.ContinueOnError)
+	var f Flags
+	f.Bind(fs)
+	fl := fs.Lookup("memory-limit")
+	require.NotNil(t, fl)
+	assert.Contains(t, fl.Usage, "at least 1Mi")
+	assert.Contains(t, fl.Usage, "512m would be 0.512 bytes")
 }
