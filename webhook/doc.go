@@ -33,6 +33,54 @@
 // Flags.WebhookCertificates is set to NewManagedCertificates' (see
 // examples/bucket, which does both).
 //
+// # Certificates the operator issues itself
+//
+// NewManagedCertificates keeps a CA and a serving pair it signs in a
+// Secret that every replica shares, and that CA as the caBundle of the
+// webhook configurations and CRDs it names. A pass of its Run, every
+// Check, reads those objects and the Secret, renews what needs it,
+// writes the Secret's ca.crt as each object's caBundle, and loads the
+// Secret's pair. It guarantees:
+//
+//   - What a replica serves is trusted. A CA leaves ca.crt, and so the
+//     caBundles, only once it has expired or once no certificate it
+//     signed can still be served: a Validity (plus an hour for clocks
+//     that differ) after a pass first found it no longer signing, and not
+//     before the certificate any replica serves from it expires. Until
+//     then ca.crt keeps, beside the CA that signs, every CA of the old
+//     ca.crt, of the certificate each replica serves and of the caBundles
+//     of the named objects, with the time it may leave recorded in the
+//     Secret's AnnotationTrustedCAs. This holds for replicas that share
+//     one Validity.
+//   - A pair signed by the CA already served (a renewal, or a pair
+//     reissued for more names) is served at the pass that loads it,
+//     whatever publishing does.
+//   - A pair of another CA is served only after two passes in a row, a
+//     Check apart, found that CA in the caBundle of every named object
+//     that exists; or, failing that, when the pair served expires before
+//     the next pass.
+//   - A replica is not Ready before a pass found the CA of the pair it
+//     serves in every caBundle of the named objects that exist, and stays
+//     Ready while later passes fail to publish.
+//   - A Secret deleted is created again, and one whose CA or its key no
+//     longer loads is given a new CA; the old CA stays trusted as above,
+//     known from the caBundles and from each replica's certificate, and
+//     each replica moves to the new CA's pair as above: while the named
+//     objects can be written, and the API server takes up a caBundle
+//     within a Check, no request to a Ready replica fails for want of
+//     trust on the way.
+//   - Each object is published on its own: one that does not exist, or
+//     that the replica may not read or write, is reported at each pass
+//     and leaves the others alone. One that does not exist holds nothing
+//     back; one that cannot be read or written holds back a move to
+//     another CA (and a replica's first Ready) until it has the CA. A
+//     CRD whose conversion strategy is not Webhook is left unchanged and
+//     reported once.
+//   - A pair is kept if it is valid for this replica's names, whatever
+//     others it has; one that lacks a name is reissued for its names and
+//     this replica's, so that replicas with different names (during a
+//     rolling update) agree on one pair after one reissue.
+//
 // Bad requests (not a POST of JSON, larger than MaxRequestBytes, not an
 // AdmissionReview or ConversionReview, an object of another kind or that
 // does not decode) are refused with the reason, never with a panic; a

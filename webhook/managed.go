@@ -6,17 +6,21 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,8 +78,10 @@ type ManagedConfig struct {
 	CABundles
 	// Validity is how long a serving certificate is valid, DefaultValidity
 	// if zero; it is renewed when a third of it is left. The CA is valid
-	// ten times as long and renewed the same way, its successor published
-	// beside it until it has signed the serving certificate.
+	// ten times as long and renewed the same way; the old CA stays in the
+	// caBundles beside its successor until no certificate it signed can
+	// be served (see the package documentation). Replicas sharing a
+	// Secret must have the same Validity.
 	Validity time.Duration
 	// Check is how often the Secret and the caBundles are looked at,
 	// DefaultCheck if zero: how soon a replica serves a certificate another
@@ -90,13 +96,32 @@ type ManagedConfig struct {
 // run it at once, with or without leader election: the Secret is created
 // and renewed with optimistic concurrency, so one replica's certificate
 // wins and the others load it. Its Run, which Server.Run calls, does the
-// work; until its first pass a Server has no certificate and is not Ready.
+// work; until its first pass a Server has no certificate, and until a
+// pass has published the CA of that certificate in every caBundle it is
+// not Ready. The package documentation says what it guarantees while
+// certificates and CAs are renewed or lost.
 type ManagedCertificates struct {
 	cfg  ManagedConfig
 	cert atomic.Pointer[tls.Certificate]
 	now  func() time.Time
-	// pending is a certificate of a new CA that waits a pass to be served.
-	pending []byte
+
+	// What follows is used by the passes of Run alone, one at a time,
+	// except readyErr.
+
+	// servedCA is the CA of the certificate served.
+	servedCA *x509.Certificate
+	// pendingCA is the CA of the Secret's pair, not the served one's, that
+	// the last pass found in every caBundle: the pair is served if the
+	// next pass finds it there too.
+	pendingCA []byte
+	// confirmed are the fingerprints of the CAs the last pass that reached
+	// every object found in all their caBundles.
+	confirmed map[string]bool
+	// reported are the CRDs without a conversion webhook already logged.
+	reported map[string]bool
+
+	mu       sync.Mutex
+	readyErr error
 }
 
 // NewManagedCertificates checks cfg and returns certificates that Run
@@ -127,7 +152,8 @@ func NewManagedCertificates(cfg ManagedConfig) (*ManagedCertificates, error) {
 	if cfg.Check == 0 {
 		cfg.Check = DefaultCheck
 	}
-	return &ManagedCertificates{cfg: cfg, now: time.Now}, nil
+	return &ManagedCertificates{cfg: cfg, now: time.Now, reported: map[string]bool{},
+		readyErr: errors.New("the CA is not published yet")}, nil
 }
 
 // GetCertificate returns the serving certificate last loaded, nil before
@@ -137,6 +163,20 @@ func (m *ManagedCertificates) GetCertificate(*tls.ClientHelloInfo) (*tls.Certifi
 		return c, nil
 	}
 	return nil, errors.New("the managed certificate is not loaded yet")
+}
+
+// Ready returns nil once a certificate is served and a pass of Run has
+// found its CA in the caBundle of every named object that exists, and
+// otherwise says why not; Server.Ready reports it. It stays nil while
+// later passes fail to publish: the CA served is never taken out of a
+// caBundle while a replica may serve a certificate it signed.
+func (m *ManagedCertificates) Ready() error {
+	if m.cert.Load() == nil {
+		return errors.New("the managed certificate is not loaded yet")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.readyErr
 }
 
 // Run makes sure the Secret holds a valid pair and the caBundles its CA,
@@ -159,92 +199,176 @@ func (m *ManagedCertificates) Run(ctx context.Context) error {
 	}
 }
 
-// sync is one pass of Run.
+// sync is one pass of Run: it reads the named objects, brings the Secret
+// up to date (taking in the CAs their caBundles trust), publishes the
+// Secret's ca.crt in each object on its own, and serves the Secret's pair
+// if that is safe.
 func (m *ManagedCertificates) sync(ctx context.Context) error {
-	secret, err := m.ensureSecret(ctx)
+	targets := m.readTargets(ctx)
+	var errs []error
+	var found []*x509.Certificate
+	for _, t := range targets {
+		if t.err != nil {
+			errs = append(errs, t.err)
+		}
+		for _, b := range t.bundles {
+			found = append(found, certificatesOf(b)...)
+		}
+	}
+	secret, err := m.ensureSecret(ctx, found)
 	if err != nil {
-		return err
+		return errors.Join(append(errs, err)...)
 	}
 	pair, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
 	if err != nil {
-		return fmt.Errorf("loading the serving pair of the Secret: %w", err)
+		return errors.Join(append(errs, fmt.Errorf("loading the serving pair of the Secret: %w", err))...)
 	}
-	old := m.cert.Load()
-	if old == nil {
-		m.serve(ctx, &pair)
-		return m.publish(ctx, secret.Data[SecretCAKey])
+	bundle := secret.Data[SecretCAKey]
+	published := true
+	for _, t := range targets {
+		switch {
+		case t.publish == nil:
+			// Not read (reported above; one that does not exist is
+			// called by nobody), or a CRD without a conversion webhook.
+			published = published && (t.err == nil || apierrors.IsNotFound(t.err))
+		default:
+			if err := t.publish(ctx, bundle); err != nil {
+				errs = append(errs, fmt.Errorf("publishing the CA in %s: %w", t.desc, err))
+				published = false
+			}
+		}
 	}
-	if err := m.publish(ctx, secret.Data[SecretCAKey]); err != nil {
-		return err
+	if published {
+		m.confirmed = map[string]bool{}
+		for _, c := range certificatesOf(bundle) {
+			m.confirmed[fingerprint(c)] = true
+		}
 	}
-	if !bytes.Equal(leafOf(old).AuthorityKeyId, leafOf(&pair).AuthorityKeyId) && !bytes.Equal(m.pending, pair.Certificate[0]) {
-		// Signed by a new CA: served from the next pass on, once the API
-		// server has had the time to trust the CA just published.
-		m.pending = pair.Certificate[0]
-		return nil
+	m.serveFrom(ctx, &pair, certificatesOf(bundle), published)
+	m.mu.Lock()
+	if m.servedCA != nil && m.confirmed[fingerprint(m.servedCA)] {
+		m.readyErr = nil
+	} else if len(errs) > 0 {
+		m.readyErr = fmt.Errorf("the CA of the served certificate is not in every caBundle yet: %w", errors.Join(errs...))
+	} else if m.readyErr == nil {
+		m.readyErr = errors.New("the CA of the served certificate is not in every caBundle yet")
 	}
-	m.serve(ctx, &pair)
-	return nil
+	m.mu.Unlock()
+	return errors.Join(errs...)
 }
 
-// serve serves pair from the next handshake on.
-func (m *ManagedCertificates) serve(ctx context.Context, pair *tls.Certificate) {
-	if old := m.cert.Load(); old == nil || !bytes.Equal(old.Certificate[0], pair.Certificate[0]) {
-		klog.FromContext(ctx).Info("Serving a webhook certificate", "notAfter", leafOf(pair).NotAfter.UTC())
+// serveFrom serves pair, signed by one of cas, at once if nothing is
+// served yet or it is signed by the CA served; else once two passes in a
+// row found its CA in every caBundle (published), or when the certificate
+// served expires before the next pass.
+func (m *ManagedCertificates) serveFrom(ctx context.Context, pair *tls.Certificate, cas []*x509.Certificate, published bool) {
+	leaf := leafOf(pair)
+	var ca *x509.Certificate
+	for _, c := range cas {
+		if leaf.CheckSignatureFrom(c) == nil {
+			ca = c
+			break
+		}
+	}
+	if ca == nil {
+		return // ensureSecret never leaves such a pair
+	}
+	old := m.cert.Load()
+	switch {
+	case old == nil, m.servedCA != nil && bytes.Equal(m.servedCA.Raw, ca.Raw):
+	case published && bytes.Equal(m.pendingCA, ca.Raw):
+	case !m.now().Add(m.cfg.Check).Before(leafOf(old).NotAfter):
+		klog.FromContext(ctx).Info("Serving a certificate of a CA not known to be in every caBundle: the one served expires before the next check")
+	default:
+		m.pendingCA = nil
+		if published {
+			m.pendingCA = ca.Raw
+		}
+		return
+	}
+	if old == nil || !bytes.Equal(old.Certificate[0], pair.Certificate[0]) {
+		klog.FromContext(ctx).Info("Serving a webhook certificate", "notAfter", leaf.NotAfter.UTC())
 	}
 	m.cert.Store(pair)
-	m.pending = nil
+	m.servedCA, m.pendingCA = ca, nil
+}
+
+// AnnotationTrustedCAs is the annotation of a ManagedCertificates Secret
+// that records, for each CA of ca.crt but the first, until when a serving
+// certificate it signed may be served; the CA leaves ca.crt and the
+// caBundles then. Deleting it makes the CAs trusted for a further
+// Validity.
+const AnnotationTrustedCAs = "webhook.ctrlkit.io/trusted-cas"
+
+// retireMargin is how long a CA stays in the caBundles after the last
+// certificate it signed may have expired: room for the clocks of the
+// replicas and of the API server to differ.
+const retireMargin = time.Hour
+
+// trust is the record of a CA that no longer signs: Until when a
+// certificate it signed may be served; NotAfter is the CA's, after which
+// the record is dropped.
+type trust struct {
+	Until    time.Time `json:"until"`
+	NotAfter time.Time `json:"notAfter"`
 }
 
 // ensureSecret returns the Secret once it holds a pair that does not need
-// renewing, creating or renewing it if needed; a conflict with another
-// replica's write means reading the Secret again.
-func (m *ManagedCertificates) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
+// renewing and the CAs to trust, creating or updating it if needed; found
+// are the CAs of the caBundles. A conflict with another replica's write
+// means reading the Secret again.
+func (m *ManagedCertificates) ensureSecret(ctx context.Context, found []*x509.Certificate) (*corev1.Secret, error) {
 	secrets := m.cfg.Client.CoreV1().Secrets(m.cfg.Namespace)
 	for range 5 {
 		secret, err := secrets.Get(ctx, m.cfg.Name, metav1.GetOptions{})
+		notFound := apierrors.IsNotFound(err)
 		switch {
-		case apierrors.IsNotFound(err):
-			data, err := m.issue(nil)
-			if err != nil {
-				return nil, err
-			}
-			secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.cfg.Namespace, Name: m.cfg.Name},
-				Type: corev1.SecretTypeTLS, Data: data}
+		case notFound:
+			secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.cfg.Namespace, Name: m.cfg.Name}, Type: corev1.SecretTypeTLS}
+		case err != nil:
+			return nil, fmt.Errorf("reading the certificate Secret: %w", err)
+		}
+		data, records, err := m.renew(secret, found)
+		if err != nil {
+			return nil, err
+		}
+		if !notFound && maps.EqualFunc(data, secret.Data, bytes.Equal) && records == secret.Annotations[AnnotationTrustedCAs] {
+			return secret, nil
+		}
+		secret = secret.DeepCopy()
+		secret.Data = data
+		if records == "" {
+			delete(secret.Annotations, AnnotationTrustedCAs)
+		} else {
+			metav1.SetMetaDataAnnotation(&secret.ObjectMeta, AnnotationTrustedCAs, records)
+		}
+		if notFound {
 			created, err := secrets.Create(ctx, secret, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			}
-			if err == nil {
-				klog.FromContext(ctx).Info("Created the webhook certificate Secret")
+			if err != nil {
+				return nil, fmt.Errorf("creating the certificate Secret: %w", err)
 			}
-			return created, err
-		case err != nil:
-			return nil, fmt.Errorf("reading the certificate Secret: %w", err)
+			klog.FromContext(ctx).Info("Created the webhook certificate Secret")
+			return created, nil
 		}
-		if !m.needsRenewal(secret.Data) {
-			return secret, nil
-		}
-		data, err := m.issue(secret.Data)
-		if err != nil {
-			return nil, err
-		}
-		secret = secret.DeepCopy()
-		secret.Data = data
 		updated, err := secrets.Update(ctx, secret, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			continue
 		}
-		if err == nil {
-			klog.FromContext(ctx).Info("Renewed the webhook certificate")
+		if err != nil {
+			return nil, fmt.Errorf("updating the certificate Secret: %w", err)
 		}
-		return updated, err
+		klog.FromContext(ctx).Info("Updated the webhook certificate Secret")
+		return updated, nil
 	}
 	return nil, errors.New("the certificate Secret kept changing under this replica's writes")
 }
 
-// needsRenewal tells whether data lacks a pair, a CA, or names, or holds
-// one that has a third of its life or less left.
+// needsRenewal tells whether data lacks a pair, a CA that signed it, or
+// one of this replica's names, or holds a pair or CA that has a third of
+// its life or less left.
 func (m *ManagedCertificates) needsRenewal(data map[string][]byte) bool {
 	pair, err := tls.X509KeyPair(data[corev1.TLSCertKey], data[corev1.TLSPrivateKeyKey])
 	if err != nil {
@@ -255,10 +379,22 @@ func (m *ManagedCertificates) needsRenewal(data map[string][]byte) bool {
 	if err != nil || leaf.CheckSignatureFrom(ca) != nil {
 		return true
 	}
-	if !slices.Equal(leaf.DNSNames, m.cfg.DNSNames) || !slices.EqualFunc(leaf.IPAddresses, m.cfg.IPAddresses, net.IP.Equal) {
-		return true
+	return !m.covers(leaf) || m.dueForRenewal(leaf) || m.dueForRenewal(ca)
+}
+
+// covers tells whether leaf is valid for each of this replica's names.
+func (m *ManagedCertificates) covers(leaf *x509.Certificate) bool {
+	for _, n := range m.cfg.DNSNames {
+		if !slices.Contains(leaf.DNSNames, n) {
+			return false
+		}
 	}
-	return m.dueForRenewal(leaf) || m.dueForRenewal(ca)
+	for _, ip := range m.cfg.IPAddresses {
+		if !slices.ContainsFunc(leaf.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	return true
 }
 
 // dueForRenewal tells whether c has a third of its life or less left.
@@ -267,52 +403,113 @@ func (m *ManagedCertificates) dueForRenewal(c *x509.Certificate) bool {
 	return m.now().After(c.NotAfter.Add(-life / 3))
 }
 
-// issue returns the Secret's data with a new serving pair, signed by the
-// CA of old if it is valid and not due for renewal, else by a new CA,
-// which is published first in ca.crt, before the old one as long as that
-// has not expired (a caBundle with both trusts the old pair until the new
-// one is served).
+// issue returns data renewed as a pass would, without CAs found elsewhere.
 func (m *ManagedCertificates) issue(old map[string][]byte) (map[string][]byte, error) {
+	data, _, err := m.renew(&corev1.Secret{Data: old}, nil)
+	return data, err
+}
+
+// renew returns what the Secret should hold: its data, with a new pair if
+// it needs one, signed by the CA of secret if that is valid and not due
+// for renewal, else by a new CA; and the records of the CAs trusted
+// beside it (AnnotationTrustedCAs), empty if none. ca.crt holds the CA
+// that signs first, then each CA that an old ca.crt, the certificate this
+// replica serves or found name, until its record expires.
+func (m *ManagedCertificates) renew(secret *corev1.Secret, found []*x509.Certificate) (map[string][]byte, string, error) {
 	now := m.now()
+	old := secret.Data
+	records := map[string]trust{}
+	if v := secret.Annotations[AnnotationTrustedCAs]; v != "" {
+		if err := json.Unmarshal([]byte(v), &records); err != nil {
+			records = map[string]trust{} // each CA trusted for a Validity from now
+		}
+	}
 	ca, caKey, err := parseCA(old)
-	bundle := old[SecretCAKey]
-	if err != nil || m.dueForRenewal(ca) {
-		previous := ca
+	newCA := err != nil || m.dueForRenewal(ca)
+	if newCA {
 		if ca, caKey, err = newCertificate(now, 10*m.cfg.Validity, nil, nil, func(t *x509.Certificate) {
 			t.Subject = pkix.Name{CommonName: m.cfg.Name + "-ca"}
 			t.IsCA, t.BasicConstraintsValid = true, true
 			t.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 		}); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		bundle = pemOf("CERTIFICATE", ca.Raw)
-		if previous != nil && now.Before(previous.NotAfter) {
-			bundle = append(bundle, pemOf("CERTIFICATE", previous.Raw)...)
+	}
+	delete(records, fingerprint(ca))
+
+	// The CAs trusted beside it, and until when.
+	bundle := pemOf("CERTIFICATE", ca.Raw)
+	seen := map[string]bool{fingerprint(ca): true}
+	candidates := certificatesOf(old[SecretCAKey])
+	if m.servedCA != nil {
+		candidates = append(candidates, m.servedCA)
+	}
+	for _, c := range append(candidates, found...) {
+		fp := fingerprint(c)
+		if !c.IsCA || seen[fp] || !now.Before(c.NotAfter) {
+			continue
+		}
+		seen[fp] = true
+		r, ok := records[fp]
+		if !ok {
+			r = trust{Until: now.Add(m.cfg.Validity + retireMargin).UTC(), NotAfter: c.NotAfter.UTC()}
+		}
+		if served := m.cert.Load(); m.servedCA != nil && fp == fingerprint(m.servedCA) && served != nil {
+			if until := leafOf(served).NotAfter.Add(retireMargin).UTC(); now.Before(leafOf(served).NotAfter) && until.After(r.Until) {
+				r.Until = until
+			}
+		}
+		records[fp] = r
+		if now.Before(r.Until) {
+			bundle = append(bundle, pemOf("CERTIFICATE", c.Raw)...)
+		}
+	}
+	maps.DeleteFunc(records, func(_ string, r trust) bool { return !now.Before(r.NotAfter) })
+	recordsJSON := ""
+	if len(records) > 0 {
+		b, err := json.Marshal(records)
+		if err != nil {
+			return nil, "", err
+		}
+		recordsJSON = string(b)
+	}
+
+	data := map[string][]byte{}
+	maps.Copy(data, old)
+	data[SecretCAKey] = bundle
+	if !newCA && !m.needsRenewal(old) {
+		return data, recordsJSON, nil
+	}
+	names, ips := m.cfg.DNSNames, m.cfg.IPAddresses
+	if pair, err := tls.X509KeyPair(old[corev1.TLSCertKey], old[corev1.TLSPrivateKeyKey]); err == nil && !newCA {
+		// A pair valid but for a name: issued for its names and this
+		// replica's, so that replicas with different names converge.
+		if leaf := leafOf(&pair); leaf.CheckSignatureFrom(ca) == nil && !m.dueForRenewal(leaf) {
+			names = append(slices.Clone(names), slices.DeleteFunc(slices.Clone(leaf.DNSNames), func(n string) bool { return slices.Contains(names, n) })...)
+			ips = append(slices.Clone(ips), slices.DeleteFunc(slices.Clone(leaf.IPAddresses), func(ip net.IP) bool { return slices.ContainsFunc(ips, ip.Equal) })...)
 		}
 	}
 	leaf, key, err := newCertificate(now, m.cfg.Validity, ca, caKey, func(t *x509.Certificate) {
 		t.Subject = pkix.Name{CommonName: firstName(m.cfg)}
-		t.DNSNames, t.IPAddresses = m.cfg.DNSNames, m.cfg.IPAddresses
+		t.DNSNames, t.IPAddresses = names, ips
 		t.KeyUsage = x509.KeyUsageDigitalSignature
 		t.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	caKeyDER, err := x509.MarshalECPrivateKey(caKey)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return map[string][]byte{
-		corev1.TLSCertKey:       pemOf("CERTIFICATE", leaf.Raw),
-		corev1.TLSPrivateKeyKey: pemOf("EC PRIVATE KEY", keyDER),
-		SecretCAKey:             bundle,
-		SecretCAKeyPK:           pemOf("EC PRIVATE KEY", caKeyDER),
-	}, nil
+	data[corev1.TLSCertKey] = pemOf("CERTIFICATE", leaf.Raw)
+	data[corev1.TLSPrivateKeyKey] = pemOf("EC PRIVATE KEY", keyDER)
+	data[SecretCAKeyPK] = pemOf("EC PRIVATE KEY", caKeyDER)
+	return data, recordsJSON, nil
 }
 
 func firstName(cfg ManagedConfig) string {
@@ -368,6 +565,28 @@ func parseCA(data map[string][]byte) (*x509.Certificate, *ecdsa.PrivateKey, erro
 	return ca, key, nil
 }
 
+// certificatesOf returns the certificates of the PEM blocks of data that
+// parse.
+func certificatesOf(data []byte) []*x509.Certificate {
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			return out
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); block.Type == "CERTIFICATE" && err == nil {
+			out = append(out, c)
+		}
+	}
+}
+
+// fingerprint is the SHA-256 of c, in hex.
+func fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])
+}
+
 func pemOf(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
@@ -390,33 +609,80 @@ func parseLeaf(pair *tls.Certificate) (*x509.Certificate, error) {
 	return x509.ParseCertificate(pair.Certificate[0])
 }
 
-// publishIn sets bundle as the caBundle of every client config of the
-// webhook configurations named names, of kind, and updates those where it
-// was not.
-func publishIn[C any](ctx context.Context, bundle []byte, kind string, names []string,
+// target is an object named in CABundles as a pass read it.
+type target struct {
+	// desc is its kind and name.
+	desc string
+	// err is why it could not be read, if it could not.
+	err error
+	// bundles are its caBundles.
+	bundles [][]byte
+	// publish makes bundle its caBundles; nil if there is nothing to
+	// publish in it.
+	publish func(ctx context.Context, bundle []byte) error
+}
+
+// crdResource is the resource of CustomResourceDefinitions.
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// readTargets reads every object named in CABundles.
+func (m *ManagedCertificates) readTargets(ctx context.Context) []*target {
+	admission := m.cfg.Client.AdmissionregistrationV1()
+	mutating, validating := admission.MutatingWebhookConfigurations(), admission.ValidatingWebhookConfigurations()
+	var out []*target
+	for _, name := range m.cfg.MutatingWebhookConfigurations {
+		out = append(out, configTarget(ctx, "MutatingWebhookConfiguration", name, mutating.Get, mutating.Update,
+			func(c *admissionregistrationv1.MutatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+				return clientConfigsOf(c.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+					return &w.ClientConfig
+				})
+			}))
+	}
+	for _, name := range m.cfg.ValidatingWebhookConfigurations {
+		out = append(out, configTarget(ctx, "ValidatingWebhookConfiguration", name, validating.Get, validating.Update,
+			func(c *admissionregistrationv1.ValidatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+				return clientConfigsOf(c.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+					return &w.ClientConfig
+				})
+			}))
+	}
+	for _, name := range m.cfg.CRDs {
+		out = append(out, m.crdTarget(ctx, name))
+	}
+	return out
+}
+
+// configTarget reads the webhook configuration name, of kind; its publish
+// sets the caBundle of every client config that lacks it, and updates the
+// configuration if one did.
+func configTarget[C any](ctx context.Context, kind, name string,
 	get func(context.Context, string, metav1.GetOptions) (C, error),
 	update func(context.Context, C, metav1.UpdateOptions) (C, error),
-	clientConfigs func(C) []*admissionregistrationv1.WebhookClientConfig) []error {
-	var errs []error
-	for _, name := range names {
-		c, err := get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reading %s %s: %w", kind, name, err))
-			continue
-		}
+	clientConfigs func(C) []*admissionregistrationv1.WebhookClientConfig) *target {
+	t := &target{desc: kind + " " + name}
+	c, err := get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.err = fmt.Errorf("reading %s: %w", t.desc, err)
+		return t
+	}
+	ccs := clientConfigs(c)
+	for _, cc := range ccs {
+		t.bundles = append(t.bundles, cc.CABundle)
+	}
+	t.publish = func(ctx context.Context, bundle []byte) error {
 		changed := false
-		for _, cc := range clientConfigs(c) {
+		for _, cc := range ccs {
 			if !bytes.Equal(cc.CABundle, bundle) {
 				cc.CABundle, changed = bundle, true
 			}
 		}
-		if changed {
-			if _, err := update(ctx, c, metav1.UpdateOptions{}); err != nil {
-				errs = append(errs, fmt.Errorf("publishing the CA in %s %s: %w", kind, name, err))
-			}
+		if !changed {
+			return nil
 		}
+		_, err := update(ctx, c, metav1.UpdateOptions{})
+		return err
 	}
-	return errs
+	return t
 }
 
 // clientConfigsOf returns the client config of each webhook.
@@ -428,47 +694,47 @@ func clientConfigsOf[W any](webhooks []W, clientConfig func(*W) *admissionregist
 	return out
 }
 
-// crdResource is the resource of CustomResourceDefinitions.
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// publish makes bundle the caBundle of every webhook of the named
-// configurations and CRDs that does not have it.
-func (m *ManagedCertificates) publish(ctx context.Context, bundle []byte) error {
-	admission := m.cfg.Client.AdmissionregistrationV1()
-	mutating, validating := admission.MutatingWebhookConfigurations(), admission.ValidatingWebhookConfigurations()
-	errs := slices.Concat(
-		publishIn(ctx, bundle, "MutatingWebhookConfiguration", m.cfg.MutatingWebhookConfigurations, mutating.Get, mutating.Update,
-			func(c *admissionregistrationv1.MutatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
-				return clientConfigsOf(c.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
-					return &w.ClientConfig
-				})
-			}),
-		publishIn(ctx, bundle, "ValidatingWebhookConfiguration", m.cfg.ValidatingWebhookConfigurations, validating.Get, validating.Update,
-			func(c *admissionregistrationv1.ValidatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
-				return clientConfigsOf(c.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
-					return &w.ClientConfig
-				})
-			}),
-	)
-	for _, name := range m.cfg.CRDs {
-		crds := m.cfg.Dynamic.Resource(crdResource)
-		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err))
-			continue
+// crdTarget reads the CRD name. Its publish patches the caBundle of its
+// conversion webhook, at the resourceVersion read; a CRD whose conversion
+// strategy is not Webhook has nothing to publish and is logged once, as
+// setting a caBundle would make it invalid.
+func (m *ManagedCertificates) crdTarget(ctx context.Context, name string) *target {
+	t := &target{desc: "CustomResourceDefinition " + name}
+	crds := m.cfg.Dynamic.Resource(crdResource)
+	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.err = fmt.Errorf("reading %s: %w", t.desc, err)
+		return t
+	}
+	if strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
+		if !m.reported[name] {
+			m.reported[name] = true
+			klog.FromContext(ctx).Error(nil, "Not publishing the webhook CA in a CustomResourceDefinition without a conversion webhook",
+				"customResourceDefinition", name, "strategy", strategy)
 		}
-		current, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
-		if current == base64.StdEncoding.EncodeToString(bundle) {
-			continue
+		return t
+	}
+	delete(m.reported, name)
+	b64, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+	current, err := base64.StdEncoding.DecodeString(b64)
+	if err == nil {
+		t.bundles = [][]byte{current}
+	}
+	t.publish = func(ctx context.Context, bundle []byte) error {
+		if bytes.Equal(current, bundle) {
+			return nil
 		}
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
-			"clientConfig": map[string]any{"caBundle": bundle}}}}})
+		patch := map[string]any{"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
+			"clientConfig": map[string]any{"caBundle": bundle}}}}}
+		if rv := crd.GetResourceVersion(); rv != "" {
+			patch["metadata"] = map[string]any{"resourceVersion": rv}
+		}
+		data, err := json.Marshal(patch)
 		if err != nil {
 			return err
 		}
-		if _, err := crds.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("publishing the CA in CustomResourceDefinition %s: %w", name, err))
-		}
+		_, err = crds.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
+		return err
 	}
-	return errors.Join(errs...)
+	return t
 }

@@ -6,11 +6,14 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -23,6 +26,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 )
 
 // managedEnv is a fake cluster with the objects ManagedCertificates
@@ -84,21 +88,47 @@ func (e *managedEnv) bundles(t *testing.T) [][]byte {
 	ctx := t.Context()
 	var out [][]byte
 	m, err := e.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "m", metav1.GetOptions{})
-	require.NoError(t, err)
-	for _, w := range m.Webhooks {
-		out = append(out, w.ClientConfig.CABundle)
+	if !apierrors.IsNotFound(err) {
+		require.NoError(t, err)
+		for _, w := range m.Webhooks {
+			out = append(out, w.ClientConfig.CABundle)
+		}
 	}
 	v, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "v", metav1.GetOptions{})
-	require.NoError(t, err)
-	for _, w := range v.Webhooks {
-		out = append(out, w.ClientConfig.CABundle)
+	if !apierrors.IsNotFound(err) {
+		require.NoError(t, err)
+		for _, w := range v.Webhooks {
+			out = append(out, w.ClientConfig.CABundle)
+		}
 	}
 	crd, err := e.dyn.Resource(crdResource).Get(ctx, "widgets.example.com", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return out
+	}
 	require.NoError(t, err)
 	b64, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
 	crdBundle, err := base64.StdEncoding.DecodeString(b64)
 	require.NoError(t, err)
 	return append(out, crdBundle)
+}
+
+// requireTrusted fails unless every caBundle of e trusts each leaf.
+func (e *managedEnv) requireTrusted(t *testing.T, step string, leaves ...*x509.Certificate) {
+	t.Helper()
+	for i, bundle := range e.bundles(t) {
+		for j, leaf := range leaves {
+			require.NoError(t, trusted(leaf, bundle, "svc.ns.svc", e.now), "%s: caBundle %d trusts the certificate replica %d serves", step, i, j)
+		}
+	}
+}
+
+// secretLeaf is the serving certificate of the Secret.
+func (e *managedEnv) secretLeaf(t *testing.T) *x509.Certificate {
+	t.Helper()
+	s := e.secret(t)
+	pair, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+	require.NoError(t, err)
+	return leafOf(&pair)
 }
 
 // served is the leaf m serves.
@@ -173,10 +203,17 @@ func TestManagedCertificatesRenewTheCA(t *testing.T) {
 	other := e.certificates(t)
 	require.NoError(t, m.sync(t.Context()))
 	require.NoError(t, other.sync(t.Context()))
-	oldLeaf := served(t, m)
 
-	// Past two thirds of the CA's ten validities.
-	e.now = e.now.Add(7 * DefaultValidity)
+	// Past two thirds of the CA's ten validities, the serving pair renewed
+	// on the way.
+	ca, _, err := parseCA(e.secret(t).Data)
+	require.NoError(t, err)
+	for !m.dueForRenewal(ca) {
+		require.NoError(t, m.sync(t.Context()))
+		require.NoError(t, other.sync(t.Context()))
+		e.now = e.now.Add(DefaultValidity / 4)
+	}
+	oldLeaf := served(t, m)
 	require.NoError(t, m.sync(t.Context()))
 	bundle := e.secret(t).Data[SecretCAKey]
 	for _, b := range e.bundles(t) {
@@ -240,7 +277,7 @@ func TestManagedCertificatesReissue(t *testing.T) {
 		require.NoError(t, e.certificates(t).sync(t.Context()))
 		m := e.certificates(t, func(c *ManagedConfig) { c.DNSNames = []string{"other.ns.svc"} })
 		require.NoError(t, m.sync(t.Context()))
-		assert.Equal(t, []string{"other.ns.svc"}, served(t, m).DNSNames)
+		assert.NoError(t, served(t, m).VerifyHostname("other.ns.svc"))
 	})
 }
 
@@ -316,3 +353,241 @@ func TestNewManagedCertificatesRefuses(t *testing.T) {
 type http404 struct{}
 
 func (http404) ServeHTTP(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) }
+
+// Regression test: a Secret deleted or whose CA no longer loads was
+// replaced by a new CA published alone, while every replica still served
+// a certificate of the old one.
+func TestManagedCertificatesRecoveryKeepsServedCAsTrusted(t *testing.T) {
+	tests := []struct {
+		name string
+		// breakIt breaks the Secret; the replica that recovers it is
+		// fresh if fresh.
+		breakIt func(*testing.T, *managedEnv)
+		fresh   bool
+	}{
+		{name: "Secret deleted", breakIt: deleteSecret},
+		{name: "Secret deleted, recreated by a new replica", breakIt: deleteSecret, fresh: true},
+		{name: "CA key corrupt", breakIt: func(t *testing.T, e *managedEnv) {
+			editSecret(t, e, func(s *corev1.Secret) { s.Data[SecretCAKeyPK] = []byte("garbage") })
+		}},
+		{name: "CA and its key corrupt, recovered by a new replica", fresh: true, breakIt: func(t *testing.T, e *managedEnv) {
+			editSecret(t, e, func(s *corev1.Secret) {
+				s.Data[SecretCAKey], s.Data[SecretCAKeyPK] = []byte("garbage"), []byte("garbage")
+			})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newManagedEnv()
+			m, other := e.certificates(t), e.certificates(t)
+			require.NoError(t, m.sync(t.Context()))
+			require.NoError(t, other.sync(t.Context()))
+			oldCA := e.secret(t).Data[SecretCAKey]
+			tt.breakIt(t, e)
+
+			replicas := []*ManagedCertificates{m, other}
+			recoverer := m
+			if tt.fresh {
+				recoverer = e.certificates(t)
+				replicas = append(replicas, recoverer)
+			}
+			passes := []*ManagedCertificates{recoverer, m, other, m, other, m, other, recoverer}
+			for i, r := range passes {
+				e.now = e.now.Add(DefaultCheck)
+				require.NoError(t, r.sync(t.Context()), "pass %d", i)
+				var leaves []*x509.Certificate
+				for _, r := range replicas {
+					leaves = append(leaves, served(t, r))
+				}
+				e.requireTrusted(t, fmt.Sprintf("after pass %d", i), leaves...)
+			}
+			require.NotEqual(t, oldCA, e.secret(t).Data[SecretCAKey], "a new CA")
+			for i, r := range replicas {
+				assert.Equal(t, fingerprint(e.secretLeaf(t)), fingerprint(served(t, r)), "replica %d serves the new CA's pair", i)
+			}
+
+			// Once no certificate of the old CA can be served, it leaves
+			// the caBundles.
+			e.now = e.now.Add(DefaultValidity + 2*time.Hour)
+			for i, r := range append(replicas, replicas...) {
+				require.NoError(t, r.sync(t.Context()), "pass %d", i)
+			}
+			for i, bundle := range e.bundles(t) {
+				assert.Equal(t, 1, countPEM(bundle), "caBundle %d holds the new CA alone", i)
+			}
+			for _, r := range replicas {
+				e.requireTrusted(t, "after the old CA left", served(t, r))
+			}
+		})
+	}
+}
+
+func deleteSecret(t *testing.T, e *managedEnv) {
+	require.NoError(t, e.kube.CoreV1().Secrets("ns").Delete(t.Context(), "webhook-tls", metav1.DeleteOptions{}))
+}
+
+func editSecret(t *testing.T, e *managedEnv, edit func(*corev1.Secret)) {
+	s := e.secret(t)
+	edit(s)
+	_, err := e.kube.CoreV1().Secrets("ns").Update(t.Context(), s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// Regression test: one object that could not be published kept every
+// replica from serving a renewed pair of the same CA.
+func TestManagedCertificatesServeDespiteFailedPublish(t *testing.T) {
+	tests := []struct {
+		name    string
+		breakIt func(*testing.T, *managedEnv)
+		// forbid makes reading and writing the MutatingWebhookConfiguration
+		// forbidden to the replica.
+		forbid bool
+		// switches tells whether a pair of a new CA is served: not while
+		// an object that exists may not trust it.
+		switches bool
+	}{
+		{name: "CRD not installed", switches: true, breakIt: func(t *testing.T, e *managedEnv) {
+			require.NoError(t, e.dyn.Resource(crdResource).Delete(t.Context(), "widgets.example.com", metav1.DeleteOptions{}))
+		}},
+		{name: "webhook configuration removed", switches: true, breakIt: func(t *testing.T, e *managedEnv) {
+			require.NoError(t, e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(t.Context(), "v", metav1.DeleteOptions{}))
+		}},
+		{name: "no RBAC on one object", switches: false, forbid: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newManagedEnv()
+			forbidden := false
+			e.kube.PrependReactor("*", "mutatingwebhookconfigurations", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if forbidden {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"}, "m", nil)
+				}
+				return false, nil, nil
+			})
+			m := e.certificates(t)
+			require.NoError(t, m.sync(t.Context()))
+			if tt.breakIt != nil {
+				tt.breakIt(t, e)
+			}
+			sync := func() error {
+				forbidden = tt.forbid
+				defer func() { forbidden = false }()
+				return m.sync(t.Context())
+			}
+
+			e.now = e.now.Add(DefaultValidity * 3 / 4)
+			assert.Error(t, sync(), "the object is reported")
+			assert.Equal(t, fingerprint(e.secretLeaf(t)), fingerprint(served(t, m)), "the renewed pair of the same CA is served")
+
+			editSecret(t, e, func(s *corev1.Secret) { s.Data[SecretCAKeyPK] = []byte("garbage") })
+			old := served(t, m)
+			for range 3 {
+				e.now = e.now.Add(DefaultCheck)
+				assert.Error(t, sync())
+			}
+			newCA := e.secret(t).Data[SecretCAKey]
+			if tt.switches {
+				assert.Equal(t, fingerprint(e.secretLeaf(t)), fingerprint(served(t, m)), "the new CA's pair is served")
+			} else {
+				assert.Equal(t, fingerprint(old), fingerprint(served(t, m)), "the new CA's pair waits until every object trusts it")
+				require.NoError(t, m.Ready(), "ready with the old CA's pair")
+			}
+			e.requireTrusted(t, "after the new CA", served(t, m))
+			v, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(t.Context(), "v", metav1.GetOptions{})
+			if err == nil {
+				assert.Equal(t, newCA, v.Webhooks[0].ClientConfig.CABundle, "the other objects are published")
+			}
+			if !tt.switches {
+				// Unless the pair served expires before the next pass.
+				e.now = old.NotAfter.Add(-DefaultCheck / 2)
+				assert.Error(t, sync())
+				assert.Equal(t, fingerprint(e.secretLeaf(t)), fingerprint(served(t, m)), "the new CA's pair rather than an expired one")
+				assert.ErrorContains(t, m.Ready(), "not in every caBundle")
+			}
+		})
+	}
+}
+
+// Regression test: a replica was ready before any caBundle held its CA.
+func TestManagedCertificatesNotReadyBeforePublished(t *testing.T) {
+	e := newManagedEnv()
+	deny := true
+	e.kube.PrependReactor("update", "validatingwebhookconfigurations", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if deny {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}, "v", nil)
+		}
+		return false, nil, nil
+	})
+	m := e.certificates(t)
+	s, err := NewServer(":0", m, Handle("/v", http404{}))
+	require.NoError(t, err)
+	require.Error(t, m.sync(t.Context()))
+	_, err = m.GetCertificate(nil)
+	require.NoError(t, err, "a certificate is served")
+	assert.ErrorContains(t, s.Ready(), "ValidatingWebhookConfiguration v", "not ready while an object may not trust it")
+
+	deny = false
+	require.NoError(t, m.sync(t.Context()))
+	assert.NoError(t, s.Ready())
+}
+
+// Regression test: replicas with different names (a rolling update)
+// reissued the pair at every pass.
+func TestManagedCertificatesReplicasWithDifferentNames(t *testing.T) {
+	e := newManagedEnv()
+	old := e.certificates(t)
+	updated := e.certificates(t, func(c *ManagedConfig) { c.DNSNames = []string{"svc.ns.svc", "new.ns.svc"} })
+	for range 4 {
+		require.NoError(t, old.sync(t.Context()))
+		require.NoError(t, updated.sync(t.Context()))
+	}
+	writes := 0
+	for _, a := range e.kube.Actions() {
+		if a.GetResource().Resource == "secrets" && a.GetVerb() != "get" {
+			writes++
+		}
+	}
+	assert.Equal(t, 2, writes, "created, then reissued once for both")
+	leaf := served(t, old)
+	assert.Equal(t, fingerprint(leaf), fingerprint(served(t, updated)))
+	for _, name := range []string{"svc.ns.svc", "new.ns.svc"} {
+		assert.NoError(t, leaf.VerifyHostname(name))
+	}
+}
+
+// Regression test: a CRD without a conversion webhook was patched into an
+// invalid one at every pass.
+func TestManagedCertificatesLeavesCRDWithoutConversionWebhook(t *testing.T) {
+	e := newManagedEnv()
+	crds := e.dyn.Resource(crdResource)
+	crd, err := crds.Get(t.Context(), "widgets.example.com", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedField(crd.Object, map[string]any{"strategy": "None"}, "spec", "conversion"))
+	_, err = crds.Update(t.Context(), crd, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	e.dyn.ClearActions()
+
+	var logged []string
+	ctx := klog.NewContext(t.Context(), funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{}))
+	m := e.certificates(t)
+	s, err := NewServer(":0", m, Handle("/v", http404{}))
+	require.NoError(t, err)
+	for range 3 {
+		require.NoError(t, m.sync(ctx))
+	}
+	for _, a := range e.dyn.Actions() {
+		assert.Equal(t, "get", a.GetVerb(), "the CRD is not written: %v", a)
+	}
+	crd, err = crds.Get(t.Context(), "widgets.example.com", metav1.GetOptions{})
+	require.NoError(t, err)
+	conversion, _, _ := unstructured.NestedMap(crd.Object, "spec", "conversion")
+	assert.Equal(t, map[string]any{"strategy": "None"}, conversion)
+	reported := 0
+	for _, l := range logged {
+		if strings.Contains(l, "widgets.example.com") {
+			reported++
+		}
+	}
+	assert.Equal(t, 1, reported, "reported once: %q", logged)
+	assert.NoError(t, s.Ready(), "the other objects are published")
+}

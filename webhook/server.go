@@ -131,8 +131,10 @@ func (s *Server) TLSConfig() *tls.Config {
 }
 
 // Ready returns nil once the server has a certificate to serve that has
-// not expired, and otherwise says why not: an operator should not be
-// ready, and so not be sent webhook requests, before.
+// not expired and, for certificates with a Ready method such as
+// ManagedCertificates, that method returns nil; otherwise it says why
+// not: an operator should not be ready, and so not be sent webhook
+// requests, before.
 func (s *Server) Ready() error {
 	cert, err := s.certs.GetCertificate(&tls.ClientHelloInfo{})
 	if err != nil {
@@ -147,6 +149,11 @@ func (s *Server) Ready() error {
 	}
 	if now := time.Now(); now.After(leaf.NotAfter) {
 		return fmt.Errorf("webhook: the certificate expired at %s", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if r, ok := s.certs.(interface{ Ready() error }); ok {
+		if err := r.Ready(); err != nil {
+			return fmt.Errorf("webhook: %w", err)
+		}
 	}
 	return nil
 }
