@@ -161,14 +161,23 @@ fuzz:
 # memory and one informer's cache of 100,000 Deployments on a real API
 # server (testenv/bench), and convergence of 1,000 Foos (3 rounds) and
 # 10,000 Foos (1 round) on the full control plane with the API server's own
-# floor (testenv/e2e).
+# floor (testenv/e2e). The file opens with a summary, one table per
+# benchmark (the scripts' OUTPUT.summary.md), then the detailed sections.
 bench: testenv-binaries
 	mkdir -p _output
 	bash $(TESTENV)/bench/run.sh $(CURDIR)/_output/bench-peers.md
 	PROFILE_DIR=$(CURDIR)/_output/profiles bash $(TESTENV)/e2e/bench.sh $(CURDIR)/_output/bench-convergence.md 3
 	cd $(TESTENV) && $(GO) test -run '^$$' -bench BenchmarkStart -benchtime 5x ./controlplane/ | tee $(CURDIR)/_output/bench-startup.txt
+	cd $(TESTENV)/bench && $(GO) build -o $(CURDIR)/_output/benchreport ./cmd/benchreport
+	_output/benchreport -summary -peer '' -metrics median-start-ms,median-rss-MiB _output/bench-startup.txt > _output/bench-startup.summary.md
+	commit=$$(git rev-parse --short HEAD); \
+	if [ -n "$$(git status --porcelain | head -1)" ]; then commit="$$commit (with uncommitted changes)"; fi; \
 	{ echo "# Benchmarks"; echo; \
-	  echo "Written by \`make bench\`; every table compares peers measured in the same run."; echo; \
+	  echo "Written by \`make bench\` on $$(date -u '+%Y-%m-%d %H:%M UTC'), commit $$commit; every table compares peers measured in the same run."; echo; \
+	  echo "## Summary"; echo; \
+	  cat _output/bench-peers.summary.md _output/bench-convergence.summary.md; \
+	  echo "### Test control plane start-up (testenv, binaries built; every value the median of 5 starts)"; echo; \
+	  cat _output/bench-startup.summary.md; \
 	  cat _output/bench-peers.md; echo; cat _output/bench-convergence.md; echo; \
 	  echo "## Test control plane start-up (testenv, binaries built, 5 starts each)"; echo; \
 	  echo '```'; grep '^Benchmark' _output/bench-startup.txt; echo '```'; echo; \

@@ -4,8 +4,9 @@
 benchstat_version=v0.0.0-20260908200009-22c9c6c9d4da
 
 # bench_args DEFAULT_COUNT "$@" checks the arguments OUTPUT.md [COUNT] and
-# sets out (an absolute path) and count (COUNT, else $BENCH_COUNT, else
-# DEFAULT_COUNT).
+# sets out (an absolute path), summary (the same path with .summary.md in
+# place of a final .md, or added: where the script writes its summary
+# tables) and count (COUNT, else $BENCH_COUNT, else DEFAULT_COUNT).
 bench_args() {
 	local default=$1
 	shift
@@ -14,6 +15,7 @@ bench_args() {
 		exit 2
 	fi
 	out=$(realpath -m "$1")
+	summary=${out%.md}.summary.md
 	count=${2:-${BENCH_COUNT:-$default}}
 	if ! [[ $count =~ ^[0-9]+$ ]] || ((count < 1)); then
 		echo "$0: COUNT must be a positive integer, got '$count'" >&2

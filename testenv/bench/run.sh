@@ -6,6 +6,10 @@
 #
 #   ./run.sh OUTPUT.md [COUNT]
 #
+# It also writes the summary tables, a heading and one table per benchmark
+# with a column per metric, to OUTPUT.summary.md (OUTPUT.md's name with
+# .summary.md in place of .md).
+#
 # COUNT (default 6, or $BENCH_COUNT) is the number of runs of every
 # benchmark but the cache memory one, which runs once; medians are taken
 # over them. benchstat is installed from the Go
@@ -25,6 +29,29 @@ ensure_benchstat
 go build -o "$tmp/benchreport" ./cmd/benchreport
 # Build the test binary once, before anything is timed.
 go test -c -o "$tmp/bench.test" .
+
+# The title of every benchmark and the flags of its tables, shared by its
+# detailed section and its summary table.
+declare -A title=(
+	[WorkerLoop]="Benchmark 1: worker loop"
+	[FreshDuringStorm]="Benchmark 2: fresh events during a storm"
+	[InformerMemory]="Benchmark 4: informer memory"
+	[CacheMemory]="Benchmark 6: one informer's cache of 100,000 Deployments"
+)
+declare -A flags=(
+	[WorkerLoop]="-peer impl -metrics ns/key,allocs/key -diff allocs/key"
+	[FreshDuringStorm]="-peer impl -metrics p50-µs,p90-µs,p99-µs,max-µs,drain-ms"
+	[InformerMemory]="-peer transform -metrics B/object,B/foo,B/deployment,inuse-B/object"
+	[CacheMemory]="-peer cache -metrics B/object,peak-B/object"
+)
+# report NAME [FLAG...]: benchreport's tables of benchmark NAME, with its
+# flags and FLAGs.
+report() {
+	local name=$1 f
+	shift
+	read -ra f <<<"${flags[$name]}"
+	"$tmp/benchreport" "${f[@]}" "$@" "$tmp/$name.txt"
+}
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 load_before=$(load)
@@ -94,7 +121,7 @@ $(basename "$benchstat") -col /transform InformerMemory.txt
 $(basename "$benchstat") -col /cache CacheMemory.txt
 \`\`\`
 
-### Benchmark 1: worker loop
+### ${title[WorkerLoop]}
 
 A no-op reconcile over 10,000 distinct keys: one op adds all keys (with the
 workers already running) and waits until each has been reconciled. ns/key
@@ -119,15 +146,13 @@ during the rounds. Loggers are discarded everywhere.
   (client-go's workqueue).
 
 EOF
-	"$tmp/benchreport" -peer impl -metrics ns/key,allocs/key -diff allocs/key \
+	report WorkerLoop \
 		-goal 'ns/key:ctrlkit<=1.10*handwritten' \
 		-goal 'ns/key:ctrlkit<controller-runtime' \
 		-goal 'ns/key:ctrlkit-prometheus<controller-runtime' \
-		-goal 'ns/key:ctrlkit-prometheus<=1.5*handwritten' \
-		"$tmp/WorkerLoop.txt"
+		-goal 'ns/key:ctrlkit-prometheus<=1.5*handwritten'
+	printf '### %s\n\n' "${title[FreshDuringStorm]}"
 	cat <<'EOF'
-### Benchmark 2: fresh events during a storm
-
 20,000 keys arrive as initial-list events, then 100 fresh changes one
 millisecond apart: half to keys of the list that are still waiting, half to
 new keys. 2 workers; every reconcile takes 50µs (a busy wait that yields,
@@ -146,12 +171,9 @@ reconciled.
   from the initial list, fresh changes with the default priority.
 
 EOF
-	"$tmp/benchreport" -peer impl -metrics p50-µs,p90-µs,p99-µs,max-µs,drain-ms \
-		-goal 'p99-µs:ctrlkit<=controller-runtime-priorityqueue' \
-		"$tmp/FreshDuringStorm.txt"
+	report FreshDuringStorm -goal 'p99-µs:ctrlkit<=controller-runtime-priorityqueue'
+	printf '### %s\n\n' "${title[InformerMemory]}"
 	cat <<'EOF'
-### Benchmark 4: informer memory
-
 Live heap growth (after two forced GCs) caused by syncing a Foo informer
 and a Deployment informer from fake clientsets holding 10,000 Foos and
 10,000 Deployments, without a transform and with
@@ -165,11 +187,9 @@ their strings as decoded objects do. B/object covers both kinds; inuse
 counts whole heap spans.
 
 EOF
-	"$tmp/benchreport" -peer transform -metrics B/object,B/foo,B/deployment,inuse-B/object \
-		"$tmp/InformerMemory.txt"
+	report InformerMemory
+	printf '### %s\n\n' "${title[CacheMemory]}"
 	cat <<'EOF'
-### Benchmark 6: one informer's cache of 100,000 Deployments
-
 An API server (the project's etcd and kube-apiserver, nothing else) holds
 100,000 Deployments, created directly as the Foo controller creates them
 (its template and controller owner reference), each with its status then
@@ -191,7 +211,7 @@ asking for protobuf: the live heap the cache keeps after two forced GCs
   `cache.TransformStripManagedFields()` as its `DefaultTransform`.
 
 EOF
-	"$tmp/benchreport" -peer cache -metrics B/object,peak-B/object "$tmp/CacheMemory.txt"
+	report CacheMemory
 	echo "<details><summary>benchstat output</summary>"
 	echo
 	echo '```'
@@ -203,4 +223,8 @@ EOF
 	echo
 	echo "</details>"
 } >"$out"
-echo "Wrote $out" >&2
+for name in "${benchmarks[@]}" CacheMemory; do
+	printf '### %s\n\n' "${title[$name]}"
+	report "$name" -summary
+done >"$summary"
+echo "Wrote $out and $summary" >&2

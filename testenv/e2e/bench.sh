@@ -8,6 +8,10 @@
 #
 #   ./bench.sh OUTPUT.md [COUNT]
 #
+# It also writes the summary table, a heading and one table with a row per
+# number of Foos and peer and a column per metric, to OUTPUT.summary.md
+# (OUTPUT.md's name with .summary.md in place of .md).
+#
 # COUNT (default 5, or $BENCH_COUNT) is the number of rounds at 1,000 Foos;
 # LARGE_COUNT (default 1) the number at LARGE_FOOS (default 10000; 0 skips
 # them). Each round starts a control plane and runs one iteration of each
@@ -120,6 +124,9 @@ if [[ -n $(git -C .. status --porcelain 2>/dev/null | head -1) ]]; then
 	commit="$commit (with uncommitted changes)"
 fi
 
+# The metrics of the tables, in the detailed sections and in the summary.
+report_flags=(-peer impl -metrics converge-s,total-writes/foo,writes/foo,events/foo,api-writes/foo,cpu-s,peak-rss-MiB,heap-MiB,idle-cpu-s,apiserver-cpu-s)
+
 # section FOOS: the tables and goals of the runs at FOOS Foos.
 section() {
 	local foos=$1 file="$tmp/Convergence-$1.txt"
@@ -132,8 +139,7 @@ section() {
 		echo
 		return
 	fi
-	"$tmp/benchreport" -peer impl \
-		-metrics converge-s,total-writes/foo,writes/foo,events/foo,api-writes/foo,cpu-s,peak-rss-MiB,heap-MiB,idle-cpu-s,apiserver-cpu-s \
+	"$tmp/benchreport" "${report_flags[@]}" \
 		-goal "converge-s:ctrlkit<=1.10*apiserver-floor" \
 		-goal "converge-s:ctrlkit<=1*controller-runtime" \
 		-goal "total-writes/foo:ctrlkit<=1*controller-runtime" \
@@ -319,4 +325,17 @@ MD
 		profiles
 	fi
 } >"$out"
-echo "Wrote $out" >&2
+
+# The summary: the runs of every size with a complete round, each result
+# labelled foos=FOOS so that the sizes are configurations of one table.
+: >"$tmp/Convergence-all.txt"
+for foos in "${sizes[@]}"; do
+	if (($(values "$tmp/Convergence-$foos.txt" ctrlkit converge-s | wc -l) > 0)); then
+		sed "s#^BenchmarkConvergence/#BenchmarkConvergence/foos=$foos/#" "$tmp/Convergence-$foos.txt" >>"$tmp/Convergence-all.txt"
+	fi
+done
+{
+	printf '### %s\n\n' "Benchmarks 3 and 5: convergence on a real control plane, and the API server's floor"
+	"$tmp/benchreport" -summary "${report_flags[@]}" "$tmp/Convergence-all.txt"
+} >"$summary"
+echo "Wrote $out and $summary" >&2

@@ -4,6 +4,12 @@
 // spread of the runs and the ratio to the best (lowest) peer of its column.
 // It can also check goals that compare two peers.
 //
+// With -summary it writes a single table for the benchmark instead: one row
+// per remaining sub-benchmark configuration and peer, one column per
+// metric, each cell the median and its ratio to the best peer of the same
+// configuration (or the difference, for the metrics of -diff). The best
+// cells are in bold in both forms.
+//
 // Every metric is taken to be lower-is-better, which holds for time,
 // allocations, latency and memory.
 //
@@ -11,6 +17,7 @@
 //
 //	benchreport -peer impl -metrics ns/key,allocs/key \
 //		-goal 'ns/key:ctrlkit<=1.10*handwritten' loop.txt
+//	benchreport -summary -peer impl -metrics ns/key,allocs/key loop.txt
 //
 // The output goes to standard output.
 package main
@@ -38,11 +45,13 @@ func main() {
 	peerKey := flag.String("peer", "impl", "sub-benchmark key whose values are the peers (table rows)")
 	metricList := flag.String("metrics", "", "comma-separated metrics to tabulate, in order (default: all but ns/op)")
 	diffList := flag.String("diff", "", "comma-separated metrics whose cells show the difference to the best peer instead of the ratio (for values near zero)")
+	summary := flag.Bool("summary", false, "write one table with a column per metric instead of a table per metric (no goals)")
 	var goals multiFlag
 	flag.Var(&goals, "goal", "goal to check, `metric:A<=F*B` or metric:A<B (repeatable)")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchreport [-peer key] [-metrics m1,m2] [-goal g]... file...")
+	if flag.NArg() == 0 || (*summary && len(goals) > 0) {
+		fmt.Fprintln(os.Stderr, "usage: benchreport [-peer key] [-metrics m1,m2] [-diff m1,m2] [-goal g]... file...")
+		fmt.Fprintln(os.Stderr, "       benchreport -summary [-peer key] [-metrics m1,m2] [-diff m1,m2] file...")
 		os.Exit(2)
 	}
 	var results []result
@@ -69,6 +78,12 @@ func main() {
 	var diff []string
 	if *diffList != "" {
 		diff = strings.Split(*diffList, ",")
+	}
+	if *summary {
+		if err := t.writeSummary(os.Stdout, metrics, diff); err != nil {
+			fail(err)
+		}
+		return
 	}
 	if err := t.writeMarkdown(os.Stdout, metrics, diff); err != nil {
 		fail(err)
@@ -261,9 +276,10 @@ func (t *table) best(column, metric string) (float64, bool) {
 	return best, found
 }
 
-// writeMarkdown writes one table per metric; metrics in diff show the
-// difference to the best peer rather than the ratio.
-func (t *table) writeMarkdown(w io.Writer, metrics, diff []string) error {
+// selectMetrics returns metrics, or when it is empty every metric of the
+// benchmark but ns/op, and an error naming a metric the benchmark does not
+// report.
+func (t *table) selectMetrics(metrics []string) ([]string, error) {
 	if len(metrics) == 0 {
 		for _, m := range t.metrics {
 			if m != "ns/op" {
@@ -271,11 +287,51 @@ func (t *table) writeMarkdown(w io.Writer, metrics, diff []string) error {
 			}
 		}
 	}
+	for _, m := range metrics {
+		if !slices.Contains(t.metrics, m) {
+			return nil, fmt.Errorf("benchmark %s reports no %s", t.base, m)
+		}
+	}
+	return metrics, nil
+}
+
+// cellText is the cell of peer in column for metric: the median, followed
+// when detail is set by the largest deviation of a run and the number of
+// runs; in bold and marked best when it is the lowest median of the column,
+// else followed by its ratio to the best one (its difference from it for a
+// metric in diff; nothing when the best is not positive). A peer without
+// samples gets a dash.
+func (t *table) cellText(column, peer, metric string, diff []string, detail bool) string {
+	xs := t.samples[cell{column, peer}][metric]
+	m, ok := median(xs)
+	if !ok {
+		return "–"
+	}
+	best, _ := t.best(column, metric)
+	text := format(m)
+	if detail {
+		text = fmt.Sprintf("%s ±%.0f%% (n=%d)", text, 100*spread(xs, m), len(xs))
+	}
+	switch {
+	case m == best:
+		return fmt.Sprintf("**%s**, best", text)
+	case slices.Contains(diff, metric):
+		return fmt.Sprintf("%s, +%s", text, format(m-best))
+	case best > 0:
+		return fmt.Sprintf("%s, %.2f×", text, m/best)
+	}
+	return text
+}
+
+// writeMarkdown writes one table per metric; metrics in diff show the
+// difference to the best peer rather than the ratio.
+func (t *table) writeMarkdown(w io.Writer, metrics, diff []string) error {
+	metrics, err := t.selectMetrics(metrics)
+	if err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	for _, metric := range metrics {
-		if !slices.Contains(t.metrics, metric) {
-			return fmt.Errorf("benchmark %s reports no %s", t.base, metric)
-		}
 		relation := "ratio to"
 		if slices.Contains(diff, metric) {
 			relation = "difference from"
@@ -296,28 +352,89 @@ func (t *table) writeMarkdown(w io.Writer, metrics, diff []string) error {
 		for _, p := range t.peers {
 			fmt.Fprintf(bw, "| %s |", p)
 			for _, c := range t.columns {
-				xs := t.samples[cell{c, p}][metric]
-				m, ok := median(xs)
-				if !ok {
-					fmt.Fprint(bw, " – |")
-					continue
-				}
-				best, _ := t.best(c, metric)
-				text := fmt.Sprintf("%s ±%.0f%% (n=%d)", format(m), 100*spread(xs, m), len(xs))
-				switch {
-				case m == best:
-					text = fmt.Sprintf("**%s**, best", text)
-				case slices.Contains(diff, metric):
-					text = fmt.Sprintf("%s, +%s", text, format(m-best))
-				case best > 0:
-					text = fmt.Sprintf("%s, %.2f×", text, m/best)
-				}
-				fmt.Fprintf(bw, " %s |", text)
+				fmt.Fprintf(bw, " %s |", t.cellText(c, p, metric, diff, true))
 			}
 			fmt.Fprintln(bw)
 		}
 		fmt.Fprintln(bw)
 	}
+	return bw.Flush()
+}
+
+// writeSummary writes one table: a line saying what the cells hold, then
+// one row per configuration (the remaining sub-benchmark parts, in a first
+// column unless the benchmark has none) and peer, skipping peers without
+// samples in a configuration, and one column per metric, each cell as
+// cellText without the deviation and count, which the line gives instead.
+func (t *table) writeSummary(w io.Writer, metrics, diff []string) error {
+	metrics, err := t.selectMetrics(metrics)
+	if err != nil {
+		return err
+	}
+	configured := len(t.columns) > 1 || t.columns[0] != ""
+	minRuns, maxRuns := 0, 0
+	var diffs []string
+	for _, metric := range metrics {
+		if slices.Contains(diff, metric) {
+			diffs = append(diffs, metric)
+		}
+		for _, samples := range t.samples {
+			if n := len(samples[metric]); n > 0 {
+				if minRuns == 0 || n < minRuns {
+					minRuns = n
+				}
+				maxRuns = max(maxRuns, n)
+			}
+		}
+	}
+	runs := fmt.Sprintf("%d runs", maxRuns)
+	switch {
+	case minRuns != maxRuns:
+		runs = fmt.Sprintf("%d to %d runs", minRuns, maxRuns)
+	case maxRuns == 1:
+		runs = "1 run"
+	}
+	relation := "its ratio to the best peer"
+	if configured {
+		relation += " of the same configuration"
+	}
+	if len(diffs) > 0 {
+		relation += fmt.Sprintf(" (for %s, its difference from it)", strings.Join(diffs, ", "))
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "Each cell: the median of %s and %s; lower is better.\n\n", runs, relation)
+	if configured {
+		fmt.Fprint(bw, "| configuration ")
+	}
+	fmt.Fprintf(bw, "| %s |", t.peerKey)
+	for _, m := range metrics {
+		fmt.Fprintf(bw, " %s |", m)
+	}
+	fmt.Fprint(bw, "\n")
+	if configured {
+		fmt.Fprint(bw, "|---")
+	}
+	fmt.Fprint(bw, "|---|")
+	for range metrics {
+		fmt.Fprint(bw, "---:|")
+	}
+	fmt.Fprintln(bw)
+	for _, c := range t.columns {
+		for _, p := range t.peers {
+			if t.samples[cell{c, p}] == nil {
+				continue
+			}
+			if configured {
+				fmt.Fprintf(bw, "| %s ", c)
+			}
+			fmt.Fprintf(bw, "| %s |", p)
+			for _, m := range metrics {
+				fmt.Fprintf(bw, " %s |", t.cellText(c, p, m, diff, false))
+			}
+			fmt.Fprintln(bw)
+		}
+	}
+	fmt.Fprintln(bw)
 	return bw.Flush()
 }
 

@@ -154,3 +154,117 @@ func TestBuildRejectsMixedBenchmarksAndMissingPeer(t *testing.T) {
 	_, err = build(nil, "impl")
 	assert.Error(t, err)
 }
+
+func TestWriteSummary(t *testing.T) {
+	const convergence = `BenchmarkConvergence/foos=1000/impl=ctrlkit-2 1 40 converge-s 4 cpu-s
+BenchmarkConvergence/foos=1000/impl=floor-2 1 30 converge-s
+BenchmarkConvergence/foos=1000/impl=ctrlkit-2 1 38 converge-s 5 cpu-s
+BenchmarkConvergence/foos=1000/impl=floor-2 1 32 converge-s
+BenchmarkConvergence/foos=1000/impl=ctrlkit-2 1 39 converge-s 4.5 cpu-s
+BenchmarkConvergence/foos=1000/impl=floor-2 1 31 converge-s
+BenchmarkConvergence/foos=1000/impl=cr-2 1 48 converge-s 6 cpu-s
+BenchmarkConvergence/foos=10000/impl=ctrlkit-2 1 579 converge-s 46.7 cpu-s
+BenchmarkConvergence/foos=10000/impl=floor-2 1 460 converge-s
+`
+	const memory = `BenchmarkInformerMemory/transform=none-2 1 4073 B/object 5235 inuse-B/object 0 ns/op
+BenchmarkInformerMemory/transform=strip-2 1 2673 B/object 3936 inuse-B/object 0 ns/op
+`
+	const startup = `BenchmarkStart/api-server-only-2 5 304.7 median-rss-MiB 3791 median-start-ms
+BenchmarkStart/full-2 5 529.8 median-rss-MiB 4548 median-start-ms
+`
+	tests := []struct {
+		name    string
+		input   string
+		peer    string
+		metrics []string
+		diff    []string
+		want    string
+	}{
+		{
+			name:    "configurations, a metric shown as difference",
+			input:   sample,
+			peer:    "impl",
+			metrics: []string{"ns/key", "allocs/key"},
+			diff:    []string{"allocs/key"},
+			// a: ns/key medians 110 and 310; b: 155 and 210.
+			want: `Each cell: the median of 2 runs and its ratio to the best peer of the same configuration (for allocs/key, its difference from it); lower is better.
+
+| configuration | impl | ns/key | allocs/key |
+|---|---|---:|---:|
+| workers=1 | a | **110**, best | **1.00**, best |
+| workers=1 | b | 155, 1.41× | 2.00, +1.00 |
+| workers=2 | a | 310, 1.48× | **1.00**, best |
+| workers=2 | b | **210**, best | 2.00, +1.00 |
+
+`,
+		},
+		{
+			name:    "configurations with different peers and run counts, a metric some peer lacks",
+			input:   convergence,
+			peer:    "impl",
+			metrics: []string{"converge-s", "cpu-s"},
+			// foos=1000: ctrlkit 39 (3 runs), floor 31 (3 runs), cr 48 (1 run);
+			// cpu-s 4.5, none, 6. foos=10000: ctrlkit 579, floor 460; cr
+			// was not run there and has no row.
+			want: `Each cell: the median of 1 to 3 runs and its ratio to the best peer of the same configuration; lower is better.
+
+| configuration | impl | converge-s | cpu-s |
+|---|---|---:|---:|
+| foos=1000 | ctrlkit | 39.0, 1.26× | **4.50**, best |
+| foos=1000 | floor | **31.0**, best | – |
+| foos=1000 | cr | 48.0, 1.55× | 6.00, 1.33× |
+| foos=10000 | ctrlkit | 579, 1.26× | **46.7**, best |
+| foos=10000 | floor | **460**, best | – |
+
+`,
+		},
+		{
+			name:  "no configuration, default metrics",
+			input: memory,
+			peer:  "transform",
+			want: `Each cell: the median of 1 run and its ratio to the best peer; lower is better.
+
+| transform | B/object | inuse-B/object |
+|---|---:|---:|
+| none | 4073, 1.52× | 5235, 1.33× |
+| strip | **2673**, best | **3936**, best |
+
+`,
+		},
+		{
+			// One line per sub-benchmark: its -benchtime iterations are not runs.
+			name:    "sub-benchmarks without a key as peers",
+			input:   startup,
+			peer:    "",
+			metrics: []string{"median-start-ms", "median-rss-MiB"},
+			want: `Each cell: the median of 1 run and its ratio to the best peer; lower is better.
+
+|  | median-start-ms | median-rss-MiB |
+|---|---:|---:|
+| api-server-only | **3791**, best | **305**, best |
+| full | 4548, 1.20× | 530, 1.74× |
+
+`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs, err := parse(strings.NewReader(tt.input))
+			require.NoError(t, err)
+			tbl, err := build(rs, tt.peer)
+			require.NoError(t, err)
+			var buf bytes.Buffer
+			require.NoError(t, tbl.writeSummary(&buf, tt.metrics, tt.diff))
+			assert.Equal(t, tt.want, buf.String())
+		})
+	}
+}
+
+func TestWriteSummaryRejectsUnknownMetric(t *testing.T) {
+	rs, err := parse(strings.NewReader(sample))
+	require.NoError(t, err)
+	tbl, err := build(rs, "impl")
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	assert.Error(t, tbl.writeSummary(&buf, []string{"ns/key", "B/op"}, nil))
+}
