@@ -26,9 +26,11 @@ var ErrTrimmed = errors.New("the object was trimmed by its informer")
 // a strategic merge patch for the kinds of k8s.io/api, which merges lists
 // of named items (containers, ports, volumes) item by item, and a JSON
 // merge patch for the others. Fields the informer did not keep are in
-// neither object, so the patch leaves them as the server has them. The
-// patch carries current's resourceVersion: the server refuses it with a
-// conflict if the object changed since.
+// neither object, so the patch leaves them as the server has them; a list
+// the patch replaces whole was kept whole or not at all, as informer.Trim
+// refuses to keep only some fields of the items of such a list of a
+// k8s.io/api kind. The patch carries current's resourceVersion: the server
+// refuses it with a conflict if the object changed since.
 func trimmedPatch[T Object](name cache.ObjectName, current, obj T) (types.PatchType, []byte, error) {
 	before, err := json.Marshal(unmarked(current))
 	if err != nil {

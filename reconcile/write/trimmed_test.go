@@ -1,6 +1,7 @@
 package write_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -262,4 +263,71 @@ func TestEnsureTrimmedCustomResource(t *testing.T) {
 	})
 	require.ErrorIs(t, err, write.ErrTrimmed)
 	assert.ErrorContains(t, err, "sets a list")
+}
+
+// Regression test: tolerations are an atomic list, which a strategic merge
+// patch replaces whole. A cache that kept only the key and effect of each
+// toleration would send an `Exists nvidia.com/gpu:NoSchedule` toleration
+// back as `Equal nvidia.com/gpu="":NoSchedule` with any change to the
+// list, so Trim refuses such a path before any object is cached: the
+// informer keeps whole objects, and no patch is ever made from a trimmed
+// copy of the list. Kept whole, the list is patched without loss.
+func TestTrimmedAtomicList(t *testing.T) {
+	gpu := corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	spot := corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoExecute}
+	addSpot := func(d *appsv1.Deployment) error {
+		d.Spec.Template.Spec.Tolerations = append(d.Spec.Template.Spec.Tolerations, spot)
+		return nil
+	}
+	tests := []struct {
+		name    string
+		paths   []string
+		wantErr string // of Trim
+		sent    string
+	}{
+		{name: "some fields of each toleration", paths: []string{"spec.replicas", "spec.template.spec.tolerations.key", "spec.template.spec.tolerations.effect"},
+			wantErr: `"spec.template.spec.tolerations.key": spec.template.spec.tolerations is a list that a strategic merge patch replaces whole`,
+			sent:    "update apps/v1/deployments ns/web"},
+		{name: "the whole list", paths: []string{"spec.replicas", "spec.template.spec.tolerations"},
+			sent: "patch apps/v1/deployments ns/web"},
+		{name: "the whole list and some fields of it", paths: []string{"spec.template.spec.tolerations.key", "spec.template.spec.tolerations"},
+			sent: "patch apps/v1/deployments ns/web"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := reconciletest.Context(t)
+			kube := fake.NewClientset()
+			reconciletest.Strict(kube)
+			client := kube.AppsV1().Deployments("ns")
+			_, err := client.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "gpu", Image: "cuda:12"}}, Tolerations: []corev1.Toleration{gpu}}}}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			factory := informers.NewSharedInformerFactory(kube, 0)
+			deployments := factory.Apps().V1().Deployments()
+
+			err = informer.Trim[*appsv1.Deployment](deployments.Informer(), tt.paths...)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+			} else {
+				require.ErrorContains(t, err, tt.wantErr)
+			}
+			started, stop := context.WithCancel(ctx)
+			t.Cleanup(func() { stop(); factory.Shutdown() })
+			factory.Start(started.Done())
+			require.True(t, cache.WaitForCacheSync(ctx.Done(), deployments.Informer().HasSynced))
+			cached, err := deployments.Lister().Deployments("ns").Get("web")
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantErr == "", informer.Trimmed(cached), "a refused Trim sets no transform")
+			kube.ClearActions()
+
+			_, change, err := write.New(deployments.TypedInformer()).Ensure(ctx, client, webWant(), addSpot)
+			require.NoError(t, err)
+			assert.Equal(t, write.Updated, change)
+			assert.Equal(t, []string{tt.sent}, reconciletest.Describe(kube.Actions()))
+			d, err := client.Get(ctx, "web", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, []corev1.Toleration{gpu, spot}, d.Spec.Template.Spec.Tolerations, "the server's toleration is kept as it was")
+		})
+	}
 }

@@ -45,12 +45,14 @@
 // the trimmed copy as a patch, guarded by the copy's resourceVersion (a
 // conflict is judged like any other). For the kinds of k8s.io/api it is a
 // strategic merge patch, so a container or port that mutate changes or
-// adds by name leaves the others as they are; for custom resources a JSON
-// merge patch, and a change to a list there fails with an error wrapping
-// ErrTrimmed, as the list would be replaced by what the cache kept of its
-// items. UpdateStatus of a trimmed object fails the same way: write its
-// status with ApplyStatus or Patch. mutate sees, and may change, only
-// what the informer kept.
+// adds by name leaves the others as they are, and a list such a patch
+// replaces whole (a pod's tolerations) is one the informer kept whole or
+// not at all, as informer.Trim refuses to keep only some fields of its
+// items; for custom resources a JSON merge patch, and a change to a list
+// there fails with an error wrapping ErrTrimmed, as the list would be
+// replaced by what the cache kept of its items. UpdateStatus of a trimmed
+// object fails the same way: write its status with ApplyStatus or Patch.
+// mutate sees, and may change, only what the informer kept.
 //
 // # When an answer is quiet, and for how long
 //
