@@ -263,6 +263,16 @@ func TestEnsureTrimmedCustomResource(t *testing.T) {
 	})
 	require.ErrorIs(t, err, write.ErrTrimmed)
 	assert.ErrorContains(t, err, "sets a list")
+
+	// A status change is refused, status subresource or not.
+	foos.ClearActions()
+	_, _, err = objects.Ensure(ctx, client, want, func(f *samplev1alpha1.Foo) error {
+		f.Status.AvailableReplicas = 2
+		return nil
+	})
+	require.ErrorIs(t, err, write.ErrTrimmed)
+	assert.ErrorContains(t, err, "mutate changed the status")
+	assert.Empty(t, foos.Actions())
 }
 
 // Regression test: tolerations are an atomic list, which a strategic merge
@@ -328,6 +338,63 @@ func TestTrimmedAtomicList(t *testing.T) {
 			d, err := client.Get(ctx, "web", metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, []corev1.Toleration{gpu, spot}, d.Spec.Template.Spec.Tolerations, "the server's toleration is kept as it was")
+		})
+	}
+}
+
+// Regression test: a status change made through Ensure or Update of a
+// trimmed object fails with ErrTrimmed and sends nothing. A patch of the
+// object does not write the status of a kind with a status subresource,
+// and the trimmed copy cannot tell the server's status from its own, so
+// the same patch would go out on every reconcile and change nothing.
+func TestTrimmedStatusChangeThroughUpdate(t *testing.T) {
+	available := func(d *appsv1.Deployment) error {
+		d.Status.AvailableReplicas = 1
+		return nil
+	}
+	tests := []struct {
+		name  string
+		write func(ctx context.Context, e *deploymentEnv, cached *appsv1.Deployment) (write.Change, error)
+	}{
+		{name: "Ensure", write: func(ctx context.Context, e *deploymentEnv, _ *appsv1.Deployment) (write.Change, error) {
+			_, change, err := e.objects.Ensure(ctx, e.client(), webWant(), available)
+			return change, err
+		}},
+		{name: "Update", write: func(ctx context.Context, e *deploymentEnv, cached *appsv1.Deployment) (write.Change, error) {
+			_, change, err := e.objects.Update(ctx, e.client(), cached, available)
+			return change, err
+		}},
+		{name: "Update of the status and the replicas", write: func(ctx context.Context, e *deploymentEnv, cached *appsv1.Deployment) (write.Change, error) {
+			_, change, err := e.objects.Update(ctx, e.client(), cached, func(d *appsv1.Deployment) error {
+				d.Spec.Replicas = ptr.To[int32](5)
+				return available(d)
+			})
+			return change, err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := reconciletest.Context(t)
+			e := newDeploymentEnv(t)
+			// The server's status has what the cache does not keep.
+			withStatus := e.server(t)
+			withStatus.Status = appsv1.DeploymentStatus{ObservedGeneration: withStatus.Generation, Replicas: 1, ReadyReplicas: 1}
+			before, err := e.kube.AppsV1().Deployments("ns").UpdateStatus(ctx, withStatus, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			e.deliver(t)
+			cached, found, err := e.objects.Get(cache.ObjectName{Namespace: "ns", Name: "web"})
+			require.NoError(t, err)
+			require.True(t, found)
+			e.kube.ClearActions()
+
+			for range 2 { // a retry is refused the same way
+				change, err := tt.write(ctx, e, cached)
+				require.ErrorIs(t, err, write.ErrTrimmed)
+				assert.ErrorContains(t, err, "ns/web: the object was trimmed by its informer: mutate changed the status")
+				assert.Equal(t, write.Unchanged, change)
+			}
+			assert.Empty(t, e.kube.Actions(), "nothing is sent")
+			assert.Equal(t, before, e.server(t))
 		})
 	}
 }
