@@ -39,7 +39,8 @@
 // controller reads, by their JSON paths, and the cache keeps only those and
 // each object's identity; a trimmed object is marked so that it is never
 // written back whole (package reconcile/write patches what a controller
-// changes in one):
+// changes in one), and a path that would keep only some fields of the
+// items of a list a strategic merge patch replaces whole is refused:
 //
 //	err := informer.Trim[*appsv1.Deployment](factory.Apps().V1().Deployments().Informer(),
 //		"spec.replicas", "spec.template.spec.containers.image", "status.availableReplicas")

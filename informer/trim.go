@@ -45,6 +45,21 @@ func Trimmed(obj metav1.Object) bool {
 // starts; it replaces the informer's transform (such as
 // StripManagedFields: a trimmed object keeps no managedFields).
 //
+// For the kinds of k8s.io/api, Trim also fails on a path that keeps only
+// some fields of the items of a list that a strategic merge patch replaces
+// whole: a list whose field's patchStrategy tag does not say merge, such
+// as a pod's tolerations and readinessGates, a node selector's
+// nodeSelectorTerms, or a label selector's matchExpressions. A change to
+// such a list, patched from the trimmed copy, would replace the server's
+// items with what the cache kept of them (an Exists toleration would come
+// back as an Equal one), so the error names the list: keep all of it or
+// none of it. The check is made here, for every informer, so that the
+// mistake shows when the controller is set up rather than when a
+// reconcile first changes the list. Lists merged item by item
+// (containers by name, ports by containerPort) may be trimmed into; so may
+// the lists of other types, which package reconcile/write patches with
+// JSON merge patches and refuses to change a list with.
+//
 // A trimmed object is marked with TrimmedAnnotation and must never be
 // written back whole: an update built from it would erase what was
 // trimmed. Package reconcile/write sends the changes a mutate function
@@ -77,6 +92,15 @@ func Trim[T Object](inf interface {
 			return fmt.Errorf("informer: trimming %v to %q: %w", t, path, err)
 		}
 	}
+	if strings.HasPrefix(t.Elem().PkgPath(), "k8s.io/api/") {
+		for _, path := range paths {
+			if list := root.atomicListOn(strings.Split(path, ".")); list != "" {
+				return fmt.Errorf("informer: trimming %v to %q: %s is a list that a strategic merge patch replaces whole, "+
+					"so a patch made from a copy that keeps only some fields of its items would erase the others: "+
+					"keep the whole list (%q) or none of it", t, path, list, list)
+			}
+		}
+	}
 	root.order(new(int))
 	if err := inf.SetTransform(trimWith[T](root, newSharedValues())); err != nil {
 		return fmt.Errorf("informer: trimming %v: %w", t, err)
@@ -88,6 +112,7 @@ func Trim[T Object](inf interface {
 type keptField struct {
 	index    []int // in the struct that holds it
 	all      bool
+	atomic   bool // a list that a strategic merge patch replaces whole
 	children map[string]*keptField
 	// id tells the kept fields of one Trim apart; ordered holds the
 	// children in the order of their fields.
@@ -114,25 +139,51 @@ func (k *keptField) add(t reflect.Type, path []string) error {
 	if t.Kind() != reflect.Struct {
 		return fmt.Errorf("%s is not a field of %v, which has no fields", path[0], t)
 	}
-	index, ft, ok := jsonField(t, path[0])
+	index, f, ok := jsonField(t, path[0])
 	if !ok {
 		return fmt.Errorf("%v has no field %q", t, path[0])
 	}
 	child := k.children[path[0]]
 	if child == nil {
-		child = &keptField{index: index, children: map[string]*keptField{}}
+		child = &keptField{index: index, atomic: atomicList(f), children: map[string]*keptField{}}
 		k.children[path[0]] = child
 	}
 	if len(path) == 1 {
 		child.all = true
 		return nil
 	}
-	return child.add(ft, path[1:])
+	return child.add(f.Type, path[1:])
+}
+
+// atomicList reports whether f is a list that a strategic merge patch
+// replaces whole: one whose patchStrategy tag does not say merge.
+func atomicList(f reflect.StructField) bool {
+	t := f.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Slice && !slices.Contains(strings.Split(f.Tag.Get("patchStrategy"), ","), "merge")
+}
+
+// atomicListOn returns the path of the first list on path, under k, that
+// a strategic merge patch replaces whole and that k keeps only some fields
+// of the items of, or "" if there is none.
+func (k *keptField) atomicListOn(path []string) string {
+	for i, name := range path {
+		k = k.children[name]
+		if k.all {
+			return ""
+		}
+		if k.atomic {
+			return strings.Join(path[:i+1], ".")
+		}
+	}
+	return ""
 }
 
 // jsonField finds the field of struct type t whose JSON name is name,
-// looking into inlined embedded structs (TypeMeta).
-func jsonField(t reflect.Type, name string) ([]int, reflect.Type, bool) {
+// looking into inlined embedded structs (TypeMeta), and its index.
+func jsonField(t reflect.Type, name string) ([]int, reflect.StructField, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -140,16 +191,16 @@ func jsonField(t reflect.Type, name string) ([]int, reflect.Type, bool) {
 			continue
 		}
 		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
-			if index, ft, ok := jsonField(f.Type, name); ok {
-				return append([]int{i}, index...), ft, true
+			if index, ff, ok := jsonField(f.Type, name); ok {
+				return append([]int{i}, index...), ff, true
 			}
 			continue
 		}
 		if tag == name || tag == "" && f.Name == name {
-			return []int{i}, f.Type, true
+			return []int{i}, f, true
 		}
 	}
-	return nil, nil, false
+	return nil, reflect.StructField{}, false
 }
 
 // keep copies the kept fields of struct src into struct dst.

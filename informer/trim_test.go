@@ -122,6 +122,22 @@ func TestTrimRefusesWhatTheTypeDoesNotHave(t *testing.T) {
 			wantErr: "x is not a field of int32"},
 		{name: "Go name, not JSON name", trim: func(c *transformOf) error { return informer.Trim[*appsv1.Deployment](c, "Spec.Replicas") },
 			wantErr: `has no field "Spec"`},
+		{name: "into the items of tolerations", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.replicas", "spec.template.spec.tolerations.key", "spec.template.spec.tolerations.effect")
+		}, wantErr: `trimming *v1.Deployment to "spec.template.spec.tolerations.key": spec.template.spec.tolerations is a list that a strategic merge patch replaces whole, ` +
+			`so a patch made from a copy that keeps only some fields of its items would erase the others: keep the whole list ("spec.template.spec.tolerations") or none of it`},
+		{name: "into the items of readiness gates", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.template.spec.readinessGates.conditionType")
+		}, wantErr: "spec.template.spec.readinessGates is a list that a strategic merge patch replaces whole"},
+		{name: "into node selector terms", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.matchExpressions")
+		}, wantErr: "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms is a list"},
+		{name: "into a label selector's expressions", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.selector.matchExpressions.key")
+		}, wantErr: "spec.selector.matchExpressions is a list"},
+		{name: "into the items of a pod's tolerations", trim: func(c *transformOf) error {
+			return informer.Trim[*corev1.Pod](c, "spec.tolerations.operator")
+		}, wantErr: "spec.tolerations is a list"},
 		{name: "informer started", trim: func(c *transformOf) error {
 			c.err = assert.AnError
 			return informer.Trim[*appsv1.Deployment](c, "spec.replicas")
@@ -131,6 +147,49 @@ func TestTrimRefusesWhatTheTypeDoesNotHave(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var c transformOf
 			assert.ErrorContains(t, tt.trim(&c), tt.wantErr)
+		})
+	}
+}
+
+// Lists that a strategic merge patch merges item by item, lists kept
+// whole, and the lists of types outside k8s.io/api (custom resources take
+// JSON merge patches, which package reconcile/write refuses to change a
+// list with) may be trimmed into.
+func TestTrimIntoLists(t *testing.T) {
+	tests := []struct {
+		name string
+		trim func(*transformOf) error
+	}{
+		{name: "merged by name", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.template.spec.containers.name", "spec.template.spec.containers.image")
+		}},
+		{name: "merged by port, inside a list merged by name", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.template.spec.containers.name", "spec.template.spec.containers.ports.containerPort")
+		}},
+		{name: "merged by type", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "status.conditions.type", "status.conditions.status")
+		}},
+		{name: "kept whole", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.template.spec.tolerations", "spec.template.spec.affinity")
+		}},
+		{name: "kept whole, given before some fields of it", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.template.spec.tolerations", "spec.template.spec.tolerations.key")
+		}},
+		{name: "kept whole, given after some fields of it", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.template.spec.tolerations.key", "spec.template.spec.tolerations")
+		}},
+		{name: "kept whole through its parent", trim: func(c *transformOf) error {
+			return informer.Trim[*appsv1.Deployment](c, "spec.template.spec.affinity.nodeAffinity", "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.matchExpressions.key")
+		}},
+		{name: "a type outside k8s.io/api", trim: func(c *transformOf) error {
+			return informer.Trim[*bare](c, "spec.items.name")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c transformOf
+			require.NoError(t, tt.trim(&c))
+			assert.NotNil(t, c.fn)
 		})
 	}
 }
@@ -210,4 +269,16 @@ func TestTrimStoresEqualValuesOnce(t *testing.T) {
 	assert.Equal(t, a.Spec.Template.Labels, other.Spec.Template.Labels)
 	a.Spec.Template.Labels["mine"] = "a"
 	assert.NotContains(t, other.Spec.Template.Labels, "mine")
+}
+
+// bare is an object of a type outside k8s.io/api, with a list that has no
+// patch strategy.
+type bare struct {
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Items []struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		} `json:"items"`
+	} `json:"spec"`
 }

@@ -16,9 +16,12 @@ import (
 )
 
 // ErrTrimmed is wrapped by the error of a write that cannot be made from an
-// object its informer trimmed (informer.Trim) without erasing what was
-// trimmed: an update of its status subresource, or a change to a list of a
-// custom resource (a merge patch replaces lists whole).
+// object its informer trimmed (informer.Trim), as it would erase what was
+// trimmed or be lost: an update of its status subresource, a change to its
+// status through Ensure or Update (a patch of the object does not write
+// the status of a kind that has a status subresource), or a change to a
+// list of a custom resource (a merge patch replaces lists whole). Such a
+// write sends nothing.
 var ErrTrimmed = errors.New("the object was trimmed by its informer")
 
 // trimmedPatch returns the patch that makes on the API server the change
@@ -26,9 +29,13 @@ var ErrTrimmed = errors.New("the object was trimmed by its informer")
 // a strategic merge patch for the kinds of k8s.io/api, which merges lists
 // of named items (containers, ports, volumes) item by item, and a JSON
 // merge patch for the others. Fields the informer did not keep are in
-// neither object, so the patch leaves them as the server has them. The
-// patch carries current's resourceVersion: the server refuses it with a
-// conflict if the object changed since.
+// neither object, so the patch leaves them as the server has them; a list
+// the patch replaces whole was kept whole or not at all, as informer.Trim
+// refuses to keep only some fields of the items of such a list of a
+// k8s.io/api kind. A change to the status, or to a list of another kind,
+// is an error wrapping ErrTrimmed. The patch carries current's
+// resourceVersion: the server refuses it with a conflict if the object
+// changed since.
 func trimmedPatch[T Object](name cache.ObjectName, current, obj T) (types.PatchType, []byte, error) {
 	before, err := json.Marshal(unmarked(current))
 	if err != nil {
@@ -54,6 +61,10 @@ func trimmedPatch[T Object](name cache.ObjectName, current, obj T) (types.PatchT
 	}
 	if pt == types.MergePatchType && setsList(withoutMetadata(patch)) {
 		return "", nil, fmt.Errorf("write: %s: %w: the change sets a list, which a merge patch would replace whole, with what the cache kept of its items", name, ErrTrimmed)
+	}
+	if _, ok := patch["status"]; ok {
+		return "", nil, fmt.Errorf("write: %s: %w: mutate changed the status, which a patch of the object does not write "+
+			"where the kind has a status subresource; write it with ApplyStatus or a patch of the status subresource", name, ErrTrimmed)
 	}
 	meta, _ := patch["metadata"].(map[string]any)
 	if meta == nil {

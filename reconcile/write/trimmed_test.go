@@ -1,6 +1,7 @@
 package write_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -262,4 +263,138 @@ func TestEnsureTrimmedCustomResource(t *testing.T) {
 	})
 	require.ErrorIs(t, err, write.ErrTrimmed)
 	assert.ErrorContains(t, err, "sets a list")
+
+	// A status change is refused, status subresource or not.
+	foos.ClearActions()
+	_, _, err = objects.Ensure(ctx, client, want, func(f *samplev1alpha1.Foo) error {
+		f.Status.AvailableReplicas = 2
+		return nil
+	})
+	require.ErrorIs(t, err, write.ErrTrimmed)
+	assert.ErrorContains(t, err, "mutate changed the status")
+	assert.Empty(t, foos.Actions())
+}
+
+// Regression test: tolerations are an atomic list, which a strategic merge
+// patch replaces whole. A cache that kept only the key and effect of each
+// toleration would send an `Exists nvidia.com/gpu:NoSchedule` toleration
+// back as `Equal nvidia.com/gpu="":NoSchedule` with any change to the
+// list, so Trim refuses such a path before any object is cached: the
+// informer keeps whole objects, and no patch is ever made from a trimmed
+// copy of the list. Kept whole, the list is patched without loss.
+func TestTrimmedAtomicList(t *testing.T) {
+	gpu := corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	spot := corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoExecute}
+	addSpot := func(d *appsv1.Deployment) error {
+		d.Spec.Template.Spec.Tolerations = append(d.Spec.Template.Spec.Tolerations, spot)
+		return nil
+	}
+	tests := []struct {
+		name    string
+		paths   []string
+		wantErr string // of Trim
+		sent    string
+	}{
+		{name: "some fields of each toleration", paths: []string{"spec.replicas", "spec.template.spec.tolerations.key", "spec.template.spec.tolerations.effect"},
+			wantErr: `"spec.template.spec.tolerations.key": spec.template.spec.tolerations is a list that a strategic merge patch replaces whole`,
+			sent:    "update apps/v1/deployments ns/web"},
+		{name: "the whole list", paths: []string{"spec.replicas", "spec.template.spec.tolerations"},
+			sent: "patch apps/v1/deployments ns/web"},
+		{name: "the whole list and some fields of it", paths: []string{"spec.template.spec.tolerations.key", "spec.template.spec.tolerations"},
+			sent: "patch apps/v1/deployments ns/web"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := reconciletest.Context(t)
+			kube := fake.NewClientset()
+			reconciletest.Strict(kube)
+			client := kube.AppsV1().Deployments("ns")
+			_, err := client.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "gpu", Image: "cuda:12"}}, Tolerations: []corev1.Toleration{gpu}}}}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			factory := informers.NewSharedInformerFactory(kube, 0)
+			deployments := factory.Apps().V1().Deployments()
+
+			err = informer.Trim[*appsv1.Deployment](deployments.Informer(), tt.paths...)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+			} else {
+				require.ErrorContains(t, err, tt.wantErr)
+			}
+			started, stop := context.WithCancel(ctx)
+			t.Cleanup(func() { stop(); factory.Shutdown() })
+			factory.Start(started.Done())
+			require.True(t, cache.WaitForCacheSync(ctx.Done(), deployments.Informer().HasSynced))
+			cached, err := deployments.Lister().Deployments("ns").Get("web")
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantErr == "", informer.Trimmed(cached), "a refused Trim sets no transform")
+			kube.ClearActions()
+
+			_, change, err := write.New(deployments.TypedInformer()).Ensure(ctx, client, webWant(), addSpot)
+			require.NoError(t, err)
+			assert.Equal(t, write.Updated, change)
+			assert.Equal(t, []string{tt.sent}, reconciletest.Describe(kube.Actions()))
+			d, err := client.Get(ctx, "web", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, []corev1.Toleration{gpu, spot}, d.Spec.Template.Spec.Tolerations, "the server's toleration is kept as it was")
+		})
+	}
+}
+
+// Regression test: a status change made through Ensure or Update of a
+// trimmed object fails with ErrTrimmed and sends nothing. A patch of the
+// object does not write the status of a kind with a status subresource,
+// and the trimmed copy cannot tell the server's status from its own, so
+// the same patch would go out on every reconcile and change nothing.
+func TestTrimmedStatusChangeThroughUpdate(t *testing.T) {
+	available := func(d *appsv1.Deployment) error {
+		d.Status.AvailableReplicas = 1
+		return nil
+	}
+	tests := []struct {
+		name  string
+		write func(ctx context.Context, e *deploymentEnv, cached *appsv1.Deployment) (write.Change, error)
+	}{
+		{name: "Ensure", write: func(ctx context.Context, e *deploymentEnv, _ *appsv1.Deployment) (write.Change, error) {
+			_, change, err := e.objects.Ensure(ctx, e.client(), webWant(), available)
+			return change, err
+		}},
+		{name: "Update", write: func(ctx context.Context, e *deploymentEnv, cached *appsv1.Deployment) (write.Change, error) {
+			_, change, err := e.objects.Update(ctx, e.client(), cached, available)
+			return change, err
+		}},
+		{name: "Update of the status and the replicas", write: func(ctx context.Context, e *deploymentEnv, cached *appsv1.Deployment) (write.Change, error) {
+			_, change, err := e.objects.Update(ctx, e.client(), cached, func(d *appsv1.Deployment) error {
+				d.Spec.Replicas = ptr.To[int32](5)
+				return available(d)
+			})
+			return change, err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := reconciletest.Context(t)
+			e := newDeploymentEnv(t)
+			// The server's status has what the cache does not keep.
+			withStatus := e.server(t)
+			withStatus.Status = appsv1.DeploymentStatus{ObservedGeneration: withStatus.Generation, Replicas: 1, ReadyReplicas: 1}
+			before, err := e.kube.AppsV1().Deployments("ns").UpdateStatus(ctx, withStatus, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			e.deliver(t)
+			cached, found, err := e.objects.Get(cache.ObjectName{Namespace: "ns", Name: "web"})
+			require.NoError(t, err)
+			require.True(t, found)
+			e.kube.ClearActions()
+
+			for range 2 { // a retry is refused the same way
+				change, err := tt.write(ctx, e, cached)
+				require.ErrorIs(t, err, write.ErrTrimmed)
+				assert.ErrorContains(t, err, "ns/web: the object was trimmed by its informer: mutate changed the status")
+				assert.Equal(t, write.Unchanged, change)
+			}
+			assert.Empty(t, e.kube.Actions(), "nothing is sent")
+			assert.Equal(t, before, e.server(t))
+		})
+	}
 }

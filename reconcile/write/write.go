@@ -45,12 +45,18 @@
 // the trimmed copy as a patch, guarded by the copy's resourceVersion (a
 // conflict is judged like any other). For the kinds of k8s.io/api it is a
 // strategic merge patch, so a container or port that mutate changes or
-// adds by name leaves the others as they are; for custom resources a JSON
-// merge patch, and a change to a list there fails with an error wrapping
-// ErrTrimmed, as the list would be replaced by what the cache kept of its
-// items. UpdateStatus of a trimmed object fails the same way: write its
-// status with ApplyStatus or Patch. mutate sees, and may change, only
-// what the informer kept.
+// adds by name leaves the others as they are, and a list such a patch
+// replaces whole (a pod's tolerations) is one the informer kept whole or
+// not at all, as informer.Trim refuses to keep only some fields of its
+// items; for custom resources a JSON merge patch, and a change to a list
+// there fails with an error wrapping ErrTrimmed, as the list would be
+// replaced by what the cache kept of its items. A change to the status
+// fails the same way, whether or not the kind has a status subresource (a
+// patch of the object does not write the status of a kind that has one,
+// and the trimmed copy cannot show that it was left out), and so does
+// UpdateStatus of a trimmed object: write its status with ApplyStatus or
+// Patch. None of these refusals sends a request. mutate sees, and may
+// change, only what the informer kept.
 //
 // # When an answer is quiet, and for how long
 //
@@ -313,7 +319,9 @@ func (o *Objects[T]) Get(name cache.ObjectName) (T, bool, error) {
 // that object too, so that a refusal does not wait for the cache. mutate
 // must not change the name or namespace, and must set nothing in the
 // status: an update of the object does not write a status subresource, and
-// a status the API server left out is an error (use UpdateStatus).
+// a status the API server left out is an error (use UpdateStatus); for an
+// object its informer trimmed, a status change is an error wrapping
+// ErrTrimmed, and nothing is sent.
 //
 // Ensure returns the object as written (or the cached one when Unchanged)
 // and what it did. The errors of a stale cache match reconcile.ErrStaleCache
