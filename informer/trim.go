@@ -56,9 +56,11 @@ func Trimmed(obj metav1.Object) bool {
 // none of it. The check is made here, for every informer, so that the
 // mistake shows when the controller is set up rather than when a
 // reconcile first changes the list. Lists merged item by item
-// (containers by name, ports by containerPort) may be trimmed into; so may
+// (containers by name, ports by containerPort) may be trimmed into, as may
 // the lists of other types, which package reconcile/write patches with
-// JSON merge patches and refuses to change a list with.
+// JSON merge patches and refuses to change a list with. A path into the
+// items of a list merged by key keeps their key too (the containers' names
+// with their images): a patch names each item it changes by its key.
 //
 // A trimmed object is marked with TrimmedAnnotation and must never be
 // written back whole: an update built from it would erase what was
@@ -151,6 +153,12 @@ func (k *keptField) add(t reflect.Type, path []string) error {
 	if len(path) == 1 {
 		child.all = true
 		return nil
+	}
+	if key := f.Tag.Get("patchMergeKey"); key != "" && !child.atomic {
+		// A patch of some fields of an item names the item by its key.
+		if err := child.add(f.Type, []string{key}); err != nil {
+			return err
+		}
 	}
 	return child.add(f.Type, path[1:])
 }

@@ -282,3 +282,36 @@ type bare struct {
 		} `json:"items"`
 	} `json:"spec"`
 }
+
+// A path into the items of a list merged by key keeps the key too: a patch
+// made from the trimmed copy names each item it changes, as a strategic
+// merge patch must (an item without its key is refused by the API server,
+// and a fake clientset adds it as a new item).
+func TestTrimKeepsTheMergeKeyOfAList(t *testing.T) {
+	tests := []struct {
+		name  string
+		paths []string
+		want  appsv1.DeploymentSpec
+	}{
+		{name: "containers by name", paths: []string{"spec.template.spec.containers.image"},
+			want: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "nginx", Image: "nginx:1"}, {Name: "sidecar", Image: "proxy:2"}}}}}},
+		{name: "ports by containerPort, inside containers by name", paths: []string{"spec.template.spec.containers.ports.protocol"},
+			want: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "nginx"}, {Name: "sidecar", Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}}}}},
+		{name: "a list kept whole needs nothing more", paths: []string{"spec.template.spec.containers"},
+			want: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: fullDeployment().Spec.Template.Spec.Containers}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var inf transformOf
+			require.NoError(t, informer.Trim[*appsv1.Deployment](&inf, tt.paths...))
+			out, err := inf.fn(fullDeployment())
+			require.NoError(t, err)
+			got, ok := out.(*appsv1.Deployment)
+			require.True(t, ok)
+			assert.Equal(t, tt.want, got.Spec)
+		})
+	}
+}
