@@ -87,7 +87,8 @@ func Validating[T runtime.Object](validate ValidateFunc[T], opts ...Option) (htt
 // defaults on objects of type T: it calls defaults for CREATE and UPDATE
 // requests of T's kind and admits the others unchanged. The patch changes
 // only what defaults changed, so fields the Go type does not know are
-// kept. Requests are refused as by Validating.
+// kept, and numbers are patched exactly as the Go type encodes them (an
+// int64 beyond 2^53 included). Requests are refused as by Validating.
 func Mutating[T runtime.Object](defaults DefaultFunc[T], opts ...Option) (http.Handler, error) {
 	if defaults == nil {
 		return nil, errors.New("webhook: Mutating needs a defaults function")
