@@ -441,3 +441,63 @@ func TestMutatingKeepsIntegersExact(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectIsNotDecodedAsTheObject is a regression test: the object of a
+// CONNECT request, the options of the connection (a PodExecOptions for
+// pods/exec), was decoded into the handler's type as if it were the
+// object, and refused when it did not decode.
+func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
+	exec := func(object string) *admissionv1.AdmissionRequest {
+		req := webhooktest.Request(admissionv1.Connect, nil, nil)
+		req.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+		req.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+		req.SubResource, req.Name, req.Namespace = "exec", "p", "default"
+		req.Object.Raw = []byte(object)
+		return req
+	}
+	const options = `{"kind":"PodExecOptions","apiVersion":"v1","stdin":true,"container":"app","command":["sh"]}`
+
+	t.Run("a validator sees no object and the options as sent", func(t *testing.T) {
+		var seen []webhook.Request[*corev1.Pod]
+		h, err := webhook.Validating(func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
+			seen = append(seen, req)
+			if req.Operation == admissionv1.Connect && req.SubResource == "exec" {
+				return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec")}
+			}
+			return nil, nil
+		})
+		require.NoError(t, err)
+		resp := webhooktest.Admit(t, h, exec(options))
+		assert.False(t, resp.Allowed)
+		require.NotNil(t, resp.Result)
+		assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code)
+		require.Len(t, seen, 1)
+		assert.Nil(t, seen[0].Object, "the options are not the object")
+		assert.Nil(t, seen[0].OldObject)
+		assert.JSONEq(t, options, string(seen[0].Admission.Object.Raw))
+	})
+
+	t.Run("a defaulter is not called and the request is admitted unchanged", func(t *testing.T) {
+		tests := []struct {
+			name   string
+			object string
+		}{
+			{name: "options of another shape than the object", object: options},
+			{name: "options that do not decode into the object's type", object: `{"kind":"PodExecOptions","apiVersion":"v1","spec":"sh"}`},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				called := false
+				h, err := webhook.Mutating(func(context.Context, webhook.Request[*corev1.Pod]) error {
+					called = true
+					return nil
+				})
+				require.NoError(t, err)
+				resp := webhooktest.Admit(t, h, exec(tt.object))
+				assert.True(t, resp.Allowed, "%v", resp.Result)
+				assert.Empty(t, resp.Patch)
+				assert.False(t, called)
+			})
+		}
+	})
+}
