@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,6 +144,7 @@ type config struct {
 	kind    string
 	routes  []route
 	metrics *metrics.Recorder
+	tls     []func(*tls.Config)
 	errs    []error
 }
 
@@ -167,8 +169,8 @@ func configure(opts []Option) (config, error) {
 // otherwise.
 func handlerConfig[T runtime.Object](name string, opts []Option) (config, error) {
 	cfg, err := configure(opts)
-	if err == nil && (len(cfg.routes) > 0 || cfg.metrics != nil) {
-		err = errors.New("Handle and WithMetrics apply to NewServer")
+	if err == nil && (len(cfg.routes) > 0 || cfg.metrics != nil || len(cfg.tls) > 0) {
+		err = errors.New("Handle, WithMetrics and WithTLSConfig apply to NewServer")
 	}
 	if t := reflect.TypeFor[T](); err == nil && (t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct) {
 		err = fmt.Errorf("needs a pointer to an API type, not %v", t)
