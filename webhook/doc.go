@@ -33,6 +33,17 @@
 // Flags.WebhookCertificates is set to NewManagedCertificates' (see
 // examples/bucket, which does both).
 //
+// A defaulter's patch carries numbers exactly as its Go type encodes them,
+// so an int64 beyond 2^53 reaches the API server unrounded. A CONNECT
+// request (pods/exec, pods/attach, pods/portforward and the like) carries
+// the options of the connection, not an object: a validator gets it with
+// a nil Object and the options undecoded in Request.Admission, and a
+// defaulter is not called.
+//
+// WithTLSConfig changes the server's TLS configuration (minimum version,
+// cipher suites, client certificates required) after its defaults; the
+// certificate is always the one of its Certificates.
+//
 // Bad requests (not a POST of JSON, larger than MaxRequestBytes, not an
 // AdmissionReview or ConversionReview, an object of another kind or that
 // does not decode) are refused with the reason, never with a panic; a
