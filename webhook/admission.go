@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,10 +32,14 @@ type Request[T runtime.Object] struct {
 	// Operation is CREATE, UPDATE, DELETE or CONNECT.
 	Operation admissionv1.Operation
 	// Object is the object to be stored: set for CREATE and UPDATE, nil
-	// for DELETE.
+	// for DELETE and CONNECT. The object of a CONNECT request (to a
+	// subresource such as pods/exec, pods/attach or pods/portforward) is
+	// the options of the connection, such as a PodExecOptions, not an
+	// object of T's kind: it is not decoded, and stays as the API server
+	// sent it in Admission.Object.
 	Object T
 	// OldObject is the object stored before: set for UPDATE and DELETE,
-	// nil for CREATE.
+	// nil for CREATE and CONNECT.
 	OldObject T
 	// SubResource is the subresource written, such as "status", or empty
 	// for the object itself.
@@ -63,11 +68,12 @@ type DefaultFunc[T runtime.Object] func(ctx context.Context, req Request[T]) err
 
 // Validating returns the handler of a validating admission webhook for
 // objects of type T (a pointer to an API type, such as *appsv1.Deployment):
-// it calls validate for every request of T's kind, any operation. A request
-// for another kind, whose object does not decode, or that is not an
-// AdmissionReview is refused with its reason; validate panicking refuses
-// the request as an internal error. T's kind is its Go type's name unless
-// WithKind says otherwise.
+// it calls validate for every request of T's kind, any operation; for a
+// CONNECT request, Object is nil and the options of the connection are in
+// Admission.Object (see Request.Object). A request for another kind, whose
+// object does not decode, or that is not an AdmissionReview is refused
+// with its reason; validate panicking refuses the request as an internal
+// error. T's kind is its Go type's name unless WithKind says otherwise.
 func Validating[T runtime.Object](validate ValidateFunc[T], opts ...Option) (http.Handler, error) {
 	if validate == nil {
 		return nil, errors.New("webhook: Validating needs a validate function")
@@ -85,9 +91,12 @@ func Validating[T runtime.Object](validate ValidateFunc[T], opts ...Option) (htt
 
 // Mutating returns the handler of a mutating admission webhook that sets
 // defaults on objects of type T: it calls defaults for CREATE and UPDATE
-// requests of T's kind and admits the others unchanged. The patch changes
-// only what defaults changed, so fields the Go type does not know are
-// kept. Requests are refused as by Validating.
+// requests of T's kind and admits the others unchanged, DELETE and
+// CONNECT (whose options it does not decode, see Request.Object). The
+// patch changes only what defaults changed, so fields the Go type does not
+// know are kept, and numbers are patched exactly as the Go type encodes
+// them (an int64 beyond 2^53 included). Requests are refused as by
+// Validating.
 func Mutating[T runtime.Object](defaults DefaultFunc[T], opts ...Option) (http.Handler, error) {
 	if defaults == nil {
 		return nil, errors.New("webhook: Mutating needs a defaults function")
@@ -135,6 +144,7 @@ type config struct {
 	kind    string
 	routes  []route
 	metrics *metrics.Recorder
+	tls     []func(*tls.Config)
 	errs    []error
 }
 
@@ -159,8 +169,8 @@ func configure(opts []Option) (config, error) {
 // otherwise.
 func handlerConfig[T runtime.Object](name string, opts []Option) (config, error) {
 	cfg, err := configure(opts)
-	if err == nil && (len(cfg.routes) > 0 || cfg.metrics != nil) {
-		err = errors.New("Handle and WithMetrics apply to NewServer")
+	if err == nil && (len(cfg.routes) > 0 || cfg.metrics != nil || len(cfg.tls) > 0) {
+		err = errors.New("Handle, WithMetrics and WithTLSConfig apply to NewServer")
 	}
 	if t := reflect.TypeFor[T](); err == nil && (t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct) {
 		err = fmt.Errorf("needs a pointer to an API type, not %v", t)
@@ -230,12 +240,17 @@ func (a *admission[T]) admit(ctx context.Context, ar *admissionv1.AdmissionReque
 		return refusal(apierrors.NewBadRequest(fmt.Sprintf("this webhook admits %s objects, not %s", a.kind, ar.Kind.Kind)))
 	}
 	req := Request[T]{Operation: ar.Operation, SubResource: ar.SubResource, DryRun: ar.DryRun != nil && *ar.DryRun, Admission: ar}
-	var err error
-	if req.Object, err = decode[T](ar.Object); err != nil {
-		return refusal(apierrors.NewBadRequest("the object does not decode: " + err.Error()))
-	}
-	if req.OldObject, err = decode[T](ar.OldObject); err != nil {
-		return refusal(apierrors.NewBadRequest("the old object does not decode: " + err.Error()))
+	// The object of a CONNECT request is the options of the connection,
+	// such as a PodExecOptions for pods/exec, not an object of T's kind:
+	// it is left to the handler in req.Admission.Object.
+	if ar.Operation != admissionv1.Connect {
+		var err error
+		if req.Object, err = decode[T](ar.Object); err != nil {
+			return refusal(apierrors.NewBadRequest("the object does not decode: " + err.Error()))
+		}
+		if req.OldObject, err = decode[T](ar.OldObject); err != nil {
+			return refusal(apierrors.NewBadRequest("the old object does not decode: " + err.Error()))
+		}
 	}
 	switch {
 	case (ar.Operation == admissionv1.Create || ar.Operation == admissionv1.Update) && isNil(req.Object):

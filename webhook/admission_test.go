@@ -364,3 +364,140 @@ func malformed(valid []byte, n int, next func(int) int) [][]byte {
 	}
 	return out
 }
+
+// TestMutatingKeepsIntegersExact is a regression test: the patch carried
+// integers through float64, so those above 2^53 reached the API server
+// rounded, and a change by less than float64's step was not patched.
+func TestMutatingKeepsIntegersExact(t *testing.T) {
+	const big = int64(1)<<53 + 1 // the first integer float64 rounds
+	pod := func(runAsUser *int64, deadline *int64) *corev1.Pod {
+		p := &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+			Spec: corev1.PodSpec{
+				ActiveDeadlineSeconds: deadline,
+				Containers:            []corev1.Container{{Name: "app", Image: "app"}},
+			},
+		}
+		if runAsUser != nil {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: runAsUser}
+		}
+		return p
+	}
+	tests := []struct {
+		name     string
+		obj      *corev1.Pod
+		defaults func(*corev1.Pod)
+		// wantUser is the first container's runAsUser once patched,
+		// wantDeadline the pod's activeDeadlineSeconds, 0 for none.
+		wantUser, wantDeadline int64
+		wantContainers         int
+	}{
+		{
+			name:         "a large integer set",
+			obj:          pod(nil, nil),
+			defaults:     func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To(big) },
+			wantDeadline: big, wantContainers: 1,
+		},
+		{
+			name: "a large integer in a list the defaulter lengthens",
+			obj:  pod(ptr.To(big), nil),
+			defaults: func(p *corev1.Pod) {
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "sidecar"})
+			},
+			wantUser: big, wantContainers: 2,
+		},
+		{
+			name:         "a large integer changed by one",
+			obj:          pod(nil, ptr.To(big-1)),
+			defaults:     func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To(big) },
+			wantDeadline: big, wantContainers: 1,
+		},
+		{
+			name:         "a negative large integer set",
+			obj:          pod(nil, nil),
+			defaults:     func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To(-big) },
+			wantDeadline: -big, wantContainers: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := webhook.Mutating(func(_ context.Context, req webhook.Request[*corev1.Pod]) error {
+				tt.defaults(req.Object)
+				return nil
+			})
+			require.NoError(t, err)
+			req := webhooktest.Request(admissionv1.Create, tt.obj, nil)
+			resp := webhooktest.Admit(t, h, req)
+			require.True(t, resp.Allowed)
+			got := webhooktest.Patched(t, req, resp, &corev1.Pod{})
+			require.Len(t, got.Spec.Containers, tt.wantContainers)
+			assert.Equal(t, tt.wantDeadline, ptr.Deref(got.Spec.ActiveDeadlineSeconds, 0), "patch %s", resp.Patch)
+			var user int64
+			if sc := got.Spec.Containers[0].SecurityContext; sc != nil {
+				user = ptr.Deref(sc.RunAsUser, 0)
+			}
+			assert.Equal(t, tt.wantUser, user, "patch %s", resp.Patch)
+		})
+	}
+}
+
+// TestConnectIsNotDecodedAsTheObject is a regression test: the object of a
+// CONNECT request, the options of the connection (a PodExecOptions for
+// pods/exec), was decoded into the handler's type as if it were the
+// object, and refused when it did not decode.
+func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
+	exec := func(object string) *admissionv1.AdmissionRequest {
+		req := webhooktest.Request(admissionv1.Connect, nil, nil)
+		req.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+		req.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+		req.SubResource, req.Name, req.Namespace = "exec", "p", "default"
+		req.Object.Raw = []byte(object)
+		return req
+	}
+	const options = `{"kind":"PodExecOptions","apiVersion":"v1","stdin":true,"container":"app","command":["sh"]}`
+
+	t.Run("a validator sees no object and the options as sent", func(t *testing.T) {
+		var seen []webhook.Request[*corev1.Pod]
+		h, err := webhook.Validating(func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
+			seen = append(seen, req)
+			if req.Operation == admissionv1.Connect && req.SubResource == "exec" {
+				return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec")}
+			}
+			return nil, nil
+		})
+		require.NoError(t, err)
+		resp := webhooktest.Admit(t, h, exec(options))
+		assert.False(t, resp.Allowed)
+		require.NotNil(t, resp.Result)
+		assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code)
+		require.Len(t, seen, 1)
+		assert.Nil(t, seen[0].Object, "the options are not the object")
+		assert.Nil(t, seen[0].OldObject)
+		assert.JSONEq(t, options, string(seen[0].Admission.Object.Raw))
+	})
+
+	t.Run("a defaulter is not called and the request is admitted unchanged", func(t *testing.T) {
+		tests := []struct {
+			name   string
+			object string
+		}{
+			{name: "options of another shape than the object", object: options},
+			{name: "options that do not decode into the object's type", object: `{"kind":"PodExecOptions","apiVersion":"v1","spec":"sh"}`},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				called := false
+				h, err := webhook.Mutating(func(context.Context, webhook.Request[*corev1.Pod]) error {
+					called = true
+					return nil
+				})
+				require.NoError(t, err)
+				resp := webhooktest.Admit(t, h, exec(tt.object))
+				assert.True(t, resp.Allowed, "%v", resp.Result)
+				assert.Empty(t, resp.Patch)
+				assert.False(t, called)
+			})
+		}
+	})
+}

@@ -33,6 +33,26 @@
 // Flags.WebhookCertificates is set to NewManagedCertificates' (see
 // examples/bucket, which does both).
 //
+// A defaulter's patch carries numbers exactly as its Go type encodes them,
+// so an int64 beyond 2^53 reaches the API server unrounded. A CONNECT
+// request (pods/exec, pods/attach, pods/portforward and the like) carries
+// the options of the connection, not an object: a validator gets it with
+// a nil Object and the options undecoded in Request.Admission, and a
+// defaulter is not called.
+//
+// WithTLSConfig changes the server's TLS configuration (minimum version,
+// cipher suites, client certificates required) after its defaults; the
+// certificate is always the one of its Certificates.
+//
+// Bad requests (not a POST of JSON, larger than MaxRequestBytes, not an
+// AdmissionReview or ConversionReview, an object of another kind or that
+// does not decode) are refused with the reason, never with a panic; a
+// panic of the caller's function refuses its request as an internal error.
+//
+// Package webhooktest calls the handlers without a server, applies the
+// patches they answer with, round-trips fuzzed objects through a
+// conversion webhook, and issues test certificates.
+//
 // # Certificates the operator issues itself
 //
 // NewManagedCertificates keeps a CA and a serving pair it signs in a
@@ -80,13 +100,4 @@
 //     others it has; one that lacks a name is reissued for its names and
 //     this replica's, so that replicas with different names (during a
 //     rolling update) agree on one pair after one reissue.
-//
-// Bad requests (not a POST of JSON, larger than MaxRequestBytes, not an
-// AdmissionReview or ConversionReview, an object of another kind or that
-// does not decode) are refused with the reason, never with a panic; a
-// panic of the caller's function refuses its request as an internal error.
-//
-// Package webhooktest calls the handlers without a server, applies the
-// patches they answer with, round-trips fuzzed objects through a
-// conversion webhook, and issues test certificates.
 package webhook

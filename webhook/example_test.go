@@ -2,7 +2,10 @@ package webhook_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -81,4 +84,34 @@ func ExampleMutating() {
 	}
 	fmt.Println(out.Response.Allowed, *out.Response.PatchType, string(out.Response.Patch))
 	// Output: true JSONPatch [{"op":"add","path":"/spec/replicas","value":1}]
+}
+
+// A cluster's policy may ask for TLS 1.3 and for the API server's client
+// certificate; the certificate served stays the one of NewCertFiles.
+func ExampleWithTLSConfig() {
+	validate, err := webhook.Validating(func(context.Context, webhook.Request[*appsv1.Deployment]) ([]string, field.ErrorList) {
+		return nil, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	apiServerCAs := x509.NewCertPool() // the CA of the API server's client certificate
+	server, err := webhook.NewServer(":9443", certificates{}, webhook.Handle("/validate-deployment", validate),
+		webhook.WithTLSConfig(func(c *tls.Config) {
+			c.MinVersion = tls.VersionTLS13
+			c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, apiServerCAs
+		}))
+	if err != nil {
+		panic(err)
+	}
+	cfg := server.TLSConfig()
+	fmt.Println(cfg.MinVersion == tls.VersionTLS13, cfg.ClientAuth, cfg.GetCertificate != nil)
+	// Output: true RequireAndVerifyClientCert true
+}
+
+// certificates stands for NewCertFiles' in the examples.
+type certificates struct{}
+
+func (certificates) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return nil, errors.New("no certificate in an example")
 }

@@ -1,8 +1,11 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -22,7 +25,7 @@ type patchOp struct {
 func setTo(op, path string, v any) patchOp {
 	data, err := json.Marshal(v)
 	if err != nil {
-		// v came from json.Unmarshal, which gives only values that encode.
+		// v came from decodeExact, which gives only values that encode.
 		panic(fmt.Sprintf("webhook: encoding a patch value: %v", err))
 	}
 	return patchOp{Op: op, Path: path, Value: data}
@@ -34,7 +37,9 @@ func setTo(op, path string, v any) patchOp {
 // defaulted. Only what differs between before and after is patched, so a
 // field of raw that the Go type does not know, or encodes differently, is
 // left as it is, except inside a list whose length the defaulter changed,
-// which is replaced whole.
+// which is replaced whole. Numbers are compared and written as the
+// documents spell them, never through float64, so that an integer beyond
+// 2^53 is patched exactly.
 func jsonPatch(raw, before, after []byte) ([]patchOp, error) {
 	var r, b, a any
 	for _, d := range []struct {
@@ -42,7 +47,7 @@ func jsonPatch(raw, before, after []byte) ([]patchOp, error) {
 		into *any
 		name string
 	}{{raw, &r, "the request's object"}, {before, &b, "the decoded object"}, {after, &a, "the defaulted object"}} {
-		if err := json.Unmarshal(d.data, d.into); err != nil {
+		if err := decodeExact(d.data, d.into); err != nil {
 			return nil, fmt.Errorf("webhook: decoding %s as JSON: %w", d.name, err)
 		}
 	}
@@ -51,8 +56,24 @@ func jsonPatch(raw, before, after []byte) ([]patchOp, error) {
 	return ops, nil
 }
 
+// decodeExact decodes the JSON document data into v, its numbers as
+// json.Number, which keeps them as written.
+func decodeExact(data []byte, v *any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return errors.New("data after the document")
+	}
+	return nil
+}
+
 // diff appends to ops what turns raw (present tells whether it exists) at
-// path into after, where before and after differ.
+// path into after, where before and after differ. before and after are
+// encoded by one encoder from one Go type, so an equal number is spelled
+// alike in both, and json.Number's text compares it exactly.
 func diff(ops *[]patchOp, path string, raw any, present bool, before, after any) {
 	if reflect.DeepEqual(before, after) {
 		return

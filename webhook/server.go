@@ -31,11 +31,12 @@ type Server struct {
 	certs   Certificates
 	handler http.Handler
 	paths   []string
+	tls     []func(*tls.Config)
 }
 
 // NewServer returns the server at addr (such as ":9443") of the webhooks
 // that Handle options give, with the certificate of certs. WithMetrics
-// counts their requests.
+// counts their requests; WithTLSConfig changes the TLS configuration.
 func NewServer(addr string, certs Certificates, opts ...Option) (*Server, error) {
 	cfg, err := configure(opts)
 	if err != nil {
@@ -55,7 +56,7 @@ func NewServer(addr string, certs Certificates, opts ...Option) (*Server, error)
 		errs = append(errs, errors.New("no webhook to serve: give Handle options"))
 	}
 	mux := http.NewServeMux()
-	s := &Server{addr: addr, certs: certs, handler: mux}
+	s := &Server{addr: addr, certs: certs, handler: mux, tls: cfg.tls}
 	for _, r := range cfg.routes {
 		switch {
 		case !strings.HasPrefix(r.path, "/"):
@@ -101,6 +102,23 @@ func WithMetrics(r *metrics.Recorder) Option {
 	}
 }
 
+// WithTLSConfig lets configure change the server's TLS configuration, such
+// as its minimum version, its cipher suites or the client certificates it
+// requires (ClientAuth and ClientCAs); an option of NewServer. configure
+// is called on each configuration TLSConfig returns, after the server's
+// defaults are set and in the order the options are given; the server's
+// GetCertificate is set again after it, so the certificate served is
+// always the one Certificates gives.
+func WithTLSConfig(configure func(*tls.Config)) Option {
+	return func(c *config) {
+		if configure == nil {
+			c.errs = append(c.errs, errors.New("WithTLSConfig: the function is nil"))
+			return
+		}
+		c.tls = append(c.tls, configure)
+	}
+}
+
 // Run keeps the server's certificates current until ctx ends, for
 // certificates that need it, such as ManagedCertificates, and returns nil
 // then; queue/operator's WithWebhooks runs it while the server serves.
@@ -123,11 +141,17 @@ func (s *Server) Paths() []string { return slices.Clone(s.paths) }
 // webhooks only over HTTPS.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// TLSConfig is the server's TLS configuration: TLS 1.2 or later, with the
-// certificate Certificates gives for each handshake, so that a renewed
-// certificate is served without a restart.
+// TLSConfig returns a new TLS configuration of the server: TLS 1.2 or
+// later unless WithTLSConfig says otherwise, changed by the functions of
+// WithTLSConfig, with the certificate Certificates gives for each
+// handshake, so that a renewed certificate is served without a restart.
 func (s *Server) TLSConfig() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.GetCertificate}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	for _, configure := range s.tls {
+		configure(cfg)
+	}
+	cfg.GetCertificate = s.certs.GetCertificate
+	return cfg
 }
 
 // Ready returns nil once the server has a certificate to serve that has

@@ -3,9 +3,14 @@ package webhook_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"net"
 	"net/http"
@@ -243,6 +248,7 @@ func TestNewServerRefuses(t *testing.T) {
 		{name: "no handler", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", nil)}, want: "no handler"},
 		{name: "a handler option", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", h), webhook.WithKind("Foo")}, want: "WithKind"},
 		{name: "a nil recorder", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", h), webhook.WithMetrics(nil)}, want: "recorder is nil"},
+		{name: "a nil TLS function", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", h), webhook.WithTLSConfig(nil)}, want: "WithTLSConfig: the function is nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,6 +256,105 @@ func TestNewServerRefuses(t *testing.T) {
 			assert.ErrorContains(t, err, tt.want)
 		})
 	}
-	_, err = webhook.Validating(validateReplicas, webhook.Handle("/v", h))
-	assert.ErrorContains(t, err, "apply to NewServer")
+	for _, opt := range []webhook.Option{webhook.Handle("/v", h), webhook.WithTLSConfig(func(*tls.Config) {})} {
+		_, err = webhook.Validating(validateReplicas, opt)
+		assert.ErrorContains(t, err, "apply to NewServer")
+	}
+}
+
+// clientCertificate is a self-signed client certificate and the pool that
+// trusts it.
+func clientCertificate(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "apiserver"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+// TestWithTLSConfig serves with options that a cluster's policy asks for
+// and shakes hands with clients that meet them and clients that do not.
+func TestWithTLSConfig(t *testing.T) {
+	ca := webhooktest.NewCA(t)
+	certs, err := webhook.NewCertFiles(ca.Issue(t, t.TempDir(), 10, time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+	validating, err := webhook.Validating(validateReplicas)
+	require.NoError(t, err)
+	clientCert, clientCAs := clientCertificate(t)
+	client := func(configure func(*tls.Config)) *http.Client {
+		c := newClient(ca)
+		configure(c.Transport.(*http.Transport).TLSClientConfig)
+		return c
+	}
+	type attempt struct {
+		name    string
+		client  *http.Client
+		wantErr string // empty: the request is answered
+	}
+	tests := []struct {
+		name     string
+		opts     []webhook.Option
+		attempts []attempt
+	}{
+		{
+			name: "TLS 1.3 only",
+			opts: []webhook.Option{webhook.WithTLSConfig(func(c *tls.Config) { c.MinVersion = tls.VersionTLS13 })},
+			attempts: []attempt{
+				{name: "a TLS 1.2 client is refused", client: client(func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 }), wantErr: "protocol version"},
+				{name: "a TLS 1.3 client is answered", client: client(func(c *tls.Config) { c.MinVersion = tls.VersionTLS13 })},
+			},
+		},
+		{
+			name: "client certificates required",
+			opts: []webhook.Option{webhook.WithTLSConfig(func(c *tls.Config) {
+				c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, clientCAs
+			})},
+			attempts: []attempt{
+				{name: "a client without a certificate is refused", client: client(func(*tls.Config) {}), wantErr: "certificate required"},
+				{name: "a client with a certificate is answered", client: client(func(c *tls.Config) { c.Certificates = []tls.Certificate{clientCert} })},
+			},
+		},
+		{
+			name: "the options apply in order and keep the certificate",
+			opts: []webhook.Option{
+				webhook.WithTLSConfig(func(c *tls.Config) { c.MinVersion = tls.VersionTLS13 }),
+				webhook.WithTLSConfig(func(c *tls.Config) {
+					c.MinVersion = tls.VersionTLS12
+					c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, errors.New("not this one") }
+				}),
+			},
+			attempts: []attempt{
+				{name: "a TLS 1.2 client is answered", client: client(func(c *tls.Config) { c.MaxVersion = tls.VersionTLS12 })},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := webhook.NewServer(":9443", certs, append([]webhook.Option{webhook.Handle("/validate", validating)}, tt.opts...)...)
+			require.NoError(t, err)
+			url := serve(t, s)
+			for _, a := range tt.attempts {
+				t.Run(a.name, func(t *testing.T) {
+					serial, resp, err := call(a.client, url)
+					if a.wantErr != "" {
+						assert.ErrorContains(t, err, a.wantErr)
+						return
+					}
+					require.NoError(t, err)
+					assert.Equal(t, int64(10), serial.Int64(), "the certificate of Certificates")
+					assert.True(t, resp.Allowed)
+				})
+			}
+		})
+	}
 }
