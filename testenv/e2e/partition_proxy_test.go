@@ -29,15 +29,19 @@ const (
 var errFaultCut = errors.New("connection cut")
 
 // faultProxy is a TCP forwarder on a loopback port in front of one address
-// (kube-apiserver's), byte for byte, so TLS passes through it untouched.
+// (kube-apiserver's), or of several that it takes in turn for each new
+// connection (replicas of a server), byte for byte, so TLS passes through
+// it untouched.
 // Cut, Reset and Heal put it in faultHang, faultRefuse and faultForward.
 // A connection that was open when the proxy was cut never forwards again,
 // also after Heal: the bytes it held back were dropped, so its stream is
 // broken, and its peers get it closed by Reset or Heal. The bytes a cut
 // proxy holds back are thus never delivered late.
 type faultProxy struct {
-	ln     net.Listener
-	target string
+	ln      net.Listener
+	targets []string
+	// next counts the connections dialled, to take the targets in turn.
+	next atomic.Uint64
 
 	// mode and epoch are changed under mu; epoch counts the cuts, and a
 	// pair forwards only while the mode is faultForward and the epoch is
@@ -57,6 +61,8 @@ type faultProxy struct {
 	// Figures for the test's log.
 	forwarded, hung, refused atomic.Int64 // connections accepted in each mode
 	dropped                  atomic.Int64 // bytes read but not forwarded
+	// perTarget counts the connections forwarded to each target.
+	perTarget []atomic.Int64
 }
 
 // proxyPair is one forwarded connection: the client's and the upstream.
@@ -65,13 +71,15 @@ type proxyPair struct {
 	epoch            uint64
 }
 
-// startFaultProxy listens on 127.0.0.1 and forwards to target
-// (host:port); it is closed, and its goroutines gone, when t ends.
-func startFaultProxy(t *testing.T, target string) *faultProxy {
+// startFaultProxy listens on 127.0.0.1 and forwards each connection to the
+// next of targets (host:port), in turn; it is closed, and its goroutines
+// gone, when t ends.
+func startFaultProxy(t *testing.T, targets ...string) *faultProxy {
 	t.Helper()
+	require.NotEmpty(t, targets)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	p := &faultProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &faultProxy{ln: ln, targets: targets, perTarget: make([]atomic.Int64, len(targets)), conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -94,9 +102,10 @@ func (p *faultProxy) accept() {
 // serve connects an accepted connection as the mode says.
 func (p *faultProxy) serve(c net.Conn) {
 	var up net.Conn
+	target := int((p.next.Add(1) - 1) % uint64(len(p.targets)))
 	if faultMode(p.mode.Load()) == faultForward {
 		var err error
-		if up, err = net.DialTimeout("tcp", p.target, 5*time.Second); err != nil {
+		if up, err = net.DialTimeout("tcp", p.targets[target], 5*time.Second); err != nil {
 			_ = c.Close()
 			return
 		}
@@ -124,6 +133,7 @@ func (p *faultProxy) serve(c net.Conn) {
 	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
 	p.mu.Unlock()
 	p.forwarded.Add(1)
+	p.perTarget[target].Add(1)
 	p.wg.Go(func() { p.pump(pair, up, c) })
 	p.pump(pair, c, up)
 }

@@ -170,15 +170,8 @@ func (w *warningRecorder) take() []string {
 // stored objects, a certificate rotated while requests flow, and the
 // webhooks down with each failurePolicy.
 func TestWebhooks(t *testing.T) {
-	cp := controlplane.StartT(t, controlplane.Options{Size: controlplane.APIServerOnly})
-	env := &webhookEnv{cp: cp, ca: webhooktest.NewCA(t), certDir: t.TempDir(), warnings: &warningRecorder{}}
-	cfg := cp.Config()
-	cfg.WarningHandlerWithContext = env.warnings
-	var err error
-	env.kube, err = kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	env.dyn, err = dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
+	env := newWebhookEnv(t)
+	env.ca, env.certDir = webhooktest.NewCA(t), t.TempDir()
 	env.bundle = env.ca.PEM
 	certs, err := webhook.NewCertFiles(env.ca.Issue(t, env.certDir, 1, time.Now().Add(time.Hour)))
 	require.NoError(t, err)
@@ -192,14 +185,40 @@ func TestWebhooks(t *testing.T) {
 	t.Run("webhooks down", env.down)
 }
 
-// start serves the webhooks with operator.Run until the test ends.
+// newWebhookEnv starts an API server (without controllers) and the
+// clients of the webhook tests; the webhooks are not served yet.
+func newWebhookEnv(t *testing.T) *webhookEnv {
+	t.Helper()
+	cp := controlplane.StartT(t, controlplane.Options{Size: controlplane.APIServerOnly})
+	env := &webhookEnv{cp: cp, warnings: &warningRecorder{}}
+	cfg := cp.Config()
+	cfg.WarningHandlerWithContext = env.warnings
+	var err error
+	env.kube, err = kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	env.dyn, err = dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	return env
+}
+
+// start serves the webhooks with operator.Run until the test ends, at the
+// address install gives the API server.
 func (e *webhookEnv) start(t *testing.T, certs webhook.Certificates) {
 	t.Helper()
+	e.addr, e.reg, e.stop = e.serve(t, certs)
+}
+
+// serve runs a replica of the webhooks with operator.Run on a port of
+// 127.0.0.1 of its own until the test ends, and returns its address, its
+// metrics and a function that stops it (and that the test's cleanup
+// calls).
+func (e *webhookEnv) serve(t *testing.T, certs webhook.Certificates) (addr string, reg *prometheus.Registry, stop func()) {
+	t.Helper()
 	validating, mutating, conversion := widgetWebhooks(t)
-	e.reg = prometheus.NewRegistry()
-	rec, err := metrics.New(e.reg)
+	reg = prometheus.NewRegistry()
+	rec, err := metrics.New(reg)
 	require.NoError(t, err)
-	e.addr = freeAddress(t)
+	addr = freeAddress(t)
 	configMaps, err := webhook.Validating(func(_ context.Context, req webhook.Request[*corev1.ConfigMap]) ([]string, field.ErrorList) {
 		if _, ok := req.Object.Data["forbidden"]; ok {
 			return nil, field.ErrorList{field.Forbidden(field.NewPath("data", "forbidden"), "not in this test")}
@@ -207,7 +226,7 @@ func (e *webhookEnv) start(t *testing.T, certs webhook.Certificates) {
 		return nil, nil
 	})
 	require.NoError(t, err)
-	srv, err := webhook.NewServer(e.addr, certs, webhook.WithMetrics(rec),
+	srv, err := webhook.NewServer(addr, certs, webhook.WithMetrics(rec),
 		webhook.Handle("/validate-widget", validating), webhook.Handle("/mutate-widget", mutating), webhook.Handle("/convert-widget", conversion),
 		webhook.Handle("/validate-configmap", configMaps))
 	require.NoError(t, err)
@@ -217,13 +236,14 @@ func (e *webhookEnv) start(t *testing.T, certs webhook.Certificates) {
 		done <- operator.Run(ctx, operator.WithWebhooks(srv), operator.WithControllers(idleController{}))
 	}()
 	var once sync.Once
-	e.stop = func() {
+	stop = func() {
 		once.Do(func() {
 			cancel()
 			require.NoError(t, <-done)
 		})
 	}
-	t.Cleanup(e.stop)
+	t.Cleanup(stop)
+	return addr, reg, stop
 }
 
 // idleController is the controller operator.Run needs; it does nothing.
@@ -545,23 +565,9 @@ func (e *webhookEnv) down(t *testing.T) {
 // the operator has published its CA in the configurations and the CRD,
 // and a second replica serves the certificate the first one issued.
 func TestManagedWebhookCertificates(t *testing.T) {
-	cp := controlplane.StartT(t, controlplane.Options{Size: controlplane.APIServerOnly})
-	env := &webhookEnv{cp: cp, warnings: &warningRecorder{}}
-	cfg := cp.Config()
-	cfg.WarningHandlerWithContext = env.warnings
-	var err error
-	env.kube, err = kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	env.dyn, err = dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
+	env := newWebhookEnv(t)
 	managed := func() *webhook.ManagedCertificates {
-		m, err := webhook.NewManagedCertificates(webhook.ManagedConfig{
-			Client: env.kube, Dynamic: env.dyn, Namespace: "default", Name: "widget-webhook-tls",
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-			CABundles: webhook.CABundles{MutatingWebhookConfigurations: []string{"widgets"}, ValidatingWebhookConfigurations: []string{"widgets", "configmaps"},
-				CRDs: []string{"widgets." + widgetGroup}},
-			Check: time.Second,
-		})
+		m, err := webhook.NewManagedCertificates(env.managedConfig())
 		require.NoError(t, err)
 		return m
 	}
@@ -569,7 +575,7 @@ func TestManagedWebhookCertificates(t *testing.T) {
 	env.start(t, first)
 	env.install(t) // waits until the API server calls the webhooks
 
-	secret, err := env.kube.CoreV1().Secrets("default").Get(t.Context(), "widget-webhook-tls", metav1.GetOptions{})
+	secret, err := env.kube.CoreV1().Secrets("default").Get(t.Context(), managedSecret, metav1.GetOptions{})
 	require.NoError(t, err)
 	hooks, err := env.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(t.Context(), "widgets", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -587,4 +593,21 @@ func TestManagedWebhookCertificates(t *testing.T) {
 	}), "the second replica serves the first one's certificate")
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// managedSecret is the Secret of the managed certificates' tests.
+const managedSecret = "widget-webhook-tls"
+
+// managedConfig is the ManagedConfig of the Widget's webhooks: a Secret in
+// default, certificates for 127.0.0.1, the CA published in the
+// configurations install creates and in the Widget CRD, checked every
+// second.
+func (e *webhookEnv) managedConfig() webhook.ManagedConfig {
+	return webhook.ManagedConfig{
+		Client: e.kube, Dynamic: e.dyn, Namespace: "default", Name: managedSecret,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		CABundles: webhook.CABundles{MutatingWebhookConfigurations: []string{"widgets"}, ValidatingWebhookConfigurations: []string{"widgets", "configmaps"},
+			CRDs: []string{"widgets." + widgetGroup}},
+		Check: time.Second,
+	}
 }
