@@ -47,19 +47,24 @@ var openAPIBasePackages = []string{
 }
 
 // generateCode runs the Go code generators of k8s.io/code-generator and
-// k8s.io/kube-openapi, in the module root.
-func generateCode(ctx context.Context, mod module, pkgs []apiPackage, out, header string) error {
+// k8s.io/kube-openapi in the module root, writing into the stage: deep
+// copies for the packages of copied, registers, apply configurations, the
+// clientset, listers and informers for the API packages pkgs, with the
+// OpenAPI schema of the packages of described.
+func generateCode(ctx context.Context, mod module, st *stage, old files, pkgs []apiPackage, copied, described []string, out, header string) error {
 	var inputs []string
 	for _, p := range pkgs {
 		inputs = append(inputs, p.importPath)
 	}
 	outPkg := mod.importPath(out)
+	outDir := st.path(out)
 
 	dc := deepcopyargs.New()
+	checkpoint("deepcopy-gen")
 	if err := runGengo("deepcopy-gen", dc.AddFlags, []string{
 		"--go-header-file", header, "--output-file", deepcopyFile,
-	}, dc.Validate, func(c *generator.Context) []generator.Target { return deepcopygen.GetTargets(c, dc) },
-		deepcopygen.NameSystems, deepcopygen.DefaultNameSystem(), inputs); err != nil {
+	}, dc.Validate, staged(mod.root, st, func(c *generator.Context) []generator.Target { return deepcopygen.GetTargets(c, dc) }),
+		deepcopygen.NameSystems, deepcopygen.DefaultNameSystem(), slices.Compact(slices.Sorted(slices.Values(slices.Concat(inputs, copied))))); err != nil {
 		return err
 	}
 
@@ -71,24 +76,25 @@ func generateCode(ctx context.Context, mod module, pkgs []apiPackage, out, heade
 	}
 	if len(unregistered) > 0 {
 		rg := registerargs.New()
+		checkpoint("register-gen")
 		if err := runGengo("register-gen", rg.AddFlags, []string{
 			"--go-header-file", header, "--output-file", registerFile,
-		}, rg.Validate, func(c *generator.Context) []generator.Target { return registergen.GetTargets(c, rg) },
+		}, rg.Validate, staged(mod.root, st, func(c *generator.Context) []generator.Target { return registergen.GetTargets(c, rg) }),
 			registergen.NameSystems, registergen.DefaultNameSystem(), unregistered); err != nil {
 			return err
 		}
 	}
 
-	schema, err := openAPISchema(ctx, mod, inputs, header)
+	schema, err := openAPISchema(ctx, mod, st, old, inputs, described, header)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.Remove(schema) }()
 
 	ac := applyargs.New()
+	checkpoint("applyconfiguration-gen")
 	if err := runGengo("applyconfiguration-gen", func(fs *pflag.FlagSet) { ac.AddFlags(fs, "") }, []string{
 		"--go-header-file", header,
-		"--output-dir", path.Join(out, "applyconfiguration"),
+		"--output-dir", filepath.Join(outDir, "applyconfiguration"),
 		"--output-pkg", path.Join(outPkg, "applyconfiguration"),
 		"--openapi-schema", schema,
 	}, ac.Validate, func(c *generator.Context) []generator.Target { return applygen.GetTargets(c, ac) },
@@ -99,7 +105,7 @@ func generateCode(ctx context.Context, mod module, pkgs []apiPackage, out, heade
 	cl := clientargs.New()
 	clientFlags := []string{
 		"--go-header-file", header,
-		"--output-dir", path.Join(out, "clientset"),
+		"--output-dir", filepath.Join(outDir, "clientset"),
 		"--output-pkg", path.Join(outPkg, "clientset"),
 		"--clientset-name", "versioned",
 		"--input-base", "",
@@ -108,6 +114,7 @@ func generateCode(ctx context.Context, mod module, pkgs []apiPackage, out, heade
 	for _, p := range pkgs {
 		clientFlags = append(clientFlags, "--input", p.importPath)
 	}
+	checkpoint("client-gen")
 	if err := runGengo("client-gen", func(fs *pflag.FlagSet) { cl.AddFlags(fs, "") }, clientFlags,
 		cl.Validate, func(c *generator.Context) []generator.Target { return clientgen.GetTargets(c, cl) },
 		func() namer.NameSystems {
@@ -118,9 +125,10 @@ func generateCode(ctx context.Context, mod module, pkgs []apiPackage, out, heade
 	}
 
 	ls := listerargs.New()
+	checkpoint("lister-gen")
 	if err := runGengo("lister-gen", ls.AddFlags, []string{
 		"--go-header-file", header,
-		"--output-dir", path.Join(out, "listers"),
+		"--output-dir", filepath.Join(outDir, "listers"),
 		"--output-pkg", path.Join(outPkg, "listers"),
 	}, ls.Validate, func(c *generator.Context) []generator.Target { return listergen.GetTargets(c, ls) },
 		func() namer.NameSystems {
@@ -131,9 +139,10 @@ func generateCode(ctx context.Context, mod module, pkgs []apiPackage, out, heade
 	}
 
 	inf := informerargs.New()
+	checkpoint("informer-gen")
 	return runGengo("informer-gen", inf.AddFlags, []string{
 		"--go-header-file", header,
-		"--output-dir", path.Join(out, "informers"),
+		"--output-dir", filepath.Join(outDir, "informers"),
 		"--output-pkg", path.Join(outPkg, "informers"),
 		"--versioned-clientset-package", path.Join(outPkg, "clientset", "versioned"),
 		"--listers-package", path.Join(outPkg, "listers"),
@@ -142,6 +151,31 @@ func generateCode(ctx context.Context, mod module, pkgs []apiPackage, out, heade
 			return informergen.NameSystems(util.PluralExceptionListToMapOrDie(inf.PluralExceptions))
 		},
 		informergen.DefaultNameSystem(), inputs)
+}
+
+// stagedTarget is a target of a generator that writes beside its input
+// package, moved to the stage.
+type stagedTarget struct {
+	generator.Target
+	dir string
+}
+
+func (t stagedTarget) Dir() string { return t.dir }
+
+// staged moves the targets of get, in the module's directories, to the
+// stage.
+func staged(root string, st *stage, get func(*generator.Context) []generator.Target) func(*generator.Context) []generator.Target {
+	return func(c *generator.Context) []generator.Target {
+		targets := get(c)
+		for i, t := range targets {
+			rel, err := filepath.Rel(root, t.Dir())
+			if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				klog.Fatalf("package %s is in %s, outside the module in %s", t.Path(), t.Dir(), root)
+			}
+			targets[i] = stagedTarget{Target: t, dir: filepath.Join(st.tree, rel)}
+		}
+		return targets
+	}
 }
 
 // runGengo runs one gengo-based generator as its command would with flags:
@@ -214,29 +248,30 @@ func guard(name string, generate func() error) (err error) {
 	return nil
 }
 
-// openAPISchema generates the OpenAPI definitions of the API packages (and
-// of the types they refer to) with openapi-gen into a temporary package of
-// the module, builds a program that prints them as an OpenAPI v2 document,
-// and returns the path of a file holding that document. Nothing of the
-// module's own files changes: the build uses copies of go.mod and go.sum.
-func openAPISchema(ctx context.Context, mod module, inputs []string, header string) (schemaFile string, err error) {
+// openAPISchema generates the OpenAPI definitions of the packages of
+// described (and of the types they refer to) with openapi-gen into the
+// stage, builds a program that prints them as an OpenAPI v2 document, and
+// returns the path of a file in the stage holding that document.
+//
+// Nothing in the module changes: the generated package and the program
+// are in a directory of the module that exists only in the go command's
+// -overlay (with the staged deep copies and registers in place), its name
+// beginning with "_" so that no pattern matches it; the build resolves
+// requirements against copies of go.mod and go.sum, or, in workspace mode,
+// with the workspace's, and if those lack one, against copies of the
+// module's outside the workspace (GOWORK=off).
+func openAPISchema(ctx context.Context, mod module, st *stage, old files, inputs, described []string, header string) (schemaFile string, err error) {
 	refs, err := referencedAPIPackages(ctx, mod, inputs)
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(mod.root, "apigentmp")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	tmpRel := filepath.Base(tmp)
-
+	virtual := "_" + filepath.Base(st.dir)
 	oa := openapiargs.New()
-	oa.OutputDir = filepath.Join(tmpRel, "openapi")
-	oa.OutputPkg = mod.importPath(tmpRel + "/openapi")
+	oa.OutputDir = filepath.Join(st.dir, "openapi")
+	oa.OutputPkg = mod.importPath(virtual + "/openapi")
 	oa.OutputFile = "zz_generated.openapi.go"
 	oa.GoHeaderFile = header
-	oa.ReportFilename = filepath.Join(tmp, "api-rule-violations.txt")
+	oa.ReportFilename = filepath.Join(st.dir, "api-rule-violations.txt")
 	if err := oa.Validate(); err != nil {
 		return "", fmt.Errorf("openapi-gen: %w", err)
 	}
@@ -244,9 +279,10 @@ func openAPISchema(ctx context.Context, mod module, inputs []string, header stri
 	if err != nil {
 		return "", fmt.Errorf("openapi-gen: %w", err)
 	}
-	all := slices.Concat(inputs, openAPIBasePackages, refs)
+	all := slices.Concat(inputs, described, openAPIBasePackages, refs)
 	slices.Sort(all)
 	all = slices.Compact(all)
+	checkpoint("openapi-gen")
 	err = guard("openapi-gen", func() error {
 		return gengo.Execute(openapigen.NameSystems(), openapigen.DefaultNameSystem(),
 			func(c *generator.Context) []generator.Target { return openapigen.GetOpenAPITargets(c, oa, boilerplate) },
@@ -256,41 +292,59 @@ func openAPISchema(ctx context.Context, mod module, inputs []string, header stri
 		return "", err
 	}
 
-	mainDir := filepath.Join(tmp, "schema")
-	if err := os.MkdirAll(mainDir, 0o755); err != nil {
-		return "", err
-	}
+	mainFile := filepath.Join(st.dir, "schema.go")
 	src := strings.ReplaceAll(schemaProgram, "OPENAPI_PACKAGE", oa.OutputPkg)
-	if err := os.WriteFile(filepath.Join(mainDir, "main.go"), []byte(src), 0o644); err != nil {
+	if err := os.WriteFile(mainFile, []byte(src), 0o644); err != nil {
 		return "", err
 	}
-	// The copies are outside the module: a go.mod inside it would make tmp
-	// a module of its own.
+	overlay, err := st.overlay(mod.root, old, "schema", map[string]string{
+		filepath.Join(mod.root, virtual, "openapi", oa.OutputFile): filepath.Join(oa.OutputDir, oa.OutputFile),
+		filepath.Join(mod.root, virtual, "schema", "main.go"):      mainFile,
+	})
+	if err != nil {
+		return "", err
+	}
+	checkpoint("schema")
+	build := func(env []string, flags []string) ([]byte, error) {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"run", "-overlay=" + overlay}, flags, []string{"./" + virtual + "/schema"})...)
+		cmd.Dir = mod.root
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("building the OpenAPI schema of %s: %w\n%s", strings.Join(inputs, " "), err, stderr.String())
+		}
+		if !json.Valid(stdout.Bytes()) {
+			return nil, fmt.Errorf("the OpenAPI schema program printed no JSON:\n%s", stderr.String())
+		}
+		return stdout.Bytes(), nil
+	}
+	// The copies are outside the module: a go.mod inside it would make a
+	// module of its own.
 	modFlags, cleanup, err := goModCopy(mod.root)
 	if err != nil {
 		return "", err
 	}
 	defer cleanup()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"run"}, modFlags, []string{"./" + tmpRel + "/schema"})...)
-	cmd.Dir = mod.root
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building the OpenAPI schema of %s: %w\n%s", strings.Join(inputs, " "), err, stderr.String())
-	}
-	if !json.Valid(stdout.Bytes()) {
-		return "", fmt.Errorf("the OpenAPI schema program printed no JSON:\n%s", stderr.String())
-	}
-	f, err := os.CreateTemp("", "apigen-openapi-*.json")
+	workspace, err := inWorkspace(ctx, mod.root)
 	if err != nil {
 		return "", err
 	}
-	defer func() { _ = f.Close() }()
-	if _, err := f.Write(stdout.Bytes()); err != nil {
-		_ = os.Remove(f.Name())
+	var doc []byte
+	if workspace {
+		// The go command refuses -modfile in workspace mode.
+		doc, err = build(nil, nil)
+		if err != nil {
+			var errOff error
+			if doc, errOff = build([]string{"GOWORK=off"}, modFlags); errOff != nil {
+				return "", fmt.Errorf("%w\n(and with GOWORK=off: %w)", err, errOff)
+			}
+		}
+	} else if doc, err = build(nil, modFlags); err != nil {
 		return "", err
 	}
-	return f.Name(), nil
+	schemaFile = filepath.Join(st.dir, "openapi.json")
+	return schemaFile, os.WriteFile(schemaFile, doc, 0o644)
 }
 
 // referencedAPIPackages lists the k8s.io/api packages the API packages

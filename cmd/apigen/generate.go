@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -40,8 +45,8 @@ type apiPackage struct {
 	registers  bool   // its own code declares SchemeGroupVersion: no register-gen
 }
 
-// generatedClientDirs are the directories under config.out that a run owns
-// entirely.
+// generatedClientDirs are the directories under config.out that the
+// generators of the clients write to.
 var generatedClientDirs = []string{"applyconfiguration", "clientset", "listers", "informers"}
 
 // Files generated into the API packages.
@@ -50,15 +55,45 @@ const (
 	registerFile = "zz_generated.register.go"
 )
 
-// generateAll runs every generator for cfg. Whatever happens, the files it
-// owns end either all regenerated or as they were: a failed run, or one with
-// cfg.verify, puts back what was there before.
+// stage is where a run generates everything before it puts the files in
+// place: a temporary directory outside the module. tree mirrors the
+// module: the file generated for <module>/<rel> is tree/<rel>.
+type stage struct {
+	dir  string
+	tree string
+	// placeholders are the hand-written <type>_expansion.go files of the
+	// client directories, as empty files in tree: client-gen and lister-gen
+	// leave out the expansion interfaces of the types that have one.
+	placeholders map[string]bool
+}
+
+// newStage makes the staging directory, a temporary removed on a signal.
+func newStage() (*stage, error) {
+	dir, err := temps.mkdirTemp("apigen-")
+	if err != nil {
+		return nil, err
+	}
+	return &stage{dir: dir, tree: filepath.Join(dir, "tree"), placeholders: map[string]bool{}}, nil
+}
+
+// remove removes the staging directory.
+func (s *stage) remove() {
+	_ = temps.do(s.dir, false, func() error { return os.RemoveAll(s.dir) })
+}
+
+// path is where the file for rel (relative to the module root) is staged.
+func (s *stage) path(rel string) string { return filepath.Join(s.tree, filepath.FromSlash(rel)) }
+
+// generateAll runs every generator for cfg into a staging directory and,
+// unless cfg.verify, then puts the generated files in place of those the
+// run owns (see owned). Before that step nothing in the module changes: a
+// failed, interrupted or killed run leaves it as it was.
 func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 	mod, err := findModule()
 	if err != nil {
 		return err
 	}
-	for _, p := range []*string{&cfg.apis, &cfg.out, &cfg.crdDir, &cfg.rbacDir, &cfg.header} {
+	for _, p := range []*string{&cfg.apis, &cfg.out, &cfg.crdDir, &cfg.rbacDir} {
 		if *p == "" {
 			continue
 		}
@@ -67,41 +102,46 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		}
 	}
 	if cfg.header != "" {
-		cfg.header = filepath.Join(mod.root, cfg.header)
+		// Any readable file: a shared boilerplate may be outside the module.
+		if cfg.header, err = filepath.Abs(cfg.header); err != nil {
+			return err
+		}
+		if _, err := os.ReadFile(cfg.header); err != nil {
+			return fmt.Errorf("reading the header: %w", err)
+		}
 	}
 	// Without Go output and CRDs, a run makes the roles only, and needs no
 	// API packages.
 	apiRun := cfg.out != "" || cfg.crdDir != ""
 	var pkgs []apiPackage
+	var copied, described []string
 	if apiRun {
 		if pkgs, err = findAPIPackages(mod, cfg.apis); err != nil {
+			return err
+		}
+		if copied, described, err = findTaggedPackages(mod, cfg.apis); err != nil {
 			return err
 		}
 	} else if cfg.rbacDir == "" {
 		return fmt.Errorf("nothing to generate: -out, -crd and -rbac are all empty")
 	}
 
-	before, err := snapshot(mod.root, cfg)
+	old, leftovers, err := owned(mod.root, cfg, pkgs)
 	if err != nil {
 		return err
 	}
-	absent := absentDirs(mod.root, cfg)
-	restore := true
-	defer func() {
-		if !restore {
-			return
-		}
-		if rerr := before.restoreOver(mod.root, cfg); rerr != nil && err == nil {
-			err = rerr
-		}
-		removeIfEmpty(mod.root, absent)
-	}()
-	if err := before.remove(mod.root); err != nil {
+	st, err := newStage()
+	if err != nil {
 		return err
 	}
+	defer st.remove()
+	if cfg.out != "" {
+		if err := st.placeExpansions(mod.root, cfg.out, old); err != nil {
+			return err
+		}
+	}
 
-	// The generators resolve packages and write files relative to the
-	// working directory.
+	// The generators resolve packages relative to the working directory.
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
@@ -117,55 +157,138 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 
 	header := cfg.header
 	if header == "" {
-		f, err := os.CreateTemp("", "apigen-header")
-		if err != nil {
+		header = filepath.Join(st.dir, "header.txt")
+		if err := os.WriteFile(header, nil, 0o644); err != nil {
 			return err
 		}
-		_ = f.Close()
-		defer func() { _ = os.Remove(f.Name()) }()
-		header = f.Name()
 	}
 	if cfg.out != "" {
-		if err := generateCode(ctx, mod, pkgs, cfg.out, header); err != nil {
+		if err := generateCode(ctx, mod, st, old, pkgs, copied, described, cfg.out, header); err != nil {
 			return err
 		}
 	}
 	if cfg.crdDir != "" || cfg.rbacDir != "" {
-		loads, closeLoads, err := newPackageLoads(ctx, mod.root)
+		overlay, err := st.overlay(mod.root, old, "loads", nil)
+		if err != nil {
+			return err
+		}
+		loads, closeLoads, err := newPackageLoads(ctx, mod.root, overlay)
 		if err != nil {
 			return err
 		}
 		defer closeLoads()
 		if cfg.crdDir != "" {
-			if err := generateCRDs(loads, cfg.apis, cfg.crdDir); err != nil {
+			checkpoint("crd")
+			if err := generateCRDs(loads, cfg.apis, st.path(cfg.crdDir)); err != nil {
 				return err
 			}
 		}
 		if cfg.rbacDir != "" {
-			if err := generateRBAC(loads, cfg.rbacPaths, cfg.rbacRole, cfg.rbacDir); err != nil {
+			checkpoint("rbac")
+			if err := generateRBAC(loads, cfg.rbacPaths, cfg.rbacRole, st.path(cfg.rbacDir)); err != nil {
 				return err
 			}
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 
-	after, err := snapshot(mod.root, cfg)
+	generated, err := readTree(st.tree, st.placeholders)
 	if err != nil {
 		return err
 	}
+	if err := adoptLegacy(mod.root, cfg, old, generated); err != nil {
+		return err
+	}
+	if c := collisions(mod.root, old, generated); len(c) > 0 {
+		return fmt.Errorf("apigen generates files where the module holds files it did not generate (without the \"Code generated ... DO NOT EDIT.\" line); move them away:\n  %s",
+			strings.Join(c, "\n  "))
+	}
 	if cfg.verify {
-		if diff := before.diff(after); len(diff) > 0 {
+		if diff := old.diff(generated); len(diff) > 0 {
 			return &staleError{files: diff}
 		}
-		_, _ = fmt.Fprintf(stdout, "apigen: %d generated files are up to date\n", len(after))
+		_, _ = fmt.Fprintf(stdout, "apigen: %d generated files are up to date\n", len(generated))
 		return nil
 	}
-	restore = false
-	_, _ = fmt.Fprintf(stdout, "apigen: wrote %d files", len(after))
+	written, err := commit(mod.root, cfg, old, generated, leftovers)
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(stdout, "apigen: %d files generated, %d written", len(generated), written)
 	if len(pkgs) > 0 {
 		_, _ = fmt.Fprintf(stdout, " for %s", strings.Join(groupVersions(pkgs), " "))
 	}
 	_, _ = fmt.Fprintln(stdout)
 	return nil
+}
+
+// placeExpansions stages an empty file for each hand-written
+// <type>_expansion.go in the client directories under out.
+func (s *stage) placeExpansions(root, out string, old files) error {
+	for _, d := range generatedClientDirs {
+		err := filepath.WalkDir(filepath.Join(root, out, d), func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() || !strings.HasSuffix(e.Name(), "_expansion.go") {
+				return err
+			}
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(rel)
+			if _, ok := old[rel]; ok {
+				return nil
+			}
+			if err := os.MkdirAll(filepath.Dir(s.path(rel)), 0o755); err != nil {
+				return err
+			}
+			s.placeholders[rel] = true
+			return os.WriteFile(s.path(rel), nil, 0o644)
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// overlay writes a file for the go command's -overlay flag, named name in
+// the staging directory, that shows the module as the run would leave it:
+// the staged Go files in place of the module's, the owned Go files not
+// generated again gone, and the files of extra (absolute paths in the
+// module to staged files) added.
+func (s *stage) overlay(root string, old files, name string, extra map[string]string) (string, error) {
+	replace := map[string]string{}
+	for rel := range old {
+		if strings.HasSuffix(rel, ".go") {
+			replace[filepath.Join(root, filepath.FromSlash(rel))] = ""
+		}
+	}
+	err := filepath.WalkDir(s.tree, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return err
+		}
+		rel, err := filepath.Rel(s.tree, p)
+		if err != nil {
+			return err
+		}
+		if s.placeholders[filepath.ToSlash(rel)] {
+			return nil
+		}
+		replace[filepath.Join(root, rel)] = p
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	maps.Copy(replace, extra)
+	data, err := json.Marshal(struct{ Replace map[string]string }{replace})
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(s.dir, name+"-overlay.json")
+	return file, os.WriteFile(file, data, 0o644)
 }
 
 // staleError lists generated files that differ from what a run writes.
@@ -275,4 +398,60 @@ func findAPIPackages(mod module, apis string) ([]apiPackage, error) {
 	}
 	slices.SortFunc(pkgs, func(a, b apiPackage) int { return strings.Compare(a.dir, b.dir) })
 	return pkgs, nil
+}
+
+// findTaggedPackages lists the import paths of the packages in and under
+// apis whose Go files ask for deep copies ("+k8s:deepcopy-gen", of the
+// package or of a type) and of those whose package comment has
+// "+k8s:openapi-gen=true": shared types the API packages import need both
+// as much as the API packages do.
+func findTaggedPackages(mod module, apis string) (copied, described []string, err error) {
+	err = filepath.WalkDir(filepath.Join(mod.root, apis), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if p != filepath.Join(mod.root, apis) && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor") {
+			return filepath.SkipDir
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return err
+		}
+		wantsCopies := false
+		for _, e := range entries {
+			n := e.Name()
+			if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || strings.HasPrefix(n, "zz_generated.") {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(p, n))
+			if err != nil {
+				return err
+			}
+			if bytes.Contains(data, []byte("+k8s:deepcopy-gen")) {
+				wantsCopies = true
+				break
+			}
+		}
+		rel, err := filepath.Rel(mod.root, p)
+		if err != nil {
+			return err
+		}
+		ip := mod.importPath(filepath.ToSlash(rel))
+		if wantsCopies {
+			copied = append(copied, ip)
+		}
+		tags, err := packageTags(p)
+		if err != nil {
+			return err
+		}
+		if tags["k8s:openapi-gen"] == "true" {
+			described = append(described, ip)
+		}
+		return nil
+	})
+	return copied, described, err
 }

@@ -28,29 +28,43 @@ type packageLoads struct {
 	buildFlags []string // of the go command: those of goModCopy, or none
 }
 
-// newPackageLoads prepares the loads of the module in root. close removes
-// the copies.
-func newPackageLoads(ctx context.Context, root string) (loads *packageLoads, close func(), err error) {
+// newPackageLoads prepares the loads of the module in root; overlay, if
+// not empty, is a file for the go command's -overlay flag (the generated
+// packages the loaded ones import are in it). close removes the copies.
+func newPackageLoads(ctx context.Context, root, overlay string) (loads *packageLoads, close func(), err error) {
 	loads = &packageLoads{}
+	if overlay != "" {
+		loads.buildFlags = []string{"-overlay=" + overlay}
+	}
 	close = func() {}
 	if _, err := os.Stat(filepath.Join(root, "vendor", "modules.txt")); err == nil {
 		return loads, close, nil
 	}
-	goEnv := exec.CommandContext(ctx, "go", "env", "GOWORK")
-	goEnv.Dir = root
-	gowork, err := goEnv.Output()
+	workspace, err := inWorkspace(ctx, root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("go env GOWORK: %w", err)
+		return nil, nil, err
 	}
-	if w := strings.TrimSpace(string(gowork)); w != "" && w != "off" {
+	if workspace {
 		return loads, close, nil
 	}
 	flags, cleanup, err := goModCopy(root)
 	if err != nil {
 		return nil, nil, err
 	}
-	loads.buildFlags = flags
+	loads.buildFlags = append(loads.buildFlags, flags...)
 	return loads, cleanup, nil
+}
+
+// inWorkspace tells whether the go command works in workspace mode in root.
+func inWorkspace(ctx context.Context, root string) (bool, error) {
+	goEnv := exec.CommandContext(ctx, "go", "env", "GOWORK")
+	goEnv.Dir = root
+	gowork, err := goEnv.Output()
+	if err != nil {
+		return false, fmt.Errorf("go env GOWORK: %w", err)
+	}
+	w := strings.TrimSpace(string(gowork))
+	return w != "" && w != "off", nil
 }
 
 // goModCopy copies the go.mod and go.sum of the module in root to a

@@ -41,7 +41,7 @@ func TestPackageLoads(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, dir)
 			}
-			loads, closeLoads, err := newPackageLoads(t.Context(), dir)
+			loads, closeLoads, err := newPackageLoads(t.Context(), dir, "")
 			require.NoError(t, err)
 			flags := loads.config().BuildFlags
 			if !tt.wantCopy {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,7 +19,7 @@ import (
 
 // generateCRDs writes a CustomResourceDefinition (apiextensions.k8s.io/v1)
 // for every root type of the API packages under apis into dir, as
-// controller-gen's crd generator does.
+// controller-gen's crd generator does, each marked with yamlMarker.
 func generateCRDs(loads *packageLoads, apis, dir string) error {
 	if err := controllerGen(loads, "crd", crd.Generator{}, []string{
 		"crd", "paths=./" + apis + "/...", "output:crd:dir=" + dir,
@@ -26,7 +27,7 @@ func generateCRDs(loads *packageLoads, apis, dir string) error {
 		return err
 	}
 	entries, err := os.ReadDir(dir)
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	found := false
@@ -39,7 +40,7 @@ func generateCRDs(loads *packageLoads, apis, dir string) error {
 		found = true
 		// controller-gen stamps the version of the program it runs in;
 		// what made the manifest is controller-tools.
-		stamped := versionAnnotation.ReplaceAll(data, []byte("${1}"+controllerToolsVersion()))
+		stamped := markYAML(versionAnnotation.ReplaceAll(data, []byte("${1}"+controllerToolsVersion())))
 		if err := os.WriteFile(p, stamped, 0o644); err != nil {
 			return err
 		}
@@ -68,16 +69,28 @@ func controllerToolsVersion() string {
 	return "(unknown)"
 }
 
-// generateRBAC writes role.yaml into dir: a ClusterRole named role with the
-// rules of the +kubebuilder:rbac markers without a namespace, and a Role of
-// that name in each namespace the other markers name.
+// generateRBAC writes role.yaml into dir, marked with yamlMarker: a
+// ClusterRole named role with the rules of the +kubebuilder:rbac markers
+// without a namespace, and a Role of that name in each namespace the other
+// markers name.
 func generateRBAC(loads *packageLoads, paths []string, role, dir string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("-rbac needs at least one package pattern in -rbac-paths")
 	}
-	return controllerGen(loads, "rbac", rbac.Generator{}, []string{
+	if err := controllerGen(loads, "rbac", rbac.Generator{}, []string{
 		"rbac:roleName=" + role, "paths=" + strings.Join(paths, ";"), "output:rbac:dir=" + dir,
-	})
+	}); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, "role.yaml")
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p, markYAML(data), 0o644)
 }
 
 // controllerGen runs one controller-tools generator with controller-gen's

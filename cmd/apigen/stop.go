@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// stopEnv names the environment variable with which tests stop a run at a
+// named step, as "<step>:KILL" or "<step>:TERM": the process sends itself
+// that signal when it reaches the step. Steps are the generators' names
+// (deepcopy-gen, register-gen, openapi-gen, schema, applyconfiguration-gen,
+// client-gen, lister-gen, informer-gen, crd, rbac) and, while the files
+// are put in place, "commit:<n>" before the n-th file (from 0) is written
+// and "remove:<n>" before the n-th stale file is removed.
+const stopEnv = "APIGEN_TEST_STOP"
+
+// checkpoint is reached at each step of a run; see stopEnv.
+func checkpoint(step string) {
+	v := os.Getenv(stopEnv)
+	i := strings.LastIndex(v, ":")
+	if i < 0 || v[:i] != step {
+		return
+	}
+	sig := v[i+1:]
+	p, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		return
+	}
+	switch sig {
+	case "KILL":
+		_ = p.Signal(os.Kill)
+	case "TERM":
+		_ = p.Signal(syscall.SIGTERM)
+	default:
+		return
+	}
+	// The signal ends the process; the run goes no further.
+	select {}
+}
+
+// temporaries are the files and directories a run creates outside what it
+// leaves behind: the staging directory, and the file being put in place
+// inside the module. All creation and renaming of those happens with mu
+// held, so that on a signal the handler, holding mu until the process
+// exits, removes every one that exists.
+type temporaries struct {
+	mu    sync.Mutex
+	paths map[string]bool
+}
+
+var temps = &temporaries{paths: map[string]bool{}}
+
+// do runs f with mu held, and then records path as temporary if keep, or
+// forgets it if not.
+func (t *temporaries) do(path string, keep bool, f func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := f()
+	if keep && err == nil {
+		t.paths[path] = true
+	} else if !keep {
+		delete(t.paths, path)
+	}
+	return err
+}
+
+// mkdirTemp makes a new directory in the directory for temporary files,
+// as os.MkdirTemp does, and records it as temporary.
+func (t *temporaries) mkdirTemp(pattern string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	dir, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		t.paths[dir] = true
+	}
+	return dir, err
+}
+
+// removeAll removes every temporary, and keeps mu held: nothing is created
+// after it.
+func (t *temporaries) removeAll() {
+	t.mu.Lock()
+	for p := range t.paths {
+		_ = os.RemoveAll(p)
+	}
+}
+
+// handleSignals makes SIGINT and SIGTERM end the process promptly, even
+// while a generator runs: the temporaries are removed, cancel is called,
+// and the process exits with status 128 plus the signal's number.
+func handleSignals(cancel func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		cancel()
+		temps.removeAll()
+		code := 130
+		if sig == syscall.SIGTERM {
+			code = 143
+		}
+		_, _ = fmt.Fprintf(os.Stderr, "apigen: stopped by %v\n", sig)
+		os.Exit(code)
+	}()
+}
