@@ -119,9 +119,20 @@ func TestFoldersSayWhatTheyAreFor(t *testing.T) {
 	assert.GreaterOrEqual(t, checked, 12, "top-level folders")
 }
 
+// goroutinesOfTheTools are the files of the cmd module allowed a go
+// statement, and why the module's tests still need no race detector.
+var goroutinesOfTheTools = map[string]string{
+	// The signal handler reads the list of temporaries under the mutex
+	// every other access holds, calls a context's cancel, and exits the
+	// process: nothing it shares is reached without that mutex.
+	"cmd/apigen/stop.go": "apigen's signal handler",
+}
+
 // TestToolsStartNoGoroutines checks what lets make test run the cmd
-// module's tests without the race detector: none of its Go files has a go
-// statement.
+// module's tests without the race detector: no Go file has a go statement
+// but those of goroutinesOfTheTools. A new one must be looked at: run its
+// package's tests with -race, or add it here with the reason it needs no
+// race detector.
 func TestToolsStartNoGoroutines(t *testing.T) {
 	root, err := repo.Root()
 	require.NoError(t, err)
@@ -129,6 +140,10 @@ func TestToolsStartNoGoroutines(t *testing.T) {
 	err = filepath.WalkDir(filepath.Join(root, "cmd"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if _, allowed := goroutinesOfTheTools[filepath.ToSlash(rel)]; allowed {
+			return nil
 		}
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, path, nil, 0)
@@ -146,4 +161,7 @@ func TestToolsStartNoGoroutines(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Positive(t, checked)
+	for file := range goroutinesOfTheTools {
+		assert.FileExists(t, filepath.Join(root, filepath.FromSlash(file)), "an allowed file that no longer exists")
+	}
 }
