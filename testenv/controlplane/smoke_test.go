@@ -513,11 +513,25 @@ func TestStartFailureStopsEverything(t *testing.T) {
 	assert.ErrorContains(t, err, "not empty", "a used state dir is refused")
 }
 
+// A start without binaries names what is missing: an API-server-only
+// control plane needs etcd, kube-apiserver and kubectl, a full one every
+// artifact.
 func TestStartFailsClearlyWithoutBinaries(t *testing.T) {
-	_, err := controlplane.Start(context.Background(), controlplane.Options{Binaries: binaries.Options{Dir: t.TempDir()}})
-	var missing *binaries.MissingError
-	require.ErrorAs(t, err, &missing)
-	assert.Len(t, missing.Missing, len(binaries.Artifacts()))
+	tests := []struct {
+		size        controlplane.Size
+		wantMissing int
+	}{
+		{size: controlplane.APIServerOnly, wantMissing: len(binaries.APIServerOnly)},
+		{size: controlplane.Full, wantMissing: len(binaries.Artifacts())},
+	}
+	for _, tt := range tests {
+		t.Run(tt.size.String(), func(t *testing.T) {
+			_, err := controlplane.Start(context.Background(), controlplane.Options{Size: tt.size, Binaries: binaries.Options{Dir: t.TempDir()}})
+			var missing *binaries.MissingError
+			require.ErrorAs(t, err, &missing)
+			assert.Len(t, missing.Missing, tt.wantMissing)
+		})
+	}
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -21,10 +21,10 @@ const (
 import (
 	"fmt"
 
-	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-func main() { fmt.Println(operator.Options{}) }
+func main() { fmt.Println(reconcile.Result{}) }
 `
 	freshTest = `package main
 
