@@ -121,12 +121,27 @@ var fenced = regexp.MustCompile("(?s)```go\n(.*?)```")
 // readmeBlocks returns the ```go blocks of the Markdown files under root.
 func readmeBlocks(t *testing.T, root string) []block {
 	var out []block
+	eachMarkdown(t, root, func(rel string, data []byte) {
+		for _, m := range fenced.FindAllSubmatchIndex(data, -1) {
+			line := strings.Count(string(data[:m[0]]), "\n") + 1
+			out = append(out, block{where: rel + ":" + strconv.Itoa(line), lines: normalize(string(data[m[2]:m[3]]))})
+		}
+	})
+	return out
+}
+
+// eachMarkdown calls f with the path, relative to root, and the content of
+// every Markdown file under root but those of hidden and build-output
+// folders, test data and node_modules.
+func eachMarkdown(t *testing.T, root string, f func(rel string, data []byte)) {
+	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() && rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+		if d.IsDir() && rel != "." && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") ||
+			d.Name() == "testdata" || d.Name() == "node_modules") {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".md") {
@@ -136,14 +151,10 @@ func readmeBlocks(t *testing.T, root string) []block {
 		if err != nil {
 			return err
 		}
-		for _, m := range fenced.FindAllSubmatchIndex(data, -1) {
-			line := strings.Count(string(data[:m[0]]), "\n") + 1
-			out = append(out, block{where: rel + ":" + strconv.Itoa(line), lines: normalize(string(data[m[2]:m[3]]))})
-		}
+		f(rel, data)
 		return nil
 	})
 	require.NoError(t, err)
-	return out
 }
 
 // TestDocCommentBlocksCompile checks every Go code block of the doc
@@ -227,33 +238,17 @@ func TestMarkdownLinksResolve(t *testing.T) {
 	root, err := repo.Root()
 	require.NoError(t, err)
 	checked := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() && rel != "." && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".md") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	eachMarkdown(t, root, func(rel string, data []byte) {
 		for _, m := range mdLink.FindAllStringSubmatch(prose(string(data)), -1) {
 			target, _, _ := strings.Cut(m[1], "#")
 			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
 			checked++
-			_, err := os.Stat(filepath.Join(filepath.Dir(path), filepath.FromSlash(target)))
+			_, err := os.Stat(filepath.Join(root, filepath.Dir(rel), filepath.FromSlash(target)))
 			assert.NoError(t, err, "%s links to %s", rel, m[1])
 		}
-		return nil
 	})
-	require.NoError(t, err)
 	t.Logf("%d relative links checked", checked)
 	assert.Positive(t, checked)
 }
