@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,13 +14,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// apigen runs the command in dir and returns its exit status and output.
+// apigen runs the command in dir, as a process of its own (this test binary
+// as apigen, so that tests need not change the working directory and may run
+// in parallel), and returns its exit status and output.
 func apigen(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	t.Chdir(dir)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.CommandContext(t.Context(), exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), commandEnv+"=1")
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, &out, &errOut)
-	return code, out.String(), errOut.String()
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), out.String(), errOut.String()
+	}
+	require.NoError(t, err, "running apigen; stderr: %s", errOut.String())
+	return 0, out.String(), errOut.String()
 }
 
 // fixture copies testdata/fixture, a module with one API package, into a
@@ -77,6 +89,7 @@ var rbacArgs = []string{"-rbac", "config/rbac", "-rbac-role", "things", "-rbac-p
 // mod tidy, build and test against the generated fake, regenerate, change
 // the types and verify.
 func TestGenerateAndVerify(t *testing.T) {
+	t.Parallel()
 	dir := fixture(t)
 	before := tree(t, dir)
 	code, stdout, stderr := apigen(t, dir, rbacArgs...)
@@ -175,6 +188,7 @@ func TestGenerateAndVerify(t *testing.T) {
 // Bad input is refused with a message that says what to do, and writes
 // nothing.
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		edit     func(t *testing.T, dir string)
@@ -220,6 +234,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := fixture(t)
 			if tt.edit != nil {
 				tt.edit(t, dir)
@@ -234,6 +249,7 @@ func TestRefusals(t *testing.T) {
 	}
 
 	t.Run("outside any module", func(t *testing.T) {
+		t.Parallel()
 		code, _, stderr := apigen(t, t.TempDir())
 		assert.Equal(t, 1, code)
 		assert.Contains(t, stderr, "no go.mod")

@@ -231,6 +231,7 @@ func apigenCommand(t *testing.T, dir, tmp, stop string, args ...string) (string,
 // through a run, a -verify and runs killed at random points, and the
 // module builds after each.
 func TestHandWrittenFilesSurvive(t *testing.T) {
+	t.Parallel()
 	dir := richFixture(t)
 	args := append([]string{"-header", ""}, rbacArgs...)
 	code, _, stderr := apigen(t, dir, args...)
