@@ -443,6 +443,7 @@ func TestDropKeepsStoreVersion(t *testing.T) {
 // reports synced (and so ready) only once the relist of its first view is
 // in its caches, when it owns its keys.
 func TestMembershipSyncedOnceCachesHoldKeys(t *testing.T) {
+	t.Parallel()
 	client := fake.NewClientset()
 	_, err := client.CoreV1().ConfigMaps("app").Create(context.Background(),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "cm"}}, metav1.CreateOptions{})

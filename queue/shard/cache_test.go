@@ -107,6 +107,7 @@ func expectedCaches(r *cachedReplica, keys int, parent map[string]int) (maps, se
 // that when a replica leaves, the other owns each of its keys only once
 // its caches hold that key's objects.
 func TestInformerCachesOwnedKeys(t *testing.T) {
+	t.Parallel()
 	const keys = 24
 	client := fake.NewClientset()
 	parent := map[string]int{"loose": -1} // Secret -> index of its ConfigMap
@@ -263,6 +264,7 @@ func TestRoutes(t *testing.T) {
 // that the reconcile does not see them vanish (as if deleted); then they
 // go.
 func TestInformerKeepsObjectsOfClaimedKeys(t *testing.T) {
+	t.Parallel()
 	const keys = 8
 	client := fake.NewClientset()
 	parent := map[string]int{}

@@ -23,6 +23,8 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
+// The tests that wait on Lease timing in real time run in parallel; the two
+// that set client-go's feature gates do not, so they run first, alone.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
@@ -219,6 +221,7 @@ func (w *world) noOverlaps() {
 // while every replica keeps reconciling its keys, and checks that each key
 // has exactly one owner and that no key is ever held by two replicas.
 func TestGroup(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 600)
 	for _, id := range []string{"a", "b", "c"} {
 		w.start(id)
@@ -293,6 +296,7 @@ func TestConfig(t *testing.T) {
 
 // TestRunTwice checks that a Membership runs once.
 func TestRunTwice(t *testing.T) {
+	t.Parallel()
 	m, err := shard.New(fastConfig(fake.NewClientset(), "a"))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

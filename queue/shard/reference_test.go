@@ -108,6 +108,7 @@ func referred(r *referringReplica, refs map[int]string, exist func(string) bool)
 // the Secret is created; and that when a replica leaves, the other owns
 // each of its keys only once it holds what the key refers to.
 func TestReferencedCachesWhatOwnedKeysReferTo(t *testing.T) {
+	t.Parallel()
 	const keys = 16
 	client := fake.NewClientset()
 	var lists atomic.Int32
@@ -276,6 +277,7 @@ func TestReferencedErrors(t *testing.T) {
 // returned, also when another reference is dropped meanwhile; then it
 // goes.
 func TestReferencedKeepsObjectsOfClaimedKeys(t *testing.T) {
+	t.Parallel()
 	const keys = 8
 	client := fake.NewClientset()
 	ctx := context.Background()

@@ -99,6 +99,7 @@ func TestGateReaddsKeyLostAndRegainedBetweenScans(t *testing.T) {
 // TestRestartWithSameIdentity: a replica restarted under the identity of
 // one that was killed finds its Lease still there and takes it over.
 func TestRestartWithSameIdentity(t *testing.T) {
+	t.Parallel()
 	client := fake.NewClientset()
 	// Timings that a busy machine's delays cannot make it lose its Lease.
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
@@ -211,6 +212,7 @@ func TestListInFlightBindsClaims(t *testing.T) {
 // answer an empty Lease with the error) must not become the version the
 // next renewal is built on: the replica renews on and keeps its keys.
 func TestRenewalErrorKeepsTheLease(t *testing.T) {
+	t.Parallel()
 	client := fake.NewClientset()
 	reconciletest.Strict(client) // resourceVersions, as an API server gives them
 	var mu sync.Mutex
@@ -316,6 +318,7 @@ func TestGateRescansAfterLongHistory(t *testing.T) {
 // TestLostLeaseRevokesClaims: a replica whose Lease is deleted cancels
 // its claims and waits until they are released before Run returns.
 func TestLostLeaseRevokesClaims(t *testing.T) {
+	t.Parallel()
 	client := fake.NewClientset()
 	m, err := New(Config{Client: client, Namespace: "ops", Group: "g", Identity: "a",
 		LeaseDuration: 6 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 200 * time.Millisecond})

@@ -1044,6 +1044,7 @@ func (s *sim) checkSettled() string {
 // reconciled by it within simSettle, and that only the live members'
 // Leases are left.
 func TestSimulation(t *testing.T) {
+	t.Parallel()
 	n := *simSchedules
 	if n == 0 {
 		n = 5000
