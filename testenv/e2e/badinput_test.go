@@ -40,6 +40,7 @@ const biMaxReports = 2
 // does not own, and no retries: the Foo is reconciled again when what it
 // depends on changes.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	const user = "foo-badinput"
 	r := newRelRig(t, relOptions(user))

@@ -100,6 +100,7 @@ type bkSuite struct {
 // run in order; the first one to fail ends the test, and the output of
 // every process is printed.
 func TestBucketOperator(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	root, err := repo.Root()
 	require.NoError(t, err)

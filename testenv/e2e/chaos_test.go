@@ -63,6 +63,7 @@ func (p chaosProgress) String() string {
 // created twice, Deployments that belong to nobody are never written, and
 // no Foo is left behind.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	// The control plane raises kube-controller-manager's client limits, so
 	// 500 Foos wait for the Foo controller, not for its deployment controller.

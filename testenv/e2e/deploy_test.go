@@ -32,6 +32,7 @@ const kustomizationFile = "kustomization.yaml"
 // Deployments name the images that make image builds. The API server
 // runs no controllers, so nothing starts.
 func TestDeployKustomizations(t *testing.T) {
+	t.Parallel()
 	root, err := repo.Root()
 	require.NoError(t, err)
 	cp := controlplane.StartT(t, controlplane.Options{Size: controlplane.APIServerOnly})

@@ -34,6 +34,13 @@
 // test starts the operators' images; the tests of
 // cmd/internal/image run the binary of examples/foo's image instead.
 //
+// Every test starts a control plane of its own and runs in parallel with
+// the others (go test's -parallel, the number of CPUs by default): the
+// tests kill and restart API servers, cut replicas off behind proxies and
+// count every request of an identity in the audit log, which a shared
+// control plane would mix up. Each example binary is built once per test
+// binary and shared.
+//
 // Run it from the testenv module once the binaries are built (see
 // make testenv-binaries at the repository's root):
 //

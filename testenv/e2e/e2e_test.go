@@ -64,6 +64,7 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
 		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+		goleak.Cleanup(func(int) { removeBinaries() }),
 	)
 }
 
@@ -86,6 +87,7 @@ type suite struct {
 // plane. The steps depend on each other and run in order; the first one to
 // fail ends the test.
 func TestFooController(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	root, err := repo.Root()
 	require.NoError(t, err)

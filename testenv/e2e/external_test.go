@@ -33,6 +33,7 @@ const (
 // request once it leads (its informer has been warm all along), and that
 // no replica writes outside its own leadership.
 func TestExternalLeaderElection(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	root, err := repo.Root()
 	require.NoError(t, err)

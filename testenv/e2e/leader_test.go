@@ -41,6 +41,7 @@ const (
 // SIGTERM the leader stops its controller, then releases the Lease, and the
 // next replica takes over well within one lease duration.
 func TestLeaderElection(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	users := []string{"foo-replica-0", "foo-replica-1", "foo-replica-2"}
 	r := newRelRig(t, relOptions(users...))

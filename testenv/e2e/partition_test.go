@@ -63,6 +63,7 @@ const (
 //     again, and when every Foo changes then, each is written by its owner
 //     only, with the overlap check still clean.
 func TestShardPartition(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	// Replica i runs as users[i] with --identity=users[i]; users[3] is the
 	// process that rejoins under the identity of users[0], a user of its

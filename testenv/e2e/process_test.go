@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -40,25 +41,69 @@ func buildBinary(ctx context.Context, root, dir, example string, race bool) (str
 	return bin, nil
 }
 
-// buildInBackground starts buildBinary into a temporary directory, so that
-// the build overlaps with a control plane's start-up. The returned function
-// waits for the build, fails the test if it failed, and returns the binary.
+// binaries are the example binaries this test binary has built, each built
+// once and shared by every test that runs it (no test writes to one).
+var binaries = struct {
+	mu     sync.Mutex
+	dir    string // removed by TestMain when the tests are done
+	builds map[string]*build
+}{builds: map[string]*build{}}
+
+// build is one example binary, ready once done is closed.
+type build struct {
+	done chan struct{}
+	bin  string
+	err  error
+}
+
+// buildInBackground starts buildBinary, unless an earlier test of this
+// binary built the same example, so that the build overlaps with a control
+// plane's start-up. The returned function waits for the build, fails the
+// test if it failed, and returns the binary. The build does not stop when
+// the test that started it ends early: another test may be waiting for it.
 func buildInBackground(tb testing.TB, root, example string, race bool) func() string {
-	type built struct {
-		bin string
-		err error
+	key := fmt.Sprintf("%s race=%t", example, race)
+	binaries.mu.Lock()
+	b, ok := binaries.builds[key]
+	if !ok {
+		b = &build{done: make(chan struct{})}
+		binaries.builds[key] = b
+		var err error
+		if binaries.dir == "" {
+			binaries.dir, err = os.MkdirTemp("", "ctrlkit-e2e-bin-")
+		}
+		dir := filepath.Join(binaries.dir, strconv.Itoa(len(binaries.builds)))
+		go func() {
+			defer close(b.done)
+			if err == nil {
+				err = os.Mkdir(dir, 0o755)
+			}
+			if err != nil {
+				b.err = fmt.Errorf("a directory for the binaries: %w", err)
+				return
+			}
+			b.bin, b.err = buildBinary(context.Background(), root, dir, example, race)
+		}()
 	}
-	done := make(chan built, 1)
-	dir := tb.TempDir()
-	go func() {
-		bin, err := buildBinary(tb.Context(), root, dir, example, race)
-		done <- built{bin, err}
-	}()
+	binaries.mu.Unlock()
 	return func() string {
 		tb.Helper()
-		b := <-done
+		<-b.done
 		require.NoError(tb, b.err)
 		return b.bin
+	}
+}
+
+// removeBinaries removes what buildInBackground built, once every build
+// has ended.
+func removeBinaries() {
+	binaries.mu.Lock()
+	defer binaries.mu.Unlock()
+	for _, b := range binaries.builds {
+		<-b.done
+	}
+	if binaries.dir != "" {
+		_ = os.RemoveAll(binaries.dir)
 	}
 }
 

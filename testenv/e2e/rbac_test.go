@@ -35,6 +35,7 @@ import (
 // without a single denied request, while requests outside the roles with
 // the same token are denied.
 func TestLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	r := newRelRig(t, relOptions())
 	ctx := t.Context()

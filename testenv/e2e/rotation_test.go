@@ -51,6 +51,7 @@ import (
 // which every published caBundle trusts, and every CA served before is
 // still trusted.
 func TestManagedCertificatesRotationSoak(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	env := newWebhookEnv(t)
 	cfg := env.managedConfig()

@@ -74,6 +74,7 @@ var shJoined = regexp.MustCompile(`"Joined the group" .*member="([^"]+)"`)
 // from A to B must show A's window ending before B's begins: any two
 // windows of one Foo must be disjoint.
 func TestSharding(t *testing.T) {
+	t.Parallel()
 	begin := time.Now()
 	// Replica i runs as users[i] with --identity=users[i], but for the
 	// last: the process that restarts replica 2 under its identity, as a

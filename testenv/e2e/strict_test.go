@@ -59,6 +59,7 @@ const strictTimeout = 60 * time.Second
 // errors, garbage collection of dependents, and the watch events of every
 // object.
 func TestStrictMatchesAPIServer(t *testing.T) {
+	t.Parallel()
 	root, err := repo.Root()
 	require.NoError(t, err)
 	cp := controlplane.StartT(t, controlplane.Options{

@@ -170,6 +170,7 @@ func (w *warningRecorder) take() []string {
 // stored objects, a certificate rotated while requests flow, and the
 // webhooks down with each failurePolicy.
 func TestWebhooks(t *testing.T) {
+	t.Parallel()
 	env := newWebhookEnv(t)
 	env.ca, env.certDir = webhooktest.NewCA(t), t.TempDir()
 	env.bundle = env.ca.PEM
@@ -565,6 +566,7 @@ func (e *webhookEnv) down(t *testing.T) {
 // the operator has published its CA in the configurations and the CRD,
 // and a second replica serves the certificate the first one issued.
 func TestManagedWebhookCertificates(t *testing.T) {
+	t.Parallel()
 	env := newWebhookEnv(t)
 	managed := func() *webhook.ManagedCertificates {
 		m, err := webhook.NewManagedCertificates(env.managedConfig())
