@@ -456,6 +456,7 @@ func TestBuildFlags(t *testing.T) {
 	}
 	assert.Equal(t, "0", settings["CGO_ENABLED"])
 	assert.Contains(t, settings["-ldflags"], "-s -w")
+	assert.Equal(t, "all=-dwarf=false", settings["-gcflags"])
 	f, err := elf.Open(target)
 	require.NoError(t, err)
 	defer f.Close()
