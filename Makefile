@@ -13,7 +13,7 @@ CMD := cmd
 APIGEN := $(CURDIR)/_output/bin/apigen
 FUZZTIME ?= 60s
 
-.PHONY: all help test test-times vet verify-generate generate apigen unit cover-check \
+.PHONY: all help test test-times vet verify-generate generate apigen unit simulation cover-check \
 	testenv-binaries test-testenv demo demo-once cluster cluster-down \
 	fuzz bench bench-queue bench-shard mutants image test-cmd
 
@@ -32,20 +32,15 @@ help:
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
 	@echo "make mutants          mutation test of queue/shard: which planted bugs its tests and its simulation catch (about an hour)"
 
-# The stages of make test, in order. Each one's output is kept in
-# _output/test-STAGE.log and its wall time in _output/test-times.tsv; the
-# time table (hack/test-times.sh) is printed at the end, failed or not.
+# The steps of make test, in order; STAGE+STAGE runs stages side by side.
+# hack/test-stages.sh keeps each stage's output in _output/test-STAGE.log and
+# its wall and CPU time in _output/test-times.tsv; the time table
+# (hack/test-times.sh) is printed at the end, failed or not.
 TEST_STAGES := vet verify-generate unit cover-check test-cmd testenv-binaries test-testenv demo-once
 TEST_TIMEOUT_MINUTES := 30
 
 test:
-	@mkdir -p _output; rm -f _output/test-*.log; : > _output/test-times.tsv; \
-	for stage in $(TEST_STAGES); do \
-	  start=$$(date +%s); \
-	  $(MAKE) --no-print-directory $$stage 2>&1 | tee _output/test-$$stage.log; rc=$${PIPESTATUS[0]}; \
-	  printf '%s\t%s\t%s\n' $$stage $$(( $$(date +%s) - start )) $$rc >> _output/test-times.tsv; \
-	  [ $$rc -eq 0 ] || break; \
-	done; \
+	@MAKE="$(MAKE)" bash hack/test-stages.sh $(TEST_STAGES); rc=$$?; \
 	echo; TEST_TIMEOUT_MINUTES=$(TEST_TIMEOUT_MINUTES) bash hack/test-times.sh; \
 	exit $$rc
 
@@ -81,13 +76,17 @@ verify-generate:
 apigen:
 	cd $(CMD) && $(GO) build -o $(APIGEN) ./apigen
 
-# Race-enabled tests of the root module. Fuzz targets run their seed corpora
-# as ordinary tests here. The sharding simulation explores 100 schedules
-# under the race detector, then 5,000 without it.
+# Race-enabled tests of the root module. Fuzz targets run their seed
+# corpora as ordinary tests here. Up to four tests of a package run at once
+# (-parallel): the parallel ones mostly wait on Lease timing in real time.
+# Under the race detector the sharding simulation explores 100 schedules.
 unit:
 	mkdir -p _output
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m -coverprofile=_output/cover.out ./... 2>&1 | tee _output/unit.txt | grep -v '^[IWE][0-9]\{4\} '; \
+	$(GO) test -race -count=1 -parallel 4 -timeout $(TEST_TIMEOUT_MINUTES)m -coverprofile=_output/cover.out ./... 2>&1 | tee _output/unit.txt | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
+
+# The sharding simulation without the race detector: 5,000 schedules.
+simulation:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m -run '^TestSimulation$$' -v ./queue/shard/ | grep -E '^(---|ok|FAIL|PASS)|schedules'; \
 	exit $${PIPESTATUS[0]}
 
