@@ -35,8 +35,11 @@ help:
 # The steps of make test, in order; STAGE+STAGE runs stages side by side.
 # hack/test-stages.sh keeps each stage's output in _output/test-STAGE.log and
 # its wall and CPU time in _output/test-times.tsv; the time table
-# (hack/test-times.sh) is printed at the end, failed or not.
-TEST_STAGES := vet verify-generate unit cover-check test-cmd testenv-binaries test-testenv demo-once
+# (hack/test-times.sh) is printed at the end, failed or not. Side by side:
+# vet with the check of the generated code; the unit tests (which, once
+# compiled, mostly wait on Lease timing in real time) with the simulation
+# (one core) and the tools' tests (the code generators and the compiler).
+TEST_STAGES := vet+verify-generate unit+simulation+test-cmd cover-check testenv-binaries test-testenv demo-once
 TEST_TIMEOUT_MINUTES := 30
 
 test:
