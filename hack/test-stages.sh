@@ -11,7 +11,8 @@
 #
 #   STAGE  WALL-SECONDS  EXIT-CODE  CPU-SECONDS  STEP-NUMBER
 #
-# where CPU-SECONDS is the user and system time of everything the stage ran.
+# where CPU-SECONDS is the user and system time of everything the stage ran,
+# in tenths of a second.
 # hack/test-times.sh prints the table. The exit code is the failed stage's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,17 +21,11 @@ mkdir -p "$out"
 rm -f "$out"/test-*.log
 : > "$out/test-times.tsv"
 
-# cpu_seconds prints the user and system time of the shell's finished
-# children (the second line of the times builtin), in whole seconds.
-cpu_seconds() {
-	times | awk 'NR == 2 {
-		s = 0
-		for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] }
-		printf "%d\n", s + 0.5
-	}'
-}
-
-# stage STEP NAME [tee]: runs make NAME, logs it and records its line.
+# stage STEP NAME [tee]: runs make NAME, logs it and records its line. Run
+# it in a subshell of its own: the CPU time it records is that of the
+# subshell's finished children, which the times builtin reports only when
+# it runs in that shell itself (not in a pipe or a command substitution,
+# which would be new processes with no children).
 stage() {
 	local step=$1 name=$2 show=${3:-} start rc
 	start=$(date +%s)
@@ -41,7 +36,11 @@ stage() {
 		${MAKE:-make} --no-print-directory "$name" > "$out/test-$name.log" 2>&1
 		rc=$?
 	fi
-	printf '%s\t%s\t%s\t%s\t%s\n' "$name" $(($(date +%s) - start)) "$rc" "$(cpu_seconds)" "$step" >> "$out/test-times.tsv"
+	times > "$out/test-$name.cpu"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$name" $(($(date +%s) - start)) "$rc" \
+		"$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] }; printf "%.1f\n", s }' "$out/test-$name.cpu")" \
+		"$step" >> "$out/test-times.tsv"
+	rm -f "$out/test-$name.cpu"
 	return "$rc"
 }
 
@@ -50,7 +49,7 @@ for arg in "$@"; do
 	step=$((step + 1))
 	IFS=+ read -r -a names <<< "$arg"
 	if [ "${#names[@]}" -eq 1 ]; then
-		stage "$step" "${names[0]}" tee || exit
+		( stage "$step" "${names[0]}" tee ) || exit
 		continue
 	fi
 	echo "== side by side: ${names[*]} (each log shown when it ends; live in $out/test-NAME.log)"

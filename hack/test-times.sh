@@ -21,14 +21,14 @@ awk -F'\t' '
     if (!(step in wall)) order[++steps] = step
     if ($2 > wall[step]) wall[step] = $2
     n[step]++
-    cpu = ($4 == "" ? "" : sprintf("%6ds cpu  %4.1f cores", $4, ($2 > 0 ? $4 / $2 : 0)))
+    cpu = ($4 == "" ? "" : sprintf("%6.0fs cpu  %4.1f cores", $4, ($2 > 0 ? $4 / $2 : 0)))
     line[NR] = sprintf("%-16s %6ds  %s  %s", $1, $2, cpu, ($3 == 0 ? "ok" : "FAILED (exit " $3 ")"))
     of[NR] = step; cpus += $4
   }
   END {
     for (i = 1; i <= NR; i++) printf "  %s %s\n", (n[of[i]] > 1 ? "|" : " "), line[i]
     for (i = 1; i <= steps; i++) total += wall[order[i]]
-    printf "    %-16s %6ds %6ds cpu  (%.1f minutes)\n", "total", total, cpus, total / 60
+    printf "    %-16s %6ds %6.0fs cpu  (%.1f minutes)\n", "total", total, cpus, total / 60
   }' "$stages"
 
 echo

@@ -25,7 +25,7 @@ c:
 fails:
 	@echo failing; exit 3
 busy:
-	@i=0; while [ $$i -lt 200000 ]; do i=$$((i+1)); done; echo busy done
+	@i=0; while [ $$i -lt 300000 ]; do i=$$((i+1)); done; echo busy done
 `
 
 // runStages runs hack/test-stages.sh with steps in a copy of the
@@ -102,7 +102,10 @@ func TestMakeTestStages(t *testing.T) {
 		assert.Equal(t, []string{"0", "0", "0", "0", "0"}, column(t, lines, 2), "exit codes")
 		for _, l := range lines {
 			assert.Regexp(t, `^[0-9]+$`, l[1], "wall seconds of %s", l[0])
-			assert.Regexp(t, `^[0-9]+$`, l[3], "CPU seconds of %s", l[0])
+			assert.Regexp(t, `^[0-9]+\.[0-9]$`, l[3], "CPU seconds of %s", l[0])
+			if l[0] == "busy" {
+				assert.NotEqual(t, "0.0", l[3], "the CPU time of a stage that kept a core busy")
+			}
 		}
 		for _, want := range []string{"out of a", "out of b", "busy done", "== side by side: b busy c", "== make busy: ok"} {
 			assert.Contains(t, out, want)
