@@ -15,7 +15,7 @@ FUZZTIME ?= 60s
 
 .PHONY: all help test test-times vet verify-generate generate apigen unit simulation cover-check \
 	testenv-binaries test-testenv demo demo-once cluster cluster-down \
-	fuzz bench bench-queue bench-shard mutants image test-cmd
+	fuzz bench bench-queue bench-shard mutants image test-cmd test-bench test-widget
 
 all: test
 
@@ -36,10 +36,11 @@ help:
 # hack/test-stages.sh keeps each stage's output in _output/test-STAGE.log and
 # its wall and CPU time in _output/test-times.tsv; the time table
 # (hack/test-times.sh) is printed at the end, failed or not. Side by side:
-# vet with the check of the generated code; the unit tests (which, once
-# compiled, mostly wait on Lease timing in real time) with the simulation
-# (one core) and the tools' tests (the code generators and the compiler).
-TEST_STAGES := vet+verify-generate unit+simulation+test-cmd cover-check testenv-binaries test-testenv demo-once
+# vet with the check of the generated code; the unit tests with the tools'
+# tests (both mostly the compiler and the code generators); the tests of
+# the three testenv modules (mostly waiting on control planes, once
+# compiled) with the simulation (one core).
+TEST_STAGES := vet+verify-generate unit+test-cmd cover-check testenv-binaries test-testenv+test-bench+test-widget+simulation demo-once
 TEST_TIMEOUT_MINUTES := 30
 
 test:
@@ -133,14 +134,21 @@ image:
 testenv-binaries:
 	./hack/build-binaries.sh
 
-# Control-plane smoke tests, integration tests (API server only), e2e tests
-# (full control plane, examples/foo as a process), the bench module's tests
-# and the example module that imports testenv as another operator would.
+# Control-plane smoke tests, integration tests (API server only) and e2e
+# tests (full control plane, examples/foo as a process); the e2e tests run
+# in parallel, each with its own control plane.
 test-testenv: testenv-binaries
 	cd $(TESTENV) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
+
+# The tests of the benchmark module (the harness, the controller-runtime
+# twins on an API server, the line counts).
+test-bench: testenv-binaries
 	cd $(TESTENV)/bench && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
+
+# The example module that imports testenv as another operator would.
+test-widget: testenv-binaries
 	cd $(TESTENV)/examples/widget && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
 
