@@ -39,6 +39,7 @@ import (
 var (
 	simSchedules = flag.Int("shard.sim.schedules", 0, "schedules the simulation explores (0: 5000, or 100 under the race detector)")
 	simSeed      = flag.Uint64("shard.sim.seed", 0, "replay only this seed of the simulation")
+	simFirst     = flag.Uint64("shard.sim.first", 1, "the seed of the first schedule explored (several processes can explore a range each)")
 	simFor       = flag.Duration("shard.sim.for", 0, "explore schedules for this long instead of a count")
 	simVerbose   = flag.Bool("shard.sim.verbose", false, "log every event of the replayed seed")
 )
@@ -1052,7 +1053,7 @@ func TestSimulation(t *testing.T) {
 			n = 100
 		}
 	}
-	first := uint64(1)
+	first := *simFirst
 	if *simSeed != 0 {
 		first, n = *simSeed, 1
 	}
@@ -1075,8 +1076,8 @@ func TestSimulation(t *testing.T) {
 		}
 		total.add(s.stats)
 	}
-	t.Logf("%d schedules, %d events, %d steps, %d claims, %d writes, %d publications, %d relists; faults: %d joins, %d stops, %d kills, %d restarts, %d pauses, %d partitions; %d replicas gave up their Lease",
-		explored, total.events, total.steps, total.claims, total.writes, total.handoffs, total.relists, total.joins, total.leaves, total.kills, total.restarts, total.pauses, total.partitions, total.lost)
+	t.Logf("%d schedules from seed %d, %d events, %d steps, %d claims, %d writes, %d publications, %d relists; faults: %d joins, %d stops, %d kills, %d restarts, %d pauses, %d partitions; %d replicas gave up their Lease",
+		explored, first, total.events, total.steps, total.claims, total.writes, total.handoffs, total.relists, total.joins, total.leaves, total.kills, total.restarts, total.pauses, total.partitions, total.lost)
 }
 
 func (a *simStats) add(b simStats) {
