@@ -496,7 +496,13 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 		if err := c.abortError(); err != nil {
 			return err
 		}
-		return fmt.Errorf("queue: controller %q stopped before its caches synced: %w", c.name, context.Cause(ctx))
+		// The wait looks only now and then: handlers that synced before
+		// the stop make it a normal one, with no worker to start.
+		if !allSynced(synced) {
+			return fmt.Errorf("queue: controller %q stopped before its caches synced: %w", c.name, context.Cause(ctx))
+		}
+		logger.Info("Stopped before the workers started")
+		return nil
 	}
 
 	c.metrics.SetMaxWorkers(c.name, c.cfg.workers)
@@ -549,6 +555,16 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 		logger.Error(err, "Returning with reconciles that ignore their context")
 		return errors.Join(c.abortError(), err)
 	}
+}
+
+// allSynced reports whether every one of synced reports true.
+func allSynced(synced []cache.InformerSynced) bool {
+	for _, s := range synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
 }
 
 // abortError returns the error Abort recorded, or nil.

@@ -416,14 +416,27 @@ type fakeInformer struct {
 	removed  int
 	refuse   error
 	handlers []cache.ResourceEventHandler
+	// checked, when set, receives a value (if it has room) each time a
+	// registration's HasSynced is called.
+	checked chan struct{}
 }
 
 type fakeRegistration struct {
 	cache.ResourceEventHandlerRegistration
-	synced atomic.Bool
+	synced  atomic.Bool
+	checked chan struct{}
 }
 
-func (r *fakeRegistration) HasSynced() bool { return r.synced.Load() }
+func (r *fakeRegistration) HasSynced() bool {
+	synced := r.synced.Load()
+	if r.checked != nil {
+		select {
+		case r.checked <- struct{}{}:
+		default:
+		}
+	}
+	return synced
+}
 
 func (f *fakeInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, _ cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
 	f.mu.Lock()
@@ -431,7 +444,7 @@ func (f *fakeInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, 
 	if f.refuse != nil {
 		return nil, f.refuse
 	}
-	r := &fakeRegistration{}
+	r := &fakeRegistration{checked: f.checked}
 	f.regs = append(f.regs, r)
 	f.handlers = append(f.handlers, h)
 	return r, nil
@@ -693,6 +706,39 @@ func TestCancelledBeforeSync(t *testing.T) {
 	err = c.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), "before its caches synced")
+	goleak.VerifyNone(t)
+}
+
+// A stop that comes after the handlers synced, while Run has not yet seen
+// them synced, is a normal shutdown: Run returns nil, as it does once the
+// workers run, and no reconcile starts after the stop.
+func TestCancelledAfterSyncBeforeWorkers(t *testing.T) {
+	r := reconcile.Func[string](func(ctx context.Context, key string) (reconcile.Result, error) {
+		t.Error("reconciled after the stop")
+		return reconcile.Result{}, nil
+	})
+	c, err := queue.New("synced-then-stopped", r)
+	require.NoError(t, err)
+	inf := &fakeInformer{checked: make(chan struct{}, 1)}
+	require.NoError(t, c.Watch(queue.On(typed(inf), noopHandler)))
+	c.Add("ns/a")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	select {
+	case <-inf.checked: // Run looked once and found the handler not synced
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run never checked whether its handler synced")
+	}
+	inf.syncAll()
+	require.True(t, c.HasSynced())
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err, "the handlers had synced before the stop")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after the stop")
+	}
 	goleak.VerifyNone(t)
 }
 
