@@ -29,9 +29,9 @@
 //
 // An operator built with queue/operator's Flags gets its server from
 // Flags.Webhooks, at --webhook-bind-address with the certificate of
-// --webhook-cert-dir, or with certificates it issues itself when
-// Flags.WebhookCertificates is set to NewManagedCertificates' (see
-// examples/bucket, which does both).
+// --webhook-cert-dir, or with a certificate it issues itself (through
+// NewManagedCertificates) when Flags.WebhookCertSecret is set
+// (--webhook-cert-secret; see examples/bucket, which does both).
 //
 // A defaulter's patch carries numbers exactly as its Go type encodes them,
 // so an int64 beyond 2^53 reaches the API server unrounded. A CONNECT

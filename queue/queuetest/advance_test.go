@@ -23,6 +23,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 	"github.com/ctrlkit/ctrlkit/reconcile"
+	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
 // expiresAt is the annotation whose time (RFC 3339) says when the expiry
@@ -135,4 +136,62 @@ func TestAdvanceRunsTicksAndRetries(t *testing.T) {
 	due, ok := ctrl.NextDue()
 	require.True(t, ok)
 	assert.Equal(t, start.Add(70*time.Minute), due, "the next tick")
+}
+
+// One clock for the whole test: the strict fake stamps creationTimestamp by
+// the clock the controller waits by, so a controller that deletes
+// ConfigMaps a day after their creation is tested by moving that clock a
+// day.
+func TestOneClockForObjectsAndDelays(t *testing.T) {
+	ctx := t.Context()
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(start)
+	kube := fake.NewClientset()
+	reconciletest.Strict(kube).WithClock(clk)
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	configMaps := factory.Core().V1().ConfigMaps()
+	const ttl = 24 * time.Hour
+	ctrl, err := queue.New("ttl", reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+		cm, err := configMaps.Lister().ConfigMaps(key.Namespace).Get(key.Name)
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		} else if err != nil {
+			return reconcile.Result{}, err
+		}
+		if left := cm.CreationTimestamp.Add(ttl).Sub(clk.Now()); left > 0 {
+			return reconcile.Result{RequeueAfter: left}, nil
+		}
+		if err := kube.CoreV1().ConfigMaps(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, nil
+	}), queue.WithClock(clk))
+	require.NoError(t, err)
+	require.NoError(t, ctrl.Watch(queue.On(configMaps.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](ctrl))))
+	queuetest.Start(t, ctrl, operator.WithInformers(factory))
+
+	create := func(name string) {
+		t.Helper()
+		_, err := kube.CoreV1().ConfigMaps("ns").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	exists := func(name string) bool {
+		t.Helper()
+		_, err := kube.CoreV1().ConfigMaps("ns").Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false
+		}
+		require.NoError(t, err)
+		return true
+	}
+	create("old")
+	queuetest.Advance(t, ctrl, clk, time.Hour, kube)
+	create("young")
+	queuetest.Advance(t, ctrl, clk, ttl-time.Hour-time.Second, kube)
+	assert.True(t, exists("old"), "a second before its day is over")
+	queuetest.Advance(t, ctrl, clk, time.Second, kube)
+	assert.False(t, exists("old"), "deleted a day after its creation")
+	assert.True(t, exists("young"))
+	queuetest.Advance(t, ctrl, clk, time.Hour, kube)
+	assert.False(t, exists("young"), "deleted a day after its creation")
 }

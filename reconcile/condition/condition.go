@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
@@ -32,6 +33,7 @@ type Writer[T write.Object] struct {
 	recorder   record.EventRecorder
 	conditions func(obj T) *[]metav1.Condition
 	observed   func(obj T) *int64
+	clock      clock.PassiveClock
 
 	// announced holds the transitions whose event was recorded but whose
 	// status write has not succeeded yet, so that its retry does not
@@ -56,6 +58,14 @@ func WithObservedGeneration[T write.Object](observed func(obj T) *int64) Option[
 	return func(w *Writer[T]) { w.observed = observed }
 }
 
+// WithClock sets the clock of the conditions' LastTransitionTime. A test
+// gives it the fake clock the controller waits by (queue.WithClock) and
+// the strict fakes stamp objects by (reconciletest.StrictAPI.WithClock).
+// Default the real clock.
+func WithClock[T write.Object](clk clock.PassiveClock) Option[T] {
+	return func(w *Writer[T]) { w.clock = clk }
+}
+
 // New returns a Writer that writes status through objects (whose cache is
 // the controller's view of the objects), records events with recorder, and
 // finds the conditions of an object with conditions, which returns a
@@ -65,9 +75,12 @@ func New[T write.Object](objects *write.Objects[T], recorder record.EventRecorde
 	if objects == nil || conditions == nil {
 		panic("condition.New: objects and conditions are required")
 	}
-	w := &Writer[T]{objects: objects, recorder: recorder, conditions: conditions, announced: map[transition]bool{}}
+	w := &Writer[T]{objects: objects, recorder: recorder, conditions: conditions, clock: clock.RealClock{}, announced: map[transition]bool{}}
 	for _, opt := range opts {
 		opt(w)
+	}
+	if w.clock == nil {
+		panic("condition.New: WithClock of a nil clock")
 	}
 	return w
 }
@@ -77,8 +90,9 @@ func New[T write.Object](objects *write.Objects[T], recorder record.EventRecorde
 // server has it then (obj itself when nothing was sent):
 //
 //   - the condition's ObservedGeneration becomes obj's generation, and its
-//     LastTransitionTime the current time when its status changes (else it
-//     is kept), as meta.SetStatusCondition does; with
+//     LastTransitionTime cond's (if set) or the Writer's clock's time when
+//     its status changes (else it is kept), as meta.SetStatusCondition
+//     does; with
 //     WithObservedGeneration the status's observedGeneration too;
 //   - the status is written (an update of the status subresource through
 //     client, on obj's resourceVersion) only when that changed something;
@@ -102,6 +116,9 @@ func (w *Writer[T]) Set(ctx context.Context, client write.StatusClient[T], obj T
 			w.recorder.Event(obj, eventType, cond.Reason, cond.Message)
 		}
 		cond.ObservedGeneration = obj.GetGeneration()
+		if cond.LastTransitionTime.IsZero() {
+			cond.LastTransitionTime = metav1.NewTime(w.clock.Now())
+		}
 		meta.SetStatusCondition(w.conditions(obj), cond)
 		if w.observed != nil {
 			*w.observed(obj) = obj.GetGeneration()

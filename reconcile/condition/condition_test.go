@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlkit/ctrlkit/reconcile"
 	"github.com/ctrlkit/ctrlkit/reconcile/condition"
@@ -164,3 +165,48 @@ func TestSetEventOncePerTransitionWhileWritesFail(t *testing.T) {
 }
 
 func intOrString(i int) intstr.IntOrString { return intstr.FromInt32(int32(i)) }
+
+// With the test's clock, the times of conditions and of objects are the
+// times of that clock: a transition is stamped when the clock says, a Set
+// that changes no status keeps the time, and the object the strict fake
+// created carries the same clock's time.
+func TestSetStampsTheClocksTime(t *testing.T) {
+	ctx := reconciletest.Context(t)
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(start)
+	kube := fake.NewClientset()
+	reconciletest.Strict(kube).WithClock(clk)
+	inf := informers.NewSharedInformerFactory(kube, 0).Policy().V1().PodDisruptionBudgets().TypedInformer()
+	require.NoError(t, inf.GetIndexer().Replace(nil, "1"))
+	w := condition.New(write.New(inf), nil, conditionsOf, condition.WithClock[*policyv1.PodDisruptionBudget](clk))
+	client := kube.PolicyV1().PodDisruptionBudgets("ns")
+	pdb, err := client.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, inf.GetIndexer().Add(pdb))
+	assert.Equal(t, start, pdb.CreationTimestamp.Time.UTC())
+
+	set := func(status metav1.ConditionStatus, reason string) *policyv1.PodDisruptionBudget {
+		t.Helper()
+		updated, err := w.Set(ctx, client, pdb, ready(status, reason, ""), "")
+		require.NoError(t, err)
+		require.NoError(t, inf.GetIndexer().Update(updated))
+		pdb = updated
+		return updated
+	}
+	clk.Step(time.Minute)
+	assert.Equal(t, start.Add(time.Minute), w.Get(set(metav1.ConditionFalse, "Starting"), "Ready").LastTransitionTime.Time.UTC())
+	clk.Step(time.Minute)
+	assert.Equal(t, start.Add(time.Minute), w.Get(set(metav1.ConditionFalse, "StillStarting"), "Ready").LastTransitionTime.Time.UTC(),
+		"a new reason with the same status is no transition")
+	clk.Step(time.Minute)
+	assert.Equal(t, start.Add(3*time.Minute), w.Get(set(metav1.ConditionTrue, "Running"), "Ready").LastTransitionTime.Time.UTC())
+
+	explicit := metav1.NewTime(start.Add(-time.Hour))
+	updated, err := w.Set(ctx, client, pdb, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "Lost", LastTransitionTime: explicit}, "")
+	require.NoError(t, err)
+	assert.Equal(t, explicit.Time, w.Get(updated, "Ready").LastTransitionTime.Time, "a time the caller gives is kept")
+
+	assert.PanicsWithValue(t, "condition.New: WithClock of a nil clock", func() {
+		condition.New(write.New(inf), nil, conditionsOf, condition.WithClock[*policyv1.PodDisruptionBudget](nil))
+	})
+}

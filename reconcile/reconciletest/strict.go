@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -175,6 +176,7 @@ const resourceVersionBase = 1000
 // Give them a uid if their dependents must be collected.
 type StrictAPI struct {
 	mu       sync.Mutex
+	clock    clock.PassiveClock
 	version  int64 // the last resourceVersion handed out
 	trackers []*strictTracker
 	byFake   map[FakeClientset]*strictTracker
@@ -199,7 +201,7 @@ type listScope struct {
 // Reactors prepended later run before it: a test's reactor that writes
 // must write through Tracker, not through a clientset.
 func Strict(clientsets ...FakeClientset) *StrictAPI {
-	api := &StrictAPI{version: resourceVersionBase, byFake: make(map[FakeClientset]*strictTracker, len(clientsets))}
+	api := &StrictAPI{clock: clock.RealClock{}, version: resourceVersionBase, byFake: make(map[FakeClientset]*strictTracker, len(clientsets))}
 	for _, cs := range clientsets {
 		t := &strictTracker{api: api, base: cs.Tracker(), kinds: make(map[schema.GroupVersionResource]string), lists: make(map[listScope][]listed)}
 		api.trackers = append(api.trackers, t)
@@ -208,6 +210,32 @@ func Strict(clientsets ...FakeClientset) *StrictAPI {
 		cs.PrependWatchReactor("*", t.reactWatch)
 	}
 	return api
+}
+
+// WithClock makes the API stamp creationTimestamp and deletionTimestamp
+// (to the second, as the API server's encoding keeps them) from clk instead
+// of the real clock, and returns a. Give it the fake clock the controller
+// under test waits by (queue.WithClock) and its condition.Writer stamps
+// by, so that a test moving that clock sees the ages of objects, the
+// times of conditions and the delays of keys move together:
+//
+//	api := reconciletest.Strict(kube).WithClock(clk)
+//
+// Call it before the clientsets are used.
+func (a *StrictAPI) WithClock(clk clock.PassiveClock) *StrictAPI {
+	if clk == nil {
+		panic("reconciletest: StrictAPI.WithClock of a nil clock")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.clock = clk
+	return a
+}
+
+// now is the time of the API's clock as the API server encodes it. The
+// caller holds a.mu.
+func (a *StrictAPI) now() metav1.Time {
+	return metav1.NewTime(a.clock.Now()).Rfc3339Copy()
 }
 
 // Tracker returns an ObjectTracker over cs's objects that applies every
@@ -657,7 +685,7 @@ func generateName(base string) string {
 // prepareCreate sets what the API server sets on a new object m of obj.
 func (t *strictTracker) prepareCreate(gvr schema.GroupVersionResource, obj runtime.Object, m metav1.Object) error {
 	m.SetUID(uuid.NewUUID())
-	m.SetCreationTimestamp(metav1.Now().Rfc3339Copy())
+	m.SetCreationTimestamp(t.api.now())
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	content, err := contentOf(obj)
@@ -1014,7 +1042,7 @@ func (t *strictTracker) delete(gvr schema.GroupVersionResource, ns, name string,
 		if mm.GetGeneration() > 0 {
 			mm.SetGeneration(mm.GetGeneration() + 1)
 		}
-		now := metav1.Now().Rfc3339Copy()
+		now := t.api.now()
 		mm.SetDeletionTimestamp(&now)
 	}
 	mm.SetDeletionGracePeriodSeconds(new(int64))

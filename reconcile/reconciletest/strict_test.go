@@ -35,6 +35,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
@@ -309,6 +310,31 @@ func TestStrictUIDsAndTimestamps(t *testing.T) {
 			tt.check(t, created, written, err)
 		})
 	}
+}
+
+// With WithClock, creationTimestamp and deletionTimestamp come from the
+// test's clock, to the second, for custom resources and built-in kinds
+// alike.
+func TestStrictTimestampsFromTheClock(t *testing.T) {
+	ctx := t.Context()
+	start := time.Date(2026, 11, 26, 12, 0, 0, 700_000_000, time.UTC)
+	clk := clocktesting.NewFakeClock(start)
+	kube := kubefake.NewClientset()
+	reconciletest.Strict(kube).WithClock(clk)
+	cms := kube.CoreV1().ConfigMaps("ns")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Finalizers: []string{"example.com/keep"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, start.Truncate(time.Second), cm.CreationTimestamp.Time.UTC())
+
+	clk.Step(time.Hour)
+	require.NoError(t, cms.Delete(ctx, "a", metav1.DeleteOptions{}))
+	cm, err = cms.Get(ctx, "a", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, cm.DeletionTimestamp)
+	assert.Equal(t, start.Add(time.Hour).Truncate(time.Second), cm.DeletionTimestamp.Time.UTC())
+	assert.Equal(t, start.Truncate(time.Second), cm.CreationTimestamp.Time.UTC(), "kept")
+
+	assert.Panics(t, func() { reconciletest.Strict(kubefake.NewClientset()).WithClock(nil) })
 }
 
 func TestStrictGenerateName(t *testing.T) {
