@@ -217,11 +217,8 @@ func Strict(clientsets ...FakeClientset) *StrictAPI {
 // of the real clock, and returns a. Give it the fake clock the controller
 // under test waits by (queue.WithClock) and its condition.Writer stamps
 // by, so that a test moving that clock sees the ages of objects, the
-// times of conditions and the delays of keys move together:
-//
-//	api := reconciletest.Strict(kube).WithClock(clk)
-//
-// Call it before the clientsets are used.
+// times of conditions and the delays of keys move together. Call it, as
+// in Strict(kube).WithClock(clk), before the clientsets are used.
 func (a *StrictAPI) WithClock(clk clock.PassiveClock) *StrictAPI {
 	if clk == nil {
 		panic("reconciletest: StrictAPI.WithClock of a nil clock")
