@@ -316,24 +316,58 @@ func TestStrictUIDsAndTimestamps(t *testing.T) {
 // test's clock, to the second, for custom resources and built-in kinds
 // alike.
 func TestStrictTimestampsFromTheClock(t *testing.T) {
-	ctx := t.Context()
-	start := time.Date(2026, 11, 26, 12, 0, 0, 700_000_000, time.UTC)
-	clk := clocktesting.NewFakeClock(start)
-	kube := kubefake.NewClientset()
-	reconciletest.Strict(kube).WithClock(clk)
-	cms := kube.CoreV1().ConfigMaps("ns")
-	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Finalizers: []string{"example.com/keep"}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, start.Truncate(time.Second), cm.CreationTimestamp.Time.UTC())
-
-	clk.Step(time.Hour)
-	require.NoError(t, cms.Delete(ctx, "a", metav1.DeleteOptions{}))
-	cm, err = cms.Get(ctx, "a", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.NotNil(t, cm.DeletionTimestamp)
-	assert.Equal(t, start.Add(time.Hour).Truncate(time.Second), cm.DeletionTimestamp.Time.UTC())
-	assert.Equal(t, start.Truncate(time.Second), cm.CreationTimestamp.Time.UTC(), "kept")
-
+	// Each case creates an object with a finalizer, deletes it and reads it
+	// back.
+	tests := []struct {
+		name      string
+		lifecycle func(ctx context.Context, e *strictEnv, clk *clocktesting.FakeClock) (created, deleting metav1.Object, err error)
+	}{{
+		name: "a built-in kind",
+		lifecycle: func(ctx context.Context, e *strictEnv, clk *clocktesting.FakeClock) (metav1.Object, metav1.Object, error) {
+			cms := e.kube.CoreV1().ConfigMaps(ns)
+			created, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a", Finalizers: []string{"example.com/keep"}}}, metav1.CreateOptions{})
+			if err != nil {
+				return nil, nil, err
+			}
+			clk.Step(time.Hour)
+			if err := cms.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+				return nil, nil, err
+			}
+			deleting, err := cms.Get(ctx, "a", metav1.GetOptions{})
+			return created, deleting, err
+		},
+	}, {
+		name: "a custom resource",
+		lifecycle: func(ctx context.Context, e *strictEnv, clk *clocktesting.FakeClock) (metav1.Object, metav1.Object, error) {
+			foos := e.foos.SamplecontrollerV1alpha1().Foos(ns)
+			foo := newFoo("a")
+			foo.Finalizers = []string{"example.com/keep"}
+			created, err := foos.Create(ctx, foo, metav1.CreateOptions{})
+			if err != nil {
+				return nil, nil, err
+			}
+			clk.Step(time.Hour)
+			if err := foos.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+				return nil, nil, err
+			}
+			deleting, err := foos.Get(ctx, "a", metav1.GetOptions{})
+			return created, deleting, err
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Date(2026, 11, 26, 12, 0, 0, 700_000_000, time.UTC)
+			clk := clocktesting.NewFakeClock(start)
+			e := newStrictEnv()
+			e.api.WithClock(clk)
+			created, deleting, err := tt.lifecycle(t.Context(), e, clk)
+			require.NoError(t, err)
+			assert.Equal(t, start.Truncate(time.Second), created.GetCreationTimestamp().Time.UTC())
+			require.NotNil(t, deleting.GetDeletionTimestamp())
+			assert.Equal(t, start.Add(time.Hour).Truncate(time.Second), deleting.GetDeletionTimestamp().Time.UTC())
+			assert.Equal(t, start.Truncate(time.Second), deleting.GetCreationTimestamp().Time.UTC(), "kept")
+		})
+	}
 	assert.Panics(t, func() { reconciletest.Strict(kubefake.NewClientset()).WithClock(nil) })
 }
 
