@@ -498,7 +498,7 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 		}
 		// The wait looks only now and then: handlers that synced before
 		// the stop make it a normal one, with no worker to start.
-		if !allSynced(synced) {
+		if !c.HasSynced() {
 			return fmt.Errorf("queue: controller %q stopped before its caches synced: %w", c.name, context.Cause(ctx))
 		}
 		logger.Info("Stopped before the workers started")
@@ -555,16 +555,6 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 		logger.Error(err, "Returning with reconciles that ignore their context")
 		return errors.Join(c.abortError(), err)
 	}
-}
-
-// allSynced reports whether every one of synced reports true.
-func allSynced(synced []cache.InformerSynced) bool {
-	for _, s := range synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
 }
 
 // abortError returns the error Abort recorded, or nil.
