@@ -72,11 +72,12 @@ func inWorkspace(ctx context.Context, root string) (bool, error) {
 // module against the copies, completing them as needed (-mod=mod), and the
 // function that removes them.
 func goModCopy(root string) (flags []string, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "apigen-gomod")
+	// A temporary of the run, so that a signal removes it too.
+	dir, err := temps.mkdirTemp("apigen-gomod")
 	if err != nil {
 		return nil, nil, err
 	}
-	cleanup = func() { _ = os.RemoveAll(dir) }
+	cleanup = func() { _ = temps.do(dir, false, func() error { return os.RemoveAll(dir) }) }
 	for _, name := range []string{"go.mod", "go.sum"} {
 		data, err := os.ReadFile(filepath.Join(root, name))
 		if errors.Is(err, fs.ErrNotExist) && name == "go.sum" {
