@@ -70,7 +70,8 @@ generate: apigen
 	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out foo/generated -crd foo/crd \
 	  -rbac examples/foo/deploy -rbac-role foo-controller -rbac-paths "./foo ./examples/foo" foo/apis
 	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out examples/bucket/generated -crd examples/bucket/deploy/crd \
-	  -rbac examples/bucket/deploy -rbac-role bucket-operator -rbac-paths ./examples/bucket examples/bucket/apis
+	  -rbac examples/bucket/deploy -rbac-role bucket-operator -rbac-paths ./examples/bucket \
+	  -webhook examples/bucket/deploy -webhook-paths ./examples/bucket examples/bucket/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/external/deploy -rbac-role external-targets -rbac-paths ./examples/external
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
 

@@ -147,7 +147,7 @@ const tempSuffix = ".apigen-tmp"
 // Every other file (hand-written expansions, docs, a kustomization.yaml, a
 // CRD or role apigen did not write) is the user's. leftovers are the
 // hidden temporary files a killed run left there.
-func owned(root string, cfg config, pkgs []apiPackage) (out files, leftovers []string, err error) {
+func owned(root string, cfg config, pkgs []apiPackage, webhookDirs []string) (out files, leftovers []string, err error) {
 	out = files{}
 	add := func(dir string, recurse bool, isOwned func(rel string, data []byte) bool) error {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
@@ -223,7 +223,79 @@ func owned(root string, cfg config, pkgs []apiPackage) (out files, leftovers []s
 			return nil, nil, err
 		}
 	}
+	if cfg.webhookDir != "" {
+		manifests := []string{path.Join(cfg.webhookDir, webhookFile), path.Join(cfg.webhookDir, conversionFile)}
+		if err := add(cfg.webhookDir, false, func(rel string, data []byte) bool {
+			return slices.Contains(manifests, rel) && marked(rel, data)
+		}); err != nil {
+			return nil, nil, err
+		}
+		for _, d := range webhookDirs {
+			goFile := path.Join(d, webhookGoFile)
+			if err := add(d, false, func(rel string, data []byte) bool { return rel == goFile && generatedGo(data) }); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	return out, leftovers, nil
+}
+
+// patternDirs lists the directories, relative to the module root, of the
+// package patterns: "./dir" or the module's import path of dir, each
+// perhaps ending in "/..." (dir and every directory under it that is in
+// the module: not in a nested module, testdata, vendor, or a directory
+// whose name begins with "." or "_").
+func patternDirs(mod module, patterns []string) ([]string, error) {
+	var out []string
+	for _, p := range patterns {
+		dir, recurse := strings.CutSuffix(p, "/...")
+		if p == "..." || p == "./..." {
+			dir, recurse = ".", true
+		}
+		switch {
+		case dir == "." || strings.HasPrefix(dir, "./"):
+			dir = path.Clean(dir)
+		case dir == mod.path:
+			dir = "."
+		case strings.HasPrefix(dir, mod.path+"/"):
+			dir = strings.TrimPrefix(dir, mod.path+"/")
+		default:
+			return nil, fmt.Errorf("%q is neither a directory of the module (./dir, ./dir/...) nor under its import path %s", p, mod.path)
+		}
+		if dir == ".." || strings.HasPrefix(dir, "../") || strings.Contains(dir, "...") {
+			return nil, fmt.Errorf("%q is not a directory of the module", p)
+		}
+		if !recurse {
+			out = append(out, dir)
+			continue
+		}
+		start := filepath.Join(mod.root, filepath.FromSlash(dir))
+		err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if p != start {
+				name := d.Name()
+				if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" {
+					return filepath.SkipDir
+				}
+				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+					return filepath.SkipDir
+				}
+			}
+			rel, err := filepath.Rel(mod.root, p)
+			if err != nil {
+				return err
+			}
+			out = append(out, filepath.ToSlash(rel))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // adoptLegacy adds to old the manifests that runs of apigen wrote before

@@ -27,6 +27,8 @@ type config struct {
 	rbacDir   string   // directory of role.yaml; "" skips it
 	rbacRole  string   // name of the ClusterRole and Roles
 	rbacPaths []string // package patterns with +kubebuilder:rbac markers
+	webhookDir   string   // directory of webhook.yaml and crd-conversion.yaml; "" skips them
+	webhookPaths []string // package patterns, one of which holds the webhook markers
 	header    string   // file heading every generated Go file; "" for none
 	verify    bool     // compare instead of writing
 }
@@ -93,7 +95,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
-	for _, p := range []*string{&cfg.apis, &cfg.out, &cfg.crdDir, &cfg.rbacDir} {
+	for _, p := range []*string{&cfg.apis, &cfg.out, &cfg.crdDir, &cfg.rbacDir, &cfg.webhookDir} {
 		if *p == "" {
 			continue
 		}
@@ -122,11 +124,17 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		if copied, described, err = findTaggedPackages(mod, cfg.apis); err != nil {
 			return err
 		}
-	} else if cfg.rbacDir == "" {
-		return fmt.Errorf("nothing to generate: -out, -crd and -rbac are all empty")
+	} else if cfg.rbacDir == "" && cfg.webhookDir == "" {
+		return fmt.Errorf("nothing to generate: -out, -crd, -rbac and -webhook are all empty")
+	}
+	var webhookDirs []string
+	if cfg.webhookDir != "" {
+		if webhookDirs, err = patternDirs(mod, cfg.webhookPaths); err != nil {
+			return fmt.Errorf("-webhook-paths: %w", err)
+		}
 	}
 
-	old, leftovers, err := owned(mod.root, cfg, pkgs)
+	old, leftovers, err := owned(mod.root, cfg, pkgs, webhookDirs)
 	if err != nil {
 		return err
 	}
@@ -167,7 +175,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			return err
 		}
 	}
-	if cfg.crdDir != "" || cfg.rbacDir != "" {
+	if cfg.crdDir != "" || cfg.rbacDir != "" || cfg.webhookDir != "" {
 		overlay, err := st.overlay(mod.root, old, "loads", nil)
 		if err != nil {
 			return err
@@ -187,6 +195,16 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			checkpoint("rbac")
 			if err := generateRBAC(loads, cfg.rbacPaths, cfg.rbacRole, st.path(cfg.rbacDir)); err != nil {
 				return err
+			}
+		}
+		if cfg.webhookDir != "" {
+			checkpoint("webhook")
+			goFile, err := generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, st.path(cfg.webhookDir), st.tree, header)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(webhookDirs, path.Dir(goFile)) {
+				return fmt.Errorf("the webhook markers are in %s, which the patterns of -webhook-paths do not match as a directory of the module", path.Dir(goFile))
 			}
 		}
 	}

@@ -21,9 +21,7 @@ import (
 // for every root type of the API packages under apis into dir, as
 // controller-gen's crd generator does, each marked with yamlMarker.
 func generateCRDs(loads *packageLoads, apis, dir string) error {
-	if err := controllerGen(loads, "crd", crd.Generator{}, []string{
-		"crd", "paths=./" + apis + "/...", "output:crd:dir=" + dir,
-	}); err != nil {
+	if err := controllerGen(loads, "crd", crd.Generator{}, []string{"./" + apis + "/..."}, dir); err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(dir)
@@ -77,9 +75,7 @@ func generateRBAC(loads *packageLoads, paths []string, role, dir string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("-rbac needs at least one package pattern in -rbac-paths")
 	}
-	if err := controllerGen(loads, "rbac", rbac.Generator{}, []string{
-		"rbac:roleName=" + role, "paths=" + strings.Join(paths, ";"), "output:rbac:dir=" + dir,
-	}); err != nil {
+	if err := controllerGen(loads, "rbac:roleName="+role, rbac.Generator{RoleName: role}, paths, dir); err != nil {
 		return err
 	}
 	p := filepath.Join(dir, "role.yaml")
@@ -93,9 +89,11 @@ func generateRBAC(loads *packageLoads, paths []string, role, dir string) error {
 	return os.WriteFile(p, markYAML(data), 0o644)
 }
 
-// controllerGen runs one controller-tools generator with controller-gen's
-// option syntax.
-func controllerGen(loads *packageLoads, name string, gen genall.Generator, options []string) error {
+// controllerGen runs gen, a controller-tools generator, on the packages of
+// patterns as controller-gen runs the generator option spec (its name and
+// required arguments, such as "rbac:roleName=x"), writing into dir.
+func controllerGen(loads *packageLoads, spec string, gen genall.Generator, patterns []string, dir string) error {
+	name, _, _ := strings.Cut(spec, ":")
 	reg := &markers.Registry{}
 	defs := []*markers.Definition{
 		markers.Must(markers.MakeDefinition(name, markers.DescribesPackage, gen)),
@@ -109,10 +107,14 @@ func controllerGen(loads *packageLoads, name string, gen genall.Generator, optio
 	if err := genall.RegisterOptionsMarkers(reg); err != nil {
 		return err
 	}
+	options := []string{spec, "paths=" + strings.Join(patterns, ";"), "output:" + name + ":dir=" + dir}
 	rt, err := genall.FromOptionsWithConfig(loads.config(), reg, options)
 	if err != nil {
 		return fmt.Errorf("controller-gen %s: %w", name, err)
 	}
+	// The options made a zero generator of gen's type: run gen itself,
+	// with its settings (and, for some, where it keeps what it found).
+	*rt.Generators[0] = gen
 	var errs bytes.Buffer
 	rt.ErrorWriter = &errs
 	return guard("controller-gen "+name, func() error {

@@ -44,7 +44,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/examples/bucket/store"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
-	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
 // Leader election in the operator's namespace, added to the roles generated
@@ -67,9 +66,7 @@ type options struct {
 // bindFlags registers the flags on fs.
 func bindFlags(fs *flag.FlagSet) *options {
 	o := &options{Flags: operator.Flags{LeaderElectID: "bucket-operator", MetricsAddr: ":8080", ProbeAddr: ":8081",
-		WebhookCertHosts: []string{"bucket-webhook.bucket-system.svc"},
-		WebhookCABundles: webhook.CABundles{CRDs: []string{bucketsCRD},
-			MutatingWebhookConfigurations: []string{webhookConfiguration}, ValidatingWebhookConfigurations: []string{webhookConfiguration}}}}
+		WebhookCertHosts: webhookCertHosts, WebhookCABundles: webhookCABundles}}
 	o.Bind(fs)
 	fs.StringVar(&o.storeURL, "store-url", "http://127.0.0.1:8090", "Base URL of the storage service's HTTP API.")
 	fs.DurationVar(&o.resync, "resync", time.Minute, "How often every Bucket is checked against the storage service, behind its notifications.")

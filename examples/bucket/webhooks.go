@@ -12,16 +12,16 @@ import (
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
-// The objects of deploy/webhook.yaml and the CRD, in which the operator
-// publishes its CA when it issues its webhooks' certificate itself
-// (--webhook-cert-secret), and the paths they call.
-const (
-	webhookConfiguration = "bucket-operator" // the mutating and the validating one
-	bucketsCRD           = "buckets.storage.ctrlkit.io"
-	convertPath          = "/convert"
-	defaultPath          = "/default-bucket"
-	validatePath         = "/validate-bucket"
-)
+// The webhooks, their Service and the CRD's conversion, from which apigen
+// generates deploy/webhook.yaml, deploy/crd-conversion.yaml and
+// zz_generated.webhooks.go: the paths served below, and the certificate's
+// hosts and the objects that get its CA (--webhook-cert-secret).
+//
+// +kubebuilder:webhookconfiguration:mutating=true,name=bucket-operator
+// +kubebuilder:webhookconfiguration:mutating=false,name=bucket-operator
+// +kubebuilder:webhook:mutating=true,path=/default-bucket,name=default.buckets.storage.ctrlkit.io,groups=storage.ctrlkit.io,versions=v1,resources=buckets,verbs=create;update,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,timeoutSeconds=10,admissionReviewVersions=v1,serviceName=bucket-webhook,serviceNamespace=bucket-system
+// +kubebuilder:webhook:mutating=false,path=/validate-bucket,name=validate.buckets.storage.ctrlkit.io,groups=storage.ctrlkit.io,versions=v1,resources=buckets,verbs=create;update,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,timeoutSeconds=10,admissionReviewVersions=v1,serviceName=bucket-webhook,serviceNamespace=bucket-system
+// +ctrlkit:conversionwebhook:crd=buckets.storage.ctrlkit.io,path=/convert,serviceName=bucket-webhook,serviceNamespace=bucket-system
 
 // With --webhook-cert-secret the operator keeps its certificate in that
 // Secret of its namespace and publishes its CA; added to the roles
@@ -54,7 +54,7 @@ func (w bucketWebhooks) handlers() ([]webhook.Option, error) {
 	convert, errConvert := webhook.Conversion(bucketVersions())
 	defaults, errDefaults := webhook.Mutating(w.defaults)
 	validate, errValidate := webhook.Validating(w.validate)
-	return []webhook.Option{webhook.Handle(convertPath, convert), webhook.Handle(defaultPath, defaults), webhook.Handle(validatePath, validate)},
+	return []webhook.Option{webhook.Handle(webhookPathConvert, convert), webhook.Handle(webhookPathDefaultBucket, defaults), webhook.Handle(webhookPathValidateBucket, validate)},
 		errors.Join(errConvert, errDefaults, errValidate)
 }
 

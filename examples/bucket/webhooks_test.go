@@ -58,7 +58,7 @@ func TestDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := serve(t, bucketWebhooks{defaultRegion: tt.defaultRegion}, defaultPath)
+			h := serve(t, bucketWebhooks{defaultRegion: tt.defaultRegion}, webhookPathDefaultBucket)
 			req := webhooktest.Request(admissionv1.Create, bucket(tt.spec), nil)
 			resp := webhooktest.Admit(t, h, req)
 			require.True(t, resp.Allowed, "%+v", resp.Result)
@@ -94,7 +94,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := serve(t, bucketWebhooks{regions: tt.regions}, validatePath)
+			h := serve(t, bucketWebhooks{regions: tt.regions}, webhookPathValidateBucket)
 			var obj, old *storagev1.Bucket
 			if tt.op != admissionv1.Delete {
 				obj = bucket(tt.spec)
@@ -116,7 +116,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestConversion(t *testing.T) {
-	h := serve(t, bucketWebhooks{}, convertPath)
+	h := serve(t, bucketWebhooks{}, webhookPathConvert)
 	alpha := &storagev1alpha1.Bucket{TypeMeta: metav1.TypeMeta{APIVersion: storagev1alpha1.SchemeGroupVersion.String(), Kind: "Bucket"},
 		ObjectMeta: metav1.ObjectMeta{Name: "photos", UID: "1", Annotations: map[string]string{storagev1alpha1.AnnotationDeletionPolicy: "Retain", "team": "media"}},
 		Spec:       storagev1alpha1.BucketSpec{Region: "eu-west-1", Versioning: true},

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// thingWebhooks is an operator package with the markers of a mutating,
+// a validating and a conversion webhook, behind one Service.
+const thingWebhooks = `package webhooks
+
+// +kubebuilder:webhookconfiguration:mutating=true,name=things-operator
+// +kubebuilder:webhook:mutating=true,path=/default-thing,name=default.things.example.com,groups=example.com,versions=v1,resources=things,verbs=create;update,failurePolicy=fail,sideEffects=None,admissionReviewVersions=v1,serviceName=things-webhook,serviceNamespace=things-system,servicePort=8443
+// +kubebuilder:webhook:mutating=false,path=/validate-thing,name=validate.things.example.com,groups=example.com,versions=v1,resources=things,verbs=create;update;delete,failurePolicy=ignore,sideEffects=None,admissionReviewVersions=v1,serviceName=things-webhook,serviceNamespace=things-system,servicePort=8443
+// +kubebuilder:webhook:mutating=false,url="https://audit.example.com/check",name=audit.things.example.com,groups=example.com,versions=v1,resources=things,verbs=create,failurePolicy=ignore,sideEffects=None,admissionReviewVersions=v1
+// +ctrlkit:conversionwebhook:crd=things.example.com,path=/convert,serviceName=things-webhook,serviceNamespace=things-system,servicePort=8443
+
+// Serve serves them.
+func Serve() {}
+`
+
+// webhookArgs generate the webhooks of ./webhooks into deploy, alone.
+var webhookArgs = []string{"-out", "", "-crd", "", "-webhook", "deploy", "-webhook-paths", "./webhooks/...", "-rbac-role", "things-operator"}
+
+// withWebhooks is the fixture with thingWebhooks and the user's own files
+// in the directories apigen writes to.
+func withWebhooks(t *testing.T) (dir string, user map[string]string) {
+	t.Helper()
+	dir = fixture(t)
+	user = map[string]string{
+		"deploy/kustomization.yaml":  "resources:\n  - webhook.yaml\npatches:\n  - path: crd-conversion.yaml\n  - path: replicas.yaml\n",
+		"deploy/replicas.yaml":       "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: things-operator\nspec:\n  replicas: 3\n",
+		"deploy/webhook-extra.yaml":  "# the user's\n",
+		"webhooks/serve_test.go":     "package webhooks\n",
+		"webhooks/inner/README.md":   "not a package\n",
+		"webhooks/zz_generated.x.go": "package webhooks\n",
+	}
+	user["webhooks/webhooks.go"] = thingWebhooks
+	for rel, content := range user {
+		p := filepath.Join(dir, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	return dir, user
+}
+
+// webhookConsts reads the string constants of a generated Go file.
+func webhookConsts(t *testing.T, file string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			v := s.(*ast.ValueSpec)
+			value, err := strconv.Unquote(v.Values[0].(*ast.BasicLit).Value)
+			require.NoError(t, err)
+			out[v.Names[0].Name] = value
+		}
+	}
+	return out
+}
+
+// The markers make the Service, the configurations, the CRD's conversion
+// and the names the operator's code uses; the user's files beside them
+// stay; -verify sees a changed marker; a run after it replaces what it
+// generated and nothing else.
+func TestWebhooks(t *testing.T) {
+	t.Parallel()
+	dir, user := withWebhooks(t)
+	code, stdout, stderr := apigen(t, dir, webhookArgs...)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	files := tree(t, dir)
+	for rel, content := range user {
+		assert.Equal(t, content, files[rel], "the user's %s", rel)
+	}
+
+	docs := strings.Split(files["deploy/webhook.yaml"], "\n---\n")
+	require.Len(t, docs, 3, files["deploy/webhook.yaml"])
+	assert.True(t, strings.HasPrefix(docs[0], yamlMarker), "marked as apigen's")
+	var svc struct {
+		Kind     string
+		Metadata struct{ Name, Namespace string }
+		Spec     struct {
+			Selector map[string]string
+			Ports    []struct {
+				Port       int32
+				TargetPort string `json:"targetPort"`
+			}
+			PublishNotReadyAddresses bool `json:"publishNotReadyAddresses"`
+		}
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(docs[0]), &svc))
+	assert.Equal(t, "Service", svc.Kind)
+	assert.Equal(t, "things-webhook", svc.Metadata.Name)
+	assert.Equal(t, "things-system", svc.Metadata.Namespace)
+	assert.Equal(t, map[string]string{"app.kubernetes.io/name": "things-operator"}, svc.Spec.Selector)
+	require.Len(t, svc.Spec.Ports, 1)
+	assert.Equal(t, int32(8443), svc.Spec.Ports[0].Port)
+	assert.Equal(t, "webhooks", svc.Spec.Ports[0].TargetPort)
+	assert.True(t, svc.Spec.PublishNotReadyAddresses)
+
+	var mutating admissionregistrationv1.MutatingWebhookConfiguration
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[1]), &mutating))
+	assert.Equal(t, "things-operator", mutating.Name)
+	require.Len(t, mutating.Webhooks, 1)
+	assert.Equal(t, "/default-thing", *mutating.Webhooks[0].ClientConfig.Service.Path)
+	assert.Equal(t, "things-webhook", mutating.Webhooks[0].ClientConfig.Service.Name)
+	assert.Equal(t, int32(8443), *mutating.Webhooks[0].ClientConfig.Service.Port)
+
+	var validating admissionregistrationv1.ValidatingWebhookConfiguration
+	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[2]), &validating))
+	assert.Equal(t, "validating-webhook-configuration", validating.Name, "controller-gen's name, without a webhookconfiguration marker")
+	require.Len(t, validating.Webhooks, 2)
+	assert.Equal(t, "https://audit.example.com/check", *validating.Webhooks[0].ClientConfig.URL)
+	assert.Equal(t, "/validate-thing", *validating.Webhooks[1].ClientConfig.Service.Path)
+	assert.Equal(t, admissionregistrationv1.Ignore, *validating.Webhooks[1].FailurePolicy)
+
+	conversion := files["deploy/crd-conversion.yaml"]
+	assert.True(t, strings.HasPrefix(conversion, yamlMarker), "marked as apigen's")
+	var crd struct {
+		Metadata struct{ Name string }
+		Spec     struct {
+			Conversion struct {
+				Strategy string
+				Webhook  struct {
+					ClientConfig struct {
+						Service struct {
+							Name, Namespace, Path string
+							Port                  int32
+						}
+					} `json:"clientConfig"`
+					ConversionReviewVersions []string `json:"conversionReviewVersions"`
+				}
+			}
+		}
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(conversion), &crd))
+	assert.Equal(t, "things.example.com", crd.Metadata.Name)
+	assert.Equal(t, "Webhook", crd.Spec.Conversion.Strategy)
+	assert.Equal(t, "/convert", crd.Spec.Conversion.Webhook.ClientConfig.Service.Path)
+	assert.Equal(t, "things-system", crd.Spec.Conversion.Webhook.ClientConfig.Service.Namespace)
+	assert.Equal(t, int32(8443), crd.Spec.Conversion.Webhook.ClientConfig.Service.Port)
+	assert.Equal(t, []string{"v1"}, crd.Spec.Conversion.Webhook.ConversionReviewVersions)
+
+	goFile := files["webhooks/zz_generated.webhooks.go"]
+	assert.True(t, generatedGo([]byte(goFile)), "marked as generated")
+	assert.Equal(t, map[string]string{
+		"webhookPathConvert": "/convert", "webhookPathDefaultThing": "/default-thing", "webhookPathValidateThing": "/validate-thing",
+	}, webhookConsts(t, filepath.Join(dir, "webhooks/zz_generated.webhooks.go")))
+	assert.Contains(t, goFile, `var webhookCertHosts = []string{"things-webhook.things-system.svc"}`)
+	assert.Contains(t, goFile, `MutatingWebhookConfigurations:   []string{"things-operator"}`)
+	assert.Contains(t, goFile, `ValidatingWebhookConfigurations: []string{"validating-webhook-configuration"}`)
+	assert.Contains(t, goFile, `CRDs:                            []string{"things.example.com"}`)
+
+	code, stdout, stderr = apigen(t, dir, append([]string{"-verify"}, webhookArgs...)...)
+	assert.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+
+	// A changed path and no conversion any more: the Go file and webhook.yaml
+	// are stale, crd-conversion.yaml is to be removed.
+	changed := strings.ReplaceAll(thingWebhooks, "/default-thing", "/mutate-thing")
+	changed = strings.Replace(changed, "// +ctrlkit:conversionwebhook", "// no longer +ctrlkit", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks/webhooks.go"), []byte(changed), 0o644))
+	before := tree(t, dir)
+	code, _, stderr = apigen(t, dir, append([]string{"-verify"}, webhookArgs...)...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "changed: deploy/webhook.yaml")
+	assert.Contains(t, stderr, "removed: deploy/crd-conversion.yaml")
+	assert.Contains(t, stderr, "changed: webhooks/zz_generated.webhooks.go")
+	assert.Equal(t, before, tree(t, dir), "-verify writes nothing")
+
+	code, stdout, stderr = apigen(t, dir, webhookArgs...)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	after := tree(t, dir)
+	assert.NotContains(t, after, "deploy/crd-conversion.yaml")
+	assert.Contains(t, after["deploy/webhook.yaml"], "path: /mutate-thing")
+	assert.Equal(t, map[string]string{"webhookPathMutateThing": "/mutate-thing", "webhookPathValidateThing": "/validate-thing"},
+		webhookConsts(t, filepath.Join(dir, "webhooks/zz_generated.webhooks.go")))
+	assert.Contains(t, after["webhooks/zz_generated.webhooks.go"], "CRDs:                            nil")
+	for rel, content := range user {
+		if rel != "webhooks/webhooks.go" {
+			assert.Equal(t, content, after[rel], "the user's %s", rel)
+		}
+	}
+}
+
+// Markers apigen cannot make one operator's webhooks of are refused, and
+// nothing is written.
+func TestWebhookRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		files   map[string]string
+		args    []string
+		wantErr string
+	}{
+		{
+			name: "markers in two packages",
+			files: map[string]string{"webhooks/more/more.go": "// +ctrlkit:conversionwebhook:crd=others.example.com,path=/convert-others,serviceName=things-webhook,serviceNamespace=things-system,servicePort=8443\npackage more\n"},
+			wantErr: "webhook markers in 2 packages",
+		},
+		{
+			name: "two Services",
+			files: map[string]string{"webhooks/other.go": "package webhooks\n\n// +ctrlkit:conversionwebhook:crd=others.example.com,path=/convert-others,serviceName=other,serviceNamespace=things-system\n"},
+			wantErr: "the webhook markers name two Services",
+		},
+		{
+			name:    "two paths, one Go name",
+			files:   map[string]string{"webhooks/other.go": "package webhooks\n\n// +ctrlkit:conversionwebhook:crd=others.example.com,path=/default_thing,serviceName=things-webhook,serviceNamespace=things-system,servicePort=8443\n"},
+			wantErr: "make the same Go name webhookPathDefaultThing",
+		},
+		{
+			name:    "no markers",
+			args:    []string{"-webhook-paths", "./apis/..."},
+			wantErr: "no +kubebuilder:webhook or +ctrlkit:conversionwebhook marker",
+		},
+		{
+			name:    "a pattern outside the module",
+			args:    []string{"-webhook-paths", "k8s.io/api/..."},
+			wantErr: "-webhook-paths: \"k8s.io/api/...\" is neither a directory of the module",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir, _ := withWebhooks(t)
+			for rel, content := range tt.files {
+				p := filepath.Join(dir, rel)
+				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+			}
+			before, beforeDirs := tree(t, dir), dirs(t, dir)
+			code, _, stderr := apigen(t, dir, append(webhookArgs, tt.args...)...)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stderr, tt.wantErr)
+			assert.Equal(t, before, tree(t, dir), "nothing written")
+			assert.Equal(t, beforeDirs, dirs(t, dir), "no directory left behind")
+		})
+	}
+}
