@@ -21,16 +21,16 @@ import (
 // config is what one run generates, with directories relative to the
 // current directory until generateAll makes them relative to the module root.
 type config struct {
-	apis      string   // directory of the <group>/<version> API packages
-	out       string   // directory of the generated Go packages
-	crdDir    string   // directory of the CRD manifests; "" skips them
-	rbacDir   string   // directory of role.yaml; "" skips it
-	rbacRole  string   // name of the ClusterRole and Roles
-	rbacPaths []string // package patterns with +kubebuilder:rbac markers
+	apis         string   // directory of the <group>/<version> API packages
+	out          string   // directory of the generated Go packages
+	crdDir       string   // directory of the CRD manifests; "" skips them
+	rbacDir      string   // directory of role.yaml; "" skips it
+	rbacRole     string   // name of the ClusterRole and Roles
+	rbacPaths    []string // package patterns with +kubebuilder:rbac markers
 	webhookDir   string   // directory of webhook.yaml and crd-conversion.yaml; "" skips them
 	webhookPaths []string // package patterns, one of which holds the webhook markers
-	header    string   // file heading every generated Go file; "" for none
-	verify    bool     // compare instead of writing
+	header       string   // file heading every generated Go file; "" for none
+	verify       bool     // compare instead of writing
 }
 
 // module is the Go module the generated code belongs to.

@@ -294,7 +294,7 @@ func serviceManifest(s webhookService, name string) map[string]any {
 			// The API server calls conversion webhooks to list what the
 			// operator's informers wait for before the pod is ready.
 			"publishNotReadyAddresses": true,
-			"ports": []any{map[string]any{"name": "webhooks", "port": s.port, "targetPort": "webhooks"}},
+			"ports":                    []any{map[string]any{"name": "webhooks", "port": s.port, "targetPort": "webhooks"}},
 		},
 	}
 }

@@ -210,13 +210,13 @@ func TestWebhookRefusals(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name: "markers in two packages",
-			files: map[string]string{"webhooks/more/more.go": "// +ctrlkit:conversionwebhook:crd=others.example.com,path=/convert-others,serviceName=things-webhook,serviceNamespace=things-system,servicePort=8443\npackage more\n"},
+			name:    "markers in two packages",
+			files:   map[string]string{"webhooks/more/more.go": "// +ctrlkit:conversionwebhook:crd=others.example.com,path=/convert-others,serviceName=things-webhook,serviceNamespace=things-system,servicePort=8443\npackage more\n"},
 			wantErr: "webhook markers in 2 packages",
 		},
 		{
-			name: "two Services",
-			files: map[string]string{"webhooks/other.go": "package webhooks\n\n// +ctrlkit:conversionwebhook:crd=others.example.com,path=/convert-others,serviceName=other,serviceNamespace=things-system\n"},
+			name:    "two Services",
+			files:   map[string]string{"webhooks/other.go": "package webhooks\n\n// +ctrlkit:conversionwebhook:crd=others.example.com,path=/convert-others,serviceName=other,serviceNamespace=things-system\n"},
 			wantErr: "the webhook markers name two Services",
 		},
 		{
