@@ -71,7 +71,8 @@ generate: apigen
 	  -rbac examples/foo/deploy -rbac-role foo-controller -rbac-paths "./foo ./examples/foo" foo/apis
 	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out examples/bucket/generated -crd examples/bucket/deploy/crd \
 	  -rbac examples/bucket/deploy -rbac-role bucket-operator -rbac-paths ./examples/bucket \
-	  -webhook examples/bucket/deploy -webhook-paths ./examples/bucket examples/bucket/apis
+	  -webhook examples/bucket/deploy -webhook-paths ./examples/bucket \
+	  -deploy examples/bucket/deploy -deploy-namespace bucket-system -deploy-image ctrlkit/bucket:dev examples/bucket/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/external/deploy -rbac-role external-targets -rbac-paths ./examples/external
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
 

@@ -237,6 +237,13 @@ func owned(root string, cfg config, pkgs []apiPackage, webhookDirs []string) (ou
 			}
 		}
 	}
+	if cfg.deployDir != "" {
+		if err := add(cfg.deployDir, false, func(rel string, data []byte) bool {
+			return slices.Contains(deployFiles, path.Base(rel)) && marked(rel, data)
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
 	return out, leftovers, nil
 }
 

@@ -21,16 +21,19 @@ import (
 // config is what one run generates, with directories relative to the
 // current directory until generateAll makes them relative to the module root.
 type config struct {
-	apis         string   // directory of the <group>/<version> API packages
-	out          string   // directory of the generated Go packages
-	crdDir       string   // directory of the CRD manifests; "" skips them
-	rbacDir      string   // directory of role.yaml; "" skips it
-	rbacRole     string   // name of the ClusterRole and Roles
-	rbacPaths    []string // package patterns with +kubebuilder:rbac markers
-	webhookDir   string   // directory of webhook.yaml and crd-conversion.yaml; "" skips them
-	webhookPaths []string // package patterns, one of which holds the webhook markers
-	header       string   // file heading every generated Go file; "" for none
-	verify       bool     // compare instead of writing
+	apis            string   // directory of the <group>/<version> API packages
+	out             string   // directory of the generated Go packages
+	crdDir          string   // directory of the CRD manifests; "" skips them
+	rbacDir         string   // directory of role.yaml; "" skips it
+	rbacRole        string   // name of the ClusterRole and Roles
+	rbacPaths       []string // package patterns with +kubebuilder:rbac markers
+	webhookDir      string   // directory of webhook.yaml and crd-conversion.yaml; "" skips them
+	webhookPaths    []string // package patterns, one of which holds the webhook markers
+	deployDir       string   // directory of the deploy manifests; "" skips them
+	deployNamespace string   // the operator's namespace
+	deployImage     string   // the operator's image
+	header          string   // file heading every generated Go file; "" for none
+	verify          bool     // compare instead of writing
 }
 
 // module is the Go module the generated code belongs to.
@@ -95,7 +98,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
-	for _, p := range []*string{&cfg.apis, &cfg.out, &cfg.crdDir, &cfg.rbacDir, &cfg.webhookDir} {
+	for _, p := range []*string{&cfg.apis, &cfg.out, &cfg.crdDir, &cfg.rbacDir, &cfg.webhookDir, &cfg.deployDir} {
 		if *p == "" {
 			continue
 		}
@@ -175,6 +178,8 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			return err
 		}
 	}
+	var served, conversions bool
+	var certSecret string
 	if cfg.crdDir != "" || cfg.rbacDir != "" || cfg.webhookDir != "" {
 		overlay, err := st.overlay(mod.root, old, "loads", nil)
 		if err != nil {
@@ -199,13 +204,25 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		}
 		if cfg.webhookDir != "" {
 			checkpoint("webhook")
-			goFile, err := generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, st.path(cfg.webhookDir), st.tree, header)
+			goFile, found, err := generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, st.path(cfg.webhookDir), st.tree, header)
 			if err != nil {
 				return err
 			}
+			served, conversions = len(found.paths) > 0, len(found.conversions) > 0
+			certSecret = found.service.name + "-certs"
 			if !slices.Contains(webhookDirs, path.Dir(goFile)) {
 				return fmt.Errorf("the webhook markers are in %s, which the patterns of -webhook-paths do not match as a directory of the module", path.Dir(goFile))
 			}
+		}
+	}
+	if cfg.deployDir != "" {
+		checkpoint("deploy")
+		if err := generateDeploy(mod.root, st, deployment{
+			name: cfg.rbacRole, namespace: cfg.deployNamespace, image: cfg.deployImage, dir: cfg.deployDir,
+			crdDir: cfg.crdDir, rbacDir: cfg.rbacDir, webhookDir: cfg.webhookDir,
+			webhooks: served, conversions: conversions, certSecret: certSecret,
+		}); err != nil {
+			return err
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -130,6 +130,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&rbacPaths, "rbac-paths", "./...", "Space-separated package patterns whose +kubebuilder:rbac markers make the roles.")
 	fs.StringVar(&cfg.webhookDir, "webhook", "", "Directory of the generated webhook.yaml and crd-conversion.yaml (from +kubebuilder:webhook and +ctrlkit:conversionwebhook markers); empty skips them.")
 	fs.StringVar(&webhookPaths, "webhook-paths", "./...", "Space-separated package patterns, in the module, of which one holds the webhook markers; it gets zz_generated.webhooks.go.")
+	fs.StringVar(&cfg.deployDir, "deploy", "", "Directory of the generated deploy manifests (kustomization, namespace, ServiceAccount, role bindings, Deployment); empty skips them. Needs -rbac in the same run.")
+	fs.StringVar(&cfg.deployNamespace, "deploy-namespace", "", "The operator's namespace (required with -deploy).")
+	fs.StringVar(&cfg.deployImage, "deploy-image", "", "The operator's image (required with -deploy).")
 	fs.StringVar(&cfg.header, "header", "", "File whose text heads every generated Go file (a license, say), anywhere; none if empty.")
 	fs.BoolVar(&cfg.verify, "verify", false, "Write nothing; exit 1 and list the files a run would change if any is out of date.")
 	fs.Usage = func() {
@@ -158,6 +161,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.webhookDir != "" && cfg.rbacRole == "" {
 		_, _ = fmt.Fprintln(stderr, "apigen: -webhook needs -rbac-role, the operator's name, by which the webhook Service selects its pods")
+		return 2
+	}
+	if cfg.deployDir != "" && (cfg.rbacDir == "" || cfg.deployNamespace == "" || cfg.deployImage == "") {
+		_, _ = fmt.Fprintln(stderr, "apigen: -deploy needs -rbac, -rbac-role, -deploy-namespace and -deploy-image")
 		return 2
 	}
 	err := generateAll(ctx, cfg, stdout)

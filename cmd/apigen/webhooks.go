@@ -207,25 +207,26 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 //     be one): a constant for each path, and the certificate's host names
 //     and the objects that get its CA, for operator.Flags.
 //
-// It returns the Go file's path, relative to root, slash-separated.
-func generateWebhooks(loads *packageLoads, root string, patterns []string, name, dir, tree, header string) (goFile string, err error) {
+// It returns the Go file's path, relative to root, slash-separated, and
+// what the markers say.
+func generateWebhooks(loads *packageLoads, root string, patterns []string, name, dir, tree, header string) (goFile string, found *webhookMarkers, err error) {
 	if len(patterns) == 0 {
-		return "", fmt.Errorf("-webhook needs at least one package pattern in -webhook-paths")
+		return "", nil, fmt.Errorf("-webhook needs at least one package pattern in -webhook-paths")
 	}
-	found := &webhookMarkers{}
+	found = &webhookMarkers{}
 	if err := controllerGen(loads, "webhook", webhookGenerator{found: found}, patterns, dir); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	manifests := filepath.Join(dir, "manifests.yaml")
 	configurations, err := os.ReadFile(manifests)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+		return "", nil, err
 	}
 	if err := os.Remove(manifests); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+		return "", nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
 
 	var out bytes.Buffer
@@ -234,18 +235,27 @@ func generateWebhooks(loads *packageLoads, root string, patterns []string, name,
 	if len(found.paths) > 0 {
 		svc, err := yaml.Marshal(serviceManifest(found.service, name))
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		out.Write(svc)
 	}
 	if len(bytes.TrimSpace(configurations)) > 0 {
-		if !bytes.HasPrefix(configurations, []byte("---\n")) {
-			out.WriteString("---\n")
+		docs, err := readDocs(manifests, configurations)
+		if err != nil {
+			return "", nil, err
 		}
-		out.Write(configurations)
+		for _, doc := range docs {
+			defaultScopes(doc)
+			data, err := yaml.Marshal(doc)
+			if err != nil {
+				return "", nil, err
+			}
+			out.WriteString("---\n")
+			out.Write(data)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, webhookFile), out.Bytes(), 0o644); err != nil {
-		return "", err
+		return "", nil, err
 	}
 
 	if len(found.conversions) > 0 {
@@ -258,29 +268,46 @@ func generateWebhooks(loads *packageLoads, root string, patterns []string, name,
 			}
 			doc, err := yaml.Marshal(conversionPatch(c, found.service))
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
 			patch.Write(doc)
 		}
 		if err := os.WriteFile(filepath.Join(dir, conversionFile), patch.Bytes(), 0o644); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 
 	src, err := webhooksGo(found, header)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	rel, err := filepath.Rel(root, found.pkgDir)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("the webhook markers' package in %s is outside the module", found.pkgDir)
+		return "", nil, fmt.Errorf("the webhook markers' package in %s is outside the module", found.pkgDir)
 	}
 	goFile = path.Join(filepath.ToSlash(rel), webhookGoFile)
 	target := filepath.Join(tree, filepath.FromSlash(goFile))
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return goFile, os.WriteFile(target, src, 0o644)
+	return goFile, found, os.WriteFile(target, src, 0o644)
+}
+
+// defaultScopes gives each rule of a webhook configuration the scope the
+// API server defaults it to, "*", if it has none: a rule the server
+// defaulted would differ from the manifest's, and since rules are a list
+// without merge key, kubectl apply would replace them on every apply.
+func defaultScopes(configuration map[string]any) {
+	webhooks, _ := configuration["webhooks"].([]any)
+	for _, w := range webhooks {
+		wm, _ := w.(map[string]any)
+		rules, _ := wm["rules"].([]any)
+		for _, r := range rules {
+			if rm, ok := r.(map[string]any); ok && rm["scope"] == nil {
+				rm["scope"] = "*"
+			}
+		}
+	}
 }
 
 // serviceManifest is the Service the webhooks are called at.

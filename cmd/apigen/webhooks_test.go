@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -252,4 +255,121 @@ func TestWebhookRefusals(t *testing.T) {
 			assert.Equal(t, beforeDirs, dirs(t, dir), "no directory left behind")
 		})
 	}
+}
+
+// deployArgs generate the roles, the webhooks and the deploy manifests of
+// ./webhooks into deploy.
+var deployArgs = []string{"-out", "", "-crd", "", "-rbac", "deploy", "-rbac-role", "things-operator", "-rbac-paths", "./webhooks/...",
+	"-webhook", "deploy", "-webhook-paths", "./webhooks/...",
+	"-deploy", "deploy", "-deploy-namespace", "things-system", "-deploy-image", "example.com/things:v1"}
+
+// The deploy manifests bind the roles, run the image with the webhooks'
+// certificate in the Service's Secret, and list every manifest and the
+// user's patches, whose files stay as they are; a new patch makes the
+// kustomization stale.
+func TestDeploy(t *testing.T) {
+	t.Parallel()
+	dir, user := withWebhooks(t)
+	rbacMarkers := "package webhooks\n\n// +kubebuilder:rbac:groups=example.com,resources=things,verbs=get;list;watch\n// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=things-system,resources=leases,verbs=get;create;update\n"
+	mine := map[string]string{
+		"webhooks/rbac.go":              rbacMarkers,
+		"deploy/patches/replicas.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: things-operator\n  namespace: things-system\nspec:\n  replicas: 2\n",
+		"deploy/patches/args.yaml":      "- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: --things-url=http://things\n",
+		"deploy/patches/notes.txt":      "not a patch\n",
+		"deploy/README.md":              "# deploy\n",
+		"deploy/kustomization.yaml.bak": "kept\n",
+	}
+	delete(user, "deploy/kustomization.yaml") // the user's kustomization would collide: apigen writes it
+	require.NoError(t, os.Remove(filepath.Join(dir, "deploy/kustomization.yaml")))
+	for rel, content := range mine {
+		user[rel] = content
+		p := filepath.Join(dir, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	code, stdout, stderr := apigen(t, dir, deployArgs...)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	files := tree(t, dir)
+	for rel, content := range user {
+		assert.Equal(t, content, files[rel], "the user's %s", rel)
+	}
+	for _, f := range []string{"kustomization.yaml", "namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "deployment.yaml"} {
+		assert.True(t, strings.HasPrefix(files["deploy/"+f], yamlMarker), "%s is marked as apigen's", f)
+	}
+
+	var k struct {
+		Resources []string
+		Patches   []struct {
+			Path   string
+			Target map[string]string
+		}
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(files["deploy/kustomization.yaml"]), &k))
+	assert.Equal(t, []string{"namespace.yaml", "serviceaccount.yaml", "role.yaml", "rbac.yaml", "deployment.yaml", "webhook.yaml"}, k.Resources)
+	require.Len(t, k.Patches, 3)
+	assert.Equal(t, "crd-conversion.yaml", k.Patches[0].Path)
+	assert.Equal(t, "patches/args.yaml", k.Patches[1].Path)
+	assert.Equal(t, map[string]string{"kind": "Deployment", "name": "things-operator", "namespace": "things-system"}, k.Patches[1].Target, "a JSON patch targets the Deployment")
+	assert.Equal(t, "patches/replicas.yaml", k.Patches[2].Path)
+	assert.Nil(t, k.Patches[2].Target, "a strategic-merge patch names its object")
+
+	var d appsv1.Deployment
+	require.NoError(t, yaml.UnmarshalStrict([]byte(files["deploy/deployment.yaml"]), &d))
+	assert.Equal(t, "things-system", d.Namespace)
+	assert.Equal(t, map[string]string{"app.kubernetes.io/name": "things-operator"}, d.Spec.Template.Labels, "the labels the webhook Service selects")
+	assert.Equal(t, "things-operator", d.Spec.Template.Spec.ServiceAccountName)
+	require.Len(t, d.Spec.Template.Spec.Containers, 1)
+	c := d.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, "example.com/things:v1", c.Image)
+	assert.Equal(t, []string{"--leader-elect", "--leader-elect-namespace=things-system", "--metrics-bind-address=:8080",
+		"--health-probe-bind-address=:8081", "--webhook-bind-address=:9443", "--webhook-cert-secret=things-system/things-webhook-certs"}, c.Args)
+	var portNames []string
+	for _, p := range c.Ports {
+		portNames = append(portNames, p.Name)
+	}
+	assert.Equal(t, []string{"metrics", "probes", "webhooks"}, portNames)
+
+	bindings := strings.Split(files["deploy/rbac.yaml"], "\n---\n")
+	require.Len(t, bindings, 2, files["deploy/rbac.yaml"])
+	var cluster, ns rbacv1.RoleBinding
+	require.NoError(t, yaml.Unmarshal([]byte(bindings[0]), &cluster))
+	require.NoError(t, yaml.Unmarshal([]byte(bindings[1]), &ns))
+	assert.Equal(t, "ClusterRoleBinding", cluster.Kind)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "things-operator"}, cluster.RoleRef)
+	assert.Equal(t, "things-system", ns.Namespace)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "things-operator"}, ns.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "things-operator", Namespace: "things-system"}}, ns.Subjects)
+
+	code, stdout, stderr = apigen(t, dir, append([]string{"-verify"}, deployArgs...)...)
+	assert.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy/patches/resources.yaml"), []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: things-operator\n  namespace: things-system\n"), 0o644))
+	code, _, stderr = apigen(t, dir, append([]string{"-verify"}, deployArgs...)...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "changed: deploy/kustomization.yaml", "a new patch is not listed yet")
+
+	t.Run("refusals", func(t *testing.T) {
+		for _, tt := range []struct {
+			name     string
+			args     []string
+			patch    string
+			wantCode int
+			wantErr  string
+		}{
+			{name: "without roles", args: []string{"-out", "", "-crd", "", "-rbac-role", "x", "-deploy", "deploy", "-deploy-namespace", "n", "-deploy-image", "i"}, wantCode: 2, wantErr: "-deploy needs -rbac"},
+			{name: "a patch that is neither an object nor operations", args: deployArgs, patch: "just a string\n", wantCode: 1, wantErr: "is neither an object"},
+			{name: "roles outside the deploy directory", args: append(slices.Clone(deployArgs), "-rbac", "config/rbac"), wantCode: 1, wantErr: "config/rbac/role.yaml is outside deploy"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				if tt.patch != "" {
+					require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy/patches/bad.yaml"), []byte(tt.patch), 0o644))
+					defer os.Remove(filepath.Join(dir, "deploy/patches/bad.yaml"))
+				}
+				before := tree(t, dir)
+				code, _, stderr := apigen(t, dir, tt.args...)
+				assert.Equal(t, tt.wantCode, code)
+				assert.Contains(t, stderr, tt.wantErr)
+				assert.Equal(t, before, tree(t, dir), "nothing written")
+			})
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,7 +60,13 @@ func TestDeployKustomizations(t *testing.T) {
 
 			rendered := decodeObjects(t, "kubectl kustomize "+dir, []byte(kubectl("kustomize", dir)))
 			assert.ElementsMatch(t, objectNames(want), objectNames(rendered), "every object of the manifests, once")
-			for _, patch := range kustomizationPatches(t, dir) {
+			merges, jsonPatches := kustomizationPatches(t, dir)
+			for name, ops := range jsonPatches {
+				i := slices.IndexFunc(rendered, func(o *unstructured.Unstructured) bool { return o.GetKind()+"/"+o.GetName() == name })
+				require.GreaterOrEqual(t, i, 0, "the JSON patch's object %s is rendered", name)
+				assertPatched(t, rendered[i].Object, ops, name)
+			}
+			for _, patch := range merges {
 				i := slices.Index(objectNames(rendered), objectNames([]*unstructured.Unstructured{patch})[0])
 				require.GreaterOrEqual(t, i, 0, "the patch's object %s is rendered", patch.GetName())
 				assertHolds(t, rendered[i].Object, patch.Object, objectNames(rendered)[i])
@@ -94,7 +101,8 @@ func TestDeployKustomizations(t *testing.T) {
 type kustomization struct {
 	Resources []string `json:"resources"`
 	Patches   []struct {
-		Path string `json:"path"`
+		Path   string         `json:"path"`
+		Target map[string]any `json:"target"` // a JSON patch's object
 	} `json:"patches"`
 }
 
@@ -146,15 +154,65 @@ func kustomizationObjects(t *testing.T, dir string) []*unstructured.Unstructured
 	return objs
 }
 
-// kustomizationPatches reads the patches that the kustomization in dir
-// lists.
-func kustomizationPatches(t *testing.T, dir string) []*unstructured.Unstructured {
+// kustomizationPatches reads the strategic-merge patches that the
+// kustomization in dir lists, and its JSON patches by the name of their
+// target (as objectNames has it).
+func kustomizationPatches(t *testing.T, dir string) (merges []*unstructured.Unstructured, jsonPatches map[string][]jsonPatchOp) {
 	t.Helper()
-	var patches []*unstructured.Unstructured
+	jsonPatches = map[string][]jsonPatchOp{}
 	for _, p := range readKustomization(t, dir).Patches {
-		patches = append(patches, readManifest(t, filepath.Join(dir, p.Path))...)
+		if p.Target == nil {
+			merges = append(merges, readManifest(t, filepath.Join(dir, p.Path))...)
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, p.Path))
+		require.NoError(t, err)
+		var ops []jsonPatchOp
+		require.NoError(t, utilyaml.Unmarshal(data, &ops), p.Path)
+		name := p.Target["kind"].(string) + "/" + p.Target["name"].(string)
+		jsonPatches[name] = append(jsonPatches[name], ops...)
 	}
-	return patches
+	return merges, jsonPatches
+}
+
+// jsonPatchOp is an operation of a JSON patch.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// assertPatched asserts that the value of each add or replace operation is
+// at its path in obj (in the list, for a path that ends in "/-").
+func assertPatched(t *testing.T, obj map[string]any, ops []jsonPatchOp, where string) {
+	t.Helper()
+	for _, op := range ops {
+		if op.Op != "add" && op.Op != "replace" {
+			continue
+		}
+		var cur any = obj
+		parts := strings.Split(strings.TrimPrefix(op.Path, "/"), "/")
+		last := parts[len(parts)-1]
+		if last == "-" {
+			parts = parts[:len(parts)-1]
+		}
+		for _, part := range parts {
+			switch c := cur.(type) {
+			case map[string]any:
+				cur = c[part]
+			case []any:
+				i, err := strconv.Atoi(part)
+				require.NoError(t, err, "%s: %s", where, op.Path)
+				require.Less(t, i, len(c), "%s: %s", where, op.Path)
+				cur = c[i]
+			}
+		}
+		if last == "-" {
+			assert.Contains(t, cur, op.Value, "%s: %s", where, op.Path)
+		} else {
+			assert.Equal(t, op.Value, cur, "%s: %s", where, op.Path)
+		}
+	}
 }
 
 // readKustomization reads the kustomization in dir.

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// The files of a deploy run, in the -deploy directory, and the directory
+// of the user's patches in it.
+var deployFiles = []string{"kustomization.yaml", "namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "deployment.yaml"}
+
+const patchesDir = "patches"
+
+// The operator's ports, as its Deployment runs it: operator.Flags' flags
+// for them are set to these.
+const (
+	metricsPort = 8080
+	probesPort  = 8081
+	webhookPort = 9443
+)
+
+// deployment is what generateDeploy makes the manifests of.
+type deployment struct {
+	name, namespace, image string
+	dir                    string // relative to the module root
+	crdDir, rbacDir        string // of the same run, relative to the module root; "" if none
+	webhookDir             string // "" if the run generates no webhooks
+	webhooks, conversions  bool   // whether webhook.yaml has a Service, whether crd-conversion.yaml exists
+	certSecret             string // the webhooks' certificate's Secret in namespace
+}
+
+// generateDeploy writes into st the base manifests of the operator's
+// deployment (see deployFiles), for kubectl apply -k: its namespace, its
+// ServiceAccount bound to the ClusterRole and Roles of the run's
+// role.yaml, a Deployment of the image with leader election, the metrics
+// and probes endpoints and, with webhooks, their server with a
+// certificate the operator issues itself; and a kustomization that lists
+// them with the run's CRDs, roles and webhooks, and the user's patches:
+// each file in patches/, a strategic-merge patch (an object) or a JSON
+// patch of the Deployment (a list of operations).
+func generateDeploy(root string, st *stage, d deployment) error {
+	rolesFile := filepath.Join(st.path(d.rbacDir), "role.yaml")
+	data, err := os.ReadFile(rolesFile)
+	if err != nil {
+		return fmt.Errorf("-deploy: reading the roles: %w", err)
+	}
+	roles, err := readDocs(rolesFile, data)
+	if err != nil {
+		return fmt.Errorf("-deploy: reading the roles: %w", err)
+	}
+	dir := st.path(d.dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name, comment string, docs ...any) error {
+		var b bytes.Buffer
+		b.WriteString(yamlMarker)
+		b.WriteString(comment)
+		for i, doc := range docs {
+			if i > 0 {
+				b.WriteString("---\n")
+			}
+			data, err := yaml.Marshal(doc)
+			if err != nil {
+				return err
+			}
+			b.Write(data)
+		}
+		return os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
+	}
+	meta := func(name string) map[string]any {
+		return map[string]any{"name": name, "namespace": d.namespace}
+	}
+	subject := []any{map[string]any{"kind": "ServiceAccount", "name": d.name, "namespace": d.namespace}}
+
+	if err := write("namespace.yaml", "# The operator's namespace.\n",
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}); err != nil {
+		return err
+	}
+	if err := write("serviceaccount.yaml", "# The operator's identity.\n",
+		map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(d.name)}); err != nil {
+		return err
+	}
+	var bindings []any
+	for _, r := range roles {
+		kind, _ := r["kind"].(string)
+		m, _ := r["metadata"].(map[string]any)
+		name, _ := m["name"].(string)
+		ns, _ := m["namespace"].(string)
+		binding := map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1",
+			"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+			"subjects":   subject,
+		}
+		switch kind {
+		case "ClusterRole":
+			binding["kind"], binding["metadata"] = "ClusterRoleBinding", map[string]any{"name": d.name}
+		case "Role":
+			binding["kind"], binding["metadata"] = "RoleBinding", map[string]any{"name": d.name, "namespace": ns}
+		default:
+			continue
+		}
+		bindings = append(bindings, binding)
+	}
+	if len(bindings) == 0 {
+		return errors.New("-deploy: the run's role.yaml has no ClusterRole or Role to bind the operator to")
+	}
+	if err := write("rbac.yaml", "# The operator's ServiceAccount bound to the roles of its +kubebuilder:rbac markers.\n", bindings...); err != nil {
+		return err
+	}
+	if err := write("deployment.yaml", "# The operator. Its own flags, replicas and resources are the user's\n# patches (patches/ beside the kustomization).\n", deploymentManifest(d)); err != nil {
+		return err
+	}
+
+	// The kustomization lists files by their path from dir, which must be
+	// in it: kustomize loads no file outside the kustomization's root.
+	var resources []string
+	add := func(rel string) error {
+		r, err := filepath.Rel(filepath.FromSlash(d.dir), filepath.FromSlash(rel))
+		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("-deploy: %s is outside %s, where kustomize cannot load it: generate it into %s or below", rel, d.dir, d.dir)
+		}
+		resources = append(resources, filepath.ToSlash(r))
+		return nil
+	}
+	if d.crdDir != "" {
+		entries, err := os.ReadDir(st.path(d.crdDir))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".yaml") {
+				if err := add(path.Join(d.crdDir, e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	resources = append(resources, "namespace.yaml", "serviceaccount.yaml")
+	if err := add(path.Join(d.rbacDir, "role.yaml")); err != nil {
+		return err
+	}
+	resources = append(resources, "rbac.yaml", "deployment.yaml")
+	if d.webhookDir != "" {
+		if err := add(path.Join(d.webhookDir, webhookFile)); err != nil {
+			return err
+		}
+	}
+	var patches []any
+	if d.conversions {
+		r, err := filepath.Rel(filepath.FromSlash(d.dir), filepath.FromSlash(path.Join(d.webhookDir, conversionFile)))
+		if err != nil || strings.HasPrefix(r, "..") {
+			return fmt.Errorf("-deploy: %s is outside %s, where kustomize cannot load it", path.Join(d.webhookDir, conversionFile), d.dir)
+		}
+		patches = append(patches, map[string]any{"path": filepath.ToSlash(r)})
+	}
+	userPatches, err := readPatches(filepath.Join(root, filepath.FromSlash(d.dir), patchesDir))
+	if err != nil {
+		return err
+	}
+	for _, p := range userPatches {
+		entry := map[string]any{"path": path.Join(patchesDir, p.name)}
+		if p.json {
+			entry["target"] = map[string]any{"kind": "Deployment", "name": d.name, "namespace": d.namespace}
+		}
+		patches = append(patches, entry)
+	}
+	kustomization := map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"resources":  resources,
+	}
+	if len(patches) > 0 {
+		kustomization["patches"] = patches
+	}
+	return write("kustomization.yaml", "# The operator and its API: kubectl apply -k "+d.dir+"\n# Patches of its own go into "+patchesDir+"/ (then run apigen again): a strategic-merge\n# patch of an object, or a JSON patch (a list of operations) of the Deployment.\n", kustomization)
+}
+
+// deploymentManifest is the operator's Deployment.
+func deploymentManifest(d deployment) map[string]any {
+	labels := map[string]any{"app.kubernetes.io/name": d.name}
+	args := []any{
+		"--leader-elect",
+		"--leader-elect-namespace=" + d.namespace,
+		fmt.Sprintf("--metrics-bind-address=:%d", metricsPort),
+		fmt.Sprintf("--health-probe-bind-address=:%d", probesPort),
+	}
+	ports := []any{
+		map[string]any{"name": "metrics", "containerPort": metricsPort},
+		map[string]any{"name": "probes", "containerPort": probesPort},
+	}
+	if d.webhooks {
+		args = append(args, fmt.Sprintf("--webhook-bind-address=:%d", webhookPort),
+			"--webhook-cert-secret="+d.namespace+"/"+d.certSecret)
+		ports = append(ports, map[string]any{"name": "webhooks", "containerPort": webhookPort})
+	}
+	probe := func(path string, period int) map[string]any {
+		return map[string]any{"httpGet": map[string]any{"path": path, "port": "probes"}, "periodSeconds": period}
+	}
+	return map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"name": d.name, "namespace": d.namespace, "labels": labels},
+		"spec": map[string]any{
+			"replicas": 1,
+			"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{
+					"serviceAccountName": d.name,
+					"securityContext":    map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
+					// Longer than the worst-case stop: twice operator.Flags'
+					// default --shutdown-timeout (30s), then releasing the Lease.
+					"terminationGracePeriodSeconds": 75,
+					"containers": []any{map[string]any{
+						"name":           "operator",
+						"image":          d.image,
+						"args":           args,
+						"ports":          ports,
+						"livenessProbe":  probe("/healthz", 10),
+						"readinessProbe": probe("/readyz", 5),
+						"resources": map[string]any{
+							"requests": map[string]any{"cpu": "20m", "memory": "32Mi"},
+							"limits":   map[string]any{"memory": "128Mi"},
+						},
+						"securityContext": map[string]any{
+							"allowPrivilegeEscalation": false,
+							"readOnlyRootFilesystem":   true,
+							"capabilities":             map[string]any{"drop": []any{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// userPatch is a file of the user's patches directory.
+type userPatch struct {
+	name string
+	json bool // a JSON patch (a list of operations), not a strategic-merge one
+}
+
+// readPatches lists the YAML files of dir, sorted, each with its kind of
+// patch; none if dir does not exist.
+func readPatches(dir string) ([]userPatch, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []userPatch
+	for _, e := range entries {
+		if e.IsDir() || !slices.Contains([]string{".yaml", ".yml", ".json"}, filepath.Ext(e.Name())) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		var doc any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return nil, fmt.Errorf("-deploy: the patch %s: %w", filepath.Join(dir, e.Name()), err)
+		}
+		switch doc.(type) {
+		case []any:
+			out = append(out, userPatch{name: e.Name(), json: true})
+		case map[string]any:
+			out = append(out, userPatch{name: e.Name()})
+		default:
+			return nil, fmt.Errorf("-deploy: the patch %s is neither an object (a strategic-merge patch) nor a list of operations (a JSON patch)", filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
+}
+
+// readDocs decodes the YAML documents of data, read from p, into maps.
+func readDocs(p string, data []byte) ([]map[string]any, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []map[string]any
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if doc != nil {
+			out = append(out, doc)
+		}
+	}
+}
