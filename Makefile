@@ -63,17 +63,21 @@ vet:
 
 # Everything derived from the API types and the +kubebuilder markers: deep
 # copies, clientsets (and fakes), listers, informers, apply configurations
-# with their OpenAPI schema, CRDs, and the RBAC roles of each example. The
+# with their OpenAPI schema, CRDs, the RBAC roles of each example, the
+# webhook manifests of examples/bucket and every example's deploy folder
+# but its patches. The
 # widget module runs the generator as any other module would: go tool apigen.
 # verify-generate writes nothing and fails on anything out of date.
 generate: apigen
 	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out foo/generated -crd foo/crd \
-	  -rbac examples/foo/deploy -rbac-role foo-controller -rbac-paths "./foo ./examples/foo" foo/apis
+	  -rbac examples/foo/deploy -rbac-role foo-controller -rbac-paths "./foo ./examples/foo" \
+	  -deploy examples/foo/deploy -deploy-namespace foo-system -deploy-image ctrlkit/foo-controller:dev foo/apis
 	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out examples/bucket/generated -crd examples/bucket/deploy/crd \
 	  -rbac examples/bucket/deploy -rbac-role bucket-operator -rbac-paths ./examples/bucket \
 	  -webhook examples/bucket/deploy -webhook-paths ./examples/bucket \
 	  -deploy examples/bucket/deploy -deploy-namespace bucket-system -deploy-image ctrlkit/bucket:dev examples/bucket/apis
-	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/external/deploy -rbac-role external-targets -rbac-paths ./examples/external
+	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/external/deploy -rbac-role external-targets -rbac-paths ./examples/external \
+	  -deploy examples/external/deploy -deploy-namespace external-system -deploy-image ctrlkit/external:dev
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
 
 verify-generate:

@@ -128,13 +128,23 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	var resources []string
 	add := func(rel string) error {
 		r, err := filepath.Rel(filepath.FromSlash(d.dir), filepath.FromSlash(rel))
-		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		if err != nil || outside(d.dir, rel) {
 			return fmt.Errorf("-deploy: %s is outside %s, where kustomize cannot load it: generate it into %s or below", rel, d.dir, d.dir)
 		}
 		resources = append(resources, filepath.ToSlash(r))
 		return nil
 	}
-	if d.crdDir != "" {
+	if d.crdDir != "" && outside(d.dir, d.crdDir) {
+		// A directory outside is a resource if it is a kustomization.
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(d.crdDir), "kustomization.yaml")); err != nil {
+			return fmt.Errorf("-deploy: the CRDs in %s are outside %s, where kustomize cannot load them: generate them into %s or below, or give %s a kustomization.yaml", d.crdDir, d.dir, d.dir, d.crdDir)
+		}
+		r, err := filepath.Rel(filepath.FromSlash(d.dir), filepath.FromSlash(d.crdDir))
+		if err != nil {
+			return err
+		}
+		resources = append(resources, filepath.ToSlash(r))
+	} else if d.crdDir != "" {
 		entries, err := os.ReadDir(st.path(d.crdDir))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -185,6 +195,13 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		kustomization["patches"] = patches
 	}
 	return write("kustomization.yaml", "# The operator and its API: kubectl apply -k "+d.dir+"\n# Patches of its own go into "+patchesDir+"/ (then run apigen again): a strategic-merge\n# patch of an object, or a JSON patch (a list of operations) of the Deployment.\n", kustomization)
+}
+
+// outside tells whether rel is outside dir (both relative to the module
+// root, slash-separated).
+func outside(dir, rel string) bool {
+	r, err := filepath.Rel(filepath.FromSlash(dir), filepath.FromSlash(rel))
+	return err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator))
 }
 
 // deploymentManifest is the operator's Deployment.

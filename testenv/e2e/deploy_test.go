@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -233,17 +234,42 @@ func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
 	return decodeObjects(t, path, data)
 }
 
-// assertHolds asserts that every value of the patch's maps is in obj.
+// assertHolds asserts that every value of the patch's maps is in obj; the
+// elements of a list of named objects (containers, say), merged by name
+// as a strategic-merge patch does, are matched by name.
 func assertHolds(t *testing.T, obj, patch map[string]any, where string) {
 	t.Helper()
 	for k, want := range patch {
-		if w, ok := want.(map[string]any); ok {
+		switch w := want.(type) {
+		case map[string]any:
 			got, _ := obj[k].(map[string]any)
 			assertHolds(t, got, w, where+"."+k)
 			continue
+		case []any:
+			if named(w) {
+				got, _ := obj[k].([]any)
+				for _, e := range w {
+					name := e.(map[string]any)["name"]
+					i := slices.IndexFunc(got, func(g any) bool { m, ok := g.(map[string]any); return ok && m["name"] == name })
+					if assert.GreaterOrEqual(t, i, 0, "%s.%s[name=%v]", where, k, name) {
+						assertHolds(t, got[i].(map[string]any), e.(map[string]any), fmt.Sprintf("%s.%s[name=%v]", where, k, name))
+					}
+				}
+				continue
+			}
 		}
 		assert.Equal(t, want, obj[k], "%s.%s", where, k)
 	}
+}
+
+// named tells whether every element of list is an object with a name.
+func named(list []any) bool {
+	for _, e := range list {
+		if m, ok := e.(map[string]any); !ok || m["name"] == nil {
+			return false
+		}
+	}
+	return len(list) > 0
 }
 
 // decodeObjects decodes every YAML document of data (from where) into an
