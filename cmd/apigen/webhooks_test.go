@@ -373,3 +373,30 @@ func TestDeploy(t *testing.T) {
 		}
 	})
 }
+
+// CRDs generated outside the deploy directory are listed as a directory
+// if it is a kustomization, and refused otherwise: kustomize loads no
+// file outside the kustomization's directory.
+func TestDeployCRDsOutside(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	st := &stage{dir: t.TempDir()}
+	st.tree = filepath.Join(st.dir, "tree")
+	role := "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: op\nrules: []\n"
+	require.NoError(t, os.MkdirAll(st.path("deploy"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(st.path("deploy"), "role.yaml"), []byte(role), 0o644))
+	d := deployment{name: "op", namespace: "op-system", image: "op:v1", dir: "deploy", crdDir: "api/crd", rbacDir: "deploy"}
+
+	err := generateDeploy(root, st, d)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "give api/crd a kustomization.yaml")
+
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "api/crd"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "api/crd/kustomization.yaml"), []byte("resources: []\n"), 0o644))
+	require.NoError(t, generateDeploy(root, st, d))
+	data, err := os.ReadFile(filepath.Join(st.path("deploy"), "kustomization.yaml"))
+	require.NoError(t, err)
+	var k struct{ Resources []string }
+	require.NoError(t, yaml.Unmarshal(data, &k))
+	assert.Equal(t, []string{"../api/crd", "namespace.yaml", "serviceaccount.yaml", "role.yaml", "rbac.yaml", "deployment.yaml"}, k.Resources)
+}
