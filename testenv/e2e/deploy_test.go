@@ -96,6 +96,71 @@ func TestDeployKustomizations(t *testing.T) {
 			}
 		})
 	}
+
+	// The controller-runtime twins' config folders, laid out as
+	// kubebuilder's scaffold lays them out, whose lines docs/lines-of-code.md
+	// counts, render: with stand-ins for what controller-gen would generate
+	// into them (the CRDs, role.yaml, the webhook configurations), which are
+	// not in the repository and not counted.
+	twins := []struct {
+		name      string
+		generated map[string]string // stand-in file in config -> the ctrlkit example's file it is made from ("" for a ClusterRole)
+		kinds     []string          // rendered, beside the namespace, ServiceAccount, roles and bindings
+	}{
+		{name: "crfoo", generated: map[string]string{"crd/bases/samplecontroller.k8s.io_foos.yaml": "foo/crd/samplecontroller.k8s.io_foos.yaml", "rbac/role.yaml": ""},
+			kinds: []string{"CustomResourceDefinition", "Deployment"}},
+		{name: "crexternal", generated: map[string]string{"rbac/role.yaml": ""}, kinds: []string{"Deployment"}},
+		{name: "crbucket", generated: map[string]string{
+			"crd/bases/storage.ctrlkit.io_buckets.yaml": "examples/bucket/deploy/crd/storage.ctrlkit.io_buckets.yaml",
+			"rbac/role.yaml":         "",
+			"webhook/manifests.yaml": "examples/bucket/deploy/webhook.yaml",
+		}, kinds: []string{"Certificate", "CustomResourceDefinition", "Deployment", "Issuer", "MutatingWebhookConfiguration", "Service", "ValidatingWebhookConfiguration"}},
+	}
+	for _, tw := range twins {
+		t.Run(tw.name, func(t *testing.T) {
+			config := filepath.Join(t.TempDir(), "config")
+			require.NoError(t, os.CopyFS(config, os.DirFS(filepath.Join(root, "testenv", "bench", "cmd", tw.name, "config"))))
+			for rel, from := range tw.generated {
+				data := []byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: manager-role\nrules: []\n")
+				if from != "" {
+					data, err = os.ReadFile(filepath.Join(root, from))
+					require.NoError(t, err)
+				}
+				if rel == "webhook/manifests.yaml" {
+					// controller-gen's: the configurations, calling the scaffold's Service.
+					var configs []string
+					for _, doc := range strings.Split(string(data), "\n---\n") {
+						if strings.Contains(doc, "WebhookConfiguration\n") {
+							configs = append(configs, strings.NewReplacer("name: bucket-webhook", "name: webhook-service", "namespace: bucket-system", "namespace: system").Replace(doc))
+						}
+					}
+					data = []byte(strings.Join(configs, "\n---\n"))
+				}
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(config, rel)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(config, rel), data, 0o644))
+			}
+			cmd := cp.KubectlCommand(t.Context(), "kustomize", filepath.Join(config, "default"))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			require.NoError(t, cmd.Run(), "kubectl kustomize %s/config/default:\n%s", tw.name, stderr.String())
+			kinds := map[string]bool{}
+			for _, o := range decodeObjects(t, tw.name, stdout.Bytes()) {
+				kinds[o.GetKind()] = true
+				if o.GetKind() == "Deployment" {
+					containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+					require.Len(t, containers, 1)
+					assert.Equal(t, "ctrlkit/"+tw.name+":dev", containers[0].(map[string]any)["image"])
+				}
+				if o.GetKind() == "Certificate" {
+					names, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "dnsNames")
+					assert.Equal(t, "crbucket-webhook-service.bucket-system.svc", names[0], "the Service's name, by the replacements")
+				}
+			}
+			for _, k := range append([]string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, tw.kinds...) {
+				assert.True(t, kinds[k], "a %s is rendered", k)
+			}
+		})
+	}
 }
 
 // kustomization is the part of a kustomization file that these tests read.

@@ -2,6 +2,7 @@ package loc
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,52 @@ func TestREADMETables(t *testing.T) {
 		}
 		assert.LessOrEqual(t, 100*ours, atMost*theirs, "%s: ctrlkit's %d lines are more than %d%% of controller-runtime's %d", op.row, ours, atMost, theirs)
 		row(op.row, op.ctrlkitTests, op.peerTests)
+	}
+}
+
+// deployRows are the examples' hand-written files around the Go code
+// beside those of their controller-runtime twins: ctrlkit's are the
+// patches of the generated deploy folder and the command of make
+// generate that generates it; the twins' are the Dockerfile and the
+// config folder as kubebuilder's scaffold lays it out, but for what
+// controller-gen generates into it (not in the repository).
+var deployRows = []struct{ row, example, twin string }{
+	{row: "Foo -> Deployment (`examples/foo`)", example: "foo", twin: "crfoo"},
+	{row: "external Targets (`examples/external`)", example: "external", twin: "crexternal"},
+	{row: "external Buckets with webhooks (`examples/bucket`)", example: "bucket", twin: "crbucket"},
+}
+
+// The table of the hand-written non-Go lines in docs/lines-of-code.md
+// states today's counts, and ctrlkit's are at most a third of
+// controller-runtime's.
+func TestDeployTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "lines-of-code.md"))
+	require.NoError(t, err)
+	for _, r := range deployRows {
+		patches, err := filepath.Glob(filepath.Join(root, "examples", r.example, "deploy", "patches", "*"))
+		require.NoError(t, err)
+		require.NotEmpty(t, patches)
+		ours, err := CountConfig(patches...)
+		require.NoError(t, err)
+		cmd, err := MakeCommand(filepath.Join(root, "Makefile"), "$(APIGEN)", "examples/"+r.example+"/deploy")
+		require.NoError(t, err)
+		ours += countConfigLines(cmd)
+
+		twin := filepath.Join(root, "testenv", "bench", "cmd", r.twin)
+		files := []string{filepath.Join(twin, "Dockerfile")}
+		require.NoError(t, filepath.WalkDir(filepath.Join(twin, "config"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, p)
+			}
+			return err
+		}))
+		theirs, err := CountConfig(files...)
+		require.NoError(t, err)
+
+		line := fmt.Sprintf("| %s | %d (%d patches in `examples/%s/deploy/patches`, %d lines of `make generate`) | %d (`testenv/bench/cmd/%s`: `Dockerfile` and %d files in `config`) |",
+			r.row, ours, len(patches), r.example, countConfigLines(cmd), theirs, r.twin, len(files)-1)
+		t.Log(line)
+		assert.Contains(t, string(readme), line+"\n", "docs/lines-of-code.md's table of non-Go lines is out of date")
+		assert.LessOrEqual(t, 3*ours, theirs, "%s: ctrlkit's %d lines are more than a third of controller-runtime's %d", r.row, ours, theirs)
 	}
 }
