@@ -103,6 +103,12 @@
 // one hidden temporary file, which the go command ignores and the next run
 // removes, and at any step the staging directory outside the module.
 //
+// "apigen init -name NAME [-api GROUP/VERSION/KIND]" starts a new operator
+// in the module instead: it writes main.go, controller.go,
+// controller_test.go, generate.go and, with -api, the API package, refusing
+// if any of them exists, then generates as generate.go's go:generate line
+// says and runs go mod tidy (see docs/new-api.md).
+//
 // With -verify nothing is written in the module: apigen exits with status
 // 1 and lists every file that a run would change, add or remove.
 package main
@@ -127,6 +133,9 @@ func main() {
 
 // run is the command with its arguments; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "init" {
+		return runInit(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("apigen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg config
@@ -145,6 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.verify, "verify", false, "Write nothing; exit 1 and list the files a run would change if any is out of date.")
 	fs.Usage = func() {
 		_, _ = fmt.Fprintln(stderr, "usage: apigen [flags] [API directory, default ./apis]")
+		_, _ = fmt.Fprintln(stderr, "       apigen init -name NAME [-api GROUP/VERSION/KIND] ... (a new operator; apigen init -h)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -76,3 +76,52 @@ func TestFreshModuleFromACheckout(t *testing.T) {
 		require.Contains(t, string(gomod), line, "go.mod after the commands")
 	}
 }
+
+// TestNewOperatorFromInit starts new modules the way docs/new-api.md says,
+// the commands of docs/using.md and then go tool apigen init: the module
+// passes go vet and go test, regenerates to the same files, and builds an
+// image, on the first try; without an API, it passes go vet and go test.
+func TestNewOperatorFromInit(t *testing.T) {
+	t.Parallel()
+	root, err := repo.Root()
+	require.NoError(t, err)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "using.md"))
+	require.NoError(t, err)
+	_, section, _ := strings.Cut(string(doc), "## From a checkout, before a tagged release")
+	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(section)
+	require.NotNil(t, block, "docs/using.md's section has no sh block")
+	// Its commands up to go mod tidy: the module has no package to build
+	// or vet before init.
+	setup, _, ok := strings.Cut(strings.ReplaceAll(block[1], "/path/to/ctrlkit", root), "go mod tidy\n")
+	require.True(t, ok, "docs/using.md's block has no go mod tidy")
+	setup += "go mod tidy\n"
+
+	for _, tt := range []struct {
+		name, init string
+		image      bool
+	}{
+		{name: "with an API", init: "go tool apigen init -name widget-operator -api example.com/v1/Widget", image: true},
+		{name: "on ConfigMaps", init: "go tool apigen init -name cm-operator"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			script := setup + tt.init + "\ngo vet ./...\ngo test ./...\n" +
+				"cp -r . ../before\ngo generate ./...\ndiff -r ../before . \n"
+			if tt.image {
+				script += "go tool image -output ../images -arch amd64 .=widget-operator:dev\n"
+			}
+			cmd := exec.CommandContext(t.Context(), "bash", "-euxo", "pipefail", "-c", script)
+			cmd.Dir = filepath.Join(dir, "op")
+			require.NoError(t, os.Mkdir(cmd.Dir, 0o755))
+			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.Contains(t, string(out), "apigen init: go mod tidy done")
+			require.FileExists(t, filepath.Join(cmd.Dir, "deploy", "kustomization.yaml"))
+			if tt.image {
+				require.Contains(t, string(out), "widget-operator:dev sha256:")
+				require.FileExists(t, filepath.Join(dir, "images", "widget-operator.tar"))
+			}
+		})
+	}
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"go/format"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+	"unicode"
+)
+
+//go:embed scaffold/*.tmpl
+var scaffoldTemplates embed.FS
+
+// scaffold is what init writes a new operator from.
+type scaffold struct {
+	Module, Name, Namespace, Image string
+	API                            bool
+	Group, GroupDir, Version, Kind string
+	Plural, Lower, Alias, APIDir   string
+	GroupMethod, VersionMethod     string
+	GenerateArgs                   string
+}
+
+var (
+	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	apiFormat = regexp.MustCompile(`^([a-z][a-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)/(v[0-9]+((alpha|beta)[0-9]+)?)/([A-Z][A-Za-z0-9]*)$`)
+)
+
+// runInit is apigen init: it writes a new operator into the module of the
+// current directory, generates what derives from it and tidies go.mod.
+func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("apigen init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var s scaffold
+	var api string
+	fs.StringVar(&s.Name, "name", "", "The operator's name: of its Deployment, ServiceAccount, roles and Lease (required).")
+	fs.StringVar(&s.Namespace, "namespace", "", "The operator's namespace (default NAME-system).")
+	fs.StringVar(&s.Image, "image", "", "The operator's image (default NAME:dev).")
+	fs.StringVar(&api, "api", "", "A new API to reconcile, GROUP/VERSION/KIND (example.com/v1/Widget); without it, the controller reconciles ConfigMaps.")
+	fs.Usage = func() {
+		_, _ = fmt.Fprintln(stderr, "usage: apigen init -name NAME [-api GROUP/VERSION/KIND] [-namespace NS] [-image IMAGE]")
+		_, _ = fmt.Fprintln(stderr, "Writes main.go, controller.go, controller_test.go, generate.go and, with -api, the API package")
+		_, _ = fmt.Fprintln(stderr, "into the module of the current directory, runs the generation and go mod tidy.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := s.complete(api); err != nil || fs.NArg() > 0 {
+		if err == nil {
+			err = fmt.Errorf("unexpected arguments %q", fs.Args())
+		}
+		_, _ = fmt.Fprintf(stderr, "apigen init: %v\n", err)
+		return 2
+	}
+	if err := s.write(ctx, stdout); err != nil {
+		_, _ = fmt.Fprintf(stderr, "apigen init: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// complete checks the flags and derives the rest.
+func (s *scaffold) complete(api string) error {
+	if !dnsLabel.MatchString(s.Name) || len(s.Name) > 50 {
+		return fmt.Errorf("-name %q is not a name of lowercase letters, digits and dashes (at most 50)", s.Name)
+	}
+	if s.Namespace == "" {
+		s.Namespace = s.Name + "-system"
+	}
+	if !dnsLabel.MatchString(s.Namespace) || len(s.Namespace) > 63 {
+		return fmt.Errorf("-namespace %q is not a namespace name", s.Namespace)
+	}
+	if s.Image == "" {
+		s.Image = s.Name + ":dev"
+	}
+	if strings.ContainsAny(s.Image, " \t\n\"'`") {
+		return fmt.Errorf("-image %q is not an image name", s.Image)
+	}
+	if api != "" {
+		m := apiFormat.FindStringSubmatch(api)
+		if m == nil {
+			return fmt.Errorf("-api %q is not GROUP/VERSION/KIND, such as example.com/v1/Widget (a group with a dot, a version v1, v1beta1 or v1alpha1, a capitalized kind)", api)
+		}
+		s.API, s.Group, s.Version, s.Kind = true, m[1], m[4], m[7]
+		s.GroupDir, _, _ = strings.Cut(s.Group, ".")
+		s.Lower = strings.ToLower(s.Kind[:1]) + s.Kind[1:]
+		s.Plural = plural(strings.ToLower(s.Kind))
+		s.Alias = s.GroupDir + s.Version
+		s.APIDir = path.Join("apis", s.GroupDir, s.Version)
+		s.GroupMethod = upperFirst(s.GroupDir)
+		s.VersionMethod = upperFirst(s.Version)
+	} else {
+		s.Kind = "ConfigMap"
+	}
+	args := []string{"-rbac deploy", "-rbac-role " + s.Name, "-rbac-paths .",
+		"-deploy deploy", "-deploy-namespace " + s.Namespace, "-deploy-image " + s.Image}
+	if s.API {
+		args = append([]string{"-crd deploy/crd"}, args...)
+	} else {
+		args = append([]string{`-out ""`, `-crd ""`}, args...)
+	}
+	s.GenerateArgs = strings.Join(args, " ")
+	return nil
+}
+
+// plural is the plural of a lowercase kind, as English makes most.
+func plural(kind string) string {
+	switch {
+	case strings.HasSuffix(kind, "s"), strings.HasSuffix(kind, "x"), strings.HasSuffix(kind, "ch"), strings.HasSuffix(kind, "sh"):
+		return kind + "es"
+	case strings.HasSuffix(kind, "y") && len(kind) > 1 && !strings.ContainsRune("aeiou", rune(kind[len(kind)-2])):
+		return kind[:len(kind)-1] + "ies"
+	}
+	return kind + "s"
+}
+
+func upperFirst(s string) string {
+	r := []rune(s)
+	r[0] = unicode.ToUpper(r[0])
+	return string(r)
+}
+
+// write writes the files, refusing to replace any, then generates and
+// tidies.
+func (s *scaffold) write(ctx context.Context, stdout io.Writer) error {
+	mod, err := findModule()
+	if err != nil {
+		return err
+	}
+	s.Module = mod.path
+	files := map[string]string{
+		"main.go":            "main.go.tmpl",
+		"controller.go":      "controller.go.tmpl",
+		"controller_test.go": "controller_test.go.tmpl",
+		"generate.go":        "generate.go.tmpl",
+	}
+	if s.API {
+		files[path.Join(s.APIDir, "doc.go")] = "doc.go.tmpl"
+		files[path.Join(s.APIDir, "types.go")] = "types.go.tmpl"
+	}
+	// Everything is rendered before anything is written, and nothing is
+	// written over a file of the module.
+	rendered := map[string][]byte{}
+	var taken []string
+	for rel, name := range files {
+		if _, err := os.Lstat(filepath.Join(mod.root, filepath.FromSlash(rel))); err == nil {
+			taken = append(taken, rel)
+		}
+		t, err := template.ParseFS(scaffoldTemplates, "scaffold/"+name)
+		if err != nil {
+			return err
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, s); err != nil {
+			return err
+		}
+		src, err := format.Source(b.Bytes())
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		rendered[rel] = src
+	}
+	if len(taken) > 0 {
+		slices.Sort(taken)
+		return fmt.Errorf("the module already has %s: init writes a new operator into a module without them", strings.Join(taken, ", "))
+	}
+	var written []string
+	for rel, src := range rendered {
+		p := filepath.Join(mod.root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+			err = os.WriteFile(p, src, 0o644)
+		}
+		if err != nil {
+			for _, w := range written {
+				_ = os.Remove(w)
+			}
+			return err
+		}
+		written = append(written, p)
+	}
+	_, _ = fmt.Fprintf(stdout, "apigen init: wrote %d files for %s\n", len(rendered), s.Name)
+
+	cfg := config{out: "generated", crdDir: "deploy/crd", rbacDir: "deploy", rbacRole: s.Name, rbacPaths: []string{"."},
+		deployDir: "deploy", deployNamespace: s.Namespace, deployImage: s.Image, apis: "apis"}
+	if !s.API {
+		cfg.out, cfg.crdDir = "", ""
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(mod.root); err != nil {
+		return err
+	}
+	err = generateAll(ctx, cfg, stdout)
+	if cerr := os.Chdir(wd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("generating (the files written stay; fix them and run go generate ./...): %w", err)
+	}
+	tidy := exec.CommandContext(ctx, "go", "mod", "tidy")
+	tidy.Dir = mod.root
+	if out, err := tidy.CombinedOutput(); err != nil {
+		return fmt.Errorf("go mod tidy: %w\n%s", err, out)
+	}
+	_, _ = fmt.Fprintln(stdout, "apigen init: go mod tidy done; go test ./... and go build . work now")
+	return nil
+}
