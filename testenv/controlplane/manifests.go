@@ -22,28 +22,40 @@ import (
 // typed object of client-go's scheme, in file order. Empty documents are
 // skipped; a document of a kind client-go does not know is an error.
 func ReadObjects(path string) ([]runtime.Object, error) {
-	data, err := os.ReadFile(path)
+	docs, err := readDocuments(path)
 	if err != nil {
 		return nil, err
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var objs []runtime.Object
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
+	for _, doc := range docs {
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", path, err)
 		}
 		objs = append(objs, obj)
+	}
+	return objs, nil
+}
+
+// readDocuments splits a YAML file into its documents that are not empty.
+func readDocuments(path string) ([][]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs [][]byte
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(doc)) > 0 {
+			docs = append(docs, doc)
+		}
 	}
 }
 

@@ -1,13 +1,10 @@
 package controlplane
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -201,23 +198,15 @@ func (w *InstalledWebhooks) Uninstall(ctx context.Context) error {
 // readConversions reads the CRD patches of crd-conversion.yaml; none if
 // the file does not exist.
 func readConversions(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	data, err := os.ReadFile(path)
+	docs, err := readDocuments(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
+	for _, doc := range docs {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := utilyaml.Unmarshal(doc, crd); err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", path, err)
@@ -230,6 +219,7 @@ func readConversions(path string) ([]*apiextensionsv1.CustomResourceDefinition, 
 		}
 		out = append(out, crd)
 	}
+	return out, nil
 }
 
 // ServeWebhooks serves the webhooks that opts give (webhook.Handle, as to
