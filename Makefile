@@ -117,8 +117,7 @@ cover-check:
 	done; exit $$fail
 
 # The tests of the cmd module: the generator (which generates a fixture
-# module and tests it on the generated fake, and starts new operator modules
-# with apigen init through go test and an image) and the image builder (which
+# module and tests it on the generated fake) and the image builder (which
 # builds the image of examples/foo twice and runs its binary). They run
 # without the race detector: most of their time is the code generators,
 # which -race would instrument for nothing, and the module starts no
