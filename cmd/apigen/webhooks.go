@@ -178,13 +178,13 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 	if len(pkgs) == 0 {
 		return errors.New("no +kubebuilder:webhook or +ctrlkit:conversionwebhook marker in the packages of -webhook-paths")
 	}
-	for _, s := range services[1:] {
+	for i, s := range services {
 		if s != services[0] {
 			return fmt.Errorf("the webhook markers name two Services, %s and %s: one operator serves its webhooks behind one", services[0], s)
 		}
-	}
-	if len(services) > 0 {
-		found.service = services[0]
+		if i == 0 {
+			found.service = s
+		}
 	}
 	slices.Sort(found.paths)
 	found.paths = slices.Compact(found.paths)
@@ -379,7 +379,11 @@ func webhooksGo(found *webhookMarkers, header string) ([]byte, error) {
 		s := found.service
 		hosts = []string{s.name + "." + s.namespace + ".svc"}
 	}
-	fmt.Fprintf(&b, "var webhookCertHosts = %s\n\n", stringSlice(hosts))
+	if len(hosts) == 0 {
+		b.WriteString("var webhookCertHosts []string\n\n")
+	} else {
+		fmt.Fprintf(&b, "var webhookCertHosts = %s\n\n", stringSlice(hosts))
+	}
 	b.WriteString("// webhookCABundles are the objects that call the webhooks, for\n// operator.Flags.WebhookCABundles.\n")
 	var crds []string
 	for _, c := range found.conversions {

@@ -400,3 +400,27 @@ func TestDeployCRDsOutside(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(data, &k))
 	assert.Equal(t, []string{"../api/crd", "namespace.yaml", "serviceaccount.yaml", "role.yaml", "rbac.yaml", "deployment.yaml"}, k.Resources)
 }
+
+// Webhooks called only at a URL need no Service and serve no path: the
+// configuration is generated alone, and the Go file names no path and no
+// host.
+func TestWebhooksCalledAtURLs(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "webhooks"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks/webhooks.go"), []byte(`package webhooks
+
+// +kubebuilder:webhook:mutating=false,url="https://audit.example.com/check",name=audit.things.example.com,groups=example.com,versions=v1,resources=things,verbs=create,failurePolicy=ignore,sideEffects=None,admissionReviewVersions=v1
+`), 0o644))
+	code, stdout, stderr := apigen(t, dir, webhookArgs...)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	files := tree(t, dir)
+	docs := strings.Split(files["deploy/webhook.yaml"], "\n---\n")
+	require.Len(t, docs, 2, files["deploy/webhook.yaml"])
+	assert.NotContains(t, docs[0], "kind: Service")
+	assert.Contains(t, docs[1], "kind: ValidatingWebhookConfiguration")
+	assert.Contains(t, docs[1], "url: https://audit.example.com/check")
+	assert.NotContains(t, files, "deploy/crd-conversion.yaml")
+	assert.Empty(t, webhookConsts(t, filepath.Join(dir, "webhooks/zz_generated.webhooks.go")))
+	assert.Contains(t, files["webhooks/zz_generated.webhooks.go"], "var webhookCertHosts []string\n")
+}
