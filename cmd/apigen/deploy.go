@@ -64,20 +64,7 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		return err
 	}
 	write := func(name, comment string, docs ...any) error {
-		var b bytes.Buffer
-		b.WriteString(yamlMarker)
-		b.WriteString(comment)
-		for i, doc := range docs {
-			if i > 0 {
-				b.WriteString("---\n")
-			}
-			data, err := yaml.Marshal(doc)
-			if err != nil {
-				return err
-			}
-			b.Write(data)
-		}
-		return os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
+		return writeManifest(filepath.Join(dir, name), comment, docs...)
 	}
 	meta := func(name string) map[string]any {
 		return map[string]any{"name": name, "namespace": d.namespace}
@@ -127,23 +114,19 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	// in it: kustomize loads no file outside the kustomization's root.
 	var resources []string
 	add := func(rel string) error {
-		r, err := filepath.Rel(filepath.FromSlash(d.dir), filepath.FromSlash(rel))
-		if err != nil || outside(d.dir, rel) {
+		r, ok := inside(d.dir, rel)
+		if !ok {
 			return fmt.Errorf("-deploy: %s is outside %s, where kustomize cannot load it: generate it into %s or below", rel, d.dir, d.dir)
 		}
-		resources = append(resources, filepath.ToSlash(r))
+		resources = append(resources, r)
 		return nil
 	}
-	if d.crdDir != "" && outside(d.dir, d.crdDir) {
+	if r, ok := inside(d.dir, d.crdDir); d.crdDir != "" && !ok {
 		// A directory outside is a resource if it is a kustomization.
 		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(d.crdDir), "kustomization.yaml")); err != nil {
 			return fmt.Errorf("-deploy: the CRDs in %s are outside %s, where kustomize cannot load them: generate them into %s or below, or give %s a kustomization.yaml", d.crdDir, d.dir, d.dir, d.crdDir)
 		}
-		r, err := filepath.Rel(filepath.FromSlash(d.dir), filepath.FromSlash(d.crdDir))
-		if err != nil {
-			return err
-		}
-		resources = append(resources, filepath.ToSlash(r))
+		resources = append(resources, r)
 	} else if d.crdDir != "" {
 		entries, err := os.ReadDir(st.path(d.crdDir))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -169,11 +152,9 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	}
 	var patches []any
 	if d.conversions {
-		r, err := filepath.Rel(filepath.FromSlash(d.dir), filepath.FromSlash(path.Join(d.webhookDir, conversionFile)))
-		if err != nil || strings.HasPrefix(r, "..") {
-			return fmt.Errorf("-deploy: %s is outside %s, where kustomize cannot load it", path.Join(d.webhookDir, conversionFile), d.dir)
-		}
-		patches = append(patches, map[string]any{"path": filepath.ToSlash(r)})
+		// Beside webhook.yaml, which add found inside dir.
+		r, _ := inside(d.dir, path.Join(d.webhookDir, conversionFile))
+		patches = append(patches, map[string]any{"path": r})
 	}
 	userPatches, err := readPatches(filepath.Join(root, filepath.FromSlash(d.dir), patchesDir))
 	if err != nil {
@@ -197,11 +178,34 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	return write("kustomization.yaml", "# The operator and its API: kubectl apply -k "+d.dir+"\n# Patches of its own go into "+patchesDir+"/ (then run apigen again): a strategic-merge\n# patch of an object, or a JSON patch (a list of operations) of the Deployment.\n", kustomization)
 }
 
-// outside tells whether rel is outside dir (both relative to the module
-// root, slash-separated).
-func outside(dir, rel string) bool {
+// inside returns the path of rel from dir (both relative to the module
+// root, slash-separated), and whether rel is in dir or below it.
+func inside(dir, rel string) (string, bool) {
 	r, err := filepath.Rel(filepath.FromSlash(dir), filepath.FromSlash(rel))
-	return err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator))
+	if err != nil {
+		return "", false
+	}
+	r = filepath.ToSlash(r)
+	return r, r != ".." && !strings.HasPrefix(r, "../")
+}
+
+// writeManifest writes docs as the YAML documents of a file marked as
+// apigen's (yamlMarker), with comment (whole "#" lines) after the marker.
+func writeManifest(p, comment string, docs ...any) error {
+	var b bytes.Buffer
+	b.WriteString(yamlMarker)
+	b.WriteString(comment)
+	for i, doc := range docs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		data, err := yaml.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		b.Write(data)
+	}
+	return os.WriteFile(p, b.Bytes(), 0o644)
 }
 
 // deploymentManifest is the operator's Deployment.

@@ -259,20 +259,11 @@ func generateWebhooks(loads *packageLoads, root string, patterns []string, name,
 	}
 
 	if len(found.conversions) > 0 {
-		var patch bytes.Buffer
-		patch.WriteString(yamlMarker)
-		patch.WriteString("# The conversion webhooks of the CRDs: patches of the CRDs, for kustomize.\n")
-		for i, c := range found.conversions {
-			if i > 0 {
-				patch.WriteString("---\n")
-			}
-			doc, err := yaml.Marshal(conversionPatch(c, found.service))
-			if err != nil {
-				return "", nil, err
-			}
-			patch.Write(doc)
+		var docs []any
+		for _, c := range found.conversions {
+			docs = append(docs, conversionPatch(c, found.service))
 		}
-		if err := os.WriteFile(filepath.Join(dir, conversionFile), patch.Bytes(), 0o644); err != nil {
+		if err := writeManifest(filepath.Join(dir, conversionFile), "# The conversion webhooks of the CRDs: patches of the CRDs, for kustomize.\n", docs...); err != nil {
 			return "", nil, err
 		}
 	}
