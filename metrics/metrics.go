@@ -72,6 +72,17 @@
 //	ctrlkit_shard_handoffs_total{group}          counter
 //	ctrlkit_shard_takeover_seconds{group}        histogram
 //
+// # Fleets of clusters
+//
+// For an operator that reconciles many clusters (package
+// queue/multicluster, WithMetrics), by fleet and member cluster; a
+// cluster's series are deleted when it leaves the fleet or this replica:
+//
+//	ctrlkit_cluster_ready{fleet, cluster}                  gauge
+//	ctrlkit_cluster_engage_failures_total{fleet, cluster}  counter
+//	ctrlkit_cluster_reconciles_total{fleet, cluster, result} counter
+//	ctrlkit_cluster_reconcile_seconds{fleet, cluster}      histogram
+//
 // # Informer caches
 //
 // CacheSize counts what an informer's cache holds, which controller-runtime
@@ -163,6 +174,7 @@ type Recorder struct {
 	retries        *prometheus.CounterVec
 
 	shard   shardCollectors
+	cluster clusterCollectors
 	cache   cacheCollectors
 	webhook webhookCollectors
 
@@ -281,6 +293,10 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	register(rb, &r.shard.ownedKeys, &err)
 	register(rb, &r.shard.handoffs, &err)
 	register(rb, &r.shard.takeover, &err)
+	register(rb, &r.cluster.ready, &err)
+	register(rb, &r.cluster.failures, &err)
+	register(rb, &r.cluster.reconciles, &err)
+	register(rb, &r.cluster.duration, &err)
 	register(rb, &r.cache.objects, &err)
 	register(rb, &r.cache.bytes, &err)
 	register(rb, &r.webhook.latency, &err)
@@ -389,6 +405,7 @@ func newRecorder() *Recorder {
 	queueLabels := []string{labelName, labelController}
 	return &Recorder{
 		shard:   newShardCollectors(),
+		cluster: newClusterCollectors(),
 		cache:   newCacheCollectors(),
 		webhook: newWebhookCollectors(),
 		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{

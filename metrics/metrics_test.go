@@ -122,6 +122,9 @@ func TestMetricFamilies(t *testing.T) {
 	rec.SetOwnedKeys("g", "c", 10)
 	rec.IncHandoffs("g")
 	rec.ObserveTakeover("g", 5*time.Second)
+	rec.SetClusterReady("f", "east", true)
+	rec.IncEngageFailures("f", "east")
+	rec.ObserveClusterReconcile("f", "east", time.Millisecond, false)
 	rec.Webhook("/validate", http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/validate", nil))
 
 	want := map[string]string{
@@ -144,6 +147,10 @@ func TestMetricFamilies(t *testing.T) {
 		"ctrlkit_shard_owned_keys":                           "GAUGE controller,group",
 		"ctrlkit_shard_handoffs_total":                       "COUNTER group",
 		"ctrlkit_shard_takeover_seconds":                     "HISTOGRAM group",
+		"ctrlkit_cluster_ready":                              "GAUGE cluster,fleet",
+		"ctrlkit_cluster_engage_failures_total":              "COUNTER cluster,fleet",
+		"ctrlkit_cluster_reconciles_total":                   "COUNTER cluster,fleet,result",
+		"ctrlkit_cluster_reconcile_seconds":                  "HISTOGRAM cluster,fleet",
 		"controller_runtime_webhook_latency_seconds":         "HISTOGRAM webhook",
 		"controller_runtime_webhook_requests_total":          "COUNTER code,webhook",
 		"controller_runtime_webhook_requests_in_flight":      "GAUGE webhook",
@@ -525,4 +532,36 @@ func TestRecorderIsSafeForConcurrentUse(t *testing.T) {
 		want += `controller_runtime_active_workers{controller="` + controller + `"} 0` + "\n"
 	}
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "controller_runtime_active_workers"))
+}
+
+// A member cluster's series go when it leaves; the others' stay.
+func TestForgetCluster(t *testing.T) {
+	rec, reg := newRecorder(t)
+	for _, cluster := range []string{"east", "west"} {
+		rec.SetClusterReady("f", cluster, true)
+		rec.IncEngageFailures("f", cluster)
+		rec.ObserveClusterReconcile("f", cluster, time.Millisecond, true)
+	}
+	rec.ForgetCluster("f", "east")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	clusters := map[string][]string{}
+	for _, mf := range families {
+		if !strings.HasPrefix(mf.GetName(), "ctrlkit_cluster_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "cluster" {
+					clusters[mf.GetName()] = append(clusters[mf.GetName()], lp.GetValue())
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string][]string{
+		"ctrlkit_cluster_ready":                 {"west"},
+		"ctrlkit_cluster_engage_failures_total": {"west"},
+		"ctrlkit_cluster_reconciles_total":      {"west"},
+		"ctrlkit_cluster_reconcile_seconds":     {"west"},
+	}, clusters)
 }

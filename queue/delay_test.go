@@ -54,7 +54,7 @@ func TestDelayQueue(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	start := time.Unix(1_000_000, 0)
 	clk := clocktesting.NewFakeClock(start)
-	base := newKeyQueue[string]("", NoopMetrics{}, nil)
+	base := newKeyQueue[string]("", NoopMetrics{}, nil, nil)
 	metrics := &retryCounter{}
 	q := newDelayQueue[string](base, "delays", metrics, clk)
 	// step moves the clock and waits until want keys wait in the base queue.
@@ -150,7 +150,7 @@ func TestDelayQueue(t *testing.T) {
 
 func TestDelayQueueShutDownWithDrain(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	base := newKeyQueue[string]("", NoopMetrics{}, nil)
+	base := newKeyQueue[string]("", NoopMetrics{}, nil, nil)
 	q := newDelayQueue[string](base, "", nil, nil)
 	q.Add("a")
 	q.AddAfter("b", time.Hour)

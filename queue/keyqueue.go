@@ -42,15 +42,18 @@ type keyQueue[K comparable] struct {
 	// keysHigh is the most keys held since keys was made: a map keeps the
 	// storage of its largest size, which is released once it empties.
 	keysHigh int
-	fresh    fifo[K]
-	low      fifo[K]
-	// lowWaiting counts the live entries of the low lane, lowStale the
-	// entries left behind by promoted keys.
-	lowWaiting int
-	lowStale   int
-	// freshRun counts fresh keys handed out while low keys were waiting,
-	// since the last low key.
-	freshRun int
+	// lanes holds the waiting keys when the queue is not fair (group is
+	// nil).
+	lanes lanes[K]
+	// With fairness, group names the group of a key; each group with
+	// waiting keys has lanes of its own in groups, and ring lists those
+	// groups in the order they take turns, turn being the next one.
+	group  func(K) string
+	groups map[string]*lanes[K]
+	ring   []*lanes[K]
+	turn   int
+	// waiting counts the keys waiting in all lanes.
+	waiting int
 	// seq numbers low-lane entries, so that a stale entry cannot stand for
 	// a later low-priority add of the same key.
 	seq          uint64
@@ -95,11 +98,31 @@ const freshPerLow = 8
 // remaining entries to the front of its storage.
 const compactAbove = 1024
 
+// lanes are the two lanes of the queue, or of one group of a fair queue.
+type lanes[K comparable] struct {
+	name  string // the group's name; empty when the queue is not fair
+	fresh fifo[K]
+	low   fifo[K]
+	// lowWaiting counts the live entries of the low lane, lowStale the
+	// entries left behind by promoted keys.
+	lowWaiting int
+	lowStale   int
+	// freshRun counts fresh keys handed out while low keys were waiting,
+	// since the last low key.
+	freshRun int
+}
+
+func (l *lanes[K]) len() int { return l.fresh.len() + l.lowWaiting }
+
 // newKeyQueue returns an empty queue. A non-empty name with a provider other
 // than NoopMetrics records client-go's workqueue metrics under that name;
-// the unfinished-work gauges are then updated by runMetrics.
-func newKeyQueue[K comparable](name string, provider workqueue.MetricsProvider, clk clock.WithTicker) *keyQueue[K] {
-	q := &keyQueue[K]{keys: map[K]keyState{}}
+// the unfinished-work gauges are then updated by runMetrics. A non-nil group
+// makes the queue fair between the groups it puts keys in (see fairness).
+func newKeyQueue[K comparable](name string, provider workqueue.MetricsProvider, clk clock.WithTicker, group func(K) string) *keyQueue[K] {
+	q := &keyQueue[K]{keys: map[K]keyState{}, group: group}
+	if group != nil {
+		q.groups = map[string]*lanes[K]{}
+	}
 	q.cond.L = &q.mu
 	if _, noop := provider.(NoopMetrics); name != "" && provider != nil && !noop {
 		q.m = newKeyQueueMetrics(name, provider, clk)
@@ -128,11 +151,12 @@ func (q *keyQueue[K]) add(key K, low bool) {
 		return
 	case s.status == waitingLow && !low:
 		// Promotion: the old entry stays behind in the low lane, stale.
-		q.lowWaiting--
-		q.lowStale++
-		q.fresh.push(entry[K]{key: key})
+		l := q.lanesOf(key)
+		l.lowWaiting--
+		l.lowStale++
+		l.fresh.push(entry[K]{key: key})
 		q.keys[key] = keyState{status: waitingFresh, addedAt: s.addedAt}
-		q.dropStaleLow()
+		q.dropStaleLow(l)
 	case s.status == processing:
 		s.addedAt = q.m.added()
 		s.status = processingFresh
@@ -147,17 +171,45 @@ func (q *keyQueue[K]) add(key K, low bool) {
 	// Otherwise the key already waits or will wait at least as high.
 }
 
+// lanesOf returns the lanes key waits in, or would wait in: those of its
+// group in a fair queue, where a group with no waiting key has none until
+// one comes.
+func (q *keyQueue[K]) lanesOf(key K) *lanes[K] {
+	if q.group == nil {
+		return &q.lanes
+	}
+	name := q.group(key)
+	l, ok := q.groups[name]
+	if !ok {
+		l = &lanes[K]{name: name}
+		q.groups[name] = l
+	}
+	return l
+}
+
 // push puts a key that is not waiting, due since addedAt, into its lane.
 func (q *keyQueue[K]) push(key K, low bool, addedAt int64) {
+	l := q.lanesOf(key)
+	if l.len() == 0 && q.group != nil {
+		// The group's turn comes after every group already waiting.
+		q.ring = append(q.ring, nil)
+		copy(q.ring[q.turn+1:], q.ring[q.turn:])
+		q.ring[q.turn] = l
+		q.turn++
+		if q.turn == len(q.ring) {
+			q.turn = 0
+		}
+	}
 	if low {
 		q.seq++
-		q.low.push(entry[K]{key: key, seq: q.seq})
-		q.lowWaiting++
+		l.low.push(entry[K]{key: key, seq: q.seq})
+		l.lowWaiting++
 		q.keys[key] = keyState{status: waitingLow, seq: q.seq, addedAt: addedAt}
 	} else {
-		q.fresh.push(entry[K]{key: key})
+		l.fresh.push(entry[K]{key: key})
 		q.keys[key] = keyState{status: waitingFresh, addedAt: addedAt}
 	}
+	q.waiting++
 	q.keysHigh = max(q.keysHigh, len(q.keys))
 }
 
@@ -165,17 +217,17 @@ func (q *keyQueue[K]) push(key K, low bool, addedAt int64) {
 // live ones, so that the lane's size stays within twice the number of keys
 // waiting in it (plus a constant). Each entry is looked at once per halving,
 // which keeps the cost per promotion constant.
-func (q *keyQueue[K]) dropStaleLow() {
+func (q *keyQueue[K]) dropStaleLow(l *lanes[K]) {
 	switch {
-	case q.lowWaiting == 0:
-		q.low.reset()
-		q.lowStale = 0
-	case q.lowStale > 64 && q.lowStale > q.lowWaiting:
-		q.low.filter(func(e entry[K]) bool {
+	case l.lowWaiting == 0:
+		l.low.reset()
+		l.lowStale = 0
+	case l.lowStale > 64 && l.lowStale > l.lowWaiting:
+		l.low.filter(func(e entry[K]) bool {
 			s := q.keys[e.key]
 			return s.status == waitingLow && s.seq == e.seq
 		})
-		q.lowStale = 0
+		l.lowStale = 0
 	}
 }
 
@@ -183,7 +235,7 @@ func (q *keyQueue[K]) dropStaleLow() {
 func (q *keyQueue[K]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.fresh.len() + q.lowWaiting
+	return q.waiting
 }
 
 // Get blocks until a key waits or the queue shuts down, and hands out the
@@ -202,10 +254,10 @@ func (q *keyQueue[K]) Get() (key K, shutdown bool) {
 func (q *keyQueue[K]) getTimed() (key K, startedAt int64, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.fresh.len()+q.lowWaiting == 0 && !q.shuttingDown {
+	for q.waiting == 0 && !q.shuttingDown {
 		q.cond.Wait()
 	}
-	if q.fresh.len()+q.lowWaiting == 0 {
+	if q.waiting == 0 {
 		return key, 0, true
 	}
 	key = q.pop()
@@ -223,29 +275,54 @@ func (q *keyQueue[K]) now() int64 {
 	return q.m.now()
 }
 
+// pop takes the next key out of its lane: in a fair queue, from the group
+// whose turn it is, which then goes to the back of the ring (or leaves it,
+// once it has no key left).
 func (q *keyQueue[K]) pop() K {
-	if q.fresh.len() > 0 && (q.lowWaiting == 0 || q.freshRun < freshPerLow) {
+	q.waiting--
+	if q.group == nil {
+		return q.lanes.pop(q.keys)
+	}
+	l := q.ring[q.turn]
+	key := l.pop(q.keys)
+	if l.len() == 0 {
+		q.ring = append(q.ring[:q.turn], q.ring[q.turn+1:]...)
+		clear(q.ring[len(q.ring):cap(q.ring)])
+		delete(q.groups, l.name)
+	} else {
+		q.turn++
+	}
+	if q.turn >= len(q.ring) {
+		q.turn = 0
+	}
+	return key
+}
+
+// pop takes the next key out of l; keys tells live low-lane entries from
+// stale ones.
+func (l *lanes[K]) pop(keys map[K]keyState) K {
+	if l.fresh.len() > 0 && (l.lowWaiting == 0 || l.freshRun < freshPerLow) {
 		// The share of the low lane counts only fresh keys served while
 		// low keys wait.
-		if q.lowWaiting == 0 {
-			q.freshRun = 0
+		if l.lowWaiting == 0 {
+			l.freshRun = 0
 		} else {
-			q.freshRun++
+			l.freshRun++
 		}
-		return q.fresh.pop().key
+		return l.fresh.pop().key
 	}
-	q.freshRun = 0
+	l.freshRun = 0
 	for {
-		e := q.low.pop()
-		if s := q.keys[e.key]; s.status == waitingLow && s.seq == e.seq {
-			q.lowWaiting--
-			if q.lowWaiting == 0 && q.lowStale > 0 {
-				q.low.reset()
-				q.lowStale = 0
+		e := l.low.pop()
+		if s := keys[e.key]; s.status == waitingLow && s.seq == e.seq {
+			l.lowWaiting--
+			if l.lowWaiting == 0 && l.lowStale > 0 {
+				l.low.reset()
+				l.lowStale = 0
 			}
 			return e.key
 		}
-		q.lowStale--
+		l.lowStale--
 	}
 }
 
@@ -313,19 +390,26 @@ func (q *keyQueue[K]) ShuttingDown() bool {
 
 // sizes reports the sizes of the queue's structures, for tests.
 type keyQueueSizes struct {
-	Keys, Fresh, Low, Waiting, Processing int
+	Keys, Fresh, Low, Waiting, Processing, Groups int
 }
 
 func (q *keyQueue[K]) sizes() keyQueueSizes {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return keyQueueSizes{
-		Keys:       len(q.keys),
-		Fresh:      q.fresh.len(),
-		Low:        q.low.len(),
-		Waiting:    q.fresh.len() + q.lowWaiting,
-		Processing: q.processing,
+	sizes := keyQueueSizes{Keys: len(q.keys), Waiting: q.waiting, Processing: q.processing, Groups: len(q.groups)}
+	for _, l := range q.allLanes() {
+		sizes.Fresh += l.fresh.len()
+		sizes.Low += l.low.len()
 	}
+	return sizes
+}
+
+// allLanes returns the lanes that hold keys, in the order of their turns.
+func (q *keyQueue[K]) allLanes() []*lanes[K] {
+	if q.group == nil {
+		return []*lanes[K]{&q.lanes}
+	}
+	return append(q.ring[q.turn:len(q.ring):len(q.ring)], q.ring[:q.turn]...)
 }
 
 var _ workqueue.TypedInterface[string] = (*keyQueue[string])(nil)

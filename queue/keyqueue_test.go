@@ -31,16 +31,19 @@ func (q *keyQueue[K]) statuses() map[K]keyStatus {
 	return out
 }
 
-// lanesOf returns the keys waiting in each lane, in order.
-func (q *keyQueue[K]) lanesOf() (fresh, low []K) {
+// laneKeys returns the keys waiting in each lane, in order; in a fair
+// queue, the lanes of each group in the order of their turns.
+func (q *keyQueue[K]) laneKeys() (fresh, low []K) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, e := range q.fresh.items[q.fresh.head:] {
-		fresh = append(fresh, e.key)
-	}
-	for _, e := range q.low.items[q.low.head:] {
-		if s := q.keys[e.key]; s.status == waitingLow && s.seq == e.seq {
-			low = append(low, e.key)
+	for _, l := range q.allLanes() {
+		for _, e := range l.fresh.items[l.fresh.head:] {
+			fresh = append(fresh, e.key)
+		}
+		for _, e := range l.low.items[l.low.head:] {
+			if s := q.keys[e.key]; s.status == waitingLow && s.seq == e.seq {
+				low = append(low, e.key)
+			}
 		}
 	}
 	return fresh, low
@@ -48,7 +51,7 @@ func (q *keyQueue[K]) lanesOf() (fresh, low []K) {
 
 func newTestKeyQueue(t *testing.T) *keyQueue[string] {
 	t.Helper()
-	q := newKeyQueue[string]("", NoopMetrics{}, nil)
+	q := newKeyQueue[string]("", NoopMetrics{}, nil, nil)
 	t.Cleanup(q.ShutDown)
 	return q
 }
@@ -230,7 +233,7 @@ func TestQueueReleasesTheStorageOfABurst(t *testing.T) {
 	defer q.mu.Unlock()
 	assert.Empty(t, q.keys)
 	assert.Zero(t, q.keysHigh, "the map of the burst was replaced")
-	assert.Zero(t, cap(q.fresh.items), "the lane's storage was released")
+	assert.Zero(t, cap(q.lanes.fresh.items), "the lane's storage was released")
 }
 
 // testMetrics is a workqueue.MetricsProvider that keeps every value.
@@ -302,7 +305,7 @@ func (p *testMetrics) NewLongestRunningProcessorSecondsMetric(string) workqueue.
 func TestKeyQueueMetrics(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	p := &testMetrics{values: map[string]float64{}, obs: map[string][]float64{}}
-	q := newKeyQueue[string]("m", p, clk)
+	q := newKeyQueue[string]("m", p, clk, nil)
 	stop := make(chan struct{})
 	var loop sync.WaitGroup
 	loop.Go(func() { q.runMetrics(stop) })
@@ -383,9 +386,9 @@ func (c *countingBase) Add(key string) {
 // newModelQueue builds the queue the way newWorkqueue does, with a fake clock,
 // a count of the adds coming down from the delaying queue, and a rate limiter
 // whose delays the model can compute.
-func newModelQueue(clk *timerClock) (*countingBase, workqueue.TypedRateLimitingInterface[string]) {
+func newModelQueue(clk *timerClock, group func(string) string) (*countingBase, workqueue.TypedRateLimitingInterface[string]) {
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)
-	base := &countingBase{keyQueue: newKeyQueue[string]("model", NoopMetrics{}, clk)}
+	base := &countingBase{keyQueue: newKeyQueue("model", NoopMetrics{}, clk, group)}
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
 		Name: "model", MetricsProvider: NoopMetrics{}, Clock: clk, Queue: base,
 	})
@@ -395,18 +398,30 @@ func newModelQueue(clk *timerClock) (*countingBase, workqueue.TypedRateLimitingI
 }
 
 // queueModel is the queue's contract written as plainly as possible: two
-// ordered lists, the state of each key, delayed adds by due time.
+// ordered lists per group of keys, the groups in the order of their turns,
+// the state of each key, delayed adds by due time. Without fairness every
+// key is in the group "".
 type queueModel struct {
-	fresh, low []string
-	status     map[string]keyStatus
-	freshRun   int
-	due        map[string]time.Time // delayed adds not yet due
-	failures   map[string]int
-	shutDown   bool
+	group    func(string) string
+	lanes    map[string]*modelLanes
+	ring     []string // groups with waiting keys; ring[0] is served next
+	status   map[string]keyStatus
+	due      map[string]time.Time // delayed adds not yet due
+	failures map[string]int
+	shutDown bool
 }
 
-func newQueueModel() *queueModel {
-	return &queueModel{status: map[string]keyStatus{}, due: map[string]time.Time{}, failures: map[string]int{}}
+type modelLanes struct {
+	fresh, low []string
+	freshRun   int
+}
+
+func newQueueModel(group func(string) string) *queueModel {
+	if group == nil {
+		group = func(string) string { return "" }
+	}
+	return &queueModel{group: group, lanes: map[string]*modelLanes{}, status: map[string]keyStatus{},
+		due: map[string]time.Time{}, failures: map[string]int{}}
 }
 
 func (m *queueModel) add(k string, low bool) {
@@ -418,8 +433,9 @@ func (m *queueModel) add(k string, low bool) {
 		m.push(k, low)
 	case waitingLow:
 		if !low {
-			m.low = slices.DeleteFunc(m.low, func(x string) bool { return x == k })
-			m.fresh = append(m.fresh, k)
+			l := m.lanes[m.group(k)]
+			l.low = slices.DeleteFunc(l.low, func(x string) bool { return x == k })
+			l.fresh = append(l.fresh, k)
 			m.status[k] = waitingFresh
 		}
 	case processing:
@@ -435,30 +451,55 @@ func (m *queueModel) add(k string, low bool) {
 }
 
 func (m *queueModel) push(k string, low bool) {
+	g := m.group(k)
+	l, ok := m.lanes[g]
+	if !ok {
+		l = &modelLanes{}
+		m.lanes[g] = l
+		m.ring = append(m.ring, g) // a new group's turn comes last
+	}
 	if low {
-		m.low = append(m.low, k)
+		l.low = append(l.low, k)
 		m.status[k] = waitingLow
 	} else {
-		m.fresh = append(m.fresh, k)
+		l.fresh = append(l.fresh, k)
 		m.status[k] = waitingFresh
 	}
 }
 
 func (m *queueModel) get() string {
+	g := m.ring[0]
+	l := m.lanes[g]
 	var k string
-	if len(m.fresh) > 0 && (len(m.low) == 0 || m.freshRun < freshPerLow) {
-		if len(m.low) > 0 {
-			m.freshRun++
+	if len(l.fresh) > 0 && (len(l.low) == 0 || l.freshRun < freshPerLow) {
+		if len(l.low) > 0 {
+			l.freshRun++
 		} else {
-			m.freshRun = 0
+			l.freshRun = 0
 		}
-		k, m.fresh = m.fresh[0], m.fresh[1:]
+		k, l.fresh = l.fresh[0], l.fresh[1:]
 	} else {
-		m.freshRun = 0
-		k, m.low = m.low[0], m.low[1:]
+		l.freshRun = 0
+		k, l.low = l.low[0], l.low[1:]
+	}
+	m.ring = m.ring[1:]
+	if len(l.fresh)+len(l.low) == 0 {
+		delete(m.lanes, g)
+	} else {
+		m.ring = append(m.ring, g)
 	}
 	m.status[k] = processing
 	return k
+}
+
+// waiting returns the keys waiting in each lane, group after group in the
+// order of their turns.
+func (m *queueModel) waiting() (fresh, low []string) {
+	for _, g := range m.ring {
+		fresh = append(fresh, m.lanes[g].fresh...)
+		low = append(low, m.lanes[g].low...)
+	}
+	return fresh, low
 }
 
 func (m *queueModel) done(k string) {
@@ -511,15 +552,21 @@ func (m *queueModel) processing() []string {
 // t.Errorf, which any goroutine may call, and returns whether all held.
 func (m *queueModel) check(t *testing.T, base *keyQueue[string], step string) bool {
 	t.Helper()
-	fresh, low := base.lanesOf()
+	fresh, low := base.laneKeys()
+	wantFresh, wantLow := m.waiting()
 	s := base.sizes()
-	return assert.Equal(t, nilIfEmpty(m.fresh), nilIfEmpty(fresh), "fresh lane after %s", step) &&
-		assert.Equal(t, nilIfEmpty(m.low), nilIfEmpty(low), "low lane after %s", step) &&
-		assert.Equal(t, len(m.fresh)+len(m.low), base.Len(), "Len after %s", step) &&
+	groups := len(m.lanes)
+	if base.group == nil {
+		groups = 0 // an unfair queue keeps its one pair of lanes outside the groups
+	}
+	return assert.Equal(t, nilIfEmpty(wantFresh), nilIfEmpty(fresh), "fresh lanes after %s", step) &&
+		assert.Equal(t, nilIfEmpty(wantLow), nilIfEmpty(low), "low lanes after %s", step) &&
+		assert.Equal(t, len(wantFresh)+len(wantLow), base.Len(), "Len after %s", step) &&
 		assert.Equal(t, m.status, base.statuses(), "key states after %s", step) &&
 		assert.Equal(t, len(m.status), s.Keys, "keys remembered after %s", step) &&
-		assert.Equal(t, len(m.fresh), s.Fresh, "fresh lane entries after %s", step) &&
-		assert.LessOrEqual(t, s.Low, 2*len(m.low)+65, "low lane entries after %s (%d waiting)", step, len(m.low))
+		assert.Equal(t, len(wantFresh), s.Fresh, "fresh lane entries after %s", step) &&
+		assert.Equal(t, groups, s.Groups, "groups remembered after %s", step) &&
+		assert.LessOrEqual(t, s.Low, 2*len(wantLow)+65*max(1, groups), "low lane entries after %s (%d waiting)", step, len(wantLow))
 }
 
 func nilIfEmpty(s []string) []string {
@@ -531,18 +578,28 @@ func nilIfEmpty(s []string) []string {
 
 // The queue against its model: random operations from several goroutines,
 // one step at a time, each followed by a comparison of the lanes, Len, the
-// sizes of the internal structures and, for Get, the key handed out.
+// sizes of the internal structures and, for Get, the key handed out. The
+// fair queue is checked with its keys in three groups.
 func TestKeyQueueModel(t *testing.T) {
-	for seed := range uint64(20) {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runModel(t, seed, 1500) })
+	byLastDigit := func(k string) string { return "g" + strconv.Itoa(int(k[len(k)-1]-'0')%3) }
+	for _, fair := range []bool{false, true} {
+		for seed := range uint64(20) {
+			t.Run(fmt.Sprint("fair=", fair, "/seed=", seed), func(t *testing.T) {
+				var group func(string) string
+				if fair {
+					group = byLastDigit
+				}
+				runModel(t, seed, 1500, group)
+			})
+		}
 	}
 }
 
-func runModel(t *testing.T, seed uint64, steps int) {
+func runModel(t *testing.T, seed uint64, steps int, group func(string) string) {
 	clk := &timerClock{FakeClock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0))}
-	counted, q := newModelQueue(clk)
+	counted, q := newModelQueue(clk, group)
 	base := counted.keyQueue
-	m := newQueueModel()
+	m := newQueueModel(group)
 	// wantAdds counts the adds that should have reached the base through
 	// the layers above it: the test's own and the due delayed ones.
 	var wantAdds int64
@@ -684,7 +741,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 // processed, never by two consumers at once, and nothing is left behind.
 func TestKeyQueueConcurrentContract(t *testing.T) {
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Microsecond, time.Millisecond)
-	base := newKeyQueue[string]("contract", NoopMetrics{}, nil)
+	base := newKeyQueue[string]("contract", NoopMetrics{}, nil, nil)
 	q, _ := newWorkqueue(base, "contract", rl, NoopMetrics{}, nil)
 	const producers, consumers, rounds, distinct = 8, 4, 300, 50
 	var (

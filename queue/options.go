@@ -51,7 +51,10 @@ type config struct {
 	shutdownTimeout  time.Duration
 	metrics          Metrics
 	clock            clock.Clock
-	errs             []error
+	// fairness is the func(K) string of WithFairness, checked against
+	// the controller's key type by options.
+	fairness any
+	errs     []error
 }
 
 // WithWorkers sets how many keys are reconciled at once. Default
@@ -136,6 +139,27 @@ func WithClock(clk clock.Clock) Option {
 	}
 }
 
+// WithFairness makes the controller share its workers fairly between groups
+// of keys, group naming the group of a key (say, the cluster a key belongs
+// to): waiting keys are handed out one group at a time, in turn, so a group
+// with many keys waiting delays another group's next key by at most one key
+// of each group, not by its whole backlog. Within a group, keys keep the
+// order and the two priorities of Add and AddLowPriority. group is called
+// on every add and must be cheap; its key type must be the controller's.
+// Default: one group.
+//
+// Fairness shares the turns, not the retry rate limit: give a group its own
+// retry budget with a rate limiter that keeps one per group (WithRateLimiter).
+func WithFairness[K comparable](group func(K) string) Option {
+	return func(c *config) {
+		if group == nil {
+			c.errs = append(c.errs, errors.New("fairness group function is nil"))
+			return
+		}
+		c.fairness = group
+	}
+}
+
 // options applies opts for a controller with keys of type K and checks them.
 func options[K comparable](opts []Option) (config, workqueue.TypedRateLimiter[K], error) {
 	c := config{workers: DefaultWorkers, shutdownTimeout: DefaultShutdownTimeout, metrics: NoopMetrics{}}
@@ -143,6 +167,10 @@ func options[K comparable](opts []Option) (config, workqueue.TypedRateLimiter[K]
 		if opt != nil {
 			opt(&c)
 		}
+	}
+	if _, ok := c.fairness.(func(K) string); c.fairness != nil && !ok {
+		var key K
+		c.errs = append(c.errs, fmt.Errorf("fairness groups keys of type %T, not the controller's %T", c.fairness, key))
 	}
 	rl := DefaultRateLimiter[K]()
 	if c.rateLimiter != nil {

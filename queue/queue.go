@@ -170,12 +170,18 @@ func New[K comparable](name string, r reconcile.Reconciler[K], opts ...Option) (
 		reconciler:  r,
 		cfg:         cfg,
 		rateLimiter: rl,
-		base:        newKeyQueue[K](name, cfg.metrics, nil),
+		base:        newKeyQueue(name, cfg.metrics, nil, groupFunc[K](cfg.fairness)),
 		metrics:     cfg.metrics,
 		delayed:     map[K]time.Time{},
 		aborted:     make(chan struct{}),
 		clock:       cfg.clock,
 	}, nil
+}
+
+// groupFunc returns the group function of WithFairness, nil without one.
+func groupFunc[K comparable](fairness any) func(K) string {
+	group, _ := fairness.(func(K) string)
+	return group
 }
 
 // newWorkqueue builds a controller's queue: client-go's rate-limiting queue

@@ -979,12 +979,16 @@ func TestNewValidation(t *testing.T) {
 		{name: "nil metrics", ctrl: "x", r: r, opts: []queue.Option{queue.WithMetrics(nil)}, wantErr: "metrics are nil"},
 		{name: "nil clock", ctrl: "x", r: r, opts: []queue.Option{queue.WithClock(nil)}, wantErr: "clock is nil"},
 		{name: "nil rate limiter", ctrl: "x", r: r, opts: []queue.Option{queue.WithRateLimiter(nil)}, wantErr: "rate limiter is nil"},
+		{name: "nil fairness", ctrl: "x", r: r, opts: []queue.Option{queue.WithFairness[string](nil)}, wantErr: "fairness group function is nil"},
+		{name: "fairness of another key type", ctrl: "x", r: r, opts: []queue.Option{queue.WithFairness(func(int) string { return "" })},
+			wantErr: "fairness groups keys of type func(int) string, not the controller's string"},
 		{name: "every problem is reported", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(-1), queue.WithShutdownTimeout(-1), queue.WithRateLimiter(nil)},
 			wantErr: "workers must be at least 1, got -1\nshutdown timeout must be positive, got -1ns\nrate limiter is nil"},
 		{name: "the name is in the error", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(0)}, wantErr: `queue: controller "x": `},
 		{name: "defaults", ctrl: "x", r: r, opts: []queue.Option{nil}},
 		{name: "all options", ctrl: "x", r: r, opts: []queue.Option{queue.WithWorkers(3), queue.WithReconcileTimeout(time.Second),
-			queue.WithShutdownTimeout(time.Second), queue.WithMetrics(&fakeMetrics{}), queue.WithRateLimiter(queue.DefaultRateLimiter[any]())}},
+			queue.WithShutdownTimeout(time.Second), queue.WithMetrics(&fakeMetrics{}), queue.WithRateLimiter(queue.DefaultRateLimiter[any]()),
+			queue.WithFairness(func(k string) string { return k[:1] })}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

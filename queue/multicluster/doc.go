@@ -1,0 +1,51 @@
+// Package multicluster runs controllers over many clusters: a Fleet holds
+// the member clusters a Provider reports, each with its own client,
+// informer factory and event recorder, and the controllers built with
+// NewController reconcile Keys that name their cluster.
+//
+//	var ctrl *queue.Controller[multicluster.Key]
+//	fleet, err := multicluster.New("copier", provider, func(ctx context.Context, cl *multicluster.Cluster) (corelisters.ConfigMapLister, error) {
+//		configMaps := cl.Informers.Core().V1().ConfigMaps()
+//		_, err := configMaps.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(ctrl)), cache.HandlerOptions{})
+//		return configMaps.Lister(), err
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	if ctrl, err = multicluster.NewController(fleet, "copier", reconcileCopy); err != nil {
+//		return err
+//	}
+//	return operator.Run(ctx, operator.WithControllers(fleet, ctrl))
+//
+// # Clusters that come and go
+//
+// A cluster that joins is engaged: its client is built, the engage
+// function registers handlers (tagging their keys with the cluster through
+// Cluster.Queue) and returns what the reconciler needs of the cluster, and
+// the cluster's informers are started. Its keys run only once its caches
+// have synced; keys its handlers produce before that are held, not lost.
+// A cluster that leaves, or whose config changes, is stopped: its waiting
+// keys are dropped when their turn comes, the contexts of its reconciles
+// in flight are cancelled (with ErrLeft) and awaited, and only then are
+// its informers shut down, so nothing is written to it after it left. A
+// cluster that cannot be engaged (unreachable, refusing the credentials,
+// caches not synced within WithSyncTimeout) is retried with a backoff and
+// reported by Status and Metrics, while the others go on.
+//
+// # Fairness
+//
+// All clusters share one queue, which serves the clusters in turn
+// (queue.WithFairness): a cluster with ten thousand keys waiting delays
+// another cluster's next key by one key, not ten thousand. Each cluster
+// also has its own retry rate limiter, so the retries of one failing
+// cluster do not slow the others'.
+//
+// # Sharding
+//
+// With WithSharding, the replicas of an operator share the clusters:
+// package queue/shard assigns every cluster name to one live replica, and
+// a replica engages only its own clusters, so the memory of the caches
+// divides with the replicas. A cluster moving to another replica is
+// stopped here (its reconciles cancelled and awaited) before the other
+// replica may engage it: two replicas never reconcile one cluster at once.
+package multicluster

@@ -1,0 +1,396 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/events"
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/shard"
+)
+
+// ErrLeft is the cause of the context of a reconcile cancelled because its
+// cluster left the fleet or this replica, or changed credentials.
+var ErrLeft = errors.New("the cluster left")
+
+// Cluster is one member cluster while a Fleet holds it. Its informers run
+// and its recorder writes events as long as the Fleet holds the cluster.
+type Cluster struct {
+	// Name is the cluster's name, as its Provider reports it.
+	Name string
+	// Config is the config the Provider gave for it.
+	Config *rest.Config
+	// Client is the cluster's client.
+	Client kubernetes.Interface
+	// Informers is the cluster's informer factory, started once the
+	// engage function returns and shut down when the cluster leaves.
+	Informers informers.SharedInformerFactory
+	// Recorder records events in the cluster, as the fleet's component.
+	Recorder record.EventRecorderLogger
+
+	m         *member
+	factories []informer.Factory
+}
+
+// AddInformers makes the Fleet start f with the cluster's own factory and
+// wait for its caches before the cluster's keys run, and shut it down
+// when the cluster leaves: for the informer factories of generated
+// clientsets built from Config. Call it from the engage function.
+func (c *Cluster) AddInformers(f informer.Factory) { c.factories = append(c.factories, f) }
+
+// Queue returns a queue for the handlers of the cluster's informers that
+// passes their keys to q as Keys of this cluster, as in
+// informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(ctrl)). Keys that arrive before the cluster's caches have synced are held and
+// passed on once they have, so no key of the initial list is lost; keys
+// that arrive after the cluster left are dropped.
+func (c *Cluster) Queue(q informer.Queue[Key]) informer.Queue[cache.ObjectName] {
+	cq := &clusterQueue{m: c.m, q: q, pending: map[cache.ObjectName]bool{}}
+	c.m.mu.Lock()
+	c.m.queues = append(c.m.queues, cq)
+	c.m.mu.Unlock()
+	return cq
+}
+
+// EngageFunc prepares a joining cluster: it registers handlers on the
+// cluster's informers (through Cluster.Queue), builds the clients and
+// listers the reconciler needs and returns them as the value the fleet
+// hands to reconciles of the cluster's keys. ctx ends when the cluster
+// leaves. An error fails this attempt; the cluster is tried again after a
+// backoff.
+type EngageFunc[T any] func(ctx context.Context, cl *Cluster) (T, error)
+
+// Status is what a Fleet knows of one member cluster.
+type Status struct {
+	// Ready is true while the cluster's caches are synced and its keys
+	// run.
+	Ready bool
+	// Err is the error of the last failed attempt to engage the cluster,
+	// nil once an attempt succeeded.
+	Err error
+	// Failures counts the failed attempts since the last success.
+	Failures int
+	// Since is when Ready or Err last changed.
+	Since time.Time
+}
+
+// Fleet holds the member clusters of one operator: it engages each cluster
+// a Provider reports (and, with WithSharding, this replica owns), gives its
+// keys to the fleet's controllers once its caches have synced, and stops
+// it cleanly when it leaves. A Fleet is an operator.Controller (Run,
+// HasSynced) and the queue.Ownership of the controllers built with
+// NewController.
+type Fleet[T any] struct {
+	name     string
+	provider Provider
+	engage   EngageFunc[T]
+	cfg      config
+	gate     *shard.Gate[string] // nil without sharding
+
+	mu      sync.Mutex
+	wanted  map[string]*rest.Config // what the Provider reports
+	members map[string]*member      // running or stopping
+	synced  bool                    // the Provider reported its first list
+	tried   map[string]bool         // members of that list tried at least once
+	first   []string                // the names of that list
+	onLeave []func(cluster string)
+	started bool
+	kick    chan struct{}
+	run     context.Context // Run's context, once it runs
+}
+
+// member is one engagement of a cluster: from the start of its first
+// attempt to the end of its stop.
+type member struct {
+	name   string
+	config *rest.Config
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	// leaving is set, under the Fleet's lock, once the member was told
+	// to stop.
+	leaving bool
+
+	mu      sync.Mutex
+	ready   bool
+	stopped bool
+	value   any
+	queues  []*clusterQueue
+	claims  map[*claim]struct{}
+	// inflight counts the claims not yet released.
+	inflight sync.WaitGroup
+	status   Status
+	release  func() // the shard claim on the cluster, if sharded
+}
+
+type claim struct {
+	cancel context.CancelCauseFunc
+}
+
+var _ queue.Ownership[Key] = (*Fleet[struct{}])(nil)
+
+// New returns a Fleet named name (its logs, metrics, events and, with
+// WithSharding, the keys it shares) over the members p reports, each
+// prepared by engage.
+func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (*Fleet[T], error) {
+	c := config{metrics: noopMetrics{}, syncTimeout: DefaultSyncTimeout, retryBase: DefaultRetryBaseDelay, retryMax: DefaultRetryMaxDelay,
+		newClient: func(_ string, cfg *rest.Config) (kubernetes.Interface, error) { return kubernetes.NewForConfig(cfg) }}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	switch {
+	case name == "":
+		c.errs = append(c.errs, errors.New("name must not be empty"))
+	case p == nil:
+		c.errs = append(c.errs, errors.New("provider is nil"))
+	case engage == nil:
+		c.errs = append(c.errs, errors.New("engage function is nil"))
+	}
+	if err := errors.Join(c.errs...); err != nil {
+		return nil, fmt.Errorf("multicluster: fleet %q: %w", name, err)
+	}
+	f := &Fleet[T]{name: name, provider: p, engage: engage, cfg: c,
+		wanted: map[string]*rest.Config{}, members: map[string]*member{}, tried: map[string]bool{}, kick: make(chan struct{}, 1)}
+	if c.membership != nil {
+		f.gate = shard.NewGate(c.membership, shard.Keys[string]{
+			String: func(cluster string) string { return cluster },
+			List:   f.wantedNames,
+		})
+	}
+	return f, nil
+}
+
+// Name returns the fleet's name.
+func (f *Fleet[T]) Name() string { return f.name }
+
+// Run runs the Provider and holds the member clusters until ctx ends; then
+// it stops every cluster (cancelling their reconciles and waiting for
+// them) and returns. It returns the Provider's error if the Provider
+// fails. A Fleet runs once.
+func (f *Fleet[T]) Run(ctx context.Context) error {
+	f.mu.Lock()
+	if f.started {
+		f.mu.Unlock()
+		return fmt.Errorf("multicluster: fleet %q: Run called twice", f.name)
+	}
+	f.started = true
+	f.run = ctx
+	f.mu.Unlock()
+	logger := klog.FromContext(ctx).WithValues("fleet", f.name)
+	ctx = klog.NewContext(ctx, logger)
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	provided := make(chan error, 1)
+	wg.Go(func() { provided <- f.provider.Run(ctx, members[T]{f}) })
+	if f.gate != nil {
+		wg.Go(func() { f.gate.Start(ctx, kicker{f.kick}) })
+	}
+	var err error
+	for running := true; running; {
+		select {
+		case <-ctx.Done():
+			running = false
+		case err = <-provided:
+			if err != nil {
+				err = fmt.Errorf("multicluster: fleet %q: provider: %w", f.name, err)
+				running = false
+			} else {
+				provided = nil // it had nothing more to report
+			}
+		case <-f.kick:
+			f.converge(ctx)
+		}
+	}
+	cancel(nil)
+	f.stopAll()
+	wg.Wait()
+	return err
+}
+
+// converge starts the clusters that are wanted and owned and not running,
+// and stops those that are running but no longer wanted, owned, or
+// current.
+func (f *Fleet[T]) converge(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name, m := range f.members {
+		cfg, wanted := f.wanted[name]
+		if !wanted || !sameConfig(cfg, m.config) || (f.gate != nil && !f.gate.Owns(name)) {
+			m.leaving = true
+			m.cancel(ErrLeft)
+		}
+		select {
+		case <-m.done:
+			delete(f.members, name)
+			f.cfg.metrics.ForgetCluster(f.name, name)
+			for _, fn := range f.onLeave {
+				fn(name)
+			}
+		default:
+		}
+	}
+	for name, cfg := range f.wanted {
+		if _, running := f.members[name]; running {
+			continue
+		}
+		f.start(ctx, name, cfg)
+	}
+}
+
+// start engages a cluster, under a claim on its name if sharded. f.mu is
+// held.
+func (f *Fleet[T]) start(ctx context.Context, name string, cfg *rest.Config) {
+	mctx, cancel := context.WithCancelCause(ctx)
+	release := func() {}
+	if f.gate != nil {
+		claimed, rel, ok := f.gate.Claim(mctx, name)
+		if !ok {
+			cancel(nil)
+			return
+		}
+		mctx, release = claimed, rel
+	}
+	m := &member{name: name, config: cfg, cancel: cancel, done: make(chan struct{}), claims: map[*claim]struct{}{}, release: release}
+	f.members[name] = m
+	go f.runMember(mctx, m)
+}
+
+// runMember engages m until its context ends, retrying failed attempts
+// after a backoff, then stops it.
+func (f *Fleet[T]) runMember(ctx context.Context, m *member) {
+	logger := klog.FromContext(ctx).WithValues("cluster", m.name)
+	ctx = klog.NewContext(ctx, logger)
+	defer func() {
+		m.release()
+		close(m.done)
+		signal(f.kick)
+	}()
+	delay := f.cfg.retryBase
+	for {
+		stop, err := f.attempt(ctx, m)
+		if err == nil {
+			logger.Info("Cluster engaged")
+			<-ctx.Done()
+			f.disengage(m, stop)
+			logger.Info("Cluster disengaged", "cause", context.Cause(ctx))
+			return
+		}
+		stop()
+		if ctx.Err() != nil {
+			f.disengage(m, func() {})
+			return
+		}
+		f.cfg.metrics.IncEngageFailures(f.name, m.name)
+		m.mu.Lock()
+		m.status.Failures++
+		m.status.Err = err
+		m.status.Since = time.Now()
+		failures := m.status.Failures
+		m.mu.Unlock()
+		f.markTried(m.name)
+		logger.Error(err, "Engaging the cluster failed; retrying", "failures", failures, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			f.disengage(m, func() {})
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, f.cfg.retryMax)
+	}
+}
+
+// attempt builds the cluster's clients, calls engage, starts the informers
+// and waits for their caches; on success the member is ready. stop shuts
+// down what the attempt started; the caller calls it.
+func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), err error) {
+	actx, cancel := context.WithCancel(ctx)
+	cl := &Cluster{Name: m.name, Config: m.config, m: m}
+	stop = func() {
+		cancel()
+		for _, fac := range cl.factories {
+			fac.Shutdown()
+		}
+		m.mu.Lock()
+		m.queues = nil
+		m.mu.Unlock()
+	}
+	cl.Client, err = f.cfg.newClient(m.name, m.config)
+	if err != nil {
+		return stop, fmt.Errorf("client: %w", err)
+	}
+	cl.Informers = informers.NewSharedInformerFactory(cl.Client, f.cfg.resync)
+	cl.factories = append(cl.factories, cl.Informers)
+	cl.Recorder, err = events.NewRecorder(actx, cl.Client, f.name)
+	if err != nil {
+		return stop, err
+	}
+	value, err := f.engage(actx, cl)
+	if err != nil {
+		return stop, fmt.Errorf("engage: %w", err)
+	}
+	syncCtx, cancelSync := context.WithTimeout(actx, f.cfg.syncTimeout)
+	defer cancelSync()
+	for _, fac := range cl.factories {
+		fac.Start(actx.Done())
+	}
+	for _, fac := range cl.factories {
+		for typ, ok := range fac.WaitForCacheSync(syncCtx.Done()) {
+			if !ok {
+				return stop, fmt.Errorf("informer of %s did not sync within %s", typ, f.cfg.syncTimeout)
+			}
+		}
+	}
+	m.mu.Lock()
+	if ctx.Err() != nil {
+		m.mu.Unlock()
+		return stop, ctx.Err()
+	}
+	m.value = value
+	m.ready = true
+	m.status = Status{Ready: true, Since: time.Now()}
+	var flushes []func()
+	for _, q := range m.queues {
+		flushes = append(flushes, q.held())
+	}
+	m.mu.Unlock()
+	// Outside the lock: the controllers ask the Fleet whether it owns
+	// each key.
+	for _, flush := range flushes {
+		flush()
+	}
+	f.cfg.metrics.SetClusterReady(f.name, m.name, true)
+	f.markTried(m.name)
+	return stop, nil
+}
+
+// disengage stops m: no new claims, its reconciles cancelled and waited
+// for, then its informers shut down (stop).
+func (f *Fleet[T]) disengage(m *member, stop func()) {
+	m.mu.Lock()
+	m.ready = false
+	m.stopped = true
+	m.status.Ready = false
+	m.status.Since = time.Now()
+	for c := range m.claims {
+		c.cancel(ErrLeft)
+	}
+	m.mu.Unlock()
+	// No claim starts once ready is false; each ends when its reconcile
+	// returns.
+	m.inflight.Wait()
+	stop()
+	f.cfg.metrics.SetClusterReady(f.name, m.name, false)
+}

@@ -1,0 +1,21 @@
+package kubeconfig_test
+
+import (
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/kubeconfig"
+)
+
+// newFleet is the example of the package documentation.
+func newFleet(kubeClient kubernetes.Interface, engage multicluster.EngageFunc[int]) error {
+	p, err := kubeconfig.New(kubeconfig.Config{Client: kubeClient, Namespace: "fleet-system"})
+	if err != nil {
+		return err
+	}
+	fleet, err := multicluster.New("copier", p, engage)
+	_ = fleet
+	return err
+}
+
+var _ = newFleet

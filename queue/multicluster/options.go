@@ -1,0 +1,112 @@
+package multicluster
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/queue/shard"
+)
+
+// Defaults of a Fleet.
+const (
+	// DefaultSyncTimeout is how long a joining cluster's informers may
+	// take to sync before the attempt counts as failed.
+	DefaultSyncTimeout = time.Minute
+	// DefaultRetryBaseDelay and DefaultRetryMaxDelay bound the backoff
+	// between attempts to engage a cluster that failed.
+	DefaultRetryBaseDelay = time.Second
+	DefaultRetryMaxDelay  = 5 * time.Minute
+)
+
+// Option configures New. A nil Option is ignored.
+type Option func(*config)
+
+type config struct {
+	membership  *shard.Membership
+	metrics     Metrics
+	syncTimeout time.Duration
+	retryBase   time.Duration
+	retryMax    time.Duration
+	resync      time.Duration
+	newClient   func(cluster string, cfg *rest.Config) (kubernetes.Interface, error)
+	errs        []error
+}
+
+// WithSharding shares the member clusters among the replicas of m's group:
+// each cluster is engaged (its informers started, its keys reconciled) by
+// one replica at a time, the one that owns the cluster's name in m (see
+// package queue/shard), so the clusters and the memory of their caches
+// divide among the replicas. The caller runs m (operator.WithSharding).
+func WithSharding(m *shard.Membership) Option {
+	return func(c *config) {
+		if m == nil {
+			c.errs = append(c.errs, errors.New("sharding membership is nil"))
+			return
+		}
+		c.membership = m
+	}
+}
+
+// WithMetrics sends the fleet's measurements to m (metrics.Recorder is
+// one). Default: none.
+func WithMetrics(m Metrics) Option {
+	return func(c *config) {
+		if m == nil {
+			c.errs = append(c.errs, errors.New("metrics are nil"))
+			return
+		}
+		c.metrics = m
+	}
+}
+
+// WithSyncTimeout sets how long a joining cluster's informers may take to
+// sync before the attempt fails and is retried after a backoff. Default
+// DefaultSyncTimeout; d must be positive.
+func WithSyncTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("sync timeout must be positive, got %s", d))
+		}
+		c.syncTimeout = d
+	}
+}
+
+// WithRetryBackoff sets the delays between attempts to engage a cluster
+// that failed: base after the first failure, doubling up to max. Default
+// DefaultRetryBaseDelay and DefaultRetryMaxDelay.
+func WithRetryBackoff(base, max time.Duration) Option {
+	return func(c *config) {
+		if base <= 0 || max < base {
+			c.errs = append(c.errs, fmt.Errorf("retry backoff needs 0 < base <= max, got %s and %s", base, max))
+		}
+		c.retryBase, c.retryMax = base, max
+	}
+}
+
+// WithResync sets the resync period of every cluster's informer factory.
+// Default 0: no resync.
+func WithResync(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.errs = append(c.errs, fmt.Errorf("resync period must not be negative, got %s", d))
+		}
+		c.resync = d
+	}
+}
+
+// WithClients sets how a member's client is built from its config; tests
+// give every cluster a fake clientset of its own this way. Default
+// kubernetes.NewForConfig.
+func WithClients(newClient func(cluster string, cfg *rest.Config) (kubernetes.Interface, error)) Option {
+	return func(c *config) {
+		if newClient == nil {
+			c.errs = append(c.errs, errors.New("client constructor is nil"))
+			return
+		}
+		c.newClient = newClient
+	}
+}

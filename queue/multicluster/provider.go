@@ -1,0 +1,34 @@
+package multicluster
+
+import (
+	"context"
+
+	"k8s.io/client-go/rest"
+)
+
+// Provider tells a Fleet which clusters are its members and how to reach
+// them. Package queue/multicluster/kubeconfig has one that reads
+// kubeconfigs from Secrets.
+type Provider interface {
+	// Run reports the members to m until ctx ends, then returns nil; an
+	// error it returns before that stops the Fleet. It calls m.Synced once
+	// it has reported every member it knew when it started.
+	Run(ctx context.Context, m Members) error
+}
+
+// Members is how a Provider reports members to a Fleet. Its methods may be
+// called from any goroutine and never block on a cluster.
+type Members interface {
+	// Set makes name a member reached with cfg. Set with a config that
+	// differs from the current one (new credentials, a new address)
+	// stops the cluster and engages it again with cfg; Set with an
+	// equal config does nothing. The Fleet keeps cfg: the Provider must
+	// not change it afterwards.
+	Set(name string, cfg *rest.Config)
+	// Delete makes name no longer a member: its informers are stopped,
+	// its waiting keys dropped and its reconciles cancelled.
+	Delete(name string)
+	// Synced tells the Fleet that every member known at the start has
+	// been Set.
+	Synced()
+}
