@@ -218,7 +218,7 @@ func apigenCommand(t *testing.T, dir, tmp, stop string, args ...string) (string,
 	require.NoError(t, err)
 	cmd := exec.CommandContext(t.Context(), exe, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), commandEnv+"=1", stopEnv+"="+stop, "TMPDIR="+tmp)
+	cmd.Env = commandEnviron(commandEnv+"=1", stopEnv+"="+stop, "TMPDIR="+tmp)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err = cmd.Run()
