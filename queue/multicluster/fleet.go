@@ -142,7 +142,7 @@ var _ queue.Ownership[Key] = (*Fleet[struct{}])(nil)
 // WithSharding, the keys it shares) over the members p reports, each
 // prepared by engage.
 func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (*Fleet[T], error) {
-	c := config{metrics: noopMetrics{}, syncTimeout: DefaultSyncTimeout, retryBase: DefaultRetryBaseDelay, retryMax: DefaultRetryMaxDelay,
+	c := config{metrics: noopMetrics{}, syncTimeout: DefaultSyncTimeout, retryBase: DefaultRetryBaseDelay, retryMax: DefaultRetryMaxDelay, probeInterval: DefaultProbeInterval,
 		newClient: func(_ string, cfg *rest.Config) (kubernetes.Interface, error) { return kubernetes.NewForConfig(cfg) }}
 	for _, opt := range opts {
 		if opt != nil {
@@ -268,8 +268,9 @@ func (f *Fleet[T]) start(ctx context.Context, name string, cfg *rest.Config) {
 	go f.runMember(mctx, m)
 }
 
-// runMember engages m until its context ends, retrying failed attempts
-// after a backoff, then stops it.
+// runMember engages m until its context ends, then stops it. A failed
+// attempt, or a cluster that stops answering its probes, is tried again
+// after a backoff.
 func (f *Fleet[T]) runMember(ctx context.Context, m *member) {
 	logger := klog.FromContext(ctx).WithValues("cluster", m.name)
 	ctx = klog.NewContext(ctx, logger)
@@ -280,18 +281,23 @@ func (f *Fleet[T]) runMember(ctx context.Context, m *member) {
 	}()
 	delay := f.cfg.retryBase
 	for {
-		stop, err := f.attempt(ctx, m)
+		stop, client, err := f.attempt(ctx, m)
 		if err == nil {
 			logger.Info("Cluster engaged")
-			<-ctx.Done()
-			f.disengage(m, stop)
-			logger.Info("Cluster disengaged", "cause", context.Cause(ctx))
-			return
-		}
-		stop()
-		if ctx.Err() != nil {
-			f.disengage(m, func() {})
-			return
+			delay = f.cfg.retryBase
+			err = f.probe(ctx, client)
+			last := ctx.Err() != nil
+			f.disengage(m, stop, last)
+			if last {
+				logger.Info("Cluster disengaged", "cause", context.Cause(ctx))
+				return
+			}
+		} else {
+			stop()
+			if ctx.Err() != nil {
+				f.disengage(m, func() {}, true)
+				return
+			}
 		}
 		f.cfg.metrics.IncEngageFailures(f.name, m.name)
 		m.mu.Lock()
@@ -301,10 +307,10 @@ func (f *Fleet[T]) runMember(ctx context.Context, m *member) {
 		failures := m.status.Failures
 		m.mu.Unlock()
 		f.markTried(m.name)
-		logger.Error(err, "Engaging the cluster failed; retrying", "failures", failures, "retryIn", delay)
+		logger.Error(err, "Cluster not engaged; trying again", "failures", failures, "retryIn", delay)
 		select {
 		case <-ctx.Done():
-			f.disengage(m, func() {})
+			f.disengage(m, func() {}, true)
 			return
 		case <-time.After(delay):
 		}
@@ -312,10 +318,58 @@ func (f *Fleet[T]) runMember(ctx context.Context, m *member) {
 	}
 }
 
+// probe asks the cluster for its version every probe interval until ctx
+// ends (it returns nil) or probeFailures probes in a row failed (it returns
+// the last error): a cluster that stopped answering is then engaged again,
+// its keys waiting meanwhile, rather than failing every reconcile.
+func (f *Fleet[T]) probe(ctx context.Context, client kubernetes.Interface) error {
+	tick := time.NewTicker(f.cfg.probeInterval)
+	defer tick.Stop()
+	failed := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		err := probeOnce(ctx, client, min(f.cfg.probeInterval, probeTimeout))
+		if err == nil {
+			failed = 0
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if failed++; failed >= probeFailures {
+			return fmt.Errorf("not answering: %w", err)
+		}
+	}
+}
+
+// probeFailures is how many probes in a row must fail for a cluster to be
+// engaged again; probeTimeout bounds each probe.
+const (
+	probeFailures = 3
+	probeTimeout  = 10 * time.Second
+)
+
+// probeOnce asks for the cluster's version, within timeout.
+func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rc := client.Discovery().RESTClient()
+	if rc == nil {
+		// A fake clientset has no REST client; its answer does not wait.
+		_, err := client.Discovery().ServerVersion()
+		return err
+	}
+	return rc.Get().AbsPath("/version").Do(ctx).Error()
+}
+
 // attempt builds the cluster's clients, calls engage, starts the informers
 // and waits for their caches; on success the member is ready. stop shuts
 // down what the attempt started; the caller calls it.
-func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), err error) {
+func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client kubernetes.Interface, err error) {
 	actx, cancel := context.WithCancel(ctx)
 	cl := &Cluster{Name: m.name, Config: m.config, m: m}
 	stop = func() {
@@ -328,18 +382,21 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), err err
 		m.mu.Unlock()
 	}
 	cl.Client, err = f.cfg.newClient(m.name, m.config)
-	if err != nil {
-		return stop, fmt.Errorf("client: %w", err)
+	switch {
+	case err != nil:
+		return stop, nil, fmt.Errorf("client: %w", err)
+	case cl.Client == nil:
+		return stop, nil, errors.New("client: the constructor returned none")
 	}
 	cl.Informers = informers.NewSharedInformerFactory(cl.Client, f.cfg.resync)
 	cl.factories = append(cl.factories, cl.Informers)
 	cl.Recorder, err = events.NewRecorder(actx, cl.Client, f.name)
 	if err != nil {
-		return stop, err
+		return stop, nil, err
 	}
 	value, err := f.engage(actx, cl)
 	if err != nil {
-		return stop, fmt.Errorf("engage: %w", err)
+		return stop, nil, fmt.Errorf("engage: %w", err)
 	}
 	syncCtx, cancelSync := context.WithTimeout(actx, f.cfg.syncTimeout)
 	defer cancelSync()
@@ -349,14 +406,14 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), err err
 	for _, fac := range cl.factories {
 		for typ, ok := range fac.WaitForCacheSync(syncCtx.Done()) {
 			if !ok {
-				return stop, fmt.Errorf("informer of %s did not sync within %s", typ, f.cfg.syncTimeout)
+				return stop, nil, fmt.Errorf("informer of %s did not sync within %s", typ, f.cfg.syncTimeout)
 			}
 		}
 	}
 	m.mu.Lock()
 	if ctx.Err() != nil {
 		m.mu.Unlock()
-		return stop, ctx.Err()
+		return stop, nil, ctx.Err()
 	}
 	m.value = value
 	m.ready = true
@@ -373,15 +430,16 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), err err
 	}
 	f.cfg.metrics.SetClusterReady(f.name, m.name, true)
 	f.markTried(m.name)
-	return stop, nil
+	return stop, cl.Client, nil
 }
 
 // disengage stops m: no new claims, its reconciles cancelled and waited
-// for, then its informers shut down (stop).
-func (f *Fleet[T]) disengage(m *member, stop func()) {
+// for, then its informers shut down (stop). After the last, the member
+// takes no key any more; otherwise it is engaged again later.
+func (f *Fleet[T]) disengage(m *member, stop func(), last bool) {
 	m.mu.Lock()
 	m.ready = false
-	m.stopped = true
+	m.stopped = last
 	m.status.Ready = false
 	m.status.Since = time.Now()
 	for c := range m.claims {

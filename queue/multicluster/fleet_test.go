@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,12 +52,26 @@ type clusters struct {
 	clients map[string]*fake.Clientset
 	built   map[string]int // clients built per cluster
 	fail    map[string]error
+	// down makes every request to a cluster fail with errDown.
+	down map[string]*atomic.Bool
 }
 
+var errDown = errors.New("connection refused")
+
 func newClusters(names ...string) *clusters {
-	c := &clusters{clients: map[string]*fake.Clientset{}, built: map[string]int{}, fail: map[string]error{}}
+	c := &clusters{clients: map[string]*fake.Clientset{}, built: map[string]int{}, fail: map[string]error{}, down: map[string]*atomic.Bool{}}
 	for _, name := range names {
-		c.clients[name] = fake.NewClientset(configMap("app", "settings", name))
+		client := fake.NewClientset(configMap("app", "settings", name))
+		down := &atomic.Bool{}
+		// A fake's reactors cannot change while it is used: this one
+		// asks the flag.
+		client.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if down.Load() {
+				return true, nil, errDown
+			}
+			return false, nil, nil
+		})
+		c.clients[name], c.down[name] = client, down
 	}
 	return c
 }
@@ -223,24 +239,27 @@ func TestFleetReconcilesEveryCluster(t *testing.T) {
 	assert.NoError(t, st.Err)
 
 	// A change in one cluster reconciles that cluster's key only.
-	before := r.count(key("b"))
 	_, err := c.clients["c"].CoreV1().ConfigMaps("app").Create(context.Background(), configMap("app", "other", "c"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	other := multicluster.Key{Cluster: "c", ObjectName: cacheName("app", "other")}
 	assert.Eventually(t, func() bool { return r.count(other) > 0 }, waitFor, time.Millisecond)
-	assert.Equal(t, before, r.count(key("b")))
+	for _, name := range []string{"a", "b"} {
+		assert.Zero(t, r.count(multicluster.Key{Cluster: name, ObjectName: other.ObjectName}), "cluster %s", name)
+	}
 }
 
 // A cluster that leaves stops: its reconcile in flight is cancelled with
-// ErrLeft and not retried, its keys are no longer reconciled, and nothing
-// is written to it afterwards.
+// ErrLeft, the cluster is not gone until that reconcile has returned, the
+// key is not retried, its keys are no longer reconciled, and nothing is
+// written to it afterwards.
 func TestClusterLeaves(t *testing.T) {
 	c := newClusters("a", "b")
-	started := make(chan struct{})
+	started, finish := make(chan struct{}), make(chan struct{})
 	var (
-		mu    sync.Mutex
-		cause error
-		calls int
+		mu       sync.Mutex
+		cause    error
+		calls    int
+		returned bool
 	)
 	r := func(ctx context.Context, m *member, key multicluster.Key) (reconcile.Result, error) {
 		if key.Cluster != "b" {
@@ -253,8 +272,9 @@ func TestClusterLeaves(t *testing.T) {
 		if first {
 			close(started)
 			<-ctx.Done()
+			<-finish // a reconcile that takes its time to return
 			mu.Lock()
-			cause = context.Cause(ctx)
+			cause, returned = context.Cause(ctx), true
 			mu.Unlock()
 			return reconcile.Result{}, ctx.Err()
 		}
@@ -270,8 +290,12 @@ func TestClusterLeaves(t *testing.T) {
 		t.Fatal("cluster b's key was not reconciled")
 	}
 	f.members.Delete("b")
-	require.Eventually(t, func() bool { _, held := f.fleet.Status("b"); return !held }, waitFor, time.Millisecond)
+	gone := func() bool { _, held := f.fleet.Status("b"); return !held }
+	assert.Never(t, gone, 300*time.Millisecond, 10*time.Millisecond, "the cluster left before its reconcile returned")
+	close(finish)
+	require.Eventually(t, gone, waitFor, time.Millisecond)
 	mu.Lock()
+	assert.True(t, returned)
 	assert.ErrorIs(t, cause, multicluster.ErrLeft)
 	mu.Unlock()
 	assert.Equal(t, []string{"a"}, f.fleet.Clusters())
@@ -320,10 +344,7 @@ func TestCredentialsChange(t *testing.T) {
 // while the others work and the fleet counts as synced.
 func TestUnreachableCluster(t *testing.T) {
 	c := newClusters("a", "down")
-	unreachable := errors.New("connection refused")
-	c.clients["down"].PrependReactor("list", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, unreachable
-	})
+	c.down["down"].Store(true)
 	r := newRecorder()
 	metrics := &fleetMetrics{}
 	f := startFleet(t, c, r.copyCluster, multicluster.WithSyncTimeout(100*time.Millisecond), multicluster.WithMetrics(metrics))
@@ -341,7 +362,7 @@ func TestUnreachableCluster(t *testing.T) {
 	assert.True(t, metrics.ready("a"))
 
 	// Once it answers, it is engaged.
-	c.clients["down"].ReactionChain = c.clients["down"].ReactionChain[1:]
+	c.down["down"].Store(false)
 	require.Eventually(t, func() bool { return annotation(t, c, "down") == "down" }, waitFor, time.Millisecond)
 	st, _ = f.fleet.Status("down")
 	assert.True(t, st.Ready)
@@ -445,4 +466,71 @@ func TestNewValidation(t *testing.T) {
 			assert.Equal(t, tt.fleet, f.Name())
 		})
 	}
+}
+
+// A cluster that stops answering is stopped and engaged again once it
+// answers, reported by Status meanwhile; the others go on.
+func TestClusterStopsAnswering(t *testing.T) {
+	c := newClusters("a", "b")
+	r := newRecorder()
+	f := startFleet(t, c, r.copyCluster, multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond))
+	f.members.Set("a", c.config("a"))
+	f.members.Set("b", c.config("b"))
+	f.members.Synced()
+	require.Eventually(t, func() bool { return annotation(t, c, "b") == "b" }, waitFor, time.Millisecond)
+	first := r.lastMember(key("b"))
+	c.down["b"].Store(true)
+	require.Eventually(t, func() bool { st, _ := f.fleet.Status("b"); return !st.Ready && errors.Is(st.Err, errDown) }, waitFor, time.Millisecond)
+	_, ok := f.fleet.Get("b")
+	assert.False(t, ok, "a cluster that does not answer is not handed to reconciles")
+	st, _ := f.fleet.Status("a")
+	assert.True(t, st.Ready, "the other cluster goes on")
+
+	c.down["b"].Store(false)
+	require.Eventually(t, func() bool { return r.lastMember(key("b")) != first }, waitFor, time.Millisecond,
+		"the cluster is engaged again and its keys reconciled")
+	st, _ = f.fleet.Status("b")
+	assert.True(t, st.Ready)
+}
+
+// A cluster with a backlog delays another cluster's first key by a turn,
+// not by its backlog: the clusters share the workers fairly.
+func TestClustersShareTheWorkersFairly(t *testing.T) {
+	const backlog = 2000
+	c := newClusters("busy", "quiet")
+	release := make(chan struct{})
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	r := func(ctx context.Context, _ *member, key multicluster.Key) (reconcile.Result, error) {
+		<-release // the backlog builds up until the quiet cluster is ready
+		mu.Lock()
+		order = append(order, key.Cluster)
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	}
+	f := startFleet(t, c, r)
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // before the fleet stops
+	f.members.Set("busy", c.config("busy"))
+	f.members.Synced()
+	require.Eventually(t, func() bool { st, _ := f.fleet.Status("busy"); return st.Ready }, waitFor, time.Millisecond)
+	for i := range backlog {
+		f.ctrl.Add(multicluster.Key{Cluster: "busy", ObjectName: cacheName("app", fmt.Sprint("cm-", i))})
+	}
+	f.members.Set("quiet", c.config("quiet"))
+	require.Eventually(t, func() bool { st, _ := f.fleet.Status("quiet"); return st.Ready }, waitFor, time.Millisecond)
+	// Every key but the four the workers hold waits: the backlog, the
+	// busy cluster's own ConfigMap and the quiet cluster's.
+	require.Eventually(t, func() bool { return f.ctrl.Len() == backlog+2-4 }, waitFor, time.Millisecond, "the quiet cluster's key is queued")
+	open()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == backlog+2 }, waitFor, time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	at := slices.Index(order, "quiet")
+	// Four workers were each holding a busy key; then the clusters take
+	// turns.
+	assert.Less(t, at, 4+2, "busy keys reconciled before the quiet cluster's first: %d", at)
 }

@@ -129,6 +129,14 @@ func (f *Fleet[T]) Status(cluster string) (s Status, ok bool) {
 	return m.status, true
 }
 
+// Members returns, sorted, the names of every member the Provider
+// reports, held by this replica or not.
+func (f *Fleet[T]) Members() []string {
+	names := f.wantedNames()
+	slices.Sort(names)
+	return names
+}
+
 // Clusters returns, sorted, the names of the clusters this replica holds:
 // ready, or being engaged.
 func (f *Fleet[T]) Clusters() []string {

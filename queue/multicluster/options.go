@@ -20,20 +20,24 @@ const (
 	// between attempts to engage a cluster that failed.
 	DefaultRetryBaseDelay = time.Second
 	DefaultRetryMaxDelay  = 5 * time.Minute
+	// DefaultProbeInterval is how often an engaged cluster is asked for
+	// its version, to notice one that stopped answering.
+	DefaultProbeInterval = 10 * time.Second
 )
 
 // Option configures New. A nil Option is ignored.
 type Option func(*config)
 
 type config struct {
-	membership  *shard.Membership
-	metrics     Metrics
-	syncTimeout time.Duration
-	retryBase   time.Duration
-	retryMax    time.Duration
-	resync      time.Duration
-	newClient   func(cluster string, cfg *rest.Config) (kubernetes.Interface, error)
-	errs        []error
+	membership    *shard.Membership
+	metrics       Metrics
+	syncTimeout   time.Duration
+	retryBase     time.Duration
+	retryMax      time.Duration
+	resync        time.Duration
+	probeInterval time.Duration
+	newClient     func(cluster string, cfg *rest.Config) (kubernetes.Interface, error)
+	errs          []error
 }
 
 // WithSharding shares the member clusters among the replicas of m's group:
@@ -84,6 +88,20 @@ func WithRetryBackoff(base, max time.Duration) Option {
 			c.errs = append(c.errs, fmt.Errorf("retry backoff needs 0 < base <= max, got %s and %s", base, max))
 		}
 		c.retryBase, c.retryMax = base, max
+	}
+}
+
+// WithProbeInterval sets how often an engaged cluster is asked for its
+// version. After three failed probes in a row the cluster is stopped (its
+// reconciles cancelled, its keys held) and engaged again with the retry
+// backoff, reported by Status meanwhile. Default DefaultProbeInterval; d
+// must be positive.
+func WithProbeInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("probe interval must be positive, got %s", d))
+		}
+		c.probeInterval = d
 	}
 }
 

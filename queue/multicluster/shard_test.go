@@ -41,7 +41,7 @@ type shardedReplica struct {
 
 func (w *shardedWorld) start(t *testing.T, id string) *shardedReplica {
 	m, err := shard.New(shard.Config{Client: w.mgmt, Namespace: "fleet-system", Group: "copier", Identity: id,
-		LeaseDuration: 10 * time.Second, RenewDeadline: 8 * time.Second, RetryPeriod: 500 * time.Millisecond})
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond})
 	require.NoError(t, err)
 	p := newProvider()
 	var ctrl *queue.Controller[multicluster.Key]
@@ -99,16 +99,20 @@ func (w *shardedWorld) start(t *testing.T, id string) *shardedReplica {
 	return rep
 }
 
-// Two replicas divide the clusters between them, never both reconcile the
-// keys of one cluster at once, and when one stops the other takes its
-// clusters over.
+// Two replicas divide the clusters between them (the second joining while
+// the first holds them all), never both reconcile the keys of one cluster
+// at once, and when one stops the other takes its clusters over.
 func TestShardedClusters(t *testing.T) {
 	w := &shardedWorld{mgmt: fake.NewClientset(), holding: map[string]string{}}
 	for i := range 8 {
 		w.names = append(w.names, fmt.Sprintf("member-%d", i))
 	}
 	w.clusters = newClusters(w.names...)
-	a, b := w.start(t, "a"), w.start(t, "b")
+	a := w.start(t, "a")
+	require.Eventually(t, func() bool { return slices.Equal(a.fleet.Clusters(), w.names) }, waitFor, 20*time.Millisecond,
+		"the first replica takes every cluster")
+	// The second one joins: the clusters it gets move while engaged.
+	b := w.start(t, "b")
 	divided := func() bool {
 		ca, cb := a.fleet.Clusters(), b.fleet.Clusters()
 		all := slices.Sorted(slices.Values(append(slices.Clone(ca), cb...)))

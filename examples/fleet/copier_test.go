@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+
+	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+)
+
+const waitFor = 30 * time.Second
+
+// provider lets the test report the members.
+type provider struct{ members chan multicluster.Members }
+
+func (p *provider) Run(ctx context.Context, m multicluster.Members) error {
+	p.members <- m
+	<-ctx.Done()
+	return nil
+}
+
+type world struct {
+	mgmt   *fake.Clientset
+	report multicluster.Members
+
+	mu      sync.Mutex
+	members map[string]*fake.Clientset
+}
+
+func (w *world) member(name string) *fake.Clientset {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.members[name]
+}
+
+// client is the fleet's client constructor: a member without a fake is
+// unreachable.
+func (w *world) client(name string, _ *rest.Config) (kubernetes.Interface, error) {
+	if c := w.member(name); c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("dial tcp: lookup %s: no such host", name)
+}
+
+func startCopier(t *testing.T, memberNames ...string) *world {
+	w := &world{mgmt: fake.NewClientset(), members: map[string]*fake.Clientset{}}
+	for _, name := range memberNames {
+		w.members[name] = fake.NewClientset()
+	}
+	p := &provider{members: make(chan multicluster.Members, 1)}
+	factory := informers.NewSharedInformerFactoryWithOptions(w.mgmt, 0, informers.WithNamespace("app"))
+	clients := multicluster.WithClients(w.client)
+	c, err := newCopier(w.mgmt, factory.Core().V1().ConfigMaps(), p, []multicluster.Option{clients})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	for _, run := range []func(context.Context) error{c.fleet.Run, c.copies.Run, c.status.Run} {
+		wg.Go(func() { assert.NoError(t, run(ctx)) })
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		factory.Shutdown()
+	})
+	w.report = <-p.members
+	for _, name := range memberNames {
+		w.report.Set(name, &rest.Config{Host: "https://" + name})
+	}
+	w.report.Synced()
+	return w
+}
+
+func source(data string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "settings", Labels: map[string]string{LabelCopy: "true"}},
+		Data: map[string]string{"color": data}}
+}
+
+// copyIn returns the data of the copy in a member, "" if there is none.
+func (w *world) copyIn(cluster string) string {
+	cm, err := w.member(cluster).CoreV1().ConfigMaps("app").Get(context.Background(), "settings", metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return cm.Data["color"]
+}
+
+func (w *world) states() map[string]string {
+	src, err := w.mgmt.CoreV1().ConfigMaps("app").Get(context.Background(), "settings", metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range src.Annotations {
+		out[k] = v
+	}
+	return out
+}
+
+func TestCopier(t *testing.T) {
+	ctx := context.Background()
+	w := startCopier(t, "east", "west")
+	_, err := w.mgmt.CoreV1().ConfigMaps("app").Create(ctx, source("blue"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, cluster := range []string{"east", "west"} {
+		require.Eventually(t, func() bool { return w.copyIn(cluster) == "blue" }, waitFor, time.Millisecond, cluster)
+	}
+	synced := map[string]string{StatusPrefix + "east": StateSynced, StatusPrefix + "west": StateSynced}
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(synced, w.states()) }, waitFor, time.Millisecond)
+
+	// A change of the source reaches every copy.
+	_, err = w.mgmt.CoreV1().ConfigMaps("app").Update(ctx, source("green"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	for _, cluster := range []string{"east", "west"} {
+		require.Eventually(t, func() bool { return w.copyIn(cluster) == "green" }, waitFor, time.Millisecond, cluster)
+	}
+
+	// A member that leaves is no longer written to, and its state goes.
+	w.report.Delete("west")
+	require.Eventually(t, func() bool { _, ok := w.states()[StatusPrefix+"west"]; return !ok }, waitFor, time.Millisecond)
+	w.member("west").ClearActions()
+	_, err = w.mgmt.CoreV1().ConfigMaps("app").Update(ctx, source("red"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return w.copyIn("east") == "red" }, waitFor, time.Millisecond)
+	assert.Equal(t, "green", w.copyIn("west"), "the member that left was written to")
+
+	// A source that goes takes its copies with it.
+	require.NoError(t, w.mgmt.CoreV1().ConfigMaps("app").Delete(ctx, "settings", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return w.copyIn("east") == "" }, waitFor, time.Millisecond)
+	for _, a := range w.member("west").Actions() {
+		assert.Contains(t, []string{"get", "list", "watch"}, a.GetVerb(), "written to the member that left: %v", a)
+	}
+}
+
+// A ConfigMap of a source's name that is not a copy is left alone, with a
+// Warning event beside it and the conflict in the source's state.
+func TestCopierLeavesOthersConfigMapsAlone(t *testing.T) {
+	ctx := context.Background()
+	w := startCopier(t)
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "settings"}, Data: map[string]string{"color": "theirs"}}
+	w.mu.Lock()
+	w.members["east"] = fake.NewClientset(theirs)
+	w.mu.Unlock()
+	w.report.Set("east", &rest.Config{Host: "https://east"})
+	_, err := w.mgmt.CoreV1().ConfigMaps("app").Create(ctx, source("blue"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return w.states()[StatusPrefix+"east"] == fmt.Sprintf("%s: %s", StateConflict, errNotACopy)
+	}, waitFor, time.Millisecond)
+	assert.Equal(t, "theirs", w.copyIn("east"))
+	require.Eventually(t, func() bool {
+		evs, err := w.member("east").CoreV1().Events("app").List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, e := range evs.Items {
+			if e.Reason == ReasonConflict && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == "settings" {
+				return true
+			}
+		}
+		return false
+	}, waitFor, 10*time.Millisecond, "a Warning event in the member")
+}
+
+// A member that cannot be reached is reported on the sources.
+func TestCopierReportsUnreachableMembers(t *testing.T) {
+	ctx := context.Background()
+	w := startCopier(t)
+	_, err := w.mgmt.CoreV1().ConfigMaps("app").Create(ctx, source("blue"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	w.report.Set("gone", &rest.Config{Host: "https://gone"}) // no client for it
+	require.Eventually(t, func() bool {
+		return len(w.states()[StatusPrefix+"gone"]) > len(StateUnreachable) && w.states()[StatusPrefix+"gone"][:len(StateUnreachable)] == StateUnreachable
+	}, waitFor, 10*time.Millisecond)
+}
