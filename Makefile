@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := testenv
 # Packages whose statement coverage must stay at or above COVER_MIN percent.
-CORE_PKGS := reconcile reconcile/reconciletest reconcile/write reconcile/finalizer reconcile/condition queue queue/leader queue/operator queue/queuetest queue/shard \
+CORE_PKGS := reconcile reconcile/reconciletest reconcile/write reconcile/finalizer reconcile/condition queue queue/leader queue/operator queue/queuetest queue/shard queue/multicluster queue/multicluster/kubeconfig \
 	informer owner events events/eventstest metrics metrics/metricstest webhook webhook/webhooktest foo
 COVER_MIN := 85
 # The tools users run with go tool (cmd/apigen, cmd/image), a module of
@@ -15,7 +15,7 @@ FUZZTIME ?= 60s
 
 .PHONY: all help test test-times vet verify-generate generate apigen unit simulation cover-check \
 	testenv-binaries test-testenv demo demo-once cluster cluster-down \
-	fuzz bench bench-queue bench-shard mutants image test-cmd test-bench test-widget
+	fuzz bench bench-fleet bench-queue bench-shard mutants image test-cmd test-bench test-widget
 
 all: test
 
@@ -30,6 +30,7 @@ help:
 	@echo "make fuzz             run every fuzz target for FUZZTIME (default 60s) each"
 	@echo "make bench            all benchmarks with their peers, written to BENCHMARKS.md (about 100 minutes)"
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
+	@echo "make bench-fleet      fleet benchmarks: a quiet cluster beside a busy one, memory per replica (a few minutes)"
 	@echo "make mutants          mutation test of queue/shard: which planted bugs its tests and its simulation catch (about an hour)"
 
 # The steps of make test, in order; STAGE+STAGE runs stages side by side.
@@ -78,6 +79,8 @@ generate: apigen
 	  -deploy examples/bucket/deploy -deploy-namespace bucket-system -deploy-image ctrlkit/bucket:dev examples/bucket/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/external/deploy -rbac-role external-targets -rbac-paths ./examples/external \
 	  -deploy examples/external/deploy -deploy-namespace external-system -deploy-image ctrlkit/external:dev
+	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/fleet/deploy -rbac-role configmap-copier -rbac-paths ./examples/fleet \
+	  -deploy examples/fleet/deploy -deploy-namespace fleet-system -deploy-image ctrlkit/fleet:dev
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
 
 verify-generate:
@@ -136,7 +139,8 @@ test-cmd:
 IMAGE_ARCH ?= amd64
 IMAGES := $(CURDIR)/examples/foo=ctrlkit/foo-controller:dev \
 	$(CURDIR)/examples/bucket=ctrlkit/bucket:dev \
-	$(CURDIR)/examples/external=ctrlkit/external:dev
+	$(CURDIR)/examples/external=ctrlkit/external:dev \
+	$(CURDIR)/examples/fleet=ctrlkit/fleet:dev
 image:
 	@cd $(CMD) && $(GO) run ./image -output $(CURDIR)/_output/images -arch $(IMAGE_ARCH) -go $(GO) $(IMAGES)
 
@@ -212,6 +216,13 @@ bench: testenv-binaries
 bench-shard: testenv-binaries
 	mkdir -p _output
 	cd $(TESTENV)/e2e && $(GO) test -run '^$$' -bench BenchmarkShardedConvergence -benchtime 1x -timeout 3h -convergence.foos $${SHARD_FOOS:-10000} . | tee $(CURDIR)/_output/bench-shard.txt
+
+# The fleet benchmarks of testenv/bench alone (also part of make bench): a
+# quiet cluster's first reconcile beside a busy one, and memory per replica
+# with 20 member clusters; a few minutes.
+bench-fleet:
+	mkdir -p _output
+	cd $(TESTENV)/bench && $(GO) test -run '^$$' -bench '^BenchmarkFleet' -benchtime 1x -count $${BENCH_COUNT:-6} . | tee $(CURDIR)/_output/bench-fleet.txt
 
 bench-queue:
 	mkdir -p _output

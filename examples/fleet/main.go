@@ -16,10 +16,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/queue"
@@ -27,6 +29,18 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster/kubeconfig"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 )
+
+// The permissions the operator needs in the management cluster, generated
+// into deploy/role.yaml (make generate): the sources (in any namespace, as
+// --namespace says) and their state annotations, the members' kubeconfig
+// Secrets, events on them, and the Leases of leader election or sharding.
+// In the members, the operator acts with the credentials of their
+// kubeconfigs.
+//
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",namespace=fleet-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=fleet-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=fleet-system,resources=leases,verbs=get;list;watch;create;update;delete
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
@@ -36,6 +50,7 @@ type options struct {
 	namespace        string
 	membersNamespace string
 	workers          int
+	probeInterval    time.Duration
 }
 
 // bindFlags registers the flags on fs.
@@ -45,6 +60,7 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.namespace, "namespace", "default", "Namespace of the ConfigMaps to copy, in the management cluster and in the members.")
 	fs.StringVar(&o.membersNamespace, "members-namespace", "fleet-system", "Namespace of the Secrets of the member clusters' kubeconfigs (labelled "+kubeconfig.Label+").")
 	fs.IntVar(&o.workers, "workers", 4, "Number of copies reconciled at once.")
+	fs.DurationVar(&o.probeInterval, "probe-interval", multicluster.DefaultProbeInterval, "How often every member cluster is asked for its version; three failures in a row and it is engaged again.")
 	return o
 }
 
@@ -54,11 +70,8 @@ func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	o := bindFlags(fs)
 	return o.Main(fs, args, stderr, o.runOperator, func() error {
-		if o.workers < 1 {
-			return fmt.Errorf("--workers must be positive, got %d", o.workers)
-		}
-		if o.LeaderElect {
-			return fmt.Errorf("--leader-elect: the replicas share the members with --sharded instead")
+		if o.workers < 1 || o.probeInterval <= 0 {
+			return fmt.Errorf("--workers and --probe-interval must be positive, got %d and %s", o.workers, o.probeInterval)
 		}
 		return nil
 	})
@@ -79,7 +92,20 @@ func (o *options) runOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fleetOpts := []multicluster.Option{multicluster.WithMetrics(o.Metrics())}
+	// The members see this replica by its user agent.
+	userAgent := "ctrlkit-fleet"
+	if o.Identity != "" {
+		userAgent += "/" + o.Identity
+	}
+	fleetOpts := []multicluster.Option{
+		multicluster.WithMetrics(o.Metrics()),
+		multicluster.WithProbeInterval(o.probeInterval),
+		multicluster.WithClients(func(_ string, member *rest.Config) (kubernetes.Interface, error) {
+			member = rest.CopyConfig(member)
+			member.UserAgent = userAgent
+			return kubernetes.NewForConfig(member)
+		}),
+	}
 	m, err := o.Membership(mgmt)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmarks of this package (worker loop, fresh events during a
-# storm, informer memory, one informer's cache of 100,000 Deployments on a
+# storm, informer memory, a fleet's fairness and memory per replica, one
+# informer's cache of 100,000 Deployments on a
 # real API server), summarises them with benchstat and writes a
 # self-contained markdown report.
 #
@@ -37,12 +38,16 @@ declare -A title=(
 	[FreshDuringStorm]="Benchmark 2: fresh events during a storm"
 	[InformerMemory]="Benchmark 4: informer memory"
 	[CacheMemory]="Benchmark 6: one informer's cache of 100,000 Deployments"
+	[FleetFairness]="Benchmark 7: a quiet cluster beside a busy one"
+	[FleetMemory]="Benchmark 8: memory per replica, 20 member clusters"
 )
 declare -A flags=(
 	[WorkerLoop]="-peer impl -metrics ns/key,allocs/key -diff allocs/key"
 	[FreshDuringStorm]="-peer impl -metrics p50-µs,p90-µs,p99-µs,max-µs,drain-ms"
 	[InformerMemory]="-peer transform -metrics B/object,B/foo,B/deployment,inuse-B/object"
 	[CacheMemory]="-peer cache -metrics B/object,peak-B/object"
+	[FleetFairness]="-peer queue -metrics quiet-first-ms"
+	[FleetMemory]="-peer replicas -metrics MiB/replica,members/replica"
 )
 # report NAME [FLAG...]: benchreport's tables of benchmark NAME, with its
 # flags and FLAGs.
@@ -59,8 +64,8 @@ load_before=$(load)
 # The benchmarks and their -benchtime. Round i runs each benchmark once,
 # so that slow drifts in the machine's load spread over all of them and
 # over all peers (a -count N run would repeat each peer N times in a row).
-benchmarks=(WorkerLoop FreshDuringStorm InformerMemory)
-declare -A benchtime=([WorkerLoop]=1s [FreshDuringStorm]=2x [InformerMemory]=1x)
+benchmarks=(WorkerLoop FreshDuringStorm InformerMemory FleetFairness FleetMemory)
+declare -A benchtime=([WorkerLoop]=1s [FreshDuringStorm]=2x [InformerMemory]=1x [FleetFairness]=1x [FleetMemory]=1x)
 for name in "${benchmarks[@]}"; do : >"$tmp/$name.txt"; done
 for ((i = 1; i <= count; i++)); do
 	for name in "${benchmarks[@]}"; do
@@ -212,13 +217,44 @@ asking for protobuf: the live heap the cache keeps after two forced GCs
 
 EOF
 	report CacheMemory
+	printf '### %s\n\n' "${title[FleetFairness]}"
+	cat <<'EOF'
+One fleet (`queue/multicluster`) with fake member clusters: a busy cluster
+joins with 10,000 ConfigMaps, and once their keys are queued (its initial
+list, at low priority) a quiet cluster with one ConfigMap joins.
+quiet-first-ms is the time from the quiet cluster's join to the start of
+its first reconcile. 4 workers; every reconcile of the busy cluster takes
+1ms (an API call's latency), so its backlog alone lasts 2.5s.
+
+- `fair`: `multicluster.NewController` as it is (`queue.WithFairness` by
+  cluster).
+- `one`: the same with every key in one fairness group, as one plain queue
+  serves them.
+
+EOF
+	report FleetFairness -goal 'quiet-first-ms:fair<=0.1*one'
+	printf '### %s\n\n' "${title[FleetMemory]}"
+	cat <<'EOF'
+20 fake member clusters, each with 500 ConfigMaps of 2 KiB (their lists
+encoded and decoded again, as from an API server), shared by 1, 2 or 4
+replicas through `queue/shard` on a fake management cluster. Only the
+measured replica runs a fleet (`multicluster.WithSharding`); the others
+hold their Leases, so it gets its share. MiB/replica is its live heap
+growth (after two forced GCs) from before its fleet started to when it had
+engaged every member it owns; members/replica is how many that was
+(rendezvous hashing over 20 names does not split them evenly).
+
+EOF
+	report FleetMemory
 	echo "<details><summary>benchstat output</summary>"
 	echo
 	echo '```'
 	(cd "$tmp" && "$benchstat" -col /impl WorkerLoop.txt && echo &&
 		"$benchstat" -col /impl FreshDuringStorm.txt && echo &&
 		"$benchstat" -col /transform InformerMemory.txt && echo &&
-		"$benchstat" -col /cache CacheMemory.txt)
+		"$benchstat" -col /cache CacheMemory.txt && echo &&
+		"$benchstat" -col /queue FleetFairness.txt && echo &&
+		"$benchstat" -col /replicas FleetMemory.txt)
 	echo '```'
 	echo
 	echo "</details>"

@@ -45,6 +45,7 @@ func TestDeployKustomizations(t *testing.T) {
 		{name: "foo", image: "ctrlkit/foo-controller:dev"},
 		{name: "bucket", image: "ctrlkit/bucket:dev"},
 		{name: "external", image: "ctrlkit/external:dev"},
+		{name: "fleet", image: "ctrlkit/fleet:dev"},
 	}
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {
