@@ -97,16 +97,17 @@ type Fleet[T any] struct {
 	cfg      config
 	gate     *shard.Gate[string] // nil without sharding
 
-	mu      sync.Mutex
-	wanted  map[string]*rest.Config // what the Provider reports
-	members map[string]*member      // running or stopping
-	synced  bool                    // the Provider reported its first list
-	tried   map[string]bool         // members of that list tried at least once
-	first   []string                // the names of that list
-	onLeave []func(cluster string)
-	started bool
-	kick    chan struct{}
-	run     context.Context // Run's context, once it runs
+	mu        sync.Mutex
+	wanted    map[string]*rest.Config // what the Provider reports
+	members   map[string]*member      // running or stopping
+	synced    bool                    // the Provider reported its first list
+	tried     map[string]bool         // members tried at least once, until hasSynced
+	first     []string                // the names of that list, until hasSynced
+	hasSynced bool                    // HasSynced returned true
+	onLeave   []func(cluster string)
+	started   bool
+	kick      chan struct{}
+	run       context.Context // Run's context, once it runs
 }
 
 // member is one engagement of a cluster: from the start of its first

@@ -54,12 +54,16 @@ type clusters struct {
 	fail    map[string]error
 	// down makes every request to a cluster fail with errDown.
 	down map[string]*atomic.Bool
+	// hold, when set for a cluster, keeps its client from being built
+	// until it is closed.
+	hold map[string]chan struct{}
 }
 
 var errDown = errors.New("connection refused")
 
 func newClusters(names ...string) *clusters {
-	c := &clusters{clients: map[string]*fake.Clientset{}, built: map[string]int{}, fail: map[string]error{}, down: map[string]*atomic.Bool{}}
+	c := &clusters{clients: map[string]*fake.Clientset{}, built: map[string]int{}, fail: map[string]error{}, down: map[string]*atomic.Bool{},
+		hold: map[string]chan struct{}{}}
 	for _, name := range names {
 		client := fake.NewClientset(configMap("app", "settings", name))
 		down := &atomic.Bool{}
@@ -79,6 +83,12 @@ func newClusters(names ...string) *clusters {
 func (c *clusters) config(name string) *rest.Config { return &rest.Config{Host: "https://" + name} }
 
 func (c *clusters) newClient(name string, cfg *rest.Config) (kubernetes.Interface, error) {
+	c.mu.Lock()
+	hold := c.hold[name]
+	c.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cfg.Host != "https://"+name {
@@ -533,4 +543,30 @@ func TestClustersShareTheWorkersFairly(t *testing.T) {
 	// Four workers were each holding a busy key; then the clusters take
 	// turns.
 	assert.Less(t, at, 4+2, "busy keys reconciled before the quiet cluster's first: %d", at)
+}
+
+// The fleet has synced once the provider's first list is reported and
+// each of its members was tried once; a member that joins later does not
+// take that back.
+func TestHasSynced(t *testing.T) {
+	c := newClusters("a", "b", "late")
+	c.hold["b"] = make(chan struct{})
+	f := startFleet(t, c, newRecorder().copyCluster)
+	f.members.Set("a", c.config("a"))
+	f.members.Set("b", c.config("b"))
+	assert.Never(t, f.fleet.HasSynced, 100*time.Millisecond, 10*time.Millisecond, "synced before the provider's first list")
+	f.members.Synced()
+	assert.Never(t, f.fleet.HasSynced, 100*time.Millisecond, 10*time.Millisecond, "synced before b was tried")
+	c.mu.Lock()
+	c.fail["b"] = errors.New("refused")
+	c.mu.Unlock()
+	close(c.hold["b"])
+	require.Eventually(t, f.fleet.HasSynced, waitFor, time.Millisecond, "a member that failed was tried")
+	c.mu.Lock()
+	late := make(chan struct{})
+	c.hold["late"] = late
+	c.mu.Unlock()
+	defer close(late)
+	f.members.Set("late", c.config("late"))
+	assert.True(t, f.fleet.HasSynced())
 }

@@ -15,6 +15,10 @@ import (
 type members[T any] struct{ f *Fleet[T] }
 
 func (m members[T]) Set(name string, cfg *rest.Config) {
+	if cfg == nil {
+		m.Delete(name)
+		return
+	}
 	f := m.f
 	f.mu.Lock()
 	if old, ok := f.wanted[name]; !ok || !sameConfig(old, cfg) {
@@ -78,27 +82,37 @@ func (f *Fleet[T]) wantedNames() []string {
 // markTried notes that an attempt to engage name ended, for HasSynced.
 func (f *Fleet[T]) markTried(name string) {
 	f.mu.Lock()
-	f.tried[name] = true
+	if !f.hasSynced {
+		f.tried[name] = true
+	}
 	f.mu.Unlock()
 }
 
 // HasSynced reports whether the Provider has reported its first list of
-// members and every one of them that is still a member of this replica has
-// been tried once (engaged, or failed): a cluster that cannot be reached
-// does not keep the operator from being ready.
+// members and every one of them that is still a member, and this
+// replica's, has been tried once (engaged, or failed): a cluster that
+// cannot be reached does not keep the operator from being ready. Once
+// true, it stays true.
 func (f *Fleet[T]) HasSynced() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hasSynced {
+		return true
+	}
 	if !f.synced {
 		return false
 	}
 	for _, name := range f.first {
-		if _, member := f.members[name]; member && !f.tried[name] {
-			if _, wanted := f.wanted[name]; wanted {
-				return false
-			}
+		if _, wanted := f.wanted[name]; !wanted || f.tried[name] {
+			continue
 		}
+		if f.gate != nil && !f.gate.Owns(name) {
+			continue
+		}
+		return false
 	}
+	f.hasSynced = true
+	f.first, f.tried = nil, nil
 	return true
 }
 

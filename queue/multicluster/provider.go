@@ -23,7 +23,7 @@ type Members interface {
 	// differs from the current one (new credentials, a new address)
 	// stops the cluster and engages it again with cfg; Set with an
 	// equal config does nothing. The Fleet keeps cfg: the Provider must
-	// not change it afterwards.
+	// not change it afterwards. Set with a nil config is Delete.
 	Set(name string, cfg *rest.Config)
 	// Delete makes name no longer a member: its informers are stopped,
 	// its waiting keys dropped and its reconciles cancelled.
