@@ -8,7 +8,9 @@ import (
 
 // Provider tells a Fleet which clusters are its members and how to reach
 // them. Package queue/multicluster/kubeconfig has one that reads
-// kubeconfigs from Secrets.
+// kubeconfigs from Secrets, package queue/multicluster/clusterprofile one
+// that reads the ClusterProfiles of sig-multicluster's cluster inventory
+// API.
 type Provider interface {
 	// Run reports the members to m until ctx ends, then returns nil; an
 	// error it returns before that stops the Fleet. It calls m.Synced once

@@ -1,0 +1,255 @@
+// Package clusterprofile is a multicluster.Provider that reads the member
+// clusters from the ClusterProfiles of sig-multicluster's cluster
+// inventory API (multicluster.x-k8s.io/v1alpha1) in one namespace of the
+// management cluster. A ClusterProfile is a member, named after it, when
+// its status lists an access provider the operator is configured for: the
+// provider's cluster (server, certificate authority, extensions) and the
+// operator's exec plugin for that provider make the member's config, as
+// the KEP of the API's credential plugins describes.
+//
+//	p, err := clusterprofile.New(clusterprofile.Config{
+//		Client:    dynamicClient,
+//		Namespace: "fleet-system",
+//		Providers: []clusterprofile.AccessProvider{{Name: "secretreader", Exec: exec}},
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	fleet, err := multicluster.New("copier", p, engage)
+//
+// The API's Go module is not needed: the ClusterProfiles are read through
+// the dynamic client. A ClusterProfile whose access providers change
+// restarts its cluster with the new config; one that is deleted, or lists
+// no configured provider, is no member (with a Warning event on it when
+// Config.Events is set).
+package clusterprofile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+)
+
+// Resource is the ClusterProfile resource.
+var Resource = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "clusterprofiles"}
+
+// ReasonNoAccess is the reason of the Warning event on a ClusterProfile
+// that lists no access provider the operator is configured for, or one
+// whose cluster cannot be read.
+const ReasonNoAccess = "NoAccess"
+
+// AccessProvider is one access provider the operator can use: the name a
+// ClusterProfile's status lists it under, and the exec plugin that gives
+// credentials for its clusters (with ProvideClusterInfo, the plugin is
+// given the cluster, extensions included). An empty InteractiveMode is
+// "Never": an operator has no terminal.
+type AccessProvider struct {
+	Name string
+	Exec clientcmdv1.ExecConfig
+}
+
+// Config configures a Provider.
+type Config struct {
+	// Client reaches the management cluster; required.
+	Client dynamic.Interface
+	// Namespace holds the ClusterProfiles; required.
+	Namespace string
+	// Providers are the access providers the operator can use, in order
+	// of preference; at least one.
+	Providers []AccessProvider
+	// Events, if set, records the Warning events on ClusterProfiles.
+	Events record.EventRecorder
+}
+
+// Provider reports the members of a Fleet from ClusterProfiles; see the
+// package documentation. Create it with New.
+type Provider struct {
+	cfg Config
+
+	mu   sync.Mutex
+	seen map[string][]byte // the kubeconfig each member was set with
+}
+
+var _ multicluster.Provider = (*Provider)(nil)
+
+// New returns a Provider of the ClusterProfiles in cfg.Namespace.
+func New(cfg Config) (*Provider, error) {
+	var errs []error
+	if cfg.Client == nil {
+		errs = append(errs, errors.New("client is nil"))
+	}
+	if cfg.Namespace == "" {
+		errs = append(errs, errors.New("namespace is empty"))
+	}
+	if len(cfg.Providers) == 0 {
+		errs = append(errs, errors.New("no access provider"))
+	}
+	cfg.Providers = slices.Clone(cfg.Providers)
+	for i, p := range cfg.Providers {
+		if p.Name == "" || p.Exec.Command == "" {
+			errs = append(errs, fmt.Errorf("access provider %q needs a name and an exec command", p.Name))
+			continue
+		}
+		if p.Exec.InteractiveMode == "" {
+			cfg.Providers[i].Exec.InteractiveMode = clientcmdv1.NeverExecInteractiveMode
+		}
+		// A config that client-go refuses is refused now, not for each
+		// cluster later.
+		data, err := kubeconfigFor(clientcmdv1.Cluster{Server: "https://cluster.invalid"}, cfg.Providers[i])
+		if err == nil {
+			_, err = clientcmd.RESTConfigFromKubeConfig(data)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("access provider %q: %w", p.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("clusterprofile: %w", err)
+	}
+	return &Provider{cfg: cfg, seen: map[string][]byte{}}, nil
+}
+
+// Run watches the ClusterProfiles and reports their clusters to m until
+// ctx ends.
+func (p *Provider) Run(ctx context.Context, m multicluster.Members) error {
+	logger := klog.FromContext(ctx).WithValues("namespace", p.cfg.Namespace)
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.cfg.Client, 0, p.cfg.Namespace, nil)
+	profiles := factory.ForResource(Resource).Informer()
+	reg, err := profiles.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.set(logger, m, obj) },
+		UpdateFunc: func(_, obj any) { p.set(logger, m, obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				p.delete(m, u.GetName())
+			}
+		},
+	}, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		return fmt.Errorf("clusterprofile: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		m.Synced()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// set reports the cluster of a ClusterProfile, if its config changed.
+func (p *Provider) set(logger klog.Logger, m multicluster.Members, obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	data, err := p.kubeconfig(u)
+	if err != nil {
+		p.refuse(logger, m, u, err)
+		return
+	}
+	p.mu.Lock()
+	old, known := p.seen[u.GetName()]
+	p.seen[u.GetName()] = data
+	p.mu.Unlock()
+	if known && bytes.Equal(old, data) {
+		return
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		p.refuse(logger, m, u, err)
+		return
+	}
+	m.Set(u.GetName(), cfg)
+}
+
+// refuse makes a ClusterProfile no member, and says why.
+func (p *Provider) refuse(logger klog.Logger, m multicluster.Members, u *unstructured.Unstructured, err error) {
+	logger.Error(err, "A ClusterProfile is no member", "clusterProfile", u.GetName())
+	if p.cfg.Events != nil {
+		p.cfg.Events.Eventf(u, corev1.EventTypeWarning, ReasonNoAccess, "Not a member: %v", err)
+	}
+	p.delete(m, u.GetName())
+}
+
+func (p *Provider) delete(m multicluster.Members, name string) {
+	p.mu.Lock()
+	delete(p.seen, name)
+	p.mu.Unlock()
+	m.Delete(name)
+}
+
+// kubeconfig makes the kubeconfig of a ClusterProfile: the cluster of the
+// first configured access provider it lists (status.accessProviders, then
+// the deprecated status.credentialProviders), with that provider's exec
+// plugin as its user.
+func (p *Provider) kubeconfig(u *unstructured.Unstructured) ([]byte, error) {
+	listed := map[string]map[string]any{}
+	for _, field := range []string{"credentialProviders", "accessProviders"} { // the latter wins
+		entries, _, err := unstructured.NestedSlice(u.Object, "status", field)
+		if err != nil {
+			return nil, fmt.Errorf("status.%s: %w", field, err)
+		}
+		for _, e := range entries {
+			entry, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
+			if name, _ := entry["name"].(string); name != "" {
+				cluster, _ := entry["cluster"].(map[string]any)
+				listed[name] = cluster
+			}
+		}
+	}
+	for _, provider := range p.cfg.Providers {
+		raw, ok := listed[provider.Name]
+		if !ok {
+			continue
+		}
+		var cluster clientcmdv1.Cluster
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &cluster); err != nil {
+			return nil, fmt.Errorf("access provider %s: cluster: %w", provider.Name, err)
+		}
+		if cluster.Server == "" {
+			return nil, fmt.Errorf("access provider %s: the cluster has no server", provider.Name)
+		}
+		return kubeconfigFor(cluster, provider)
+	}
+	names := make([]string, 0, len(p.cfg.Providers))
+	for _, provider := range p.cfg.Providers {
+		names = append(names, provider.Name)
+	}
+	return nil, fmt.Errorf("its status lists none of the access providers %v", names)
+}
+
+// kubeconfigFor makes a kubeconfig of cluster with provider's exec plugin
+// as its user.
+func kubeconfigFor(cluster clientcmdv1.Cluster, provider AccessProvider) ([]byte, error) {
+	exec := provider.Exec
+	return json.Marshal(clientcmdv1.Config{
+		Kind: "Config", APIVersion: "v1", CurrentContext: "member",
+		Clusters:  []clientcmdv1.NamedCluster{{Name: "member", Cluster: cluster}},
+		AuthInfos: []clientcmdv1.NamedAuthInfo{{Name: provider.Name, AuthInfo: clientcmdv1.AuthInfo{Exec: &exec}}},
+		Contexts:  []clientcmdv1.NamedContext{{Name: "member", Context: clientcmdv1.Context{Cluster: "member", AuthInfo: provider.Name}}},
+	})
+}

@@ -1,0 +1,154 @@
+package clusterprofile_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/clusterprofile"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const waitFor = 30 * time.Second
+
+// members records what a Provider reports: "set name host command
+// exec-config", "delete name" and "synced".
+type members struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (m *members) Set(name string, cfg *rest.Config) {
+	execConfig := ""
+	if cfg.ExecProvider != nil && cfg.ExecProvider.Config != nil {
+		data, _ := json.Marshal(cfg.ExecProvider.Config)
+		execConfig = string(data)
+	}
+	m.record(fmt.Sprintf("set %s %s %s %s", name, cfg.Host, cfg.ExecProvider.Command, execConfig))
+}
+func (m *members) Delete(name string) { m.record("delete " + name) }
+func (m *members) Synced()            { m.record("synced") }
+
+func (m *members) record(call string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, call)
+}
+
+func (m *members) list() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
+}
+
+// profile is a ClusterProfile whose status lists the given providers
+// (name: server) under field.
+func profile(name, field string, providers map[string]string) *unstructured.Unstructured {
+	var list []any
+	for provider, server := range providers {
+		cluster := map[string]any{"server": server, "certificate-authority-data": "Q0E="}
+		if provider == "with-extension" {
+			cluster["extensions"] = []any{map[string]any{"name": "client.authentication.k8s.io/exec", "extension": map[string]any{"clusterName": name}}}
+		}
+		list = append(list, map[string]any{"name": provider, "cluster": cluster})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+		"metadata": map[string]any{"namespace": "fleet", "name": name},
+		"spec":     map[string]any{"clusterManager": map[string]any{"name": "test"}},
+		"status":   map[string]any{field: list},
+	}}
+	return u
+}
+
+func TestProvider(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{clusterprofile.Resource: "ClusterProfileList"},
+		profile("east", "accessProviders", map[string]string{"tokens": "https://east:6443"}),
+		profile("legacy", "credentialProviders", map[string]string{"tokens": "https://legacy:6443"}),
+	)
+	events := record.NewFakeRecorder(16)
+	p, err := clusterprofile.New(clusterprofile.Config{Client: client, Namespace: "fleet", Events: events, Providers: []clusterprofile.AccessProvider{
+		{Name: "with-extension", Exec: clientcmdv1.ExecConfig{Command: "ext-plugin", APIVersion: "client.authentication.k8s.io/v1", ProvideClusterInfo: true}},
+		{Name: "tokens", Exec: clientcmdv1.ExecConfig{Command: "token-plugin", APIVersion: "client.authentication.k8s.io/v1"}},
+	}})
+	require.NoError(t, err)
+	m := &members{}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx, m) }()
+	defer func() {
+		cancel()
+		assert.NoError(t, <-done)
+	}()
+	require.Eventually(t, func() bool { return slices.Contains(m.list(), "synced") }, waitFor, time.Millisecond)
+	assert.ElementsMatch(t, []string{"set east https://east:6443 token-plugin ", "set legacy https://legacy:6443 token-plugin ", "synced"}, m.list(),
+		"both status fields are read")
+
+	profiles := client.Resource(clusterprofile.Resource).Namespace("fleet")
+	steps := []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{name: "the preferred provider wins, with the cluster's exec extension", want: `set west https://west-ext:6443 ext-plugin {"clusterName":"west"}`, do: func() error {
+			_, err := profiles.Create(ctx, profile("west", "accessProviders", map[string]string{"tokens": "https://west:6443", "with-extension": "https://west-ext:6443"}), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "a new server restarts the member", want: "set east https://east-2:6443 token-plugin ", do: func() error {
+			_, err := profiles.Update(ctx, profile("east", "accessProviders", map[string]string{"tokens": "https://east-2:6443"}), metav1.UpdateOptions{})
+			return err
+		}},
+		{name: "no configured provider: no member", want: "delete legacy", do: func() error {
+			_, err := profiles.Update(ctx, profile("legacy", "accessProviders", map[string]string{"other": "https://legacy:6443"}), metav1.UpdateOptions{})
+			return err
+		}},
+		{name: "deleted", want: "delete east", do: func() error {
+			return profiles.Delete(ctx, "east", metav1.DeleteOptions{})
+		}},
+	}
+	for _, step := range steps {
+		before := len(m.list())
+		require.NoError(t, step.do(), step.name)
+		require.Eventually(t, func() bool { return slices.Contains(m.list()[before:], step.want) }, waitFor, time.Millisecond, "%s: %v", step.name, m.list()[before:])
+	}
+	select {
+	case e := <-events.Events:
+		assert.True(t, strings.HasPrefix(e, "Warning "+clusterprofile.ReasonNoAccess+" Not a member: its status lists none of the access providers"), e)
+	case <-time.After(waitFor):
+		t.Fatal("no Warning event")
+	}
+}
+
+func TestNewValidation(t *testing.T) {
+	_, err := clusterprofile.New(clusterprofile.Config{Providers: []clusterprofile.AccessProvider{{Name: "x"}}})
+	assert.EqualError(t, err, "clusterprofile: client is nil\nnamespace is empty\naccess provider \"x\" needs a name and an exec command")
+	_, err = clusterprofile.New(clusterprofile.Config{})
+	assert.ErrorContains(t, err, "no access provider")
+
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	_, err = clusterprofile.New(clusterprofile.Config{Client: client, Namespace: "fleet", Providers: []clusterprofile.AccessProvider{
+		{Name: "no-version", Exec: clientcmdv1.ExecConfig{Command: "plugin"}},
+	}})
+	assert.ErrorContains(t, err, `access provider "no-version": `, "client-go's refusal of the exec config, at once")
+}
