@@ -21,6 +21,13 @@
 //     trimmed (informer.Trim) caches, and controller-runtime's cache
 //     without and with its managedFields transform; reports bytes per
 //     object, live and at the peak of the sync.
+//   - BenchmarkFleetFairness: a quiet member cluster joining a fleet
+//     (queue/multicluster) while a busy one has 10,000 keys queued, fair
+//     and in one queue; reports the time to the quiet cluster's first
+//     reconcile.
+//   - BenchmarkFleetMemory: 20 member clusters shared by 1, 2 and 4
+//     replicas; reports the heap one replica keeps and the members it
+//     holds.
 //
 // It is a module of its own, so that controller-runtime and its dependencies
 // stay out of ctrlkit and out of the control-plane test module. Run it with
