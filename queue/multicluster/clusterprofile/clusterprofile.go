@@ -25,13 +25,11 @@
 package clusterprofile
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,6 +44,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/internal/reported"
 )
 
 // Resource is the ClusterProfile resource.
@@ -82,10 +81,8 @@ type Config struct {
 // Provider reports the members of a Fleet from ClusterProfiles; see the
 // package documentation. Create it with New.
 type Provider struct {
-	cfg Config
-
-	mu   sync.Mutex
-	seen map[string][]byte // the kubeconfig each member was set with
+	cfg      Config
+	reported reported.Kubeconfigs
 }
 
 var _ multicluster.Provider = (*Provider)(nil)
@@ -124,7 +121,7 @@ func New(cfg Config) (*Provider, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("clusterprofile: %w", err)
 	}
-	return &Provider{cfg: cfg, seen: map[string][]byte{}}, nil
+	return &Provider{cfg: cfg}, nil
 }
 
 // Run watches the ClusterProfiles and reports their clusters to m until
@@ -141,7 +138,7 @@ func (p *Provider) Run(ctx context.Context, m multicluster.Members) error {
 				obj = d.Obj
 			}
 			if u, ok := obj.(*unstructured.Unstructured); ok {
-				p.delete(m, u.GetName())
+				p.reported.Delete(m, u.GetName())
 			}
 		},
 	}, cache.HandlerOptions{Logger: &logger})
@@ -164,39 +161,17 @@ func (p *Provider) set(logger klog.Logger, m multicluster.Members, obj any) {
 		return
 	}
 	data, err := p.kubeconfig(u)
+	if err == nil {
+		err = p.reported.Set(m, u.GetName(), data)
+	} else {
+		p.reported.Delete(m, u.GetName())
+	}
 	if err != nil {
-		p.refuse(logger, m, u, err)
-		return
+		logger.Error(err, "A ClusterProfile is no member", "clusterProfile", u.GetName())
+		if p.cfg.Events != nil {
+			p.cfg.Events.Eventf(u, corev1.EventTypeWarning, ReasonNoAccess, "Not a member: %v", err)
+		}
 	}
-	p.mu.Lock()
-	old, known := p.seen[u.GetName()]
-	p.seen[u.GetName()] = data
-	p.mu.Unlock()
-	if known && bytes.Equal(old, data) {
-		return
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err != nil {
-		p.refuse(logger, m, u, err)
-		return
-	}
-	m.Set(u.GetName(), cfg)
-}
-
-// refuse makes a ClusterProfile no member, and says why.
-func (p *Provider) refuse(logger klog.Logger, m multicluster.Members, u *unstructured.Unstructured, err error) {
-	logger.Error(err, "A ClusterProfile is no member", "clusterProfile", u.GetName())
-	if p.cfg.Events != nil {
-		p.cfg.Events.Eventf(u, corev1.EventTypeWarning, ReasonNoAccess, "Not a member: %v", err)
-	}
-	p.delete(m, u.GetName())
-}
-
-func (p *Provider) delete(m multicluster.Members, name string) {
-	p.mu.Lock()
-	delete(p.seen, name)
-	p.mu.Unlock()
-	m.Delete(name)
 }
 
 // kubeconfig makes the kubeconfig of a ClusterProfile: the cluster of the

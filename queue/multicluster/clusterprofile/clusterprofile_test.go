@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,40 +22,22 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ctrlkit/ctrlkit/queue/multicluster/clusterprofile"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/internal/memberstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const waitFor = 30 * time.Second
 
-// members records what a Provider reports: "set name host command
-// exec-config", "delete name" and "synced".
-type members struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (m *members) Set(name string, cfg *rest.Config) {
+// describe describes a member's config: host, exec command, and the
+// exec plugin's cluster config.
+func describe(cfg *rest.Config) string {
 	execConfig := ""
 	if cfg.ExecProvider != nil && cfg.ExecProvider.Config != nil {
 		data, _ := json.Marshal(cfg.ExecProvider.Config)
 		execConfig = string(data)
 	}
-	m.record(fmt.Sprintf("set %s %s %s %s", name, cfg.Host, cfg.ExecProvider.Command, execConfig))
-}
-func (m *members) Delete(name string) { m.record("delete " + name) }
-func (m *members) Synced()            { m.record("synced") }
-
-func (m *members) record(call string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls = append(m.calls, call)
-}
-
-func (m *members) list() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.calls)
+	return fmt.Sprintf("%s %s %s", cfg.Host, cfg.ExecProvider.Command, execConfig)
 }
 
 // profile is a ClusterProfile whose status lists the given providers
@@ -93,7 +74,7 @@ func TestProvider(t *testing.T) {
 		{Name: "tokens", Exec: clientcmdv1.ExecConfig{Command: "token-plugin", APIVersion: "client.authentication.k8s.io/v1"}},
 	}})
 	require.NoError(t, err)
-	m := &members{}
+	m := &memberstest.Recorder{Describe: describe}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(runCtx, m) }()
@@ -101,8 +82,8 @@ func TestProvider(t *testing.T) {
 		cancel()
 		assert.NoError(t, <-done)
 	}()
-	require.Eventually(t, func() bool { return slices.Contains(m.list(), "synced") }, waitFor, time.Millisecond)
-	assert.ElementsMatch(t, []string{"set east https://east:6443 token-plugin ", "set legacy https://legacy:6443 token-plugin ", "synced"}, m.list(),
+	require.Eventually(t, func() bool { return slices.Contains(m.Calls(), "synced") }, waitFor, time.Millisecond)
+	assert.ElementsMatch(t, []string{"set east https://east:6443 token-plugin ", "set legacy https://legacy:6443 token-plugin ", "synced"}, m.Calls(),
 		"both status fields are read")
 
 	profiles := client.Resource(clusterprofile.Resource).Namespace("fleet")
@@ -128,9 +109,9 @@ func TestProvider(t *testing.T) {
 		}},
 	}
 	for _, step := range steps {
-		before := len(m.list())
+		before := len(m.Calls())
 		require.NoError(t, step.do(), step.name)
-		require.Eventually(t, func() bool { return slices.Contains(m.list()[before:], step.want) }, waitFor, time.Millisecond, "%s: %v", step.name, m.list()[before:])
+		require.Eventually(t, func() bool { return slices.Contains(m.Calls()[before:], step.want) }, waitFor, time.Millisecond, "%s: %v", step.name, m.Calls()[before:])
 	}
 	select {
 	case e := <-events.Events:

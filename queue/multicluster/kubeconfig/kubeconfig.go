@@ -17,23 +17,21 @@
 package kubeconfig
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/events"
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/internal/reported"
 )
 
 // Label marks a Secret that holds a member cluster's kubeconfig; its value
@@ -63,10 +61,8 @@ type Config struct {
 // Provider reports the members of a Fleet from Secrets; see the package
 // documentation. Create it with New.
 type Provider struct {
-	cfg Config
-
-	mu   sync.Mutex
-	seen map[string][]byte // the kubeconfig each member was set with
+	cfg      Config
+	reported reported.Kubeconfigs
 }
 
 var _ multicluster.Provider = (*Provider)(nil)
@@ -86,7 +82,7 @@ func New(cfg Config) (*Provider, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	return &Provider{cfg: cfg, seen: map[string][]byte{}}, nil
+	return &Provider{cfg: cfg}, nil
 }
 
 // Run watches the Secrets and reports their clusters to m until ctx ends.
@@ -103,7 +99,7 @@ func (p *Provider) Run(ctx context.Context, m multicluster.Members) error {
 	reg, err := secrets.AddTypedEventHandler(cache.TypedResourceEventHandlerFuncs[*corev1.Secret]{
 		AddFunc:    func(s *corev1.Secret) { p.set(ctx, m, recorder, s) },
 		UpdateFunc: func(_, s *corev1.Secret) { p.set(ctx, m, recorder, s) },
-		DeleteFunc: func(d cache.DeletedObject[*corev1.Secret]) { p.delete(m, d.GetObjectName().Name) },
+		DeleteFunc: func(d cache.DeletedObject[*corev1.Secret]) { p.reported.Delete(m, d.GetObjectName().Name) },
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
@@ -122,36 +118,11 @@ func (p *Provider) set(ctx context.Context, m multicluster.Members, recorder rec
 	if _, labelled := s.Labels[Label]; !labelled {
 		// A watch by label reports a Secret that lost the label as
 		// deleted; checking again keeps other sources of events honest.
-		p.delete(m, s.Name)
+		p.reported.Delete(m, s.Name)
 		return
 	}
-	data := s.Data[DataKey]
-	p.mu.Lock()
-	old, known := p.seen[s.Name]
-	unchanged := known && bytes.Equal(old, data)
-	p.mu.Unlock()
-	if unchanged {
-		return
+	if err := p.reported.Set(m, s.Name, s.Data[DataKey]); err != nil {
+		klog.FromContext(ctx).Error(err, "A Secret is no member", "secret", s.Name)
+		recorder.Eventf(s, corev1.EventTypeWarning, ReasonInvalidKubeconfig, "Cluster %s is not a member: data key %q: %v", s.Name, DataKey, err)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-	if err == nil && len(data) == 0 {
-		err = fmt.Errorf("data key %q is missing or empty", DataKey)
-	}
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot read the kubeconfig of a member cluster", "secret", s.Name)
-		recorder.Eventf(s, corev1.EventTypeWarning, ReasonInvalidKubeconfig, "Cluster %s is not a member: cannot read its kubeconfig: %v", s.Name, err)
-		p.delete(m, s.Name)
-		return
-	}
-	p.mu.Lock()
-	p.seen[s.Name] = data
-	p.mu.Unlock()
-	m.Set(s.Name, cfg)
-}
-
-func (p *Provider) delete(m multicluster.Members, name string) {
-	p.mu.Lock()
-	delete(p.seen, name)
-	p.mu.Unlock()
-	m.Delete(name)
 }

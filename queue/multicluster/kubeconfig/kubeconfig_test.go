@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,37 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/internal/memberstest"
 	"github.com/ctrlkit/ctrlkit/queue/multicluster/kubeconfig"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const waitFor = 30 * time.Second
-
-// members records what a Provider reports, as lines "set name host token",
-// "delete name" and "synced".
-type members struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (m *members) Set(name string, cfg *rest.Config) {
-	m.record(fmt.Sprintf("set %s %s %s", name, cfg.Host, cfg.BearerToken))
-}
-func (m *members) Delete(name string) { m.record("delete " + name) }
-func (m *members) Synced()            { m.record("synced") }
-
-func (m *members) record(call string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls = append(m.calls, call)
-}
-
-func (m *members) list() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.calls)
-}
 
 func kubeconfigFor(host, token string) []byte {
 	return fmt.Appendf(nil, `apiVersion: v1
@@ -84,7 +59,7 @@ func TestProvider(t *testing.T) {
 	)
 	p, err := kubeconfig.New(kubeconfig.Config{Client: client, Namespace: "fleet"})
 	require.NoError(t, err)
-	m := &members{}
+	m := &memberstest.Recorder{Describe: func(cfg *rest.Config) string { return cfg.Host + " " + cfg.BearerToken }}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(runCtx, m) }()
@@ -92,8 +67,8 @@ func TestProvider(t *testing.T) {
 		cancel()
 		assert.NoError(t, <-done)
 	}()
-	require.Eventually(t, func() bool { return slices.Contains(m.list(), "synced") }, waitFor, time.Millisecond)
-	assert.Equal(t, []string{"set east https://east:6443 t1", "synced"}, m.list(), "the labelled Secret is reported before Synced")
+	require.Eventually(t, func() bool { return slices.Contains(m.Calls(), "synced") }, waitFor, time.Millisecond)
+	assert.Equal(t, []string{"set east https://east:6443 t1", "synced"}, m.Calls(), "the labelled Secret is reported before Synced")
 
 	steps := []struct {
 		name string
@@ -130,11 +105,11 @@ func TestProvider(t *testing.T) {
 		}},
 	}
 	for _, step := range steps {
-		before := len(m.list())
+		before := len(m.Calls())
 		require.NoError(t, step.do(), step.name)
-		require.Eventually(t, func() bool { return slices.Contains(m.list()[before:], step.want) }, waitFor, time.Millisecond, step.name)
+		require.Eventually(t, func() bool { return slices.Contains(m.Calls()[before:], step.want) }, waitFor, time.Millisecond, step.name)
 		if step.name == "a Secret losing its label removes the member" {
-			assert.Equal(t, []string{"delete east"}, m.list()[before:], "the annotation alone reported something")
+			assert.Equal(t, []string{"delete east"}, m.Calls()[before:], "the annotation alone reported something")
 		}
 	}
 	// The unreadable kubeconfig is a Warning event on its Secret.

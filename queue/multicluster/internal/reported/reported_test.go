@@ -1,0 +1,54 @@
+package reported
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/client-go/rest"
+)
+
+type members []string
+
+func (m *members) Set(name string, cfg *rest.Config) { *m = append(*m, "set "+name+" "+cfg.Host) }
+func (m *members) Delete(name string)                { *m = append(*m, "delete "+name) }
+func (m *members) Synced()                           { *m = append(*m, "synced") }
+
+func kubeconfig(host string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion": "v1", "kind": "Config", "current-context": "c",
+		"clusters": [{"name": "c", "cluster": {"server": %q}}], "contexts": [{"name": "c", "context": {"cluster": "c"}}]}`, host)
+}
+
+func TestKubeconfigs(t *testing.T) {
+	var k Kubeconfigs
+	m := &members{}
+	steps := []struct {
+		name       string
+		do         func() error
+		want       []string
+		wantErrMsg string
+	}{
+		{name: "new", do: func() error { return k.Set(m, "a", kubeconfig("https://a")) }, want: []string{"set a https://a"}},
+		{name: "unchanged", do: func() error { return k.Set(m, "a", kubeconfig("https://a")) }},
+		{name: "changed", do: func() error { return k.Set(m, "a", kubeconfig("https://a2")) }, want: []string{"set a https://a2"}},
+		{name: "unreadable", do: func() error { return k.Set(m, "a", []byte("{not json")) }, want: []string{"delete a"}, wantErrMsg: "cannot read the kubeconfig"},
+		{name: "empty", do: func() error { return k.Set(m, "b", nil) }, want: []string{"delete b"}, wantErrMsg: "the kubeconfig is empty"},
+		{name: "back", do: func() error { return k.Set(m, "a", kubeconfig("https://a2")) }, want: []string{"set a https://a2"}},
+		{name: "deleted", do: func() error { k.Delete(m, "a"); return nil }, want: []string{"delete a"}},
+		{name: "again after delete", do: func() error { return k.Set(m, "a", kubeconfig("https://a2")) }, want: []string{"set a https://a2"}},
+	}
+	for _, step := range steps {
+		before := len(*m)
+		err := step.do()
+		if step.wantErrMsg != "" {
+			assert.ErrorContains(t, err, step.wantErrMsg, step.name)
+		} else {
+			assert.NoError(t, err, step.name)
+		}
+		var got []string
+		if len(*m) > before {
+			got = (*m)[before:]
+		}
+		assert.Equal(t, step.want, got, step.name)
+	}
+}
