@@ -107,7 +107,6 @@ type Fleet[T any] struct {
 	onLeave   []func(cluster string)
 	started   bool
 	kick      chan struct{}
-	run       context.Context // Run's context, once it runs
 }
 
 // member is one engagement of a cluster: from the start of its first
@@ -186,7 +185,6 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 		return fmt.Errorf("multicluster: fleet %q: Run called twice", f.name)
 	}
 	f.started = true
-	f.run = ctx
 	f.mu.Unlock()
 	logger := klog.FromContext(ctx).WithValues("fleet", f.name)
 	ctx = klog.NewContext(ctx, logger)
