@@ -120,15 +120,36 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
 func main() {
+	if percent, ok := gcPercent(os.Getenv); ok {
+		debug.SetGCPercent(percent)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	handleSignals(cancel)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	cancel()
 	os.Exit(code)
+}
+
+// lazyGC is the GOGC of apigen unless the user sets one. A run loads the
+// API packages and their dependencies, standard library included, once per
+// generator, and lives seconds: with Go's default of 100 it spends about a
+// third of its CPU collecting that garbage again and again. A generation
+// of the Foo API (with -verify) took 24 CPU-seconds and 420 MB with 100,
+// 18 and 600 MB with 200, 16 and 1 GB with 400.
+const lazyGC = 400
+
+// gcPercent returns the GC percentage apigen sets, and false when the
+// user's GOGC (read with getenv) decides.
+func gcPercent(getenv func(string) string) (int, bool) {
+	if getenv("GOGC") != "" {
+		return 0, false
+	}
+	return lazyGC, true
 }
 
 // run is the command with its arguments; it returns the exit status.

@@ -36,20 +36,9 @@ func apigen(t *testing.T, dir string, args ...string) (code int, stdout, stderr 
 }
 
 // commandEnviron is the environment of a run of apigen in a test: this
-// process's, then extra, and a garbage collector set for a run that lives
-// seconds. A run loads the API packages and all their dependencies,
-// standard library included, from source once per generator, and with
-// the default GOGC=100 collects that garbage again and again: about a
-// third of its CPU time. Without collections until the heap reaches 1 GiB
-// (its live heap on the fixture is a few hundred MiB) a run does the same
-// work with about a third less CPU. GOGC or GOMEMLIMIT set by the caller
-// win.
+// process's, then extra.
 func commandEnviron(extra ...string) []string {
-	env := os.Environ()
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		env = append(env, "GOGC=off", "GOMEMLIMIT=1GiB")
-	}
-	return append(env, extra...)
+	return append(os.Environ(), extra...)
 }
 
 // fixture copies testdata/fixture, a module with one API package, into a
@@ -271,4 +260,23 @@ func TestRefusals(t *testing.T) {
 		assert.Equal(t, 1, code)
 		assert.Contains(t, stderr, "no go.mod")
 	})
+}
+
+// apigen collects its garbage lazily unless the user sets GOGC.
+func TestGCPercent(t *testing.T) {
+	tests := []struct {
+		env     map[string]string
+		want    int
+		wantSet bool
+	}{
+		{env: nil, want: lazyGC, wantSet: true},
+		{env: map[string]string{"GOMEMLIMIT": "1GiB"}, want: lazyGC, wantSet: true},
+		{env: map[string]string{"GOGC": "100"}},
+		{env: map[string]string{"GOGC": "off"}},
+	}
+	for _, tt := range tests {
+		got, set := gcPercent(func(k string) string { return tt.env[k] })
+		assert.Equal(t, tt.wantSet, set, "%v", tt.env)
+		assert.Equal(t, tt.want, got, "%v", tt.env)
+	}
 }
