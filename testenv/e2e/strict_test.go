@@ -593,6 +593,17 @@ func strictScenario(ctx context.Context, t *testing.T, s strictSide) []string {
 	require.NoError(t, err)
 	_, err = deployments.Create(ctx, strictDeployment("orphaned", o4), metav1.CreateOptions{})
 	require.NoError(t, err)
+	// The garbage collector orphans only the dependents its informers have
+	// seen; one it sees after the owner went has a dangling owner and is
+	// deleted. So a second owner and dependent, created after these, go
+	// first: once the garbage collector has deleted that dependent, its
+	// informers are past "orphaned" and o4 (the fake collects at once).
+	w4, err := foos.Create(ctx, strictFoo("w4"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = deployments.Create(ctx, strictDeployment("witness", w4), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, foos.Delete(ctx, "w4", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}))
+	eventually("the witness goes", deploymentGone("witness"))
 	require.NoError(t, foos.Delete(ctx, "o4", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}))
 	eventually("the owner goes", fooGone("o4"))
 	rec.add("Delete an owner with Orphan", "%s", deploymentState(getDeployment("orphaned")))
