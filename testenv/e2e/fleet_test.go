@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlkit/ctrlkit/queue/multicluster/kubeconfig"
@@ -196,19 +198,18 @@ func TestFleet(t *testing.T) {
 	t.Logf("done after %s", time.Since(begin).Round(time.Millisecond))
 }
 
-// setSources creates or updates the sources with data version.
+// setSources creates the sources, or sets their data to version with a
+// merge patch (the operator writes their annotations meanwhile).
 func (r *fleetRig) setSources(version string) {
 	ctx := r.t.Context()
+	patch := []byte(fmt.Sprintf(`{"data":{"version":%q}}`, version))
 	for i := range flSources {
 		name := fmt.Sprintf("settings-%d", i)
-		cm, err := r.mgmtKube.CoreV1().ConfigMaps(flApp).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flApp, Name: name, Labels: map[string]string{flSourceLabel: "true"}}}
-			cm.Data = map[string]string{"version": version}
+		_, err := r.mgmtKube.CoreV1().ConfigMaps(flApp).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flApp, Name: name, Labels: map[string]string{flSourceLabel: "true"}},
+				Data: map[string]string{"version": version}}
 			_, err = r.mgmtKube.CoreV1().ConfigMaps(flApp).Create(ctx, cm, metav1.CreateOptions{})
-		} else {
-			cm.Data = map[string]string{"version": version}
-			_, err = r.mgmtKube.CoreV1().ConfigMaps(flApp).Update(ctx, cm, metav1.UpdateOptions{})
 		}
 		require.NoError(r.t, err)
 	}
