@@ -233,11 +233,7 @@ func (f *Fleet[T]) converge(ctx context.Context) {
 		}
 		select {
 		case <-m.done:
-			delete(f.members, name)
-			f.cfg.metrics.ForgetCluster(f.name, name)
-			for _, fn := range f.onLeave {
-				fn(name)
-			}
+			f.forget(name)
 		default:
 		}
 	}
@@ -246,6 +242,16 @@ func (f *Fleet[T]) converge(ctx context.Context) {
 			continue
 		}
 		f.start(ctx, name, cfg)
+	}
+}
+
+// forget drops a member that has stopped, with what was kept for it: its
+// metrics series and the controllers' retry limiters. f.mu is held.
+func (f *Fleet[T]) forget(name string) {
+	delete(f.members, name)
+	f.cfg.metrics.ForgetCluster(f.name, name)
+	for _, fn := range f.onLeave {
+		fn(name)
 	}
 }
 

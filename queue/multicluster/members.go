@@ -227,12 +227,8 @@ func (f *Fleet[T]) stopAll() {
 	}
 	f.mu.Lock()
 	for name := range f.members {
-		f.cfg.metrics.ForgetCluster(f.name, name)
-		for _, fn := range f.onLeave {
-			fn(name)
-		}
+		f.forget(name)
 	}
-	clear(f.members)
 	f.mu.Unlock()
 }
 
