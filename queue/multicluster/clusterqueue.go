@@ -4,6 +4,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue/internal/engagement"
 )
 
 // clusterQueue is the queue of Cluster.Queue: it tags the keys of one
@@ -13,7 +14,7 @@ type clusterQueue struct {
 	m *member
 	q informer.Queue[Key]
 	// pending holds the keys that came before the caches synced, true for
-	// those added at least once with Add. Guarded by m.mu.
+	// those added at least once with Add. Guarded by the Fleet's mu.
 	pending map[cache.ObjectName]bool
 	order   []cache.ObjectName
 }
@@ -30,9 +31,9 @@ func (c *clusterQueue) add(name cache.ObjectName, low bool) {
 	m := c.m
 	m.mu.Lock()
 	switch {
-	case m.stopped:
+	case m.e.Final():
 		m.mu.Unlock()
-	case !m.ready:
+	case m.e.Phase() != engagement.Ready:
 		fresh, held := c.pending[name]
 		if !held {
 			c.order = append(c.order, name)
@@ -51,7 +52,7 @@ func (c *clusterQueue) add(name cache.ObjectName, low bool) {
 }
 
 // held takes the keys held so far out of the queue, once the member is
-// ready: later keys pass straight through. m.mu is held.
+// ready: later keys pass straight through. The Fleet's mu is held.
 func (c *clusterQueue) held() func() {
 	pending, order := c.pending, c.order
 	c.pending, c.order = nil, nil

@@ -47,5 +47,10 @@
 // a replica engages only its own clusters, so the memory of the caches
 // divides with the replicas. A cluster moving to another replica is
 // stopped here (its reconciles cancelled and awaited) before the other
-// replica may engage it: two replicas never reconcile one cluster at once.
+// replica may engage it, and each reconcile holds a claim on its
+// cluster's name too, so that a replica paused past its Lease starts none
+// in a cluster it may have lost: two replicas never reconcile one cluster
+// at once. The seeded simulation of package queue/shard runs the Fleet's
+// rules of engagement (when a cluster is engaged, ready, drained and
+// released) under faults and checks exactly that.
 package multicluster

@@ -17,6 +17,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/events"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/internal/engagement"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
 )
 
@@ -97,43 +98,35 @@ type Fleet[T any] struct {
 	cfg      config
 	gate     *shard.Gate[string] // nil without sharding
 
-	mu        sync.Mutex
-	wanted    map[string]*rest.Config // what the Provider reports
-	members   map[string]*member      // running or stopping
-	synced    bool                    // the Provider reported its first list
-	tried     map[string]bool         // members tried at least once, until hasSynced
-	first     []string                // the names of that list, until hasSynced
-	hasSynced bool                    // HasSynced returned true
+	// mu guards everything below, the engagements of set and the members'
+	// fields but their done channels.
+	mu sync.Mutex
+	// set holds the engagements of the members wanted (what the Provider
+	// reports) and, if sharded, owned: the rules of when a cluster may
+	// be engaged and its keys reconciled are set's.
+	set       *engagement.Set[*rest.Config]
+	members   map[string]*member // one per engagement set holds
+	synced    bool               // the Provider reported its first list
+	tried     map[string]bool    // members tried at least once, until hasSynced
+	first     []string           // the names of that list, until hasSynced
+	hasSynced bool               // HasSynced returned true
 	onLeave   []func(cluster string)
 	started   bool
 	kick      chan struct{}
 }
 
 // member is one engagement of a cluster: from the start of its first
-// attempt to the end of its stop.
+// attempt to the end of its stop. Its fields but done are guarded by the
+// Fleet's mu.
 type member struct {
-	name   string
-	config *rest.Config
-	cancel context.CancelCauseFunc
+	name string
+	e    *engagement.Engagement[*rest.Config]
+	mu   *sync.Mutex // the Fleet's
+	// done is closed when the goroutine running the engagement returns.
 	done   chan struct{}
-	// leaving is set, under the Fleet's lock, once the member was told
-	// to stop.
-	leaving bool
-
-	mu      sync.Mutex
-	ready   bool
-	stopped bool
-	value   any
-	queues  []*clusterQueue
-	claims  map[*claim]struct{}
-	// inflight counts the claims not yet released.
-	inflight sync.WaitGroup
-	status   Status
-	release  func() // the shard claim on the cluster, if sharded
-}
-
-type claim struct {
-	cancel context.CancelCauseFunc
+	value  any
+	queues []*clusterQueue
+	status Status
 }
 
 var _ queue.Ownership[Key] = (*Fleet[struct{}])(nil)
@@ -161,13 +154,16 @@ func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (
 		return nil, fmt.Errorf("multicluster: fleet %q: %w", name, err)
 	}
 	f := &Fleet[T]{name: name, provider: p, engage: engage, cfg: c,
-		wanted: map[string]*rest.Config{}, members: map[string]*member{}, tried: map[string]bool{}, kick: make(chan struct{}, 1)}
+		members: map[string]*member{}, tried: map[string]bool{}, kick: make(chan struct{}, 1)}
+	var claimer engagement.Claimer
 	if c.membership != nil {
 		f.gate = shard.NewGate(c.membership, shard.Keys[string]{
 			String: func(cluster string) string { return cluster },
 			List:   f.wantedNames,
 		})
+		claimer = f.gate
 	}
+	f.set = engagement.New(claimer, sameConfig, ErrLeft)
 	return f, nil
 }
 
@@ -225,62 +221,36 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 func (f *Fleet[T]) converge(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for name, m := range f.members {
-		cfg, wanted := f.wanted[name]
-		if !wanted || !sameConfig(cfg, m.config) || (f.gate != nil && !f.gate.Owns(name)) {
-			m.leaving = true
-			m.cancel(ErrLeft)
-		}
-		select {
-		case <-m.done:
-			f.forget(name)
-		default:
-		}
-	}
-	for name, cfg := range f.wanted {
-		if _, running := f.members[name]; running {
-			continue
-		}
-		f.start(ctx, name, cfg)
+	started, forgotten := f.set.Converge(ctx)
+	f.forget(forgotten)
+	for _, e := range started {
+		m := &member{name: e.Name(), e: e, mu: &f.mu, done: make(chan struct{})}
+		f.members[m.name] = m
+		go f.runMember(m)
 	}
 }
 
-// forget drops a member that has stopped, with what was kept for it: its
-// metrics series and the controllers' retry limiters. f.mu is held.
-func (f *Fleet[T]) forget(name string) {
-	delete(f.members, name)
-	f.cfg.metrics.ForgetCluster(f.name, name)
-	for _, fn := range f.onLeave {
-		fn(name)
-	}
-}
-
-// start engages a cluster, under a claim on its name if sharded. f.mu is
+// forget drops the members that have stopped, with what was kept for
+// them: their metrics series and the controllers' retry limiters. f.mu is
 // held.
-func (f *Fleet[T]) start(ctx context.Context, name string, cfg *rest.Config) {
-	mctx, cancel := context.WithCancelCause(ctx)
-	release := func() {}
-	if f.gate != nil {
-		claimed, rel, ok := f.gate.Claim(mctx, name)
-		if !ok {
-			cancel(nil)
-			return
+func (f *Fleet[T]) forget(names []string) {
+	for _, name := range names {
+		delete(f.members, name)
+		f.cfg.metrics.ForgetCluster(f.name, name)
+		for _, fn := range f.onLeave {
+			fn(name)
 		}
-		mctx, release = claimed, rel
 	}
-	m := &member{name: name, config: cfg, cancel: cancel, done: make(chan struct{}), claims: map[*claim]struct{}{}, release: release}
-	f.members[name] = m
-	go f.runMember(mctx, m)
 }
 
 // runMember engages m until its context ends, then stops it. A failed
 // attempt, or a cluster that stops answering its probes, is tried again
 // after a backoff.
-func (f *Fleet[T]) runMember(ctx context.Context, m *member) {
+func (f *Fleet[T]) runMember(m *member) {
+	ctx := m.e.Context()
 	logger := klog.FromContext(ctx).WithValues("cluster", m.name)
 	ctx = klog.NewContext(ctx, logger)
 	defer func() {
-		m.release()
 		close(m.done)
 		signal(f.kick)
 	}()
@@ -291,31 +261,24 @@ func (f *Fleet[T]) runMember(ctx context.Context, m *member) {
 			logger.Info("Cluster engaged")
 			delay = f.cfg.retryBase
 			err = f.probe(ctx, client)
-			last := ctx.Err() != nil
-			f.disengage(m, stop, last)
-			if last {
-				logger.Info("Cluster disengaged", "cause", context.Cause(ctx))
-				return
-			}
-		} else {
-			stop()
-			if ctx.Err() != nil {
-				f.disengage(m, func() {}, true)
-				return
-			}
+		}
+		if f.disengage(m, stop) {
+			f.end(m)
+			logger.Info("Cluster disengaged", "cause", context.Cause(ctx))
+			return
 		}
 		f.cfg.metrics.IncEngageFailures(f.name, m.name)
-		m.mu.Lock()
+		f.mu.Lock()
 		m.status.Failures++
 		m.status.Err = err
 		m.status.Since = time.Now()
 		failures := m.status.Failures
-		m.mu.Unlock()
+		f.mu.Unlock()
 		f.markTried(m.name)
 		logger.Error(err, "Cluster not engaged; trying again", "failures", failures, "retryIn", delay)
 		select {
 		case <-ctx.Done():
-			f.disengage(m, func() {}, true)
+			f.end(m)
 			return
 		case <-time.After(delay):
 		}
@@ -376,17 +339,17 @@ func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Du
 // down what the attempt started; the caller calls it.
 func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client kubernetes.Interface, err error) {
 	actx, cancel := context.WithCancel(ctx)
-	cl := &Cluster{Name: m.name, Config: m.config, m: m}
+	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m}
 	stop = func() {
 		cancel()
 		for _, fac := range cl.factories {
 			fac.Shutdown()
 		}
-		m.mu.Lock()
+		f.mu.Lock()
 		m.queues = nil
-		m.mu.Unlock()
+		f.mu.Unlock()
 	}
-	cl.Client, err = f.cfg.newClient(m.name, m.config)
+	cl.Client, err = f.cfg.newClient(m.name, cl.Config)
 	switch {
 	case err != nil:
 		return stop, nil, fmt.Errorf("client: %w", err)
@@ -415,19 +378,18 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 			}
 		}
 	}
-	m.mu.Lock()
-	if ctx.Err() != nil {
-		m.mu.Unlock()
-		return stop, nil, ctx.Err()
+	f.mu.Lock()
+	if !m.e.Ready() {
+		f.mu.Unlock()
+		return stop, nil, context.Cause(ctx)
 	}
 	m.value = value
-	m.ready = true
 	m.status = Status{Ready: true, Since: time.Now()}
 	var flushes []func()
 	for _, q := range m.queues {
 		flushes = append(flushes, q.held())
 	}
-	m.mu.Unlock()
+	f.mu.Unlock()
 	// Outside the lock: the controllers ask the Fleet whether it owns
 	// each key.
 	for _, flush := range flushes {
@@ -439,21 +401,26 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 }
 
 // disengage stops m: no new claims, its reconciles cancelled and waited
-// for, then its informers shut down (stop). After the last, the member
-// takes no key any more; otherwise it is engaged again later.
-func (f *Fleet[T]) disengage(m *member, stop func(), last bool) {
-	m.mu.Lock()
-	m.ready = false
-	m.stopped = last
+// for, then its informers shut down (stop). It reports whether this was
+// the last time (the member's context ended): the member must then end;
+// otherwise it is engaged again later.
+func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
+	f.mu.Lock()
+	drained, final := m.e.Drain()
 	m.status.Ready = false
 	m.status.Since = time.Now()
-	for c := range m.claims {
-		c.cancel(ErrLeft)
-	}
-	m.mu.Unlock()
-	// No claim starts once ready is false; each ends when its reconcile
+	f.mu.Unlock()
+	// No claim starts once drained; each ends when its reconcile
 	// returns.
-	m.inflight.Wait()
+	<-drained
 	stop()
 	f.cfg.metrics.SetClusterReady(f.name, m.name, false)
+	return final
+}
+
+// end ends m's engagement, which releases its shard claim on the cluster.
+func (f *Fleet[T]) end(m *member) {
+	f.mu.Lock()
+	m.e.End()
+	f.mu.Unlock()
 }

@@ -3,12 +3,12 @@ package multicluster
 import (
 	"context"
 	"reflect"
-	"slices"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/internal/engagement"
 )
 
 // members is the Members a Fleet gives its Provider.
@@ -21,9 +21,7 @@ func (m members[T]) Set(name string, cfg *rest.Config) {
 	}
 	f := m.f
 	f.mu.Lock()
-	if old, ok := f.wanted[name]; !ok || !sameConfig(old, cfg) {
-		f.wanted[name] = cfg
-	}
+	f.set.Want(name, cfg)
 	f.mu.Unlock()
 	signal(f.kick)
 }
@@ -31,7 +29,7 @@ func (m members[T]) Set(name string, cfg *rest.Config) {
 func (m members[T]) Delete(name string) {
 	f := m.f
 	f.mu.Lock()
-	delete(f.wanted, name)
+	f.set.Unwant(name)
 	f.mu.Unlock()
 	signal(f.kick)
 }
@@ -41,9 +39,7 @@ func (m members[T]) Synced() {
 	f.mu.Lock()
 	if !f.synced {
 		f.synced = true
-		for name := range f.wanted {
-			f.first = append(f.first, name)
-		}
+		f.first = f.set.Wanted()
 	}
 	f.mu.Unlock()
 }
@@ -72,11 +68,7 @@ func sameConfig(a, b *rest.Config) bool {
 func (f *Fleet[T]) wantedNames() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	names := make([]string, 0, len(f.wanted))
-	for name := range f.wanted {
-		names = append(names, name)
-	}
-	return names
+	return f.set.Wanted()
 }
 
 // markTried notes that an attempt to engage name ended, for HasSynced.
@@ -103,7 +95,7 @@ func (f *Fleet[T]) HasSynced() bool {
 		return false
 	}
 	for _, name := range f.first {
-		if _, wanted := f.wanted[name]; !wanted || f.tried[name] {
+		if !f.set.IsWanted(name) || f.tried[name] {
 			continue
 		}
 		if f.gate != nil && !f.gate.Owns(name) {
@@ -119,13 +111,10 @@ func (f *Fleet[T]) HasSynced() bool {
 // Get returns the value engage returned for cluster, while the cluster is
 // ready.
 func (f *Fleet[T]) Get(cluster string) (value T, ok bool) {
-	m := f.member(cluster)
-	if m == nil {
-		return value, false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ready {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.members[cluster]
+	if m == nil || m.e.Phase() != engagement.Ready {
 		return value, false
 	}
 	return m.value.(T), true
@@ -134,22 +123,18 @@ func (f *Fleet[T]) Get(cluster string) (value T, ok bool) {
 // Status returns what the fleet knows of cluster; ok is false if this
 // replica does not hold it (it is no member, or another replica's).
 func (f *Fleet[T]) Status(cluster string) (s Status, ok bool) {
-	m := f.member(cluster)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.members[cluster]
 	if m == nil {
 		return s, false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return m.status, true
 }
 
 // Members returns, sorted, the names of every member the Provider
 // reports, held by this replica or not.
-func (f *Fleet[T]) Members() []string {
-	names := f.wantedNames()
-	slices.Sort(names)
-	return names
-}
+func (f *Fleet[T]) Members() []string { return f.wantedNames() }
 
 // Clusters returns, sorted, the names of the clusters this replica holds:
 // ready, or being engaged.
@@ -157,55 +142,42 @@ func (f *Fleet[T]) Clusters() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var names []string
-	for name, m := range f.members {
-		if _, wanted := f.wanted[name]; wanted && !m.leaving {
+	for _, name := range f.set.Wanted() {
+		if m := f.members[name]; m != nil && !m.e.Leaving() {
 			names = append(names, name)
 		}
 	}
-	slices.Sort(names)
 	return names
-}
-
-func (f *Fleet[T]) member(cluster string) *member {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.members[cluster]
 }
 
 // Owns reports whether the key's cluster is ready here (queue.Ownership).
 func (f *Fleet[T]) Owns(key Key) bool {
-	m := f.member(key.Cluster)
-	if m == nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ready
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.members[key.Cluster]
+	return m != nil && m.e.Phase() == engagement.Ready
 }
 
-// Claim holds the key's cluster for one reconcile (queue.Ownership): the
+// Claim holds the key's cluster for one reconcile (queue.Ownership), if
+// the cluster is ready here and, when sharded, still this replica's: the
 // cluster does not finish leaving until release is called, and claimCtx
-// is cancelled with ErrLeft when it starts to.
+// is cancelled with ErrLeft when it starts to (or, sharded, when the
+// cluster moves to another replica).
 func (f *Fleet[T]) Claim(ctx context.Context, key Key) (claimCtx context.Context, release func(), ok bool) {
-	m := f.member(key.Cluster)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.members[key.Cluster]
 	if m == nil {
 		return nil, nil, false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ready {
+	claimCtx, rel, ok := m.e.Claim(ctx)
+	if !ok {
 		return nil, nil, false
 	}
-	claimCtx, cancel := context.WithCancelCause(ctx)
-	c := &claim{cancel: cancel}
-	m.claims[c] = struct{}{}
-	m.inflight.Add(1)
 	return claimCtx, func() {
-		m.mu.Lock()
-		delete(m.claims, c)
-		m.mu.Unlock()
-		cancel(context.Canceled)
-		m.inflight.Done()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		rel()
 	}, true
 }
 
@@ -216,9 +188,9 @@ func (f *Fleet[T]) Start(ctx context.Context, _ queue.Enqueuer[Key]) { <-ctx.Don
 // stopAll stops every cluster and waits until each has stopped.
 func (f *Fleet[T]) stopAll() {
 	f.mu.Lock()
+	f.set.CancelAll()
 	ms := make([]*member, 0, len(f.members))
 	for _, m := range f.members {
-		m.cancel(ErrLeft)
 		ms = append(ms, m)
 	}
 	f.mu.Unlock()
@@ -226,9 +198,7 @@ func (f *Fleet[T]) stopAll() {
 		<-m.done
 	}
 	f.mu.Lock()
-	for name := range f.members {
-		f.forget(name)
-	}
+	f.forget(f.set.Forget())
 	f.mu.Unlock()
 }
 
