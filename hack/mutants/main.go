@@ -1,7 +1,9 @@
 // Command mutants is a mutation test of package queue/shard: it plants
-// the plausible bugs listed in mutants.go into the package's non-test code,
-// one at a time, and reports which of them the package's tests catch, and
-// which the seeded simulation (TestSimulation) catches on its own.
+// the plausible bugs listed in mutants.go into the package's non-test code
+// (and into queue/internal/engagement, whose engagements of a fleet's
+// clusters the package's simulation runs too), one at a time, and reports
+// which of them the package's tests catch, and which the seeded
+// simulation (TestSimulation) catches on its own.
 //
 // Run it from the module's root (make mutants does):
 //
@@ -9,7 +11,7 @@
 //	go run ./hack/mutants -check   # every mutant applies and compiles; no tests
 //	go run ./hack/mutants -list
 //
-// The package's .go files are read once, from the work tree or from the
+// The packages' .go files are read once, from the work tree or from the
 // git revision -rev, and every build sees that snapshot through go test
 // -overlay, with one file replaced by its mutated copy: the work tree is
 // never written, edits made while the command runs do not mix in, and
@@ -52,6 +54,15 @@ import (
 
 // pkgDir is the package under test, relative to the module root.
 const pkgDir = "queue/shard"
+
+// snapDirs are the packages whose code the mutants change: the package
+// under test, and the engagements of multicluster.Fleet, which its
+// simulation runs too.
+var snapDirs = []string{pkgDir, "queue/internal/engagement"}
+
+// snapName is the name of a module-relative file's copy in the snapshot's
+// directory.
+func snapName(path string) string { return strings.ReplaceAll(path, "/", "_") }
 
 // simTest selects the simulation among the package's tests.
 const simTest = "^TestSimulation$"
@@ -251,35 +262,39 @@ func takeSnapshot(ctx context.Context, root, rev, dir string) (*snapshot, error)
 		if err != nil {
 			return nil, err
 		}
-		names, err := git(ctx, root, "ls-tree", "--name-only", commit, "--", pkgDir+"/")
-		if err != nil {
-			return nil, err
-		}
-		for name := range strings.FieldsSeq(names) {
-			if strings.HasSuffix(name, ".go") {
-				if s.files[name], err = git(ctx, root, "show", commit+":"+name); err != nil {
-					return nil, err
+		for _, dir := range snapDirs {
+			names, err := git(ctx, root, "ls-tree", "--name-only", commit, "--", dir+"/")
+			if err != nil {
+				return nil, err
+			}
+			for name := range strings.FieldsSeq(names) {
+				if strings.HasSuffix(name, ".go") {
+					if s.files[name], err = git(ctx, root, "show", commit+":"+name); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
 		s.desc = "commit " + commit
 	} else {
-		entries, err := os.ReadDir(filepath.Join(root, pkgDir))
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".go") {
-				b, err := os.ReadFile(filepath.Join(root, pkgDir, e.Name()))
-				if err != nil {
-					return nil, err
+		for _, dir := range snapDirs {
+			entries, err := os.ReadDir(filepath.Join(root, dir))
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range entries {
+				if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".go") {
+					b, err := os.ReadFile(filepath.Join(root, dir, e.Name()))
+					if err != nil {
+						return nil, err
+					}
+					s.files[dir+"/"+e.Name()] = string(b)
 				}
-				s.files[pkgDir+"/"+e.Name()] = string(b)
 			}
 		}
 		s.desc = "commit " + head
-		if changed, err := git(ctx, root, "status", "--porcelain", "--", pkgDir); err == nil && strings.TrimSpace(changed) != "" {
-			s.desc += " with the work tree's changes to " + pkgDir
+		if changed, err := git(ctx, root, append([]string{"status", "--porcelain", "--"}, snapDirs...)...); err == nil && strings.TrimSpace(changed) != "" {
+			s.desc += " with the work tree's changes to " + strings.Join(snapDirs, " and ")
 		}
 	}
 	if len(s.files) == 0 {
@@ -289,7 +304,7 @@ func takeSnapshot(ctx context.Context, root, rev, dir string) (*snapshot, error)
 		return nil, err
 	}
 	for name, text := range s.files {
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, snapName(name)), []byte(text), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -326,11 +341,11 @@ type runner struct {
 // package's files that are not in the snapshot; it returns its path.
 func (r *runner) overlay(replace map[string]string, name string) (string, error) {
 	ov := map[string]string{}
-	for _, base := range r.treeFiles() {
-		ov[filepath.Join(r.root, pkgDir, base)] = "" // not in the snapshot, unless set below
+	for _, path := range r.treeFiles() {
+		ov[filepath.Join(r.root, path)] = "" // not in the snapshot, unless set below
 	}
 	for path := range r.snap.files {
-		ov[filepath.Join(r.root, path)] = filepath.Join(r.snap.dir, filepath.Base(path))
+		ov[filepath.Join(r.root, path)] = filepath.Join(r.snap.dir, snapName(path))
 	}
 	for path, backing := range replace {
 		ov[filepath.Join(r.root, path)] = backing
@@ -343,16 +358,19 @@ func (r *runner) overlay(replace map[string]string, name string) (string, error)
 	return path, os.WriteFile(path, b, 0o644)
 }
 
-// treeFiles returns the names of the package's .go files in the work tree.
+// treeFiles returns the module-relative paths of the snapshot packages'
+// .go files in the work tree.
 func (r *runner) treeFiles() []string {
-	var names []string
-	entries, _ := os.ReadDir(filepath.Join(r.root, pkgDir))
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".go") {
-			names = append(names, e.Name())
+	var paths []string
+	for _, dir := range snapDirs {
+		entries, _ := os.ReadDir(filepath.Join(r.root, dir))
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".go") {
+				paths = append(paths, dir+"/"+e.Name())
+			}
 		}
 	}
-	return names
+	return paths
 }
 
 // runResult is how one go test run ended.

@@ -9,9 +9,10 @@ const (
 	classFreshness = "cache freshness"
 	classFilter    = "cache filter"
 	classView      = "view"
+	classFleet     = "fleet engagements"
 )
 
-var classes = []string{classRunLoop, classClock, classRules, classGate, classFreshness, classFilter, classView}
+var classes = []string{classRunLoop, classClock, classRules, classGate, classFreshness, classFilter, classView, classFleet}
 
 // mutant is one planted bug: old must occur exactly once in file (a path
 // relative to the module root), and is replaced by new.
@@ -22,7 +23,9 @@ type mutant struct {
 }
 
 // mutants are plausible slips, each a small edit of queue/shard's non-test
-// code that breaks a rule of the package documentation. Keep each old
+// code that breaks a rule of the package documentation, or of the
+// engagements of queue/internal/engagement that multicluster.Fleet holds
+// its clusters with, which the simulation runs too. Keep each old
 // snippet short, and unique in its file: a refactor that changes one makes
 // the run fail as stale, and the snippet is then updated here.
 var mutants = []mutant{
@@ -220,4 +223,35 @@ var mutants = []mutant{
 		old:  "if !l.mustOwn {\n\t\t\tcontinue\n\t\t}\n\t\thasSelf := false",
 		new:  "hasSelf := false",
 		what: "mayGain treats the lists of other members' claims in the new view as lists this replica must win"},
+
+	// The engagements of a fleet's member clusters, held under claims of
+	// a second Gate.
+	{name: "work-without-name-claim", class: classFleet, file: "queue/internal/engagement/engagement.go",
+		old:  "if c := e.set.claimer; c != nil {",
+		new:  "if c := e.set.claimer; c == nil {",
+		what: "a reconcile in a ready cluster takes no claim on the cluster's name: a process that was paused works on after its claim ran out"},
+	{name: "drained-at-once", class: classFleet, file: "queue/internal/engagement/engagement.go",
+		old:  "if len(e.subs) == 0 {\n\t\tch := make(chan struct{})",
+		new:  "if len(e.subs) >= 0 {\n\t\tch := make(chan struct{})",
+		what: "a drain reports the cluster drained while its reconciles still run: the cluster stops and ends under them"},
+	{name: "work-while-not-ready", class: classFleet, file: "queue/internal/engagement/engagement.go",
+		old:  "if e.phase != Ready || e.ctx.Err() != nil {",
+		new:  "if e.phase == Ended || e.ctx.Err() != nil {",
+		what: "reconciles run in a cluster that is being engaged, or was drained and not engaged again"},
+	{name: "work-after-told-to-leave", class: classFleet, file: "queue/internal/engagement/engagement.go",
+		old:  "if e.phase != Ready || e.ctx.Err() != nil {",
+		new:  "if e.phase != Ready {",
+		what: "new reconciles start in a cluster that was told to leave, until it drains"},
+	{name: "config-change-ignored", class: classFleet, file: "queue/internal/engagement/engagement.go",
+		old:  "!s.same(cfg, e.config)",
+		new:  "!s.same(cfg, cfg)",
+		what: "a member whose credentials changed keeps its engagement with the old ones"},
+	{name: "forget-while-running", class: classFleet, file: "queue/internal/engagement/engagement.go",
+		old:  "if s.held[name].phase == Ended {",
+		new:  "if s.held[name].Leaving() {",
+		what: "an engagement told to end is forgotten before it ended: a second engagement of the cluster starts beside it"},
+	{name: "ended-never-forgotten", class: classFleet, file: "queue/internal/engagement/engagement.go",
+		old:  "forgotten = s.Forget()\n",
+		new:  "",
+		what: "converging does not forget the engagements that ended: a cluster that moved back, or whose credentials changed, is never engaged again"},
 }

@@ -161,9 +161,27 @@
 // process still runs), a live member's Lease deleted by hand, joins and
 // normal stops.
 //
-// make mutants plants plausible bugs in this package, one at a time, and
-// reports which the simulation alone and the package's tests catch; the
-// README gives its latest score.
+// Each process also holds the member clusters of a fleet as
+// multicluster.Fleet does, with the same code: a second Gate of its
+// Membership over the clusters' names and the engagements that Fleet keeps
+// under it (when a cluster is engaged, made ready, drained and released,
+// and what each reconcile of its keys must claim). Only the Fleet's
+// goroutines around them are simulated: a provider that tells each process
+// of members joining, leaving and rotating their credentials after delays
+// of its own, attempts to engage a member (failing while it is
+// unreachable), probes that give up on a member that stopped answering,
+// the backoff, and the reconciles. After every event it checks that no
+// cluster's keys are reconciled by two processes at once, that such a
+// reconcile is backed by every list its process's Lease may show, starts
+// only in a cluster its process has engaged and not been told to leave,
+// and writes only while that engagement lasts, and that no process holds
+// two engagements of one cluster; and, once the faults stop, that every
+// member is engaged and ready with its current credentials in its owner
+// alone, its keys reconciled by it, and no cluster that left is held.
+//
+// make mutants plants plausible bugs in this package and in the fleet's
+// engagements, one at a time, and reports which the simulation alone and
+// the package's tests catch; docs/operator.md gives its latest score.
 //
 // # What each replica caches
 //
