@@ -111,6 +111,7 @@ func TestDeployKustomizations(t *testing.T) {
 		{name: "crfoo", generated: map[string]string{"crd/bases/samplecontroller.k8s.io_foos.yaml": "foo/crd/samplecontroller.k8s.io_foos.yaml", "rbac/role.yaml": ""},
 			kinds: []string{"CustomResourceDefinition", "Deployment"}},
 		{name: "crexternal", generated: map[string]string{"rbac/role.yaml": ""}, kinds: []string{"Deployment"}},
+		{name: "crfleet", generated: map[string]string{"rbac/role.yaml": ""}, kinds: []string{"Deployment"}},
 		{name: "crbucket", generated: map[string]string{
 			"crd/bases/storage.ctrlkit.io_buckets.yaml": "examples/bucket/deploy/crd/storage.ctrlkit.io_buckets.yaml",
 			"rbac/role.yaml":         "",

@@ -58,6 +58,16 @@ var operators = []struct {
 		peerTests:    []string{"testenv/bench/cmd/crbucket/webhook_test.go"},
 		atMost:       100,
 	},
+	// The fleet operators: examples/fleet's twin is written with
+	// multicluster-runtime, controller-runtime's extension to many
+	// clusters.
+	{
+		row:          "ConfigMaps copied to a fleet of clusters (`examples/fleet`)",
+		ctrlkit:      []string{"examples/fleet/main.go", "examples/fleet/copier.go"},
+		peer:         []string{"testenv/bench/cmd/crfleet/main.go", "testenv/bench/cmd/crfleet/copier.go"},
+		ctrlkitTests: []string{"examples/fleet/copier_test.go"},
+		peerTests:    []string{"testenv/bench/cmd/crfleet/suite_test.go", "testenv/bench/cmd/crfleet/copier_test.go"},
+	},
 }
 
 const root = "../../.."
@@ -103,6 +113,23 @@ func TestREADMETables(t *testing.T) {
 	}
 }
 
+// The fleet operators' counts are also quoted on the front page, in the
+// chapter on many clusters and in the example's README: the same figures
+// as the table's.
+func TestFleetCountsQuoted(t *testing.T) {
+	ours, _ := count(t, []string{"examples/fleet/main.go", "examples/fleet/copier.go"})
+	theirs, _ := count(t, []string{"testenv/bench/cmd/crfleet/main.go", "testenv/bench/cmd/crfleet/copier.go"})
+	for file, quote := range map[string]string{
+		"README.md":                fmt.Sprintf("is %d lines of code where its twin written with\nmulticluster-runtime takes %d.", ours, theirs),
+		"docs/multicluster.md":     fmt.Sprintf("a whole operator, %d\nlines of code where its twin written with multicluster-runtime v0.23.1\ntakes %d", ours, theirs),
+		"examples/fleet/README.md": fmt.Sprintf("is %d lines of code to this example's %d", theirs, ours),
+	} {
+		text, err := os.ReadFile(filepath.Join(root, file))
+		require.NoError(t, err)
+		assert.Contains(t, string(text), quote, "%s quotes the fleet operators' line counts out of date", file)
+	}
+}
+
 // deployRows are the examples' hand-written files around the Go code
 // beside those of their controller-runtime twins: ctrlkit's are the
 // patches of the generated deploy folder and the command of make
@@ -113,6 +140,7 @@ var deployRows = []struct{ row, example, twin string }{
 	{row: "Foo -> Deployment (`examples/foo`)", example: "foo", twin: "crfoo"},
 	{row: "external Targets (`examples/external`)", example: "external", twin: "crexternal"},
 	{row: "external Buckets with webhooks (`examples/bucket`)", example: "bucket", twin: "crbucket"},
+	{row: "ConfigMaps copied to a fleet of clusters (`examples/fleet`)", example: "fleet", twin: "crfleet"},
 }
 
 // The table of the hand-written non-Go lines in docs/lines-of-code.md
