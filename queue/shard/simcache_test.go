@@ -658,9 +658,17 @@ func (s *sim) checkFresh(p *simProc, key string) {
 // checkKept fails the run if the object of a key p reconciles left p's
 // cache since the claim.
 func (s *sim) checkKept(p *simProc) {
-	if len(p.active) == 0 {
+	dropped := false
+	for k, r := range p.active {
+		if r.cached && p.cachedVersion(k) == 0 {
+			dropped = true
+			break
+		}
+	}
+	if !dropped {
 		return
 	}
+	// The first key in order, so that a seed fails alike every time.
 	for _, k := range sortedKeys(p.active) {
 		if r := p.active[k]; r.cached && p.cachedVersion(k) == 0 {
 			s.fail("%s's cache dropped the object of %s while %s reconciled it", p.identity, k, p.identity)
@@ -720,8 +728,8 @@ func (s *sim) checkRefGain(p *simProc) {
 	if p.owned == nil {
 		p.owned = map[string]bool{}
 	}
-	for _, k := range s.keys {
-		owns := v.owns(hashKey(k))
+	for i, k := range s.keys {
+		owns := v.owns(s.keyHashes[i])
 		was := p.owned[k]
 		p.owned[k] = owns
 		if !owns || was {
@@ -799,12 +807,27 @@ func (s *sim) checkGain(p *simProc, from, v *view) {
 	if mayGain(from, v) {
 		return
 	}
-	for _, k := range s.keys {
-		if h := hashKey(k); v.ownsByLists(h) && !from.ownsByLists(h) {
+	now, before := s.ownedByLists(v), s.ownedByLists(from)
+	for i, k := range s.keys {
+		if now[i] && !before[i] {
 			s.fail("%s gains %s from view %q to %q, which mayGain denies", p.identity, k, from.id(), v.id())
 			return
 		}
 	}
+}
+
+// ownedByLists tells, for each key, whether v owns it by its member lists;
+// a view does not change, so each is worked out once.
+func (s *sim) ownedByLists(v *view) []bool {
+	if owned, ok := s.byLists[v]; ok {
+		return owned
+	}
+	owned := make([]bool, len(s.keys))
+	for i, h := range s.keyHashes {
+		owned[i] = v.ownsByLists(h)
+	}
+	s.byLists[v] = owned
+	return owned
 }
 
 func sortedStrings(s []string) []string {
