@@ -37,11 +37,12 @@ help:
 # hack/test-stages.sh keeps each stage's output in _output/test-STAGE.log and
 # its wall and CPU time in _output/test-times.tsv; the time table
 # (hack/test-times.sh) is printed at the end, failed or not. Side by side:
-# vet with the check of the generated code; the unit tests with the tools'
-# tests (both mostly the compiler and the code generators); the tests of
-# the three testenv modules (mostly waiting on control planes, once
-# compiled) with the simulation (one core).
-TEST_STAGES := vet+verify-generate unit+test-cmd cover-check testenv-binaries test-testenv+test-bench+test-widget+simulation demo-once
+# vet with the check of the generated code and the control-plane binaries
+# (built only if missing); then the unit tests and the tools' tests (mostly
+# the compiler and the code generators) with the tests of testenv, the
+# longest stage, which mostly waits on control planes once compiled; then
+# the simulation (two processes) with the other two testenv modules.
+TEST_STAGES := vet+verify-generate+testenv-binaries unit+test-cmd+test-testenv cover-check simulation+test-bench+test-widget demo-once
 TEST_TIMEOUT_MINUTES := 30
 
 test:
@@ -158,9 +159,10 @@ testenv-binaries:
 
 # Control-plane smoke tests, integration tests (API server only) and e2e
 # tests (full control plane, examples/foo as a process); the e2e tests run
-# in parallel, each with its own control plane.
+# in parallel, each with its own control plane, four at a time: they
+# mostly wait on Lease timings and on their control planes.
 test-testenv: testenv-binaries
-	cd $(TESTENV) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT_MINUTES)m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
+	cd $(TESTENV) && $(GO) test -race -count=1 -parallel 4 -timeout $(TEST_TIMEOUT_MINUTES)m ./... 2>&1 | grep -v '^[IWE][0-9]\{4\} '; \
 	exit $${PIPESTATUS[0]}
 
 # The tests of the benchmark module (the harness, the controller-runtime
