@@ -152,7 +152,7 @@ image:
 
 # Control-plane binaries and kubectl built from the Go module proxy into the
 # per-user cache (~/.cache/ctrlkit-testenv, or $$CTRLKIT_TESTENV_BIN_DIR). The
-# first build on a machine takes about 11 minutes on 2 quiet cores; every
+# first build on a machine takes 8 to 11 minutes on 2 cores; every
 # later clone and every module importing testenv reuses it.
 testenv-binaries:
 	./hack/build-binaries.sh

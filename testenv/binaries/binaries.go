@@ -256,7 +256,7 @@ func (e *MissingError) Error() string {
 	if len(e.Missing) == len(Artifacts()) { // the cache is empty
 		what = "none is built yet"
 	}
-	return fmt.Sprintf("test control plane binaries missing in %s: %s; build them with `%s` (the first build on a machine takes about 11 minutes on 2 cores) or start with BuildMissing",
+	return fmt.Sprintf("test control plane binaries missing in %s: %s; build them with `%s` (the first build on a machine takes 8 to 11 minutes on 2 cores) or start with BuildMissing",
 		e.Dir, what, BuildCommand)
 }
 

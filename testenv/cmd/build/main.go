@@ -6,7 +6,7 @@
 //	go run github.com/ctrlkit/ctrlkit/testenv/cmd/build
 //
 // The first run on a machine compiles Kubernetes from the Go module proxy and
-// takes about 11 minutes on 2 quiet cores; later runs, from any clone or module,
+// takes 8 to 11 minutes on 2 cores; later runs, from any clone or module,
 // return at once.
 package main
 
