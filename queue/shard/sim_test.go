@@ -818,15 +818,7 @@ func (p *simProc) reconcile(key string) {
 	// second process of its identity may have written the Lease since;
 	// that process claims nothing until this one has stopped, which the
 	// check of holders above shows.)
-	var lists []published
-	if l, ok := s.leases[p.name]; ok && parseStamp(l.Annotations[annotationWriter]).incarnation == p.core.incarnation {
-		pub, _ := parsePublished(l.Annotations[AnnotationView])
-		lists = append(lists, pub)
-	}
-	for _, req := range sortedKeys(p.inFlight) {
-		lists = append(lists, p.inFlight[req])
-	}
-	for _, pub := range lists {
+	for _, pub := range s.mayShow(p) {
 		if pub.left || Assign(pub.members, key) != p.name {
 			s.fail("%s claimed %s, which its Lease's list %v (on the server or on its way) does not give it", p.identity, key, pub)
 		}
@@ -851,6 +843,20 @@ func (p *simProc) reconcile(key string) {
 			p.finish(r)
 		}
 	})
+}
+
+// mayShow returns the member lists that p's Lease shows the others now
+// (if p wrote it last) or may show once one of p's writes in flight lands.
+func (s *sim) mayShow(p *simProc) []published {
+	var lists []published
+	if l, ok := s.leases[p.name]; ok && parseStamp(l.Annotations[annotationWriter]).incarnation == p.core.incarnation {
+		pub, _ := parsePublished(l.Annotations[AnnotationView])
+		lists = append(lists, pub)
+	}
+	for _, req := range sortedKeys(p.inFlight) {
+		lists = append(lists, p.inFlight[req])
+	}
+	return lists
 }
 
 func (p *simProc) finish(r *simReconcile) {

@@ -482,15 +482,7 @@ func (f *simFleet) reconcile(key string) {
 			s.fail("%s reconciles %s while %s reconciles in %s", f.p.identity, key, other.identity, cluster)
 		}
 	}
-	var lists []published
-	if l, ok := s.leases[f.p.name]; ok && parseStamp(l.Annotations[annotationWriter]).incarnation == f.p.core.incarnation {
-		pub, _ := parsePublished(l.Annotations[AnnotationView])
-		lists = append(lists, pub)
-	}
-	for _, req := range sortedKeys(f.p.inFlight) {
-		lists = append(lists, f.p.inFlight[req])
-	}
-	for _, pub := range lists {
+	for _, pub := range s.mayShow(f.p) {
 		if pub.left || Assign(pub.members, cluster) != f.p.name {
 			s.fail("%s reconciles in %s, which its Lease's list %v (on the server or on its way) does not give it", f.p.identity, cluster, pub)
 		}
