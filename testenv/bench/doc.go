@@ -28,6 +28,10 @@
 //   - BenchmarkFleetMemory: 20 member clusters shared by 1, 2 and 4
 //     replicas; reports the heap one replica keeps and the members it
 //     holds.
+//   - TestClusterProfilesAsTheAccessLibraryReadsThem (a test, not a
+//     benchmark): queue/multicluster/clusterprofile beside the cluster
+//     inventory API's own access library, on ClusterProfiles of the
+//     API's Go types served by its CRD.
 //
 // It is a module of its own, so that controller-runtime and its dependencies
 // stay out of ctrlkit and out of the control-plane test module. Run it with

@@ -17,6 +17,10 @@
 //	}
 //	fleet, err := multicluster.New("copier", p, engage)
 //
+// The extensions ArgsExtension and EnvExtension of the cluster add to the
+// plugin's arguments and environment where the AccessProvider's policies
+// allow it, as the API's access library does.
+//
 // The API's Go module is not needed: the ClusterProfiles are read through
 // the dynamic client. A ClusterProfile whose access providers change
 // restarts its cluster with the new config; one that is deleted, or lists
@@ -29,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +68,48 @@ const ReasonNoAccess = "NoAccess"
 type AccessProvider struct {
 	Name string
 	Exec clientcmdv1.ExecConfig
+	// ProfileArgs says what becomes of the arguments a ClusterProfile's
+	// cluster lists in its extension ArgsExtension (a JSON list of
+	// strings, as the access library reads it; the API's CRD, at
+	// v0.1.0, takes only objects as extensions, so an API server that
+	// serves it refuses this one): ArgsAppend appends them to Exec.Args;
+	// ArgsIgnore, the default, leaves them out.
+	ProfileArgs ArgsPolicy
+	// ProfileEnv says what becomes of the environment variables a
+	// ClusterProfile's cluster lists in its extension EnvExtension (a JSON
+	// object of names and values): EnvAppendIfNotExists adds those
+	// Exec.Env does not set, EnvReplace adds them all, replacing Exec.Env's
+	// of the same names; EnvIgnore, the default, leaves them out. The
+	// variables are then in the order of their names.
+	ProfileEnv EnvPolicy
 }
+
+// The extensions of a ClusterProfile's cluster that add to the exec
+// plugin's arguments and environment, as the cluster inventory API's
+// access library reads them (with the same policies).
+const (
+	ArgsExtension = "clusterprofiles.multicluster.x-k8s.io/exec/additional-args"
+	EnvExtension  = "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs"
+)
+
+// ArgsPolicy is an AccessProvider's ProfileArgs.
+type ArgsPolicy string
+
+// The ArgsPolicy values.
+const (
+	ArgsIgnore ArgsPolicy = "Ignore"
+	ArgsAppend ArgsPolicy = "Append"
+)
+
+// EnvPolicy is an AccessProvider's ProfileEnv.
+type EnvPolicy string
+
+// The EnvPolicy values.
+const (
+	EnvIgnore            EnvPolicy = "Ignore"
+	EnvAppendIfNotExists EnvPolicy = "AppendIfNotExists"
+	EnvReplace           EnvPolicy = "Replace"
+)
 
 // Config configures a Provider.
 type Config struct {
@@ -107,6 +153,12 @@ func New(cfg Config) (*Provider, error) {
 		}
 		if p.Exec.InteractiveMode == "" {
 			cfg.Providers[i].Exec.InteractiveMode = clientcmdv1.NeverExecInteractiveMode
+		}
+		if !slices.Contains([]ArgsPolicy{"", ArgsIgnore, ArgsAppend}, p.ProfileArgs) {
+			errs = append(errs, fmt.Errorf("access provider %q: unknown ProfileArgs %q", p.Name, p.ProfileArgs))
+		}
+		if !slices.Contains([]EnvPolicy{"", EnvIgnore, EnvAppendIfNotExists, EnvReplace}, p.ProfileEnv) {
+			errs = append(errs, fmt.Errorf("access provider %q: unknown ProfileEnv %q", p.Name, p.ProfileEnv))
 		}
 		// A config that client-go refuses is refused now, not for each
 		// cluster later.
@@ -218,13 +270,51 @@ func (p *Provider) kubeconfig(u *unstructured.Unstructured) ([]byte, error) {
 }
 
 // kubeconfigFor makes a kubeconfig of cluster with provider's exec plugin
-// as its user.
+// as its user, with the arguments and environment of the cluster's
+// extensions as the provider's policies allow.
 func kubeconfigFor(cluster clientcmdv1.Cluster, provider AccessProvider) ([]byte, error) {
 	exec := provider.Exec
+	exec.Args, exec.Env = slices.Clone(exec.Args), slices.Clone(exec.Env)
+	for _, ext := range cluster.Extensions {
+		switch {
+		case ext.Name == ArgsExtension && provider.ProfileArgs == ArgsAppend:
+			var args []string
+			if err := json.Unmarshal(ext.Extension.Raw, &args); err != nil {
+				return nil, fmt.Errorf("access provider %s: extension %s: %w", provider.Name, ext.Name, err)
+			}
+			exec.Args = append(exec.Args, args...)
+		case ext.Name == EnvExtension && (provider.ProfileEnv == EnvAppendIfNotExists || provider.ProfileEnv == EnvReplace):
+			var env map[string]string
+			if err := json.Unmarshal(ext.Extension.Raw, &env); err != nil {
+				return nil, fmt.Errorf("access provider %s: extension %s: %w", provider.Name, ext.Name, err)
+			}
+			exec.Env = mergeEnv(exec.Env, env, provider.ProfileEnv == EnvReplace)
+		}
+	}
 	return json.Marshal(clientcmdv1.Config{
 		Kind: "Config", APIVersion: "v1", CurrentContext: "member",
 		Clusters:  []clientcmdv1.NamedCluster{{Name: "member", Cluster: cluster}},
 		AuthInfos: []clientcmdv1.NamedAuthInfo{{Name: provider.Name, AuthInfo: clientcmdv1.AuthInfo{Exec: &exec}}},
 		Contexts:  []clientcmdv1.NamedContext{{Name: "member", Context: clientcmdv1.Context{Cluster: "member", AuthInfo: provider.Name}}},
 	})
+}
+
+// mergeEnv adds the variables of extra to env, replacing those of the same
+// names if replace is set, and returns them in the order of their names,
+// so that the same profile always makes the same config.
+func mergeEnv(env []clientcmdv1.ExecEnvVar, extra map[string]string, replace bool) []clientcmdv1.ExecEnvVar {
+	merged := map[string]string{}
+	for _, v := range env {
+		merged[v.Name] = v.Value
+	}
+	for name, value := range extra {
+		if _, set := merged[name]; replace || !set {
+			merged[name] = value
+		}
+	}
+	out := make([]clientcmdv1.ExecEnvVar, 0, len(merged))
+	for _, name := range slices.Sorted(maps.Keys(merged)) {
+		out = append(out, clientcmdv1.ExecEnvVar{Name: name, Value: merged[name]})
+	}
+	return out
 }

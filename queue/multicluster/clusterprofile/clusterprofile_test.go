@@ -121,6 +121,73 @@ func TestProvider(t *testing.T) {
 	}
 }
 
+// The arguments and environment a ClusterProfile's cluster adds to the
+// exec plugin, by the access provider's policies.
+func TestProfileArgsAndEnv(t *testing.T) {
+	extensions := []any{
+		map[string]any{"name": clusterprofile.ArgsExtension, "extension": []any{"--region", "eu"}},
+		map[string]any{"name": clusterprofile.EnvExtension, "extension": map[string]any{"ZONE": "b", "TOKEN_FILE": "/profile"}},
+	}
+	exec := clientcmdv1.ExecConfig{Command: "plugin", APIVersion: "client.authentication.k8s.io/v1", Args: []string{"get-token"},
+		Env: []clientcmdv1.ExecEnvVar{{Name: "TOKEN_FILE", Value: "/operator"}, {Name: "AUDIENCE", Value: "fleet"}}}
+	tests := []struct {
+		name     string
+		args     clusterprofile.ArgsPolicy
+		env      clusterprofile.EnvPolicy
+		wantArgs []string
+		wantEnv  map[string]string
+	}{
+		{name: "ignored by default", wantArgs: []string{"get-token"}, wantEnv: map[string]string{"TOKEN_FILE": "/operator", "AUDIENCE": "fleet"}},
+		{name: "ignored", args: clusterprofile.ArgsIgnore, env: clusterprofile.EnvIgnore,
+			wantArgs: []string{"get-token"}, wantEnv: map[string]string{"TOKEN_FILE": "/operator", "AUDIENCE": "fleet"}},
+		{name: "appended", args: clusterprofile.ArgsAppend, env: clusterprofile.EnvAppendIfNotExists,
+			wantArgs: []string{"get-token", "--region", "eu"}, wantEnv: map[string]string{"TOKEN_FILE": "/operator", "AUDIENCE": "fleet", "ZONE": "b"}},
+		{name: "replaced", args: clusterprofile.ArgsAppend, env: clusterprofile.EnvReplace,
+			wantArgs: []string{"get-token", "--region", "eu"}, wantEnv: map[string]string{"TOKEN_FILE": "/profile", "AUDIENCE": "fleet", "ZONE": "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := profile("east", "accessProviders", map[string]string{"tokens": "https://east:6443"})
+			list, _, _ := unstructured.NestedSlice(u.Object, "status", "accessProviders")
+			list[0].(map[string]any)["cluster"].(map[string]any)["extensions"] = extensions
+			require.NoError(t, unstructured.SetNestedSlice(u.Object, list, "status", "accessProviders"))
+			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{clusterprofile.Resource: "ClusterProfileList"}, u)
+			p, err := clusterprofile.New(clusterprofile.Config{Client: client, Namespace: "fleet", Providers: []clusterprofile.AccessProvider{
+				{Name: "tokens", Exec: exec, ProfileArgs: tt.args, ProfileEnv: tt.env},
+			}})
+			require.NoError(t, err)
+			var got *rest.Config
+			m := &memberstest.Recorder{Describe: func(cfg *rest.Config) string { got = cfg; return cfg.Host }}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx, m) }()
+			require.Eventually(t, func() bool { return slices.Contains(m.Calls(), "synced") }, waitFor, time.Millisecond)
+			cancel()
+			require.NoError(t, <-done)
+			require.Equal(t, []string{"set east https://east:6443", "synced"}, m.Calls())
+			assert.Equal(t, tt.wantArgs, got.ExecProvider.Args)
+			env := map[string]string{}
+			var names []string
+			for _, v := range got.ExecProvider.Env {
+				env[v.Name] = v.Value
+				names = append(names, v.Name)
+			}
+			assert.Equal(t, tt.wantEnv, env)
+			if tt.env == clusterprofile.EnvAppendIfNotExists || tt.env == clusterprofile.EnvReplace {
+				assert.True(t, slices.IsSorted(names), "the same profile makes the same config: %v", names)
+			}
+			assert.Equal(t, []string{"get-token"}, exec.Args, "the provider's own config is left as it was")
+		})
+	}
+
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	_, err := clusterprofile.New(clusterprofile.Config{Client: client, Namespace: "fleet", Providers: []clusterprofile.AccessProvider{
+		{Name: "tokens", Exec: exec, ProfileArgs: "Prepend", ProfileEnv: "Merge"},
+	}})
+	assert.EqualError(t, err, `clusterprofile: access provider "tokens": unknown ProfileArgs "Prepend"`+"\n"+`access provider "tokens": unknown ProfileEnv "Merge"`)
+}
+
 func TestNewValidation(t *testing.T) {
 	_, err := clusterprofile.New(clusterprofile.Config{Providers: []clusterprofile.AccessProvider{{Name: "x"}}})
 	assert.EqualError(t, err, "clusterprofile: client is nil\nnamespace is empty\naccess provider \"x\" needs a name and an exec command")
