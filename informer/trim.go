@@ -280,9 +280,15 @@ func copyIdentity(kept, full metav1.Object, shared *sharedValues) {
 	kept.SetCreationTimestamp(full.GetCreationTimestamp())
 	kept.SetDeletionTimestamp(full.GetDeletionTimestamp())
 	kept.SetFinalizers(shared.strings(full.GetFinalizers()))
-	refs := full.GetOwnerReferences()
-	for i := range refs { // full is the transform's to change
-		refs[i].APIVersion, refs[i].Kind = shared.string(refs[i].APIVersion), shared.string(refs[i].Kind)
+	// full stays as it was given: a sharded cache (queue/shard) may still
+	// read the object it passed while the transform runs.
+	var refs []metav1.OwnerReference
+	if from := full.GetOwnerReferences(); from != nil {
+		refs = make([]metav1.OwnerReference, len(from))
+		for i, ref := range from {
+			ref.APIVersion, ref.Kind = shared.string(ref.APIVersion), shared.string(ref.Kind)
+			refs[i] = ref
+		}
 	}
 	kept.SetOwnerReferences(refs)
 	kept.SetManagedFields(nil)

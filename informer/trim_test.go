@@ -315,3 +315,28 @@ func TestTrimKeepsTheMergeKeyOfAList(t *testing.T) {
 		})
 	}
 }
+
+// The trim leaves the object it is given as it was, owner references
+// included, so that a sharded cache (queue/shard) may read the object it
+// passed while the informer trims it.
+func TestTrimLeavesItsInputAsItWas(t *testing.T) {
+	var inf transformOf
+	require.NoError(t, informer.Trim[*appsv1.Deployment](&inf, "spec.replicas"))
+	first := fullDeployment()
+	_, err := inf.fn(first) // its owner's API version and kind are shared from now on
+	require.NoError(t, err)
+
+	second := fullDeployment()
+	second.OwnerReferences[0].APIVersion, second.OwnerReferences[0].Kind = strings.Clone("v1"), strings.Clone("Foo")
+	apiVersion, kind := unsafe.StringData(second.OwnerReferences[0].APIVersion), unsafe.StringData(second.OwnerReferences[0].Kind)
+	before := second.DeepCopy()
+	out, err := inf.fn(second)
+	require.NoError(t, err)
+
+	assert.Equal(t, before, second)
+	assert.Same(t, apiVersion, unsafe.StringData(second.OwnerReferences[0].APIVersion), "the input's owner reference was rewritten")
+	assert.Same(t, kind, unsafe.StringData(second.OwnerReferences[0].Kind), "the input's owner reference was rewritten")
+	trimmed := out.(*appsv1.Deployment)
+	assert.Equal(t, before.OwnerReferences, trimmed.OwnerReferences)
+	assert.NotSame(t, unsafe.SliceData(second.OwnerReferences), unsafe.SliceData(trimmed.OwnerReferences))
+}
