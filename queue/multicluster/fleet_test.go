@@ -50,7 +50,8 @@ func (p *provider) Run(ctx context.Context, m multicluster.Members) error {
 type clusters struct {
 	mu      sync.Mutex
 	clients map[string]*fake.Clientset
-	built   map[string]int // clients built per cluster
+	built   map[string]int    // clients built per cluster
+	token   map[string]string // the bearer token of the last client built per cluster
 	fail    map[string]error
 	// down makes every request to a cluster fail with errDown.
 	down map[string]*atomic.Bool
@@ -98,6 +99,10 @@ func (c *clusters) newClient(name string, cfg *rest.Config) (kubernetes.Interfac
 		return nil, fmt.Errorf("config of %s for %s", cfg.Host, name)
 	}
 	c.built[name]++
+	if c.token == nil {
+		c.token = map[string]string{}
+	}
+	c.token[name] = cfg.BearerToken
 	if err := c.fail[name]; err != nil {
 		return nil, err
 	}
@@ -119,6 +124,13 @@ func (c *clusters) see(cluster string) informer.QueueFunc[cache.ObjectName] {
 		defer c.mu.Unlock()
 		c.seen[multicluster.Key{Cluster: cluster, ObjectName: name}]++
 	}
+}
+
+// tokenOf returns the bearer token of the last client built for name.
+func (c *clusters) tokenOf(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token[name]
 }
 
 func (c *clusters) builtFor(name string) int {
