@@ -27,7 +27,7 @@ import (
 
 var (
 	lifecycleSeed = flag.Uint64("fleet.lifecycle.seed", 0, "replay only this seed of TestFleetLifecycle")
-	lifecycleRuns = flag.Int("fleet.lifecycle.runs", 0, "seeds TestFleetLifecycle explores (0: 6, or 3 under the race detector)")
+	lifecycleRuns = flag.Int("fleet.lifecycle.runs", 0, "seeds TestFleetLifecycle explores (0: 20, or 6 under the race detector)")
 	lifecycleFrom = flag.Uint64("fleet.lifecycle.first", 1, "the first seed TestFleetLifecycle explores")
 )
 
@@ -50,9 +50,9 @@ func TestFleetLifecycle(t *testing.T) {
 	}
 	runs := *lifecycleRuns
 	if runs == 0 {
-		runs = 6
+		runs = 20
 		if raceEnabled {
-			runs = 3
+			runs = 6
 		}
 	}
 	for seed := *lifecycleFrom; seed < *lifecycleFrom+uint64(runs); seed++ {
@@ -127,6 +127,10 @@ func (w *lifecycleWorld) reconcile(ctx context.Context, m *member, key multiclus
 		case <-ctx.Done():
 			final <- context.Cause(ctx)
 		}
+	case key.Name == "slow-stall":
+		// Takes its time to return, cancelled or not: a drain waits
+		// for it with the informers still running.
+		<-time.After(50 * time.Millisecond)
 	case strings.HasPrefix(key.Name, "slow"):
 		// Holds its cluster for a while: drains wait for it.
 		select {
