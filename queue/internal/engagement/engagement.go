@@ -31,6 +31,11 @@
 //			e.End()
 //		}
 //	}
+//
+// An owner that stops and lets the work in flight finish first quiesces
+// its ready engagements (Quiesce: no new sub-claims, none cancelled),
+// waits for them to drain, and then ends them as usual (Leave, Drain,
+// End).
 package engagement
 
 import (
