@@ -233,7 +233,10 @@ func (e *Engagement[C]) Ready() bool {
 // told to end or drains, or the name moves; release must be called once
 // the work is over.
 func (e *Engagement[C]) Claim(ctx context.Context) (claimCtx context.Context, release func(), ok bool) {
-	if e.phase != Ready || e.closed || e.ctx.Err() != nil {
+	if e.closed { // quiesced
+		return nil, nil, false
+	}
+	if e.phase != Ready || e.ctx.Err() != nil {
 		return nil, nil, false
 	}
 	parent, releaseName := ctx, func() {}
