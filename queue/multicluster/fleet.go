@@ -97,8 +97,9 @@ type Status struct {
 // a Provider reports (and, with WithSharding, this replica owns), gives its
 // keys to the fleet's controllers once its caches have synced, and stops
 // it cleanly when it leaves. A Fleet is an operator.Controller (Run,
-// HasSynced) and the queue.Ownership of the controllers built with
-// NewController.
+// HasSynced) and a queue.Ownership (of the ready clusters' keys); the
+// controllers built with NewController are restricted by it, and hold
+// the keys of its clusters that are not ready until they are.
 type Fleet[T any] struct {
 	name     string
 	provider Provider

@@ -3,6 +3,7 @@ package multicluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -240,9 +241,12 @@ func TestShardedHasSyncedWaitsForTheMembership(t *testing.T) {
 // A reconcile cancelled because its member moved to another replica ends
 // with ErrLeft, as documented.
 func TestMovedMemberCancelsWithErrLeft(t *testing.T) {
-	w := &shardedWorld{mgmt: fake.NewClientset(), holding: map[string]string{}, hold: time.Hour, shutdown: 100 * time.Millisecond}
-	for i := range 8 {
-		w.names = append(w.names, "member-"+string(rune('0'+i)))
+	// Every member has a reconcile in flight, which holds it until
+	// cancelled: those of the members the second replica takes are
+	// cancelled by the move.
+	w := &shardedWorld{mgmt: fake.NewClientset(), holding: map[string]string{}, hold: time.Hour, shutdown: 100 * time.Millisecond, workers: 16}
+	for i := range 16 {
+		w.names = append(w.names, fmt.Sprintf("member-%02d", i))
 	}
 	w.clusters = newClusters(w.names...)
 	a := w.start(t, "a")

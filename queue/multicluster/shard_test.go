@@ -31,8 +31,10 @@ type shardedWorld struct {
 
 	// hold is how long a reconcile takes unless cancelled (default a
 	// millisecond); shutdown is the controllers' shutdown timeout
-	// (default queue.DefaultShutdownTimeout).
+	// (default queue.DefaultShutdownTimeout); workers their workers
+	// (default 4).
 	hold, shutdown time.Duration
+	workers        int
 
 	mu       sync.Mutex
 	holding  map[string]string // cluster -> replica reconciling one of its keys now
@@ -85,7 +87,11 @@ func (w *shardedWorld) start(t *testing.T, id string) *shardedReplica {
 		w.mu.Unlock()
 		return reconcile.Result{}, nil
 	}
-	queueOpts := []queue.Option{queue.WithWorkers(4)}
+	workers := w.workers
+	if workers == 0 {
+		workers = 4
+	}
+	queueOpts := []queue.Option{queue.WithWorkers(workers)}
 	if w.shutdown > 0 {
 		queueOpts = append(queueOpts, queue.WithShutdownTimeout(w.shutdown))
 	}
