@@ -15,7 +15,9 @@ import (
 
 // ReconcileFunc reconciles one key of a member cluster, given the value
 // the fleet's engage function returned for that cluster. Its context is
-// cancelled with ErrLeft if the cluster leaves meanwhile.
+// cancelled with a cause wrapping ErrLeft if the cluster leaves, moves to
+// another replica or stops answering meanwhile; at a normal stop it runs
+// on until the controller's shutdown timeout (see Fleet.Run).
 type ReconcileFunc[T any] func(ctx context.Context, cluster T, key Key) (reconcile.Result, error)
 
 // NewController returns a queue.Controller named name over the keys of f's
@@ -26,8 +28,12 @@ type ReconcileFunc[T any] func(ctx context.Context, cluster T, key Key) (reconci
 // the cluster leaves), so one failing cluster does not spend the others'
 // retry budget. The controller reconciles only the keys of the clusters
 // that are ready, and a cluster that leaves cancels its reconciles and
-// waits for them. opts are applied after these (a queue.WithRateLimiter
-// among them replaces the per-cluster one).
+// waits for them. The keys added for a cluster that is this replica's
+// member but not ready (engaging, engaged again after failed probes or
+// with new credentials), by any source, are held and queued again once
+// it is ready; those of a cluster that is no member here are dropped.
+// opts are applied after these (a queue.WithRateLimiter among them
+// replaces the per-cluster one).
 func NewController[T any](f *Fleet[T], name string, r ReconcileFunc[T], opts ...queue.Option) (*queue.Controller[Key], error) {
 	if f == nil || r == nil {
 		return nil, errors.New("multicluster: NewController needs a fleet and a reconcile function")
@@ -41,12 +47,8 @@ func NewController[T any](f *Fleet[T], name string, r ReconcileFunc[T], opts ...
 	f.onLeave = append(f.onLeave, limiter.forget)
 	f.mu.Unlock()
 	reconciler := reconcile.Func[Key](func(ctx context.Context, key Key) (reconcile.Result, error) {
-		value, ok := f.Get(key.Cluster)
-		if !ok {
-			// The claim holds the cluster: only a cluster that started
-			// to leave is not ready, and its claims are cancelled.
-			return reconcile.Result{}, fmt.Errorf("cluster %q: %w", key.Cluster, ErrLeft)
-		}
+		// The claim holds the cluster and carries its value.
+		value, _ := ctx.Value(claimedKey{}).(T)
 		start := time.Now()
 		res, err := r(ctx, value, key)
 		f.cfg.metrics.ObserveClusterReconcile(f.name, key.Cluster, time.Since(start), err != nil)
@@ -57,10 +59,31 @@ func NewController[T any](f *Fleet[T], name string, r ReconcileFunc[T], opts ...
 	if err != nil {
 		return nil, err
 	}
-	if err := ctrl.Restrict(f); err != nil {
+	if err := ctrl.Restrict(&ownership[T]{f: f, q: ctrl}); err != nil {
 		return nil, err
 	}
 	return ctrl, nil
+}
+
+// ownership is the queue.Ownership of a controller q built with
+// NewController: the Fleet's, except that q owns the keys of a cluster
+// whose keys the Fleet holds, and a key whose cluster is not ready when
+// its turn comes is held for q until the cluster is.
+type ownership[T any] struct {
+	f *Fleet[T]
+	q *queue.Controller[Key]
+}
+
+func (o *ownership[T]) Start(ctx context.Context, _ queue.Enqueuer[Key]) { <-ctx.Done() }
+
+func (o *ownership[T]) Owns(key Key) bool {
+	o.f.mu.Lock()
+	defer o.f.mu.Unlock()
+	return o.f.lockedReadyOrHeld(key.Cluster)
+}
+
+func (o *ownership[T]) Claim(ctx context.Context, key Key) (context.Context, func(), bool) {
+	return o.f.claim(ctx, key, o, o.q)
 }
 
 // perCluster is a retry rate limiter with one queue.DefaultRateLimiter per

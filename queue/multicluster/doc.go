@@ -23,7 +23,10 @@
 // function registers handlers (tagging their keys with the cluster through
 // Cluster.Queue) and returns what the reconciler needs of the cluster, and
 // the cluster's informers are started. Its keys run only once its caches
-// have synced; keys its handlers produce before that are held, not lost.
+// have synced; keys its handlers produce before that are held, not lost,
+// as are the keys added to a controller of NewController meanwhile, and
+// the same whenever the cluster is not ready again (engaged again after
+// failed probes, or with new credentials).
 // A cluster that leaves, or whose config changes, is stopped: its waiting
 // keys are dropped when their turn comes, the contexts of its reconciles
 // in flight are cancelled (with ErrLeft) and awaited, and only then are
@@ -31,6 +34,11 @@
 // cluster that cannot be engaged (unreachable, refusing the credentials,
 // caches not synced within WithSyncTimeout) is retried with a backoff and
 // reported by Status and Metrics, while the others go on.
+//
+// A stop of the Fleet drains: no reconcile starts any more, and those in
+// flight run on until their controller's shutdown timeout
+// (queue.WithShutdownTimeout) cancels them; the clusters' informers are
+// shut down once they have returned.
 //
 // # Fairness
 //
@@ -46,11 +54,12 @@
 // package queue/shard assigns every cluster name to one live replica, and
 // a replica engages only its own clusters, so the memory of the caches
 // divides with the replicas. A cluster moving to another replica is
-// stopped here (its reconciles cancelled and awaited) before the other
-// replica may engage it, and each reconcile holds a claim on its
-// cluster's name too, so that a replica paused past its Lease starts none
-// in a cluster it may have lost: two replicas never reconcile one cluster
-// at once. The seeded simulation of package queue/shard runs the Fleet's
+// stopped here (its reconciles cancelled with ErrLeft and awaited)
+// before the other replica may engage it, and each reconcile holds a
+// claim on its cluster's name too, so that a replica paused past its
+// Lease starts none in a cluster it may have lost: two replicas never
+// reconcile one cluster at once. HasSynced waits for the membership's
+// first view and the first attempt of each member this replica owns. The seeded simulation of package queue/shard runs the Fleet's
 // rules of engagement (when a cluster is engaged, ready, drained and
 // released) under faults and checks exactly that.
 package multicluster

@@ -22,8 +22,16 @@ import (
 )
 
 // ErrLeft is the cause of the context of a reconcile cancelled because its
-// cluster left the fleet or this replica, or changed credentials.
+// cluster left the fleet, moved to another replica (then wrapping the
+// shard's own cause), changed credentials or stopped answering its probes:
+// errors.Is(context.Cause(ctx), ErrLeft) holds. A normal stop of the
+// Fleet cancels no reconcile itself: the controllers cancel theirs after
+// their shutdown timeout, with their own cause.
 var ErrLeft = errors.New("the cluster left")
+
+// errStopping fails an attempt that would make a cluster ready while the
+// Fleet stops.
+var errStopping = errors.New("the fleet stops")
 
 // Cluster is one member cluster while a Fleet holds it. Its informers run
 // and its recorder writes events as long as the Fleet holds the cluster.
@@ -53,14 +61,14 @@ func (c *Cluster) AddInformers(f informer.Factory) { c.factories = append(c.fact
 // Queue returns a queue for the handlers of the cluster's informers that
 // passes their keys to q as Keys of this cluster, as in
 // informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(ctrl)). Keys that arrive before the cluster's caches have synced are held and
-// passed on once they have, so no key of the initial list is lost; keys
-// that arrive after the cluster left are dropped.
+// passed on once they have, so no key of the initial list is lost. The
+// same holds whenever the cluster is not ready while it is this replica's
+// member: engaged again after failed probes, or with new credentials (the
+// keys of its deleted objects, which the next list does not show, are
+// kept too). Keys that arrive after the cluster left (or moved to
+// another replica), or once the Fleet stops, are dropped.
 func (c *Cluster) Queue(q informer.Queue[Key]) informer.Queue[cache.ObjectName] {
-	cq := &clusterQueue{m: c.m, q: q, pending: map[cache.ObjectName]bool{}}
-	c.m.mu.Lock()
-	c.m.queues = append(c.m.queues, cq)
-	c.m.mu.Unlock()
-	return cq
+	return newClusterQueue(c.m, q)
 }
 
 // EngageFunc prepares a joining cluster: it registers handlers on the
@@ -89,8 +97,9 @@ type Status struct {
 // a Provider reports (and, with WithSharding, this replica owns), gives its
 // keys to the fleet's controllers once its caches have synced, and stops
 // it cleanly when it leaves. A Fleet is an operator.Controller (Run,
-// HasSynced) and the queue.Ownership of the controllers built with
-// NewController.
+// HasSynced) and a queue.Ownership (of the ready clusters' keys); the
+// controllers built with NewController are restricted by it, and hold
+// the keys of its clusters that are not ready until they are.
 type Fleet[T any] struct {
 	name     string
 	provider Provider
@@ -104,7 +113,9 @@ type Fleet[T any] struct {
 	// set holds the engagements of the members wanted (what the Provider
 	// reports) and, if sharded, owned: the rules of when a cluster may
 	// be engaged and its keys reconciled are set's.
-	set       *engagement.Set[*rest.Config]
+	set *engagement.Set[*rest.Config]
+	// keys holds the keys of the clusters that are not ready.
+	keys      *keeper
 	members   map[string]*member // one per engagement set holds
 	synced    bool               // the Provider reported its first list
 	tried     map[string]bool    // members tried at least once, until hasSynced
@@ -122,12 +133,19 @@ type member struct {
 	name string
 	e    *engagement.Engagement[*rest.Config]
 	mu   *sync.Mutex // the Fleet's
+	keys *keeper     // the Fleet's
 	// done is closed when the goroutine running the engagement returns.
 	done   chan struct{}
 	value  any
-	queues []*clusterQueue
 	status Status
+	// stopProbe ends the probes of the ready cluster, when the Fleet
+	// stops; nil while the cluster is not ready.
+	stopProbe context.CancelFunc
 }
+
+// lockedReady reports whether m is ready and not told to leave: its keys
+// pass straight to their queues. The Fleet's mu is held.
+func (m *member) lockedReady() bool { return m.e.Phase() == engagement.Ready && !m.e.Leaving() }
 
 var _ queue.Ownership[Key] = (*Fleet[struct{}])(nil)
 
@@ -164,6 +182,7 @@ func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (
 		claimer = f.gate
 	}
 	f.set = engagement.New(claimer, sameConfig, ErrLeft)
+	f.keys = &keeper{set: f.set, gate: f.gate}
 	return f, nil
 }
 
@@ -171,9 +190,13 @@ func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (
 func (f *Fleet[T]) Name() string { return f.name }
 
 // Run runs the Provider and holds the member clusters until ctx ends; then
-// it stops every cluster (cancelling their reconciles and waiting for
-// them) and returns. It returns the Provider's error if the Provider
-// fails. A Fleet runs once.
+// it stops every cluster and returns. A stop drains: no reconcile starts
+// any more, those in flight run on undisturbed (their controllers cancel
+// them once their shutdown timeout has passed, see queue.WithShutdownTimeout)
+// and Run waits for them before it shuts the clusters' informers down.
+// Only a cluster that leaves or moves meanwhile has its reconciles
+// cancelled at once, with ErrLeft. It returns the Provider's error if the
+// Provider fails. A Fleet runs once.
 func (f *Fleet[T]) Run(ctx context.Context) error {
 	f.mu.Lock()
 	if f.started {
@@ -185,6 +208,10 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("fleet", f.name)
 	ctx = klog.NewContext(ctx, logger)
 
+	// The engagements outlive ctx: a stop lets their reconciles finish
+	// before it ends them.
+	engageCtx, cancelEngagements := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelEngagements()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -206,7 +233,7 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 				provided = nil // it had nothing more to report
 			}
 		case <-f.kick:
-			f.converge(ctx)
+			f.converge(engageCtx)
 		}
 	}
 	cancel(nil)
@@ -223,8 +250,9 @@ func (f *Fleet[T]) converge(ctx context.Context) {
 	defer f.mu.Unlock()
 	started, forgotten := f.set.Converge(ctx)
 	f.forget(forgotten)
+	f.keys.lockedPrune()
 	for _, e := range started {
-		m := &member{name: e.Name(), e: e, mu: &f.mu, done: make(chan struct{})}
+		m := &member{name: e.Name(), e: e, mu: &f.mu, keys: f.keys, done: make(chan struct{})}
 		f.members[m.name] = m
 		go f.runMember(m)
 	}
@@ -260,7 +288,18 @@ func (f *Fleet[T]) runMember(m *member) {
 		if err == nil {
 			logger.Info("Cluster engaged")
 			delay = f.cfg.retryBase
-			err = f.probe(ctx, client)
+			probeCtx, stopProbe := context.WithCancel(ctx)
+			f.mu.Lock()
+			m.stopProbe = stopProbe
+			if f.keys.stopping {
+				stopProbe()
+			}
+			f.mu.Unlock()
+			err = f.probe(probeCtx, client)
+			f.mu.Lock()
+			m.stopProbe = nil
+			f.mu.Unlock()
+			stopProbe()
 		}
 		if f.disengage(m, stop) {
 			f.end(m)
@@ -345,9 +384,6 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 		for _, fac := range cl.factories {
 			fac.Shutdown()
 		}
-		f.mu.Lock()
-		m.queues = nil
-		f.mu.Unlock()
 	}
 	cl.Client, err = f.cfg.newClient(m.name, cl.Config)
 	switch {
@@ -379,22 +415,20 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 		}
 	}
 	f.mu.Lock()
-	if !m.e.Ready() {
+	if f.keys.stopping || !m.e.Ready() {
 		f.mu.Unlock()
-		return stop, nil, context.Cause(ctx)
+		if err := context.Cause(ctx); err != nil {
+			return stop, nil, err
+		}
+		return stop, nil, errStopping
 	}
 	m.value = value
 	m.status = Status{Ready: true, Since: time.Now()}
-	var flushes []func()
-	for _, q := range m.queues {
-		flushes = append(flushes, q.held())
-	}
+	release := f.keys.lockedTake(m.name)
 	f.mu.Unlock()
 	// Outside the lock: the controllers ask the Fleet whether it owns
 	// each key.
-	for _, flush := range flushes {
-		flush()
-	}
+	release()
 	f.cfg.metrics.SetClusterReady(f.name, m.name, true)
 	f.markTried(m.name)
 	return stop, cl.Client, nil
@@ -403,9 +437,19 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 // disengage stops m: no new claims, its reconciles cancelled and waited
 // for, then its informers shut down (stop). It reports whether this was
 // the last time (the member's context ended): the member must then end;
-// otherwise it is engaged again later.
+// otherwise it is engaged again later. When the Fleet stops, the
+// reconciles are not cancelled but awaited (their controllers cancel them
+// after their shutdown timeout), unless the member leaves meanwhile, and
+// this is the last time.
 func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	f.mu.Lock()
+	if f.keys.stopping && !m.e.Leaving() {
+		quiesced := m.e.Quiesce()
+		f.mu.Unlock()
+		<-quiesced
+		f.mu.Lock()
+		m.e.Leave()
+	}
 	drained, final := m.e.Drain()
 	m.status.Ready = false
 	m.status.Since = time.Now()

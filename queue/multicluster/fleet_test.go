@@ -50,20 +50,24 @@ func (p *provider) Run(ctx context.Context, m multicluster.Members) error {
 type clusters struct {
 	mu      sync.Mutex
 	clients map[string]*fake.Clientset
-	built   map[string]int // clients built per cluster
+	built   map[string]int    // clients built per cluster
+	token   map[string]string // the bearer token of the last client built per cluster
 	fail    map[string]error
 	// down makes every request to a cluster fail with errDown.
 	down map[string]*atomic.Bool
 	// hold, when set for a cluster, keeps its client from being built
 	// until it is closed.
 	hold map[string]chan struct{}
+	// seen counts, per cluster, the events its informers delivered for
+	// each object (a handler of its own beside the controller's).
+	seen map[multicluster.Key]int
 }
 
 var errDown = errors.New("connection refused")
 
 func newClusters(names ...string) *clusters {
 	c := &clusters{clients: map[string]*fake.Clientset{}, built: map[string]int{}, fail: map[string]error{}, down: map[string]*atomic.Bool{},
-		hold: map[string]chan struct{}{}}
+		hold: map[string]chan struct{}{}, seen: map[multicluster.Key]int{}}
 	for _, name := range names {
 		client := fake.NewClientset(configMap("app", "settings", name))
 		down := &atomic.Bool{}
@@ -95,10 +99,38 @@ func (c *clusters) newClient(name string, cfg *rest.Config) (kubernetes.Interfac
 		return nil, fmt.Errorf("config of %s for %s", cfg.Host, name)
 	}
 	c.built[name]++
+	if c.token == nil {
+		c.token = map[string]string{}
+	}
+	c.token[name] = cfg.BearerToken
 	if err := c.fail[name]; err != nil {
 		return nil, err
 	}
 	return c.clients[name], nil
+}
+
+// saw reports how many events cluster's informers delivered for the
+// object namespace/name.
+func (c *clusters) saw(cluster, namespace, name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seen[multicluster.Key{Cluster: cluster, ObjectName: cacheName(namespace, name)}]
+}
+
+// see is the informer.Queue of the handler that counts events.
+func (c *clusters) see(cluster string) informer.QueueFunc[cache.ObjectName] {
+	return func(name cache.ObjectName) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.seen[multicluster.Key{Cluster: cluster, ObjectName: name}]++
+	}
+}
+
+// tokenOf returns the bearer token of the last client built for name.
+func (c *clusters) tokenOf(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token[name]
 }
 
 func (c *clusters) builtFor(name string) int {
@@ -141,6 +173,9 @@ func startFleetWith(t *testing.T, c *clusters, r multicluster.ReconcileFunc[*mem
 	engage := func(ctx context.Context, cl *multicluster.Cluster) (*member, error) {
 		cms := cl.Informers.Core().V1().ConfigMaps()
 		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(ctrl)), cache.HandlerOptions{}); err != nil {
+			return nil, err
+		}
+		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](c.see(cl.Name)), cache.HandlerOptions{}); err != nil {
 			return nil, err
 		}
 		return &member{name: cl.Name, client: cl.Client, configMaps: cms.Lister()}, nil

@@ -2,6 +2,8 @@ package multicluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -30,6 +32,7 @@ func (m members[T]) Delete(name string) {
 	f := m.f
 	f.mu.Lock()
 	f.set.Unwant(name)
+	f.keys.lockedPrune()
 	f.mu.Unlock()
 	signal(f.kick)
 }
@@ -83,9 +86,20 @@ func (f *Fleet[T]) markTried(name string) {
 // HasSynced reports whether the Provider has reported its first list of
 // members and every one of them that is still a member, and this
 // replica's, has been tried once (engaged, or failed): a cluster that
-// cannot be reached does not keep the operator from being ready. Once
-// true, it stays true.
+// cannot be reached does not keep the operator from being ready. With
+// WithSharding, which members are this replica's is known only once its
+// membership has synced (shard.Membership.HasSynced): until then
+// HasSynced is false. Once true, it stays true.
 func (f *Fleet[T]) HasSynced() bool {
+	f.mu.Lock()
+	latched := f.hasSynced
+	f.mu.Unlock()
+	if latched {
+		return true
+	}
+	if m := f.cfg.membership; m != nil && !m.HasSynced() {
+		return false
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.hasSynced {
@@ -151,53 +165,124 @@ func (f *Fleet[T]) Clusters() []string {
 }
 
 // Owns reports whether the key's cluster is ready here (queue.Ownership).
+// A controller restricted with the Fleet itself therefore drops the keys
+// of a cluster that is not ready; the controllers of NewController hold
+// them instead, until it is.
 func (f *Fleet[T]) Owns(key Key) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := f.members[key.Cluster]
-	return m != nil && m.e.Phase() == engagement.Ready
+	return m != nil && m.lockedReady()
 }
 
 // Claim holds the key's cluster for one reconcile (queue.Ownership), if
 // the cluster is ready here and, when sharded, still this replica's: the
 // cluster does not finish leaving until release is called, and claimCtx
-// is cancelled with ErrLeft when it starts to (or, sharded, when the
-// cluster moves to another replica).
+// is cancelled with a cause wrapping ErrLeft when it starts to leave or
+// stops answering (or, sharded, when the cluster moves to another
+// replica). A stop of the Fleet does not cancel it: ctx's own
+// cancellation does.
 func (f *Fleet[T]) Claim(ctx context.Context, key Key) (claimCtx context.Context, release func(), ok bool) {
+	return f.claim(ctx, key, nil, nil)
+}
+
+// claim is Claim for a controller q that the keys of a cluster that is
+// engaging are held for (none if q is nil), filed under token. The claim's
+// context carries the cluster's value (claimedValue).
+func (f *Fleet[T]) claim(ctx context.Context, key Key, token any, q queue.Enqueuer[Key]) (context.Context, func(), bool) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	m := f.members[key.Cluster]
-	if m == nil {
-		return nil, nil, false
+	if m != nil {
+		if sub, rel, ok := m.e.Claim(ctx); ok {
+			value := m.value
+			f.mu.Unlock()
+			return f.claimContext(ctx, sub, rel, value)
+		}
 	}
-	claimCtx, rel, ok := m.e.Claim(ctx)
-	if !ok {
-		return nil, nil, false
+	retry := false
+	if q != nil {
+		if m != nil && m.lockedReady() && !f.keys.stopping {
+			// Ready, but its shard refuses claims for now (its view
+			// ran out): the key is tried again later.
+			retry = true
+		} else {
+			f.keys.lockedHold(key.Cluster, token, q, key.ObjectName, false)
+		}
 	}
-	return claimCtx, func() {
+	f.mu.Unlock()
+	if retry {
+		q.AddAfter(key, claimRetryDelay)
+	}
+	return nil, nil, false
+}
+
+// claimRetryDelay is how long a key waits when its cluster is ready but
+// its shard refused the claim.
+const claimRetryDelay = time.Second
+
+// claimedKey is the context key of the value of the claimed cluster.
+type claimedKey struct{}
+
+// claimContext returns the context of a reconcile under the sub-claim sub
+// of ctx, and its release: a context of ctx that carries value, and that
+// is cancelled when sub is, for another reason than ctx's end, with a
+// cause wrapping ErrLeft (the shard's cause of a cluster that moved is
+// its own).
+func (f *Fleet[T]) claimContext(ctx, sub context.Context, rel func(), value any) (context.Context, func(), bool) {
+	claimCtx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(sub, func() {
+		if ctx.Err() != nil {
+			return // claimCtx ends with ctx, with ctx's cause
+		}
+		cause := context.Cause(sub)
+		if !errors.Is(cause, ErrLeft) {
+			cause = fmt.Errorf("%w: %w", ErrLeft, cause)
+		}
+		cancel(cause)
+	})
+	return context.WithValue(claimCtx, claimedKey{}, value), func() {
+		stop()
+		cancel(context.Canceled)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		rel()
 	}, true
 }
 
+// lockedReadyOrHeld reports whether cluster is ready here or its keys are
+// held until it is. The Fleet's mu is held.
+func (f *Fleet[T]) lockedReadyOrHeld(cluster string) bool {
+	m := f.members[cluster]
+	return (m != nil && m.lockedReady()) || f.keys.lockedHolds(cluster)
+}
+
 // Start waits for ctx to end (queue.Ownership): a cluster's keys reach the
 // controller through the queues of Cluster.Queue.
 func (f *Fleet[T]) Start(ctx context.Context, _ queue.Enqueuer[Key]) { <-ctx.Done() }
 
-// stopAll stops every cluster and waits until each has stopped.
+// stopAll stops every cluster and waits until each has stopped: the
+// clusters that are not ready at once, the ready ones once their
+// reconciles in flight have returned (see disengage).
 func (f *Fleet[T]) stopAll() {
 	f.mu.Lock()
-	f.set.CancelAll()
+	f.keys.stopping = true
+	f.keys.held = nil
 	ms := make([]*member, 0, len(f.members))
 	for _, m := range f.members {
 		ms = append(ms, m)
+		switch {
+		case !m.lockedReady():
+			m.e.Leave()
+		case m.stopProbe != nil:
+			m.stopProbe()
+		}
 	}
 	f.mu.Unlock()
 	for _, m := range ms {
 		<-m.done
 	}
 	f.mu.Lock()
+	f.set.CancelAll()
 	f.forget(f.set.Forget())
 	f.mu.Unlock()
 }

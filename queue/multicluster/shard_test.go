@@ -29,9 +29,17 @@ type shardedWorld struct {
 	clusters *clusters
 	names    []string
 
+	// hold is how long a reconcile takes unless cancelled (default a
+	// millisecond); shutdown is the controllers' shutdown timeout
+	// (default queue.DefaultShutdownTimeout); workers their workers
+	// (default 4).
+	hold, shutdown time.Duration
+	workers        int
+
 	mu       sync.Mutex
 	holding  map[string]string // cluster -> replica reconciling one of its keys now
 	overlaps []string
+	causes   []error // of the reconciles cancelled
 }
 
 type shardedReplica struct {
@@ -61,9 +69,16 @@ func (w *shardedWorld) start(t *testing.T, id string) *shardedReplica {
 		}
 		w.holding[key.Cluster] = id
 		w.mu.Unlock()
+		hold := w.hold
+		if hold == 0 {
+			hold = time.Millisecond
+		}
 		select {
-		case <-time.After(time.Millisecond):
+		case <-time.After(hold):
 		case <-ctx.Done():
+			w.mu.Lock()
+			w.causes = append(w.causes, context.Cause(ctx))
+			w.mu.Unlock()
 		}
 		w.mu.Lock()
 		if w.holding[key.Cluster] == id {
@@ -72,7 +87,15 @@ func (w *shardedWorld) start(t *testing.T, id string) *shardedReplica {
 		w.mu.Unlock()
 		return reconcile.Result{}, nil
 	}
-	ctrl, err = multicluster.NewController(fleet, "copier", r, queue.WithWorkers(4))
+	workers := w.workers
+	if workers == 0 {
+		workers = 4
+	}
+	queueOpts := []queue.Option{queue.WithWorkers(workers)}
+	if w.shutdown > 0 {
+		queueOpts = append(queueOpts, queue.WithShutdownTimeout(w.shutdown))
+	}
+	ctrl, err = multicluster.NewController(fleet, "copier", r, queueOpts...)
 	require.NoError(t, err)
 	// Every 50ms, every key of every cluster: keys of clusters this
 	// replica does not hold are dropped.

@@ -31,6 +31,11 @@
 //			e.End()
 //		}
 //	}
+//
+// An owner that stops and lets the work in flight finish first quiesces
+// its ready engagements (Quiesce: no new sub-claims, none cancelled),
+// waits for them to drain, and then ends them as usual (Leave, Drain,
+// End).
 package engagement
 
 import (
@@ -179,6 +184,7 @@ type Engagement[C any] struct {
 	phase   Phase
 	leaving bool
 	final   bool
+	closed  bool // Quiesce: no new sub-claim
 	subs    map[*sub]struct{}
 	drained chan struct{} // closed when the last sub-claim is released
 }
@@ -201,7 +207,7 @@ func (e *Engagement[C]) Context() context.Context { return e.ctx }
 func (e *Engagement[C]) Phase() Phase { return e.phase }
 
 // Leaving reports whether the engagement was told to end: by Converge,
-// CancelAll, or a claim that moved.
+// CancelAll, Leave, or a claim that moved.
 func (e *Engagement[C]) Leaving() bool { return e.leaving || e.ctx.Err() != nil }
 
 // Final reports whether the engagement has drained for the last time: it
@@ -212,7 +218,7 @@ func (e *Engagement[C]) Final() bool { return e.final || e.phase == Ended }
 // reports false, and changes nothing, if the engagement's context has
 // ended (it must then be drained and ended) or it is not engaging.
 func (e *Engagement[C]) Ready() bool {
-	if e.phase != Engaging || e.final || e.ctx.Err() != nil {
+	if e.phase != Engaging || e.final || e.closed || e.ctx.Err() != nil {
 		return false
 	}
 	e.phase = Ready
@@ -220,13 +226,16 @@ func (e *Engagement[C]) Ready() bool {
 }
 
 // Claim grants a sub-claim for one piece of work in the engagement while
-// it is ready and its context has not ended and, with a Claimer, only if
+// it is ready, not quiesced and its context has not ended and, with a Claimer, only if
 // the Claimer grants a claim on the name for as long as the sub-claim
 // lasts: work never starts under a claim on the name that may have run
 // out (after a pause, say). claimCtx is cancelled when the engagement is
 // told to end or drains, or the name moves; release must be called once
 // the work is over.
 func (e *Engagement[C]) Claim(ctx context.Context) (claimCtx context.Context, release func(), ok bool) {
+	if e.closed { // quiesced
+		return nil, nil, false
+	}
 	if e.phase != Ready || e.ctx.Err() != nil {
 		return nil, nil, false
 	}
@@ -268,16 +277,37 @@ func (e *Engagement[C]) Drain() (drained <-chan struct{}, final bool) {
 	for s := range e.subs {
 		s.cancel(e.set.cause)
 	}
+	return e.whenDrained(), e.final
+}
+
+// Quiesce makes the engagement grant no more sub-claims and never be
+// ready again, without cancelling the sub-claims it granted: as when its
+// owner stops and lets the work in flight finish. drained is closed once
+// all of them have been released. The engagement is then ended as any
+// other: Leave, Drain, End. Its phase does not change, so a ready
+// engagement still reports Ready while its work finishes.
+func (e *Engagement[C]) Quiesce() (drained <-chan struct{}) {
+	e.closed = true
+	return e.whenDrained()
+}
+
+// whenDrained returns a channel closed once no sub-claim is held.
+func (e *Engagement[C]) whenDrained() <-chan struct{} {
 	if len(e.subs) == 0 {
 		ch := make(chan struct{})
 		close(ch)
-		return ch, e.final
+		return ch
 	}
 	if e.drained == nil {
 		e.drained = make(chan struct{})
 	}
-	return e.drained, e.final
+	return e.drained
 }
+
+// Leave tells the engagement to end, as Converge does for a name no
+// longer wanted: its context and those of its sub-claims are cancelled
+// with the Set's cause.
+func (e *Engagement[C]) Leave() { e.leave() }
 
 // End ends the engagement: its context is cancelled, its claim on the
 // name is released once its last sub-claim is (at once when it was

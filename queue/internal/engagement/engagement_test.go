@@ -234,3 +234,44 @@ func TestCancelAll(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, s.Forget())
 	assert.Empty(t, s.Forget())
 }
+
+// A quiesced engagement grants no more work and is never ready again, but
+// lets the work in flight finish: nothing is cancelled until it is told
+// to leave.
+func TestQuiesce(t *testing.T) {
+	c := newClaimer("east")
+	s := engagement.New[string](c, same, errLeft)
+	s.Want("east", "v1")
+	started, _ := s.Converge(context.Background())
+	e := started[0]
+	require.True(t, e.Ready())
+	work, release, ok := e.Claim(context.Background())
+	require.True(t, ok)
+
+	quiesced := e.Quiesce()
+	assert.Equal(t, engagement.Ready, e.Phase(), "still ready while its work finishes")
+	assert.NoError(t, work.Err(), "the work in flight is not cancelled")
+	assert.NoError(t, e.Context().Err())
+	_, _, ok = e.Claim(context.Background())
+	assert.False(t, ok, "no new work once quiesced")
+	select {
+	case <-quiesced:
+		t.Fatal("quiesced before the work in flight was released")
+	default:
+	}
+	release()
+	<-quiesced
+	_, final := e.Drain()
+	assert.False(t, final)
+	assert.False(t, e.Ready(), "never ready again once quiesced")
+
+	e.Leave()
+	assert.True(t, e.Leaving())
+	assert.ErrorIs(t, context.Cause(e.Context()), errLeft)
+	drained, final := e.Drain()
+	<-drained
+	assert.True(t, final)
+	e.End()
+	assert.Equal(t, 0, c.held["east"])
+	<-e.Quiesce() // at once without work
+}
