@@ -321,7 +321,12 @@ const (
 	probeTimeout  = 10 * time.Second
 )
 
-// probeOnce asks for the cluster's version, within timeout.
+// probeOnce asks for the cluster's version, within timeout. The request
+// goes through the member's own transport (its address, credentials and
+// connections) but not through its client-side rate limiter, which the
+// member's reconciles share: a member whose reconciles keep the limiter
+// busy still answers its probes, and only a member that does not answer
+// fails them.
 func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -331,7 +336,7 @@ func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Du
 		_, err := client.Discovery().ServerVersion()
 		return err
 	}
-	return rc.Get().AbsPath("/version").Do(ctx).Error()
+	return rc.Get().Throttle(nil).AbsPath("/version").Do(ctx).Error()
 }
 
 // attempt builds the cluster's clients, calls engage, starts the informers

@@ -94,8 +94,12 @@ func WithRetryBackoff(base, max time.Duration) Option {
 // WithProbeInterval sets how often an engaged cluster is asked for its
 // version. After three failed probes in a row the cluster is stopped (its
 // reconciles cancelled, its keys held) and engaged again with the retry
-// backoff, reported by Status meanwhile. Default DefaultProbeInterval; d
-// must be positive.
+// backoff, reported by Status meanwhile. Each probe may take the interval,
+// at most ten seconds, and goes through the cluster's client but not
+// through its client-side rate limiter (the QPS and Burst of its config):
+// a cluster whose reconciles keep that limiter busy is not taken for one
+// that stopped answering. Default DefaultProbeInterval; d must be
+// positive.
 func WithProbeInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
