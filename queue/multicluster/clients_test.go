@@ -3,6 +3,7 @@ package multicluster_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,5 +162,30 @@ func TestClientConstructorSyncTimeout(t *testing.T) {
 	assert.ErrorIs(t, st.Err, context.DeadlineExceeded)
 	assert.True(t, f.fleet.HasSynced(), "a member whose client could not be built was tried")
 	f.ready(t, "hung")
+	assert.NoError(t, f.stop(t, waitFor))
+}
+
+// A client constructor that panics fails the attempt, which is retried;
+// the process and the other members go on.
+func TestClientConstructorPanics(t *testing.T) {
+	c := newClusters("a", "b")
+	var calls atomic.Int32
+	newClient := func(ctx context.Context, name string, cfg *rest.Config) (kubernetes.Interface, error) {
+		if name == "b" && calls.Add(1) == 1 {
+			panic("no client for b")
+		}
+		return c.newClient(ctx, name, cfg)
+	}
+	metrics := &fleetMetrics{}
+	f := runFleet(t, clientOnly, reconcileNothing, multicluster.WithClients(newClient), multicluster.WithMetrics(metrics))
+	f.members.Set("a", c.config("a"))
+	f.members.Set("b", c.config("b"))
+	f.members.Synced()
+	f.ready(t, "a")
+	f.ready(t, "b")
+	st, _ := f.fleet.Status("b")
+	assert.Zero(t, st.Failures, "b is ready")
+	assert.Equal(t, 1, metrics.failures("b"), "the attempt that panicked failed")
+	assert.Equal(t, int32(2), calls.Load(), "the attempt that panicked was retried")
 	assert.NoError(t, f.stop(t, waitFor))
 }
