@@ -132,8 +132,9 @@ func WithResync(d time.Duration) Option {
 // the cluster leaves, its config changes, it moves to another replica or
 // the Fleet stops, and when the sync timeout (WithSyncTimeout) has
 // passed: a constructor that talks to the cluster (discovery, a
-// credentials exchange) must return once ctx ends. An error it returns, a nil client or a panic fails the attempt,
-// which is retried after the backoff.
+// credentials exchange) must return once ctx ends. An error it returns,
+// a nil client or a panic fails the attempt, which is retried after the
+// backoff.
 //
 // What is guaranteed if it does not return: a cluster that leaves, changes
 // or moves stops at once, without waiting for it (whatever it returns
