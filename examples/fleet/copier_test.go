@@ -46,7 +46,7 @@ func (w *world) member(name string) *fake.Clientset {
 
 // client is the fleet's client constructor: a member without a fake is
 // unreachable.
-func (w *world) client(name string, _ *rest.Config) (kubernetes.Interface, error) {
+func (w *world) client(_ context.Context, name string, _ *rest.Config) (kubernetes.Interface, error) {
 	if c := w.member(name); c != nil {
 		return c, nil
 	}

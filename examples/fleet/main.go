@@ -100,7 +100,7 @@ func (o *options) runOperator(ctx context.Context) error {
 	fleetOpts := []multicluster.Option{
 		multicluster.WithMetrics(o.Metrics()),
 		multicluster.WithProbeInterval(o.probeInterval),
-		multicluster.WithClients(func(_ string, member *rest.Config) (kubernetes.Interface, error) {
+		multicluster.WithClients(func(_ context.Context, _ string, member *rest.Config) (kubernetes.Interface, error) {
 			member = rest.CopyConfig(member)
 			member.UserAgent = userAgent
 			return kubernetes.NewForConfig(member)

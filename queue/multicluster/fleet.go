@@ -105,6 +105,9 @@ type Fleet[T any] struct {
 	provider Provider
 	engage   EngageFunc[T]
 	cfg      config
+	// building counts the client constructors running (buildClient),
+	// which Run waits for at most cfg.clientWait.
+	building sync.WaitGroup
 	gate     *shard.Gate[string] // nil without sharding
 
 	// mu guards everything below, the engagements of set and the members'
@@ -154,7 +157,10 @@ var _ queue.Ownership[Key] = (*Fleet[struct{}])(nil)
 // prepared by engage.
 func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (*Fleet[T], error) {
 	c := config{metrics: noopMetrics{}, syncTimeout: DefaultSyncTimeout, retryBase: DefaultRetryBaseDelay, retryMax: DefaultRetryMaxDelay, probeInterval: DefaultProbeInterval,
-		newClient: func(_ string, cfg *rest.Config) (kubernetes.Interface, error) { return kubernetes.NewForConfig(cfg) }}
+		newClient: func(_ context.Context, _ string, cfg *rest.Config) (kubernetes.Interface, error) {
+			return kubernetes.NewForConfig(cfg)
+		},
+		clientWait: clientStopTimeout}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&c)
@@ -196,7 +202,9 @@ func (f *Fleet[T]) Name() string { return f.name }
 // and Run waits for them before it shuts the clusters' informers down.
 // Only a cluster that leaves or moves meanwhile has its reconciles
 // cancelled at once, with ErrLeft. It returns the Provider's error if the
-// Provider fails. A Fleet runs once.
+// Provider fails, and an error if a client constructor (WithClients) still
+// ran five seconds after the clusters stopped: Run does not wait longer for
+// one that ignores its context. A Fleet runs once.
 func (f *Fleet[T]) Run(ctx context.Context) error {
 	f.mu.Lock()
 	if f.started {
@@ -239,7 +247,7 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 	cancel(nil)
 	f.stopAll()
 	wg.Wait()
-	return err
+	return errors.Join(err, f.awaitClients(ctx))
 }
 
 // converge starts the clusters that are wanted and owned and not running,
@@ -360,7 +368,12 @@ const (
 	probeTimeout  = 10 * time.Second
 )
 
-// probeOnce asks for the cluster's version, within timeout.
+// probeOnce asks for the cluster's version, within timeout. The request
+// goes through the member's own transport (its address, credentials and
+// connections) but not through its client-side rate limiter, which the
+// member's reconciles share: a member whose reconciles keep the limiter
+// busy still answers its probes, and only a member that does not answer
+// fails them.
 func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -370,7 +383,7 @@ func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Du
 		_, err := client.Discovery().ServerVersion()
 		return err
 	}
-	return rc.Get().AbsPath("/version").Do(ctx).Error()
+	return rc.Get().Throttle(nil).AbsPath("/version").Do(ctx).Error()
 }
 
 // attempt builds the cluster's clients, calls engage, starts the informers
@@ -385,7 +398,7 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 			fac.Shutdown()
 		}
 	}
-	cl.Client, err = f.cfg.newClient(m.name, cl.Config)
+	cl.Client, err = f.buildClient(ctx, m.name, cl.Config)
 	switch {
 	case err != nil:
 		return stop, nil, fmt.Errorf("client: %w", err)
@@ -432,6 +445,64 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	f.cfg.metrics.SetClusterReady(f.name, m.name, true)
 	f.markTried(m.name)
 	return stop, cl.Client, nil
+}
+
+// clientStopTimeout is how long Run waits, once every cluster has
+// stopped, for client constructors that are still running.
+const clientStopTimeout = 5 * time.Second
+
+// buildClient calls the client constructor on a goroutine of its own, with
+// a context that ends with ctx (the member's) or after the sync timeout,
+// and returns what it returns. Once ctx has ended it returns ctx's cause
+// at once: a constructor that ignores its context does not keep the
+// member from stopping; what it returns later is dropped, and Run waits
+// for it at most cfg.clientWait.
+func (f *Fleet[T]) buildClient(ctx context.Context, cluster string, cfg *rest.Config) (kubernetes.Interface, error) {
+	type built struct {
+		client kubernetes.Interface
+		err    error
+	}
+	done := make(chan built, 1)
+	bctx, cancel := context.WithTimeoutCause(ctx, f.cfg.syncTimeout, fmt.Errorf("no client within the sync timeout (%s)", f.cfg.syncTimeout))
+	f.building.Add(1)
+	go func() {
+		defer f.building.Done()
+		defer cancel()
+		var b built
+		defer func() {
+			if r := recover(); r != nil {
+				b = built{err: fmt.Errorf("the constructor panicked: %v", r)}
+			}
+			done <- b
+		}()
+		b.client, b.err = f.cfg.newClient(bctx, cluster, cfg)
+	}()
+	select {
+	case b := <-done:
+		return b.client, b.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// awaitClients waits for the client constructors still running, at most
+// cfg.clientWait, and reports those that ignored their ended context.
+func (f *Fleet[T]) awaitClients(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		f.building.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(f.cfg.clientWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-timer.C:
+		err := fmt.Errorf("multicluster: fleet %q: client constructors still running %s after the stop, their contexts ended: left behind", f.name, f.cfg.clientWait)
+		klog.FromContext(ctx).Error(err, "Returning with client constructors that ignore their context")
+		return err
+	}
 }
 
 // disengage stops m: no new claims, its reconciles cancelled and waited

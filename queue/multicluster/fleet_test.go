@@ -86,7 +86,7 @@ func newClusters(names ...string) *clusters {
 
 func (c *clusters) config(name string) *rest.Config { return &rest.Config{Host: "https://" + name} }
 
-func (c *clusters) newClient(name string, cfg *rest.Config) (kubernetes.Interface, error) {
+func (c *clusters) newClient(_ context.Context, name string, cfg *rest.Config) (kubernetes.Interface, error) {
 	c.mu.Lock()
 	hold := c.hold[name]
 	c.mu.Unlock()

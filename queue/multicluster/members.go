@@ -123,7 +123,8 @@ func (f *Fleet[T]) HasSynced() bool {
 }
 
 // Get returns the value engage returned for cluster, while the cluster is
-// ready.
+// ready. ok is false while it is not; value may be the zero value of T
+// (a nil interface or pointer) when ok is true, if engage returned that.
 func (f *Fleet[T]) Get(cluster string) (value T, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -131,7 +132,11 @@ func (f *Fleet[T]) Get(cluster string) (value T, ok bool) {
 	if m == nil || m.e.Phase() != engagement.Ready {
 		return value, false
 	}
-	return m.value.(T), true
+	// m.value holds a T. When T is an interface type and engage returned
+	// its zero value, m.value is a nil any, which the single-valued
+	// assertion refuses: the comma-ok form yields the zero value then.
+	value, _ = m.value.(T)
+	return value, true
 }
 
 // Status returns what the fleet knows of cluster; ok is false if this

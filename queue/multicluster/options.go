@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -36,7 +37,8 @@ type config struct {
 	retryMax      time.Duration
 	resync        time.Duration
 	probeInterval time.Duration
-	newClient     func(cluster string, cfg *rest.Config) (kubernetes.Interface, error)
+	newClient     func(ctx context.Context, cluster string, cfg *rest.Config) (kubernetes.Interface, error)
+	clientWait    time.Duration // how long Run waits for client constructors once the clusters stopped
 	errs          []error
 }
 
@@ -68,7 +70,8 @@ func WithMetrics(m Metrics) Option {
 }
 
 // WithSyncTimeout sets how long a joining cluster's informers may take to
-// sync before the attempt fails and is retried after a backoff. Default
+// sync before the attempt fails and is retried after a backoff; it bounds
+// the context of the client constructor (WithClients) too. Default
 // DefaultSyncTimeout; d must be positive.
 func WithSyncTimeout(d time.Duration) Option {
 	return func(c *config) {
@@ -94,8 +97,12 @@ func WithRetryBackoff(base, max time.Duration) Option {
 // WithProbeInterval sets how often an engaged cluster is asked for its
 // version. After three failed probes in a row the cluster is stopped (its
 // reconciles cancelled, its keys held) and engaged again with the retry
-// backoff, reported by Status meanwhile. Default DefaultProbeInterval; d
-// must be positive.
+// backoff, reported by Status meanwhile. Each probe may take the interval,
+// at most ten seconds, and goes through the cluster's client but not
+// through its client-side rate limiter (the QPS and Burst of its config):
+// a cluster whose reconciles keep that limiter busy is not taken for one
+// that stopped answering. Default DefaultProbeInterval; d must be
+// positive.
 func WithProbeInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -119,7 +126,25 @@ func WithResync(d time.Duration) Option {
 // WithClients sets how a member's client is built from its config; tests
 // give every cluster a fake clientset of its own this way. Default
 // kubernetes.NewForConfig.
-func WithClients(newClient func(cluster string, cfg *rest.Config) (kubernetes.Interface, error)) Option {
+//
+// newClient is called at each attempt to engage the cluster, on a
+// goroutine of its own. Its ctx carries the Fleet's logger and ends when
+// the cluster leaves, its config changes, it moves to another replica or
+// the Fleet stops, and when the sync timeout (WithSyncTimeout) has
+// passed: a constructor that talks to the cluster (discovery, a
+// credentials exchange) must return once ctx ends. An error it returns,
+// a nil client or a panic fails the attempt, which is retried after the
+// backoff.
+//
+// What is guaranteed if it does not return: a cluster that leaves, changes
+// or moves stops at once, without waiting for it (whatever it returns
+// later is dropped), so it can be deleted and engaged again; and Run,
+// once every cluster has stopped, waits for constructors still running at
+// most five seconds, then returns an error saying so and leaves their
+// goroutines behind. While the cluster stays a member, a constructor that
+// ignores the sync timeout holds its attempt: the cluster is neither
+// ready nor failed until it returns.
+func WithClients(newClient func(ctx context.Context, cluster string, cfg *rest.Config) (kubernetes.Interface, error)) Option {
 	return func(c *config) {
 		if newClient == nil {
 			c.errs = append(c.errs, errors.New("client constructor is nil"))

@@ -73,7 +73,9 @@ func startBenchFleet(b *testing.B, clients map[string]*fake.Clientset, r multicl
 			informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(ctrl)), cache.HandlerOptions{})
 		return struct{}{}, err
 	}
-	newClient := func(name string, _ *rest.Config) (kubernetes.Interface, error) { return clients[name], nil }
+	newClient := func(_ context.Context, name string, _ *rest.Config) (kubernetes.Interface, error) {
+		return clients[name], nil
+	}
 	fleet, err := multicluster.New("bench", p, engage, append([]multicluster.Option{multicluster.WithClients(newClient)}, fleetOpts...)...)
 	if err != nil {
 		b.Fatal(err)
