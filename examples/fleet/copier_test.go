@@ -53,7 +53,20 @@ func (w *world) client(name string, _ *rest.Config) (kubernetes.Interface, error
 	return nil, fmt.Errorf("dial tcp: lookup %s: no such host", name)
 }
 
+// startCopier starts the copier with the members of memberNames (a fake
+// clientset each), reported and synced.
 func startCopier(t *testing.T, memberNames ...string) *world {
+	w := startUnsynced(t, memberNames...)
+	for _, name := range memberNames {
+		w.report.Set(name, &rest.Config{Host: "https://" + name})
+	}
+	w.report.Synced()
+	return w
+}
+
+// startUnsynced starts the copier with a fake clientset for each of
+// memberNames; its provider has reported nothing yet.
+func startUnsynced(t *testing.T, memberNames ...string) *world {
 	w := &world{mgmt: fake.NewClientset(), members: map[string]*fake.Clientset{}}
 	for _, name := range memberNames {
 		w.members[name] = fake.NewClientset()
@@ -76,10 +89,6 @@ func startCopier(t *testing.T, memberNames ...string) *world {
 		factory.Shutdown()
 	})
 	w.report = <-p.members
-	for _, name := range memberNames {
-		w.report.Set(name, &rest.Config{Host: "https://" + name})
-	}
-	w.report.Synced()
 	return w
 }
 
@@ -182,4 +191,29 @@ func TestCopierReportsUnreachableMembers(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return len(w.states()[StatusPrefix+"gone"]) > len(StateUnreachable) && w.states()[StatusPrefix+"gone"][:len(StateUnreachable)] == StateUnreachable
 	}, waitFor, 10*time.Millisecond)
+}
+
+// A replica whose provider has not reported every member yet (a restart,
+// a sharded replica that joins) writes the states of the members it
+// holds and leaves the others' alone: a member another replica holds, or
+// one this replica has not heard of yet, keeps its state. Once its
+// provider synced, the state of a cluster that is no member goes.
+func TestCopierLeavesTheStatesItDoesNotKnow(t *testing.T) {
+	ctx := context.Background()
+	w := startUnsynced(t, "west", "east")
+	src := source("blue")
+	src.Annotations = map[string]string{StatusPrefix + "east": StateSynced, StatusPrefix + "gone": StateSynced}
+	_, err := w.mgmt.CoreV1().ConfigMaps("app").Create(ctx, src, metav1.CreateOptions{})
+	require.NoError(t, err)
+	w.report.Set("west", &rest.Config{Host: "https://west"})
+	require.Eventually(t, func() bool { return w.states()[StatusPrefix+"west"] == StateSynced }, waitFor, time.Millisecond,
+		"the state of the member held here")
+	assert.Equal(t, map[string]string{StatusPrefix + "west": StateSynced, StatusPrefix + "east": StateSynced, StatusPrefix + "gone": StateSynced}, w.states(),
+		"the states of the members this replica does not know are left alone")
+
+	w.report.Set("east", &rest.Config{Host: "https://east"})
+	w.report.Synced()
+	want := map[string]string{StatusPrefix + "west": StateSynced, StatusPrefix + "east": StateSynced}
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, w.states()) }, waitFor, time.Millisecond,
+		"once synced, the state of a cluster that is no member goes: %v", w.states())
 }
