@@ -85,7 +85,9 @@ func FuzzClusterProfile(f *testing.F) {
 			}
 			return
 		}
-		i := slices.IndexFunc(providers, func(a AccessProvider) bool { return got.ExecProvider != nil && a.Exec.Command == got.ExecProvider.Command })
+		i := slices.IndexFunc(providers, func(a AccessProvider) bool {
+			return got.ExecProvider != nil && a.Exec.Command == got.ExecProvider.Command
+		})
 		switch {
 		case i < 0:
 			t.Fatalf("an exec plugin not the operator's: %+v", got.ExecProvider)
