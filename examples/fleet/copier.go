@@ -206,7 +206,9 @@ func (c *copier) ensureNamespace(ctx context.Context, m *member, namespace strin
 
 // reconcileStatus writes the state of the source's copy in every cluster
 // this replica holds into the source's annotations, and removes the
-// annotations of clusters that are no longer members. The clusters other
+// annotations of clusters that are no longer members, once the fleet has
+// synced: until its provider has reported every member, a cluster it does
+// not list may be a member it has not heard of yet. The clusters other
 // replicas hold are theirs to report.
 func (c *copier) reconcileStatus(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 	src, err := c.sources.ConfigMaps(key.Namespace).Get(key.Name)
@@ -216,6 +218,9 @@ func (c *copier) reconcileStatus(ctx context.Context, key cache.ObjectName) (rec
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// Synced before the members are listed: a list taken after holds
+	// every member the provider knew when it started.
+	synced := c.fleet.HasSynced()
 	members := c.fleet.Members()
 	changes := map[string]any{}
 	for _, cluster := range members {
@@ -224,9 +229,11 @@ func (c *copier) reconcileStatus(ctx context.Context, key cache.ObjectName) (rec
 			changes[StatusPrefix+cluster] = state
 		}
 	}
-	for k := range src.Annotations {
-		if cluster, ok := strings.CutPrefix(k, StatusPrefix); ok && !slices.Contains(members, cluster) {
-			changes[k] = nil
+	if synced {
+		for k := range src.Annotations {
+			if cluster, ok := strings.CutPrefix(k, StatusPrefix); ok && !slices.Contains(members, cluster) {
+				changes[k] = nil
+			}
 		}
 	}
 	if len(changes) == 0 {

@@ -53,7 +53,20 @@ func (w *world) client(_ context.Context, name string, _ *rest.Config) (kubernet
 	return nil, fmt.Errorf("dial tcp: lookup %s: no such host", name)
 }
 
+// startCopier starts the copier with the members of memberNames (a fake
+// clientset each), reported and synced.
 func startCopier(t *testing.T, memberNames ...string) *world {
+	w := startUnsynced(t, memberNames...)
+	for _, name := range memberNames {
+		w.report.Set(name, &rest.Config{Host: "https://" + name})
+	}
+	w.report.Synced()
+	return w
+}
+
+// startUnsynced starts the copier with a fake clientset for each of
+// memberNames; its provider has reported nothing yet.
+func startUnsynced(t *testing.T, memberNames ...string) *world {
 	w := &world{mgmt: fake.NewClientset(), members: map[string]*fake.Clientset{}}
 	for _, name := range memberNames {
 		w.members[name] = fake.NewClientset()
@@ -76,10 +89,6 @@ func startCopier(t *testing.T, memberNames ...string) *world {
 		factory.Shutdown()
 	})
 	w.report = <-p.members
-	for _, name := range memberNames {
-		w.report.Set(name, &rest.Config{Host: "https://" + name})
-	}
-	w.report.Synced()
 	return w
 }
 

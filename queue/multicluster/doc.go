@@ -33,7 +33,17 @@
 // its informers shut down, so nothing is written to it after it left. A
 // cluster that cannot be engaged (unreachable, refusing the credentials,
 // caches not synced within WithSyncTimeout) is retried with a backoff and
-// reported by Status and Metrics, while the others go on.
+// reported by Status and Metrics, while the others go on. A cluster whose
+// config its Provider refuses (Refuser) is no member, and Status says why.
+//
+// # Member configs are untrusted
+//
+// A member's config comes from whoever may write a Secret or a
+// ClusterProfile, while the operator holds every member's credentials: the
+// providers of packages queue/multicluster/kubeconfig and
+// queue/multicluster/clusterprofile never let it run a command in the
+// operator, read the operator's files or turn off TLS verification,
+// unless the operator opted in by name (see each package).
 //
 // A stop of the Fleet drains: no reconcile starts any more, and those in
 // flight run on until their controller's shutdown timeout

@@ -125,6 +125,7 @@ type Fleet[T any] struct {
 	first     []string           // the names of that list, until hasSynced
 	hasSynced bool               // HasSynced returned true
 	onLeave   []func(cluster string)
+	refused   map[string]Status // why the Provider refused a member, until it is Set or Deleted
 	started   bool
 	kick      chan struct{}
 }

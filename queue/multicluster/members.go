@@ -16,6 +16,8 @@ import (
 // members is the Members a Fleet gives its Provider.
 type members[T any] struct{ f *Fleet[T] }
 
+var _ Refuser = members[struct{}]{}
+
 func (m members[T]) Set(name string, cfg *rest.Config) {
 	if cfg == nil {
 		m.Delete(name)
@@ -23,6 +25,7 @@ func (m members[T]) Set(name string, cfg *rest.Config) {
 	}
 	f := m.f
 	f.mu.Lock()
+	delete(f.refused, name)
 	f.set.Want(name, cfg)
 	f.mu.Unlock()
 	signal(f.kick)
@@ -31,6 +34,19 @@ func (m members[T]) Set(name string, cfg *rest.Config) {
 func (m members[T]) Delete(name string) {
 	f := m.f
 	f.mu.Lock()
+	delete(f.refused, name)
+	f.set.Unwant(name)
+	f.mu.Unlock()
+	signal(f.kick)
+}
+
+func (m members[T]) Refuse(name string, err error) {
+	f := m.f
+	f.mu.Lock()
+	if f.refused == nil {
+		f.refused = map[string]Status{}
+	}
+	f.refused[name] = Status{Err: err, Since: time.Now()}
 	f.set.Unwant(name)
 	f.keys.lockedPrune()
 	f.mu.Unlock()
@@ -140,10 +156,16 @@ func (f *Fleet[T]) Get(cluster string) (value T, ok bool) {
 }
 
 // Status returns what the fleet knows of cluster; ok is false if this
-// replica does not hold it (it is no member, or another replica's).
+// replica does not hold it (it is no member, or another replica's). A
+// cluster its Provider refused (Refuser) is reported by every replica,
+// not ready, with the Provider's error, until the Provider reports it
+// again.
 func (f *Fleet[T]) Status(cluster string) (s Status, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if s, ok := f.refused[cluster]; ok {
+		return s, true
+	}
 	m := f.members[cluster]
 	if m == nil {
 		return s, false

@@ -34,3 +34,15 @@ type Members interface {
 	// been Set.
 	Synced()
 }
+
+// Refuser is implemented by the Members a Fleet gives its Provider. A
+// Provider that refuses a member's config (one it cannot read, or one
+// that asks for what the operator did not allow, such as running a
+// command) calls Refuse, where its Members implement it, rather than
+// Delete, so that the Fleet's Status says why the member is not engaged.
+type Refuser interface {
+	// Refuse makes name no member, as Delete does, and keeps err as the
+	// reason until name is Set or Deleted: Fleet.Status reports name,
+	// not ready, with err.
+	Refuse(name string, err error)
+}

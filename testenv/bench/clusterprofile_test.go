@@ -63,7 +63,10 @@ func (m *profileMembers) Synced() {
 // access library (pkg/access, BuildConfigFromCP) reaches them: the same
 // server, certificate authority, exec plugin with the cluster's
 // environment under the same policy, the plugin's cluster config and
-// proxy; and that a profile the library has no access to is no member.
+// proxy, and none of the cluster's fields the library leaves out
+// (insecure-skip-tls-verify, tls-server-name, certificate-authority,
+// disable-compression); and that a profile the library has no access to
+// is no member.
 // (The extension of additional arguments, a list as the library reads
 // it, is refused by the CRD, which takes only objects as extensions; its
 // test, TestClusterProfileArgsAsTheAccessLibraryReadsThem, has no server.)
@@ -90,6 +93,10 @@ func TestClusterProfilesAsTheAccessLibraryReadsThem(t *testing.T) {
 		clientcmdv1.NamedExtension{Name: clusterprofile.EnvExtension, Extension: raw(`{"ZONE":"b","TOKEN_FILE":"/profile"}`)},
 		clientcmdv1.NamedExtension{Name: "client.authentication.k8s.io/exec", Extension: raw(`{"audience":"east"}`)})
 	withEverything.ProxyURL = "http://proxy.east:3128"
+	// Fields of the cluster that the library leaves out.
+	leftOut := cluster("https://left-out:6443")
+	leftOut.InsecureSkipTLSVerify, leftOut.TLSServerName, leftOut.DisableCompression = true, "somebody-else", true
+	leftOut.CertificateAuthority = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 	statuses := map[string]inventoryv1alpha1.ClusterProfileStatus{
 		"east":   {AccessProviders: []inventoryv1alpha1.AccessProvider{{Name: "tokens", Cluster: withEverything}}},
 		"legacy": {CredentialProviders: []inventoryv1alpha1.AccessProvider{{Name: "tokens", Cluster: cluster("https://legacy:6443")}}},
@@ -101,7 +108,8 @@ func TestClusterProfilesAsTheAccessLibraryReadsThem(t *testing.T) {
 			{Name: "tokens", Cluster: cluster("https://by-token:6443")},
 			{Name: "workload-identity", Cluster: cluster("https://by-identity:6443")},
 		}},
-		"unknown": {AccessProviders: []inventoryv1alpha1.AccessProvider{{Name: "somebody-elses", Cluster: cluster("https://unknown:6443")}}},
+		"unknown":  {AccessProviders: []inventoryv1alpha1.AccessProvider{{Name: "somebody-elses", Cluster: cluster("https://unknown:6443")}}},
+		"left-out": {AccessProviders: []inventoryv1alpha1.AccessProvider{{Name: "tokens", Cluster: leftOut}}},
 	}
 	for name, status := range statuses {
 		p := &inventoryv1alpha1.ClusterProfile{
@@ -127,7 +135,7 @@ func TestClusterProfilesAsTheAccessLibraryReadsThem(t *testing.T) {
 		Env: []clientcmdv1.ExecEnvVar{{Name: "TOKEN_FILE", Value: "/operator"}}, ProvideClusterInfo: true}
 	identity := clientcmdv1.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "identity-plugin", ProvideClusterInfo: true}
 	ours, library := accessPeers(t, client, []clientcmdv1.ExecConfig{identity, tokens})
-	m := runProvider(t, ours, 4)
+	m := runProvider(t, ours, 5)
 	for name := range statuses {
 		u, err := profiles.Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -246,6 +254,10 @@ func sameAsLibrary(t *testing.T, library func() *access.Config, u *unstructured.
 	{
 		assert.Equal(t, want.Host, got.Host, name)
 		assert.Equal(t, want.CAData, got.CAData, name)
+		assert.Equal(t, want.CAFile, got.CAFile, name)
+		assert.Equal(t, want.Insecure, got.Insecure, name)
+		assert.Equal(t, want.ServerName, got.ServerName, name)
+		assert.Equal(t, want.DisableCompression, got.DisableCompression, name)
 		assert.Equal(t, want.ExecProvider.APIVersion, got.ExecProvider.APIVersion, name)
 		assert.Equal(t, want.ExecProvider.Command, got.ExecProvider.Command, name)
 		assert.Equal(t, want.ExecProvider.Args, got.ExecProvider.Args, name)

@@ -3,9 +3,9 @@
 // inventory API (multicluster.x-k8s.io/v1alpha1) in one namespace of the
 // management cluster. A ClusterProfile is a member, named after it, when
 // its status lists an access provider the operator is configured for: the
-// provider's cluster (server, certificate authority, extensions) and the
-// operator's exec plugin for that provider make the member's config, as
-// the KEP of the API's credential plugins describes.
+// provider's cluster and the operator's exec plugin for that provider make
+// the member's config, as the KEP of the API's credential plugins
+// describes.
 //
 //	p, err := clusterprofile.New(clusterprofile.Config{
 //		Client:    dynamicClient,
@@ -21,11 +21,27 @@
 // plugin's arguments and environment where the AccessProvider's policies
 // allow it, as the API's access library does.
 //
+// # ClusterProfiles are untrusted
+//
+// Whoever writes a ClusterProfile's status chooses the cluster the
+// operator's credentials go to, so of the cluster only what the API's
+// access library reads reaches the config: the server, the certificate
+// authority's data (certificate-authority-data), the proxy (proxy-url)
+// and the exec plugin's cluster config (the extension ExecExtension).
+// Fields that would turn off TLS verification (insecure-skip-tls-verify),
+// have another name verified (tls-server-name) or make the operator read
+// a file (certificate-authority) are left out, as the library leaves them
+// out. The only command a member's config runs is the operator's own exec
+// plugin for the access provider. A cluster whose server would be reached
+// without TLS (http://, or no scheme and no certificate authority) is no
+// member: the plugin's credentials would go in the clear.
+//
 // The API's Go module is not needed: the ClusterProfiles are read through
 // the dynamic client. A ClusterProfile whose access providers change
-// restarts its cluster with the new config; one that is deleted, or lists
-// no configured provider, is no member (with a Warning event on it when
-// Config.Events is set).
+// restarts its cluster with the new config; one that is deleted is no
+// member; one that lists no configured provider, or whose cluster is
+// refused, is no member either, with a Warning event on it when
+// Config.Events is set, and the Fleet's Status of its cluster says why.
 package clusterprofile
 
 import (
@@ -43,7 +59,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -160,11 +175,22 @@ func New(cfg Config) (*Provider, error) {
 		if !slices.Contains([]EnvPolicy{"", EnvIgnore, EnvAppendIfNotExists, EnvReplace}, p.ProfileEnv) {
 			errs = append(errs, fmt.Errorf("access provider %q: unknown ProfileEnv %q", p.Name, p.ProfileEnv))
 		}
+	}
+	// The operator's own exec plugins are the only ones a member's
+	// config may run.
+	policy := reported.Policy{}
+	for _, p := range cfg.Providers {
+		policy.ExecCommands = append(policy.ExecCommands, p.Exec.Command)
+	}
+	for _, p := range cfg.Providers {
+		if p.Name == "" || p.Exec.Command == "" {
+			continue
+		}
 		// A config that client-go refuses is refused now, not for each
 		// cluster later.
-		data, err := kubeconfigFor(clientcmdv1.Cluster{Server: "https://cluster.invalid"}, cfg.Providers[i])
+		data, err := kubeconfigFor(clientcmdv1.Cluster{Server: "https://cluster.invalid"}, p)
 		if err == nil {
-			_, err = clientcmd.RESTConfigFromKubeConfig(data)
+			_, err = policy.Config(data)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("access provider %q: %w", p.Name, err))
@@ -173,7 +199,7 @@ func New(cfg Config) (*Provider, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("clusterprofile: %w", err)
 	}
-	return &Provider{cfg: cfg}, nil
+	return &Provider{cfg: cfg, reported: reported.Kubeconfigs{Policy: policy}}, nil
 }
 
 // Run watches the ClusterProfiles and reports their clusters to m until
@@ -216,7 +242,7 @@ func (p *Provider) set(logger klog.Logger, m multicluster.Members, obj any) {
 	if err == nil {
 		err = p.reported.Set(m, u.GetName(), data)
 	} else {
-		p.reported.Delete(m, u.GetName())
+		p.reported.Refuse(m, u.GetName(), err)
 	}
 	if err != nil {
 		logger.Error(err, "A ClusterProfile is no member", "clusterProfile", u.GetName())
@@ -269,9 +295,18 @@ func (p *Provider) kubeconfig(u *unstructured.Unstructured) ([]byte, error) {
 	return nil, fmt.Errorf("its status lists none of the access providers %v", names)
 }
 
+// ExecExtension is the extension of a ClusterProfile's cluster that the
+// exec plugin is given as the cluster's config (with ProvideClusterInfo).
+const ExecExtension = "client.authentication.k8s.io/exec"
+
 // kubeconfigFor makes a kubeconfig of cluster with provider's exec plugin
 // as its user, with the arguments and environment of the cluster's
-// extensions as the provider's policies allow.
+// extensions as the provider's policies allow. Of the cluster, only what
+// the cluster inventory API's access library reads reaches the
+// kubeconfig: the server, the certificate authority's data, the proxy and
+// the extension ExecExtension; a profile cannot turn off TLS
+// verification, have another name verified or make the operator read a
+// file.
 func kubeconfigFor(cluster clientcmdv1.Cluster, provider AccessProvider) ([]byte, error) {
 	exec := provider.Exec
 	exec.Args, exec.Env = slices.Clone(exec.Args), slices.Clone(exec.Env)
@@ -291,9 +326,15 @@ func kubeconfigFor(cluster clientcmdv1.Cluster, provider AccessProvider) ([]byte
 			exec.Env = mergeEnv(exec.Env, env, provider.ProfileEnv == EnvReplace)
 		}
 	}
+	read := clientcmdv1.Cluster{Server: cluster.Server, CertificateAuthorityData: cluster.CertificateAuthorityData, ProxyURL: cluster.ProxyURL}
+	for _, ext := range cluster.Extensions {
+		if ext.Name == ExecExtension {
+			read.Extensions = append(read.Extensions, ext)
+		}
+	}
 	return json.Marshal(clientcmdv1.Config{
 		Kind: "Config", APIVersion: "v1", CurrentContext: "member",
-		Clusters:  []clientcmdv1.NamedCluster{{Name: "member", Cluster: cluster}},
+		Clusters:  []clientcmdv1.NamedCluster{{Name: "member", Cluster: read}},
 		AuthInfos: []clientcmdv1.NamedAuthInfo{{Name: provider.Name, AuthInfo: clientcmdv1.AuthInfo{Exec: &exec}}},
 		Contexts:  []clientcmdv1.NamedContext{{Name: "member", Context: clientcmdv1.Context{Cluster: "member", AuthInfo: provider.Name}}},
 	})

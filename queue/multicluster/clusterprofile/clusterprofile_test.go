@@ -100,7 +100,7 @@ func TestProvider(t *testing.T) {
 			_, err := profiles.Update(ctx, profile("east", "accessProviders", map[string]string{"tokens": "https://east-2:6443"}), metav1.UpdateOptions{})
 			return err
 		}},
-		{name: "no configured provider: no member", want: "delete legacy", do: func() error {
+		{name: "no configured provider: no member", want: "refuse legacy: its status lists none of the access providers [with-extension tokens]", do: func() error {
 			_, err := profiles.Update(ctx, profile("legacy", "accessProviders", map[string]string{"other": "https://legacy:6443"}), metav1.UpdateOptions{})
 			return err
 		}},

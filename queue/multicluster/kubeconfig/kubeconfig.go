@@ -12,14 +12,41 @@
 // A Secret whose kubeconfig changes (rotated credentials, a new address)
 // restarts its cluster with the new config; a Secret that is deleted, or
 // loses the label, removes its cluster. A Secret whose kubeconfig cannot
-// be read is no member: its cluster is removed and a Warning event on the
-// Secret says why.
+// be read is no member: its cluster is removed, a Warning event on the
+// Secret says why, and so does the Fleet's Status of the cluster.
+//
+// # Kubeconfigs are untrusted
+//
+// Whoever can write one Secret of the namespace writes a kubeconfig the
+// operator uses, and the operator holds every member's credentials. So a
+// kubeconfig is refused, the same way as one that cannot be read (with the
+// reason ReasonNotAllowed, and an error wrapping ErrNotAllowed), if any of
+// its users or clusters, used by its current context or not, asks for
+// what the operator did not allow:
+//
+//   - running a command in the operator: an exec plugin (exec) or an auth
+//     provider plugin (auth-provider); Config.AllowExec and
+//     Config.AllowAuthProviders allow them by name;
+//   - reading a file of the operator's, whose content would go to the
+//     kubeconfig's server: tokenFile, client-certificate, client-key,
+//     certificate-authority; Config.AllowFiles allows them by path;
+//   - turning off TLS verification: insecure-skip-tls-verify, or a server
+//     reached without TLS (http://, or no scheme and no certificate
+//     authority); Config.AllowInsecureTLS allows both.
+//
+// Credentials and certificates given in the kubeconfig itself (token,
+// client-certificate-data, client-key-data, certificate-authority-data,
+// username and password), tls-server-name, proxy-url and impersonation
+// need no opt-in: they use nothing of the operator's. The kubeconfig is
+// checked before client-go reads it, since client-go reads the files a
+// kubeconfig names while it makes the config.
 package kubeconfig
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +72,15 @@ const DataKey = "kubeconfig"
 const (
 	// ReasonInvalidKubeconfig: the Secret's kubeconfig cannot be read.
 	ReasonInvalidKubeconfig = "InvalidKubeconfig"
+	// ReasonNotAllowed: the Secret's kubeconfig asks for what the
+	// operator did not allow (see the package documentation).
+	ReasonNotAllowed = "KubeconfigNotAllowed"
 )
+
+// ErrNotAllowed is wrapped by the error of a kubeconfig refused because it
+// asks for what the operator did not allow, as the Fleet's Status of its
+// cluster reports it.
+var ErrNotAllowed = reported.ErrNotAllowed
 
 // Config configures a Provider.
 type Config struct {
@@ -56,6 +91,26 @@ type Config struct {
 	// Component is the source of the events on Secrets; default
 	// "multicluster-kubeconfig".
 	Component string
+
+	// AllowExec lists the exec plugins a kubeconfig may name, by their
+	// command exactly as the kubeconfig writes it ("kubelogin",
+	// "/usr/local/bin/aws-iam-authenticator"). An allowed plugin runs in
+	// the operator with the arguments and environment the kubeconfig
+	// gives it: allow only plugins that are safe with any. Default: none.
+	AllowExec []string
+	// AllowAuthProviders lists the auth provider plugins a kubeconfig may
+	// name, by name ("oidc"), with the configuration the kubeconfig gives
+	// them. Default: none.
+	AllowAuthProviders []string
+	// AllowFiles lists the files of the operator's that a kubeconfig may
+	// name as its token, client certificate, client key or certificate
+	// authority, by absolute path: what they hold goes to the
+	// kubeconfig's server. Default: none.
+	AllowFiles []string
+	// AllowInsecureTLS lets a kubeconfig turn off the verification of
+	// its server's certificate (insecure-skip-tls-verify) or reach its
+	// server without TLS. Default false.
+	AllowInsecureTLS bool
 }
 
 // Provider reports the members of a Fleet from Secrets; see the package
@@ -79,10 +134,15 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.Component == "" {
 		cfg.Component = "multicluster-kubeconfig"
 	}
+	policy := reported.Policy{ExecCommands: slices.Clone(cfg.AllowExec), AuthProviders: slices.Clone(cfg.AllowAuthProviders),
+		Files: slices.Clone(cfg.AllowFiles), InsecureTLS: cfg.AllowInsecureTLS}
+	if err := policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	return &Provider{cfg: cfg}, nil
+	return &Provider{cfg: cfg, reported: reported.Kubeconfigs{Policy: policy}}, nil
 }
 
 // Run watches the Secrets and reports their clusters to m until ctx ends.
@@ -123,6 +183,10 @@ func (p *Provider) set(ctx context.Context, m multicluster.Members, recorder rec
 	}
 	if err := p.reported.Set(m, s.Name, s.Data[DataKey]); err != nil {
 		klog.FromContext(ctx).Error(err, "A Secret is no member", "secret", s.Name)
-		recorder.Eventf(s, corev1.EventTypeWarning, ReasonInvalidKubeconfig, "Cluster %s is not a member: data key %q: %v", s.Name, DataKey, err)
+		reason := ReasonInvalidKubeconfig
+		if errors.Is(err, ErrNotAllowed) {
+			reason = ReasonNotAllowed
+		}
+		recorder.Eventf(s, corev1.EventTypeWarning, reason, "Cluster %s is not a member: data key %q: %v", s.Name, DataKey, err)
 	}
 }

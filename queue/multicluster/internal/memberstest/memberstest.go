@@ -13,7 +13,8 @@ import (
 
 // Recorder is a multicluster.Members that records every call as a line:
 // "set NAME " followed by what Describe makes of the config, "delete
-// NAME", "synced". It is safe for concurrent use.
+// NAME", "refuse NAME: " followed by the error, "synced". It is safe for
+// concurrent use.
 type Recorder struct {
 	// Describe describes a config in the lines of Set.
 	Describe func(cfg *rest.Config) string
@@ -31,6 +32,9 @@ func (r *Recorder) Set(name string, cfg *rest.Config) {
 
 // Delete records a delete.
 func (r *Recorder) Delete(name string) { r.record("delete " + name) }
+
+// Refuse records a refusal.
+func (r *Recorder) Refuse(name string, err error) { r.record("refuse " + name + ": " + err.Error()) }
 
 // Synced records that the provider synced.
 func (r *Recorder) Synced() { r.record("synced") }
