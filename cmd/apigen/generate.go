@@ -204,7 +204,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		}
 		if cfg.webhookDir != "" {
 			checkpoint("webhook")
-			goFile, found, err := generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, st.path(cfg.webhookDir), st.tree, header)
+			goFile, found, err := generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, cfg.deployNamespace, st.path(cfg.webhookDir), st.tree, header)
 			if err != nil {
 				return err
 			}

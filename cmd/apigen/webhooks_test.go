@@ -128,7 +128,7 @@ func TestWebhooks(t *testing.T) {
 
 	var validating admissionregistrationv1.ValidatingWebhookConfiguration
 	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[2]), &validating))
-	assert.Equal(t, "validating-webhook-configuration", validating.Name, "controller-gen's name, without a webhookconfiguration marker")
+	assert.Equal(t, "things-operator", validating.Name, "the operator's name, without a webhookconfiguration marker")
 	require.Len(t, validating.Webhooks, 2)
 	assert.Equal(t, "https://audit.example.com/check", *validating.Webhooks[0].ClientConfig.URL)
 	assert.Equal(t, "/validate-thing", *validating.Webhooks[1].ClientConfig.Service.Path)
@@ -168,7 +168,7 @@ func TestWebhooks(t *testing.T) {
 	}, webhookConsts(t, filepath.Join(dir, "webhooks/zz_generated.webhooks.go")))
 	assert.Contains(t, goFile, `var webhookCertHosts = []string{"things-webhook.things-system.svc"}`)
 	assert.Contains(t, goFile, `MutatingWebhookConfigurations:   []string{"things-operator"}`)
-	assert.Contains(t, goFile, `ValidatingWebhookConfigurations: []string{"validating-webhook-configuration"}`)
+	assert.Contains(t, goFile, `ValidatingWebhookConfigurations: []string{"things-operator"}`)
 	assert.Contains(t, goFile, `CRDs:                            []string{"things.example.com"}`)
 
 	code, stdout, stderr = apigen(t, dir, append([]string{"-verify"}, webhookArgs...)...)
