@@ -83,6 +83,14 @@ func TestWebhooksInTheDeployNamespace(t *testing.T) {
 	assert.Contains(t, goFile, `MutatingWebhookConfigurations:   []string{"things-operator"}`)
 	assert.Contains(t, goFile, `ValidatingWebhookConfigurations: []string{"things-operator"}`)
 
+	var k struct {
+		Resources []string
+		Patches   []struct{ Path string }
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(files["deploy/kustomization.yaml"]), &k))
+	assert.Contains(t, k.Resources, "crd/example.com_things.yaml")
+	assert.Contains(t, k.Patches, struct{ Path string }{"crd-conversion.yaml"}, "the CRD's conversion patch, with the CRD among the resources")
+
 	var d appsv1.Deployment
 	require.NoError(t, yaml.UnmarshalStrict([]byte(files["deploy/deployment.yaml"]), &d))
 	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--webhook-cert-secret=things-system/webhook-service-certs")

@@ -33,11 +33,12 @@ const (
 // deployment is what generateDeploy makes the manifests of.
 type deployment struct {
 	name, namespace, image string
-	dir                    string // relative to the module root
-	crdDir, rbacDir        string // of the same run, relative to the module root; "" if none
-	webhookDir             string // "" if the run generates no webhooks
-	webhooks, conversions  bool   // whether webhook.yaml has a Service, whether crd-conversion.yaml exists
-	certSecret             string // the webhooks' certificate's Secret in namespace
+	dir                    string   // relative to the module root
+	crdDir, rbacDir        string   // of the same run, relative to the module root; "" if none
+	webhookDir             string   // "" if the run generates no webhooks
+	webhooks               bool     // whether webhook.yaml has a Service
+	conversions            []string // the CRDs crd-conversion.yaml patches; none if it does not exist
+	certSecret             string   // the webhooks' certificate's Secret in namespace
 }
 
 // generateDeploy writes into st the base manifests of the operator's
@@ -127,7 +128,12 @@ func generateDeploy(root string, st *stage, d deployment) error {
 			return fmt.Errorf("-deploy: the CRDs in %s are outside %s, where kustomize cannot load them: generate them into %s or below, or give %s a kustomization.yaml", d.crdDir, d.dir, d.dir, d.crdDir)
 		}
 		resources = append(resources, r)
-	} else if d.crdDir != "" {
+	}
+	crds, err := crdNames(st.path(d.crdDir), d.crdDir != "")
+	if err != nil {
+		return err
+	}
+	if _, ok := inside(d.dir, d.crdDir); d.crdDir != "" && ok {
 		entries, err := os.ReadDir(st.path(d.crdDir))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -151,7 +157,22 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		}
 	}
 	var patches []any
-	if d.conversions {
+	// kustomize fails on a patch whose object is not among the resources:
+	// the conversion patch is listed with its CRDs, and left to whoever
+	// installs them if the run generates none of them.
+	var listed, missing []string
+	for _, c := range d.conversions {
+		if slices.Contains(crds, c) {
+			listed = append(listed, c)
+		} else {
+			missing = append(missing, c)
+		}
+	}
+	if len(listed) > 0 && len(missing) > 0 {
+		return fmt.Errorf("-deploy: %s patches the conversion of %s, which the run's CRDs do not include (%s has only %s): generate every CRD of a +ctrlkit:conversionwebhook marker, or none",
+			conversionFile, strings.Join(missing, ", "), d.crdDir, strings.Join(listed, ", "))
+	}
+	if len(listed) > 0 {
 		// Beside webhook.yaml, which add found inside dir.
 		r, _ := inside(d.dir, path.Join(d.webhookDir, conversionFile))
 		patches = append(patches, map[string]any{"path": r})
@@ -176,6 +197,46 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		kustomization["patches"] = patches
 	}
 	return write("kustomization.yaml", "# The operator and its API: kubectl apply -k "+d.dir+"\n# Patches of its own go into "+patchesDir+"/ (then run apigen again): a strategic-merge\n# patch of an object, or a JSON patch (a list of operations) of the Deployment.\n", kustomization)
+}
+
+// crdNames returns the names of the CustomResourceDefinitions in the YAML
+// files of dir, sorted; none if !generated.
+func crdNames(dir string, generated bool) ([]string, error) {
+	if !generated {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := readDocs(p, data)
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range docs {
+			if doc["kind"] == "CustomResourceDefinition" {
+				m, _ := doc["metadata"].(map[string]any)
+				if name, _ := m["name"].(string); name != "" {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // inside returns the path of rel from dir (both relative to the module

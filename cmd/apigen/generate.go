@@ -178,7 +178,8 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			return err
 		}
 	}
-	var served, conversions bool
+	var served bool
+	var conversions []string
 	var certSecret string
 	if cfg.crdDir != "" || cfg.rbacDir != "" || cfg.webhookDir != "" {
 		overlay, err := st.overlay(mod.root, old, "loads", nil)
@@ -208,7 +209,10 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			if err != nil {
 				return err
 			}
-			served, conversions = len(found.paths) > 0, len(found.conversions) > 0
+			served = len(found.paths) > 0
+			for _, c := range found.conversions {
+				conversions = append(conversions, c.CRD)
+			}
 			certSecret = found.service.name + "-certs"
 			if !slices.Contains(webhookDirs, path.Dir(goFile)) {
 				return fmt.Errorf("the webhook markers are in %s, which the patterns of -webhook-paths do not match as a directory of the module", path.Dir(goFile))
