@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -119,4 +121,90 @@ func TestCABundlesOfGeneratedConfigurations(t *testing.T) {
 	goFile := files["webhooks/zz_generated.webhooks.go"]
 	assert.Contains(t, goFile, `MutatingWebhookConfigurations:   nil`)
 	assert.Contains(t, goFile, `ValidatingWebhookConfigurations: []string{"things-operator"}`)
+}
+
+// allows tells whether a rule of rules grants verb on the resource of
+// group named name.
+func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
+			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// The deploy manifests grant the operator what its Deployment makes it do
+// beyond its markers' roles (the leader election's Lease, the webhook
+// certificate's Secret, the CA published into its configurations and its
+// CRD's conversion), and create the namespaces its markers' Roles are in.
+func TestDeployGrantsWhatTheDeploymentDoes(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	writeFiles(t, dir, map[string]string{
+		"webhooks/webhooks.go": kubebuilderWebhooks,
+		"webhooks/rbac.go": "package webhooks\n\n// +kubebuilder:rbac:groups=\"\",namespace=things-data,resources=configmaps,verbs=get\n" +
+			"// +kubebuilder:rbac:groups=\"\",namespace=kube-system,resources=configmaps,verbs=get\n",
+	})
+	code, stdout, stderr := apigen(t, dir, kubebuilderDeployArgs...)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	files := tree(t, dir)
+
+	var namespaces []string
+	for _, doc := range strings.Split(files["deploy/namespace.yaml"], "\n---\n") {
+		var ns corev1.Namespace
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &ns))
+		namespaces = append(namespaces, ns.Name)
+	}
+	assert.Equal(t, []string{"things-system", "things-data"}, namespaces, "the operator's namespace, and those of its Roles but kube-system")
+
+	// What the ServiceAccount is granted, by namespace ("" for the
+	// cluster), through the roles of role.yaml and rbac.yaml.
+	roles := map[string]*rbacv1.Role{}
+	for _, file := range []string{"deploy/role.yaml", "deploy/rbac.yaml"} {
+		for _, doc := range strings.Split(files[file], "\n---\n") {
+			var r rbacv1.Role
+			require.NoError(t, yaml.Unmarshal([]byte(doc), &r))
+			if r.Kind == "Role" || r.Kind == "ClusterRole" {
+				roles[r.Kind+"/"+r.Namespace+"/"+r.Name] = &r
+			}
+		}
+	}
+	granted := map[string][]rbacv1.PolicyRule{}
+	for _, doc := range strings.Split(files["deploy/rbac.yaml"], "\n---\n") {
+		var b rbacv1.RoleBinding
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &b))
+		if b.Kind != "RoleBinding" && b.Kind != "ClusterRoleBinding" {
+			continue
+		}
+		require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "things-operator", Namespace: "things-system"}}, b.Subjects)
+		ns := ""
+		if b.RoleRef.Kind == "Role" {
+			ns = b.Namespace
+		}
+		r, ok := roles[b.RoleRef.Kind+"/"+ns+"/"+b.RoleRef.Name]
+		require.True(t, ok, "the binding %s/%s binds a role of the manifests", b.Namespace, b.Name)
+		granted[b.Namespace] = append(granted[b.Namespace], r.Rules...)
+	}
+	for _, tt := range []struct {
+		namespace, group, resource, verb, name string
+	}{
+		{"things-system", "coordination.k8s.io", "leases", "get", "things-operator"},
+		{"things-system", "coordination.k8s.io", "leases", "create", ""},
+		{"things-system", "coordination.k8s.io", "leases", "update", "things-operator"},
+		{"things-system", "", "secrets", "create", ""},
+		{"things-system", "", "secrets", "get", "webhook-service-certs"},
+		{"things-system", "", "secrets", "update", "webhook-service-certs"},
+		{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get", "things-operator"},
+		{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update", "things-operator"},
+		{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "get", "things-operator"},
+		{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "update", "things-operator"},
+		{"", "apiextensions.k8s.io", "customresourcedefinitions", "get", "things.example.com"},
+		{"", "apiextensions.k8s.io", "customresourcedefinitions", "patch", "things.example.com"},
+	} {
+		assert.True(t, allows(granted[tt.namespace], tt.group, tt.resource, tt.verb, tt.name), "%s %s.%s %s in %q", tt.verb, tt.resource, tt.group, tt.name, tt.namespace)
+	}
+	assert.False(t, allows(granted[""], "", "secrets", "get", "other"), "no other Secret")
+	assert.False(t, allows(granted[""], "admissionregistration.k8s.io", "validatingwebhookconfigurations", "update", "other"), "no other configuration")
 }

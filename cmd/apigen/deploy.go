@@ -38,6 +38,7 @@ type deployment struct {
 	webhookDir             string   // "" if the run generates no webhooks
 	webhooks               bool     // whether webhook.yaml has a Service
 	conversions            []string // the CRDs crd-conversion.yaml patches; none if it does not exist
+	mutating, validating   []string // the webhook configurations that get the CA
 	certSecret             string   // the webhooks' certificate's Secret in namespace
 }
 
@@ -72,8 +73,11 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	}
 	subject := []any{map[string]any{"kind": "ServiceAccount", "name": d.name, "namespace": d.namespace}}
 
-	if err := write("namespace.yaml", "# The operator's namespace.\n",
-		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}); err != nil {
+	namespaces := []any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}}
+	for _, ns := range roleNamespaces(roles, d.namespace) {
+		namespaces = append(namespaces, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	}
+	if err := write("namespace.yaml", "# The operator's namespace, and those of the Roles of its +kubebuilder:rbac markers\n# (but the ones every cluster has).\n", namespaces...); err != nil {
 		return err
 	}
 	if err := write("serviceaccount.yaml", "# The operator's identity.\n",
@@ -104,7 +108,23 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	if len(bindings) == 0 {
 		return errors.New("-deploy: the run's role.yaml has no ClusterRole or Role to bind the operator to")
 	}
-	if err := write("rbac.yaml", "# The operator's ServiceAccount bound to the roles of its +kubebuilder:rbac markers.\n", bindings...); err != nil {
+	own := deploymentRoles(d)
+	for _, r := range own {
+		m := r["metadata"].(map[string]any)
+		binding := map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1",
+			"metadata":   m,
+			"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": r["kind"], "name": m["name"]},
+			"subjects":   subject,
+		}
+		if r["kind"] == "ClusterRole" {
+			binding["kind"] = "ClusterRoleBinding"
+		} else {
+			binding["kind"] = "RoleBinding"
+		}
+		bindings = append(bindings, r, binding)
+	}
+	if err := write("rbac.yaml", "# The operator's ServiceAccount bound to the roles of its +kubebuilder:rbac markers,\n# and to the roles of what its Deployment makes it do.\n", bindings...); err != nil {
 		return err
 	}
 	if err := write("deployment.yaml", "# The operator. Its own flags, replicas and resources are the user's\n# patches (patches/ beside the kustomization).\n", deploymentManifest(d)); err != nil {
@@ -197,6 +217,68 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		kustomization["patches"] = patches
 	}
 	return write("kustomization.yaml", "# The operator and its API: kubectl apply -k "+d.dir+"\n# Patches of its own go into "+patchesDir+"/ (then run apigen again): a strategic-merge\n# patch of an object, or a JSON patch (a list of operations) of the Deployment.\n", kustomization)
+}
+
+// builtinNamespaces are the namespaces every cluster has: no kustomization
+// creates them (kubectl delete -k would delete them).
+var builtinNamespaces = []string{"default", "kube-node-lease", "kube-public", "kube-system"}
+
+// roleNamespaces returns the namespaces of the Roles of roles other than
+// own and builtinNamespaces, sorted: the Roles cannot be created before
+// them.
+func roleNamespaces(roles []map[string]any, own string) []string {
+	var out []string
+	for _, r := range roles {
+		m, _ := r["metadata"].(map[string]any)
+		ns, _ := m["namespace"].(string)
+		if r["kind"] == "Role" && ns != "" && ns != own && !slices.Contains(builtinNamespaces, ns) && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deploymentRoles are the roles of what the Deployment makes the operator
+// do beyond its markers' roles, each named <name>-deployment: the leader
+// election's Lease in its namespace (--leader-elect) and, with webhooks,
+// the certificate's Secret (--webhook-cert-secret, created, then read and
+// renewed by name), and the CA published into the webhook configurations
+// and the CRDs' conversion, by name.
+func deploymentRoles(d deployment) []map[string]any {
+	name := d.name + "-deployment"
+	rule := func(group, resource string, names []string, verbs ...string) map[string]any {
+		r := map[string]any{"apiGroups": []any{group}, "resources": []any{resource}, "verbs": verbs}
+		if len(names) > 0 {
+			r["resourceNames"] = names
+		}
+		return r
+	}
+	rules := []any{rule("coordination.k8s.io", "leases", nil, "get", "create", "update")}
+	var clusterRules []any
+	if d.webhooks {
+		rules = append(rules, rule("", "secrets", nil, "create"), rule("", "secrets", []string{d.certSecret}, "get", "update"))
+		if len(d.mutating) > 0 {
+			clusterRules = append(clusterRules, rule("admissionregistration.k8s.io", "mutatingwebhookconfigurations", d.mutating, "get", "update"))
+		}
+		if len(d.validating) > 0 {
+			clusterRules = append(clusterRules, rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", d.validating, "get", "update"))
+		}
+		if len(d.conversions) > 0 {
+			clusterRules = append(clusterRules, rule("apiextensions.k8s.io", "customresourcedefinitions", d.conversions, "get", "patch"))
+		}
+	}
+	out := []map[string]any{{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+		"metadata": map[string]any{"name": name, "namespace": d.namespace}, "rules": rules,
+	}}
+	if len(clusterRules) > 0 {
+		out = append(out, map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+			"metadata": map[string]any{"name": name}, "rules": clusterRules,
+		})
+	}
+	return out
 }
 
 // crdNames returns the names of the CustomResourceDefinitions in the YAML

@@ -179,7 +179,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		}
 	}
 	var served bool
-	var conversions []string
+	var conversions, mutating, validating []string
 	var certSecret string
 	if cfg.crdDir != "" || cfg.rbacDir != "" || cfg.webhookDir != "" {
 		overlay, err := st.overlay(mod.root, old, "loads", nil)
@@ -209,7 +209,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			if err != nil {
 				return err
 			}
-			served = len(found.paths) > 0
+			served, mutating, validating = len(found.paths) > 0, found.mutating, found.validating
 			for _, c := range found.conversions {
 				conversions = append(conversions, c.CRD)
 			}
@@ -224,7 +224,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		if err := generateDeploy(mod.root, st, deployment{
 			name: cfg.rbacRole, namespace: cfg.deployNamespace, image: cfg.deployImage, dir: cfg.deployDir,
 			crdDir: cfg.crdDir, rbacDir: cfg.rbacDir, webhookDir: cfg.webhookDir,
-			webhooks: served, conversions: conversions, certSecret: certSecret,
+			webhooks: served, conversions: conversions, certSecret: certSecret, mutating: mutating, validating: validating,
 		}); err != nil {
 			return err
 		}

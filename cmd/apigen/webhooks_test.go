@@ -331,7 +331,10 @@ func TestDeploy(t *testing.T) {
 	assert.Equal(t, []string{"metrics", "probes", "webhooks"}, portNames)
 
 	bindings := strings.Split(files["deploy/rbac.yaml"], "\n---\n")
-	require.Len(t, bindings, 2, files["deploy/rbac.yaml"])
+	// The bindings of role.yaml's roles, then the roles of what the
+	// Deployment makes the operator do and their bindings (see
+	// TestDeployGrantsWhatTheDeploymentDoes).
+	require.Len(t, bindings, 6, files["deploy/rbac.yaml"])
 	var cluster, ns rbacv1.RoleBinding
 	require.NoError(t, yaml.Unmarshal([]byte(bindings[0]), &cluster))
 	require.NoError(t, yaml.Unmarshal([]byte(bindings[1]), &ns))
