@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"text/template"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -207,4 +214,55 @@ func TestDeployGrantsWhatTheDeploymentDoes(t *testing.T) {
 	}
 	assert.False(t, allows(granted[""], "", "secrets", "get", "other"), "no other Secret")
 	assert.False(t, allows(granted[""], "admissionregistration.k8s.io", "validatingwebhookconfigurations", "update", "other"), "no other configuration")
+}
+
+// The binary of init's main.go serves its metrics and probes at the ports
+// its generated Deployment declares and probes, also when it runs without
+// the Deployment's flags.
+func TestInitBinaryServesWhatItsDeploymentProbes(t *testing.T) {
+	t.Parallel()
+	for _, api := range []string{"", "example.com/v1/Widget"} {
+		s := &scaffold{Name: "widget-operator", Module: "example.com/widgets"}
+		require.NoError(t, s.complete(api))
+		tmpl, err := template.ParseFS(scaffoldTemplates, "scaffold/main.go.tmpl")
+		require.NoError(t, err)
+		var b bytes.Buffer
+		require.NoError(t, tmpl.Execute(&b, s))
+		f, err := parser.ParseFile(token.NewFileSet(), "main.go", b.Bytes(), 0)
+		require.NoError(t, err, b.String())
+		defaults := map[string]string{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			if sel, ok := lit.Type.(*ast.SelectorExpr); !ok || sel.Sel.Name != "Flags" {
+				return true
+			}
+			for _, e := range lit.Elts {
+				kv := e.(*ast.KeyValueExpr)
+				if v, ok := kv.Value.(*ast.BasicLit); ok {
+					defaults[kv.Key.(*ast.Ident).Name], _ = strconv.Unquote(v.Value)
+				}
+			}
+			return false
+		})
+
+		d := deploymentManifest(deployment{name: s.Name, namespace: s.Namespace, image: s.Image})
+		var dep appsv1.Deployment
+		data, err := yaml.Marshal(d)
+		require.NoError(t, err)
+		require.NoError(t, yaml.UnmarshalStrict(data, &dep))
+		c := dep.Spec.Template.Spec.Containers[0]
+		ports := map[string]int32{}
+		for _, p := range c.Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		assert.Equal(t, fmt.Sprintf(":%d", ports["metrics"]), defaults["MetricsAddr"], "api %q: the metrics port", api)
+		assert.Equal(t, "probes", c.LivenessProbe.HTTPGet.Port.String())
+		assert.Equal(t, "probes", c.ReadinessProbe.HTTPGet.Port.String())
+		assert.Equal(t, fmt.Sprintf(":%d", ports["probes"]), defaults["ProbeAddr"], "api %q: the probes port", api)
+		assert.Contains(t, c.Args, "--metrics-bind-address="+defaults["MetricsAddr"])
+		assert.Contains(t, c.Args, "--health-probe-bind-address="+defaults["ProbeAddr"])
+	}
 }
