@@ -266,3 +266,127 @@ func TestInitBinaryServesWhatItsDeploymentProbes(t *testing.T) {
 		assert.Contains(t, c.Args, "--health-probe-bind-address="+defaults["ProbeAddr"])
 	}
 }
+
+// consistentOutput is a run's output for an operator with webhooks whose
+// manifests agree.
+func consistentOutput(t *testing.T) webhookOutput {
+	t.Helper()
+	doc := func(s string) map[string]any {
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(s), &m))
+		return m
+	}
+	return webhookOutput{
+		operator: "things-operator",
+		service: doc(`{kind: Service, metadata: {name: things-webhook, namespace: things-system},
+			spec: {selector: {app.kubernetes.io/name: things-operator}, ports: [{name: webhooks, port: 443, targetPort: webhooks}]}}`),
+		configurations: []map[string]any{
+			doc(`{kind: MutatingWebhookConfiguration, metadata: {name: things-operator},
+				webhooks: [{name: m.example.com, clientConfig: {service: {name: things-webhook, namespace: things-system, path: /m}}}]}`),
+			doc(`{kind: ValidatingWebhookConfiguration, metadata: {name: things-operator},
+				webhooks: [{name: audit.example.com, clientConfig: {url: "https://audit.example.com"}},
+				           {name: v.example.com, clientConfig: {service: {name: things-webhook, namespace: things-system, port: 443, path: /v}}}]}`),
+		},
+		conversions: []map[string]any{doc(`{kind: CustomResourceDefinition, metadata: {name: things.example.com},
+			spec: {conversion: {webhook: {clientConfig: {service: {name: things-webhook, namespace: things-system, path: /convert}}}}}}`)},
+		certHosts:  []string{"things-webhook.things-system.svc"},
+		mutating:   []string{"things-operator"},
+		validating: []string{"things-operator"},
+		crdsCAs:    []string{"things.example.com"},
+		deployment: doc(`{kind: Deployment, metadata: {name: things-operator, namespace: things-system},
+			spec: {template: {metadata: {labels: {app.kubernetes.io/name: things-operator}},
+				spec: {containers: [{name: operator, args: [--webhook-cert-secret=things-system/things-webhook-certs], ports: [{name: webhooks, containerPort: 9443}]}]}}}}`),
+	}
+}
+
+// checkWebhooks refuses each way the manifests of an operator's webhooks
+// can disagree, naming the disagreement.
+func TestCheckWebhooks(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, checkWebhooks(consistentOutput(t)), "consistent manifests")
+	set := func(v any, value any, keys ...string) {
+		m := dig(v, keys[:len(keys)-1]...).(map[string]any)
+		m[keys[len(keys)-1]] = value
+	}
+	webhook := func(o webhookOutput, c, w int) map[string]any {
+		return o.configurations[c]["webhooks"].([]any)[w].(map[string]any)
+	}
+	tests := []struct {
+		name    string
+		change  func(o *webhookOutput)
+		wantErr string
+	}{
+		{"a configuration calls a Service in another namespace", func(o *webhookOutput) {
+			set(webhook(*o, 0, 0), "system", "clientConfig", "service", "namespace")
+		}, "the webhook m.example.com of the MutatingWebhookConfiguration things-operator calls the Service system/things-webhook at port 443, but the webhook Service is things-system/things-webhook at port 443"},
+		{"a configuration calls another Service", func(o *webhookOutput) {
+			set(webhook(*o, 1, 1), "webhook-service", "clientConfig", "service", "name")
+		}, "calls the Service things-system/webhook-service"},
+		{"a configuration calls another port", func(o *webhookOutput) {
+			set(webhook(*o, 1, 1), int64(8443), "clientConfig", "service", "port")
+		}, "calls the Service things-system/things-webhook at port 8443"},
+		{"a conversion calls another Service", func(o *webhookOutput) {
+			set(o.conversions[0], "system", "spec", "conversion", "webhook", "clientConfig", "service", "namespace")
+		}, "the conversion of the CRD things.example.com calls the Service system/things-webhook"},
+		{"a webhook calls a Service without one generated", func(o *webhookOutput) {
+			o.service = nil
+			o.certHosts = nil
+		}, "calls the Service things-system/things-webhook, which webhook.yaml does not have"},
+		{"the certificate is for another host", func(o *webhookOutput) {
+			o.certHosts = []string{"things-webhook.system.svc"}
+		}, `the certificate's hosts ["things-webhook.system.svc"] do not include things-webhook.things-system.svc`},
+		{"the Service is in another namespace than the Deployment", func(o *webhookOutput) {
+			set(o.deployment, "other", "metadata", "namespace")
+		}, "the webhook Service is in the namespace things-system, the operator's Deployment in other"},
+		{"the Service selects other pods", func(o *webhookOutput) {
+			set(o.service, map[string]any{"app.kubernetes.io/name": "other"}, "spec", "selector")
+		}, "the webhook Service selects the pods labelled app.kubernetes.io/name=other"},
+		{"the Service calls a port the pods do not have", func(o *webhookOutput) {
+			set(o.service, []any{map[string]any{"port": int64(443), "targetPort": "https"}}, "spec", "ports")
+		}, `the webhook Service calls the pods' port "https"`},
+		{"the certificate's Secret is in another namespace", func(o *webhookOutput) {
+			containers := dig(o.deployment, "spec", "template", "spec", "containers").([]any)
+			containers[0].(map[string]any)["args"] = []any{"--webhook-cert-secret=system/things-webhook-certs"}
+		}, "the certificate's Secret system/things-webhook-certs is not in the operator's namespace things-system"},
+		{"a configuration has controller-gen's placeholder name", func(o *webhookOutput) {
+			set(o.configurations[1], placeholderValidating, "metadata", "name")
+			o.validating = []string{placeholderValidating}
+		}, `the ValidatingWebhookConfiguration is named "validating-webhook-configuration", a name the configurations of other operators have too`},
+		{"the CA goes into a configuration not generated", func(o *webhookOutput) {
+			o.configurations = o.configurations[1:]
+		}, `the CA is published into the MutatingWebhookConfigurations ["things-operator"], but the generated ones are []`},
+		{"the CA misses a configuration generated", func(o *webhookOutput) {
+			o.validating = nil
+		}, `the CA is published into the ValidatingWebhookConfigurations [], but the generated ones are ["things-operator"]`},
+		{"the CA goes into a CRD whose conversion is not generated", func(o *webhookOutput) {
+			o.crdsCAs = append(o.crdsCAs, "others.example.com")
+		}, `the CA is published into the CustomResourceDefinitions ["things.example.com" "others.example.com"], but the generated ones are ["things.example.com"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := consistentOutput(t)
+			tt.change(&o)
+			err := checkWebhooks(o)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "the generated webhook manifests of things-operator disagree")
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+// A run whose markers put the webhook Service in another namespace than
+// -deploy-namespace is refused, and writes nothing.
+func TestDeployRefusesAServiceElsewhere(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	elsewhere := strings.NewReplacer("admissionReviewVersions=v1", "admissionReviewVersions=v1,serviceNamespace=system",
+		"path=/convert", "path=/convert,serviceNamespace=system").Replace(kubebuilderWebhooks)
+	writeFiles(t, dir, map[string]string{"webhooks/webhooks.go": elsewhere})
+	before, beforeDirs := tree(t, dir), dirs(t, dir)
+	code, _, stderr := apigen(t, dir, kubebuilderDeployArgs...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "the webhook Service is in the namespace system, the operator's Deployment in things-system")
+	assert.Equal(t, before, tree(t, dir), "nothing written")
+	assert.Equal(t, beforeDirs, dirs(t, dir), "no directory left behind")
+}

@@ -178,6 +178,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			return err
 		}
 	}
+	var found *webhookMarkers
 	var served bool
 	var conversions, mutating, validating []string
 	var certSecret string
@@ -205,7 +206,8 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		}
 		if cfg.webhookDir != "" {
 			checkpoint("webhook")
-			goFile, found, err := generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, cfg.deployNamespace, st.path(cfg.webhookDir), st.tree, header)
+			var goFile string
+			goFile, found, err = generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, cfg.deployNamespace, st.path(cfg.webhookDir), st.tree, header)
 			if err != nil {
 				return err
 			}
@@ -226,6 +228,19 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			crdDir: cfg.crdDir, rbacDir: cfg.rbacDir, webhookDir: cfg.webhookDir,
 			webhooks: served, conversions: conversions, certSecret: certSecret, mutating: mutating, validating: validating,
 		}); err != nil {
+			return err
+		}
+	}
+	if found != nil {
+		deployDir := ""
+		if cfg.deployDir != "" {
+			deployDir = st.path(cfg.deployDir)
+		}
+		out, err := readWebhookOutput(cfg.rbacRole, st.path(cfg.webhookDir), deployDir, found)
+		if err != nil {
+			return err
+		}
+		if err := checkWebhooks(out); err != nil {
 			return err
 		}
 	}
