@@ -221,8 +221,12 @@ func TestDeployGrantsWhatTheDeploymentDoes(t *testing.T) {
 // the Deployment's flags.
 func TestInitBinaryServesWhatItsDeploymentProbes(t *testing.T) {
 	t.Parallel()
-	for _, api := range []string{"", "example.com/v1/Widget"} {
-		s := &scaffold{Name: "widget-operator", Module: "example.com/widgets"}
+	for _, tt := range []struct {
+		api      string
+		webhooks bool
+	}{{"", false}, {"example.com/v1/Widget", false}, {"example.com/v1/Widget", true}} {
+		api := tt.api
+		s := &scaffold{Name: "widget-operator", Module: "example.com/widgets", Webhooks: tt.webhooks}
 		require.NoError(t, s.complete(api))
 		tmpl, err := template.ParseFS(scaffoldTemplates, "scaffold/main.go.tmpl")
 		require.NoError(t, err)
@@ -389,4 +393,16 @@ func TestDeployRefusesAServiceElsewhere(t *testing.T) {
 	assert.Contains(t, stderr, "the webhook Service is in the namespace system, the operator's Deployment in things-system")
 	assert.Equal(t, before, tree(t, dir), "nothing written")
 	assert.Equal(t, beforeDirs, dirs(t, dir), "no directory left behind")
+}
+
+// init's -webhooks needs an API, whose kind its webhook validates; it
+// writes nothing without one.
+func TestInitWebhooksNeedAnAPI(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	before := tree(t, dir)
+	code, _, stderr := apigen(t, dir, "init", "-name", "op", "-webhooks")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "-webhooks needs -api")
+	assert.Equal(t, before, tree(t, dir), "nothing written")
 }
