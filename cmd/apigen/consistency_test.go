@@ -358,13 +358,16 @@ func TestCheckWebhooks(t *testing.T) {
 		}, `the ValidatingWebhookConfiguration is named "validating-webhook-configuration", a name the configurations of other operators have too`},
 		{"the CA goes into a configuration not generated", func(o *webhookOutput) {
 			o.configurations = o.configurations[1:]
-		}, `the CA is published into the MutatingWebhookConfigurations ["things-operator"], but the generated ones are []`},
+		}, `the CA is published into the MutatingWebhookConfigurations ["things-operator"], but the generated ones with a webhook called at the Service are []`},
+		{"the CA goes into a configuration of webhooks called at URLs only", func(o *webhookOutput) {
+			set(webhook(*o, 0, 0), map[string]any{"url": "https://elsewhere.example.com"}, "clientConfig")
+		}, `the CA is published into the MutatingWebhookConfigurations ["things-operator"], but the generated ones with a webhook called at the Service are []`},
 		{"the CA misses a configuration generated", func(o *webhookOutput) {
 			o.validating = nil
-		}, `the CA is published into the ValidatingWebhookConfigurations [], but the generated ones are ["things-operator"]`},
+		}, `the CA is published into the ValidatingWebhookConfigurations [], but the generated ones with a webhook called at the Service are ["things-operator"]`},
 		{"the CA goes into a CRD whose conversion is not generated", func(o *webhookOutput) {
 			o.crdsCAs = append(o.crdsCAs, "others.example.com")
-		}, `the CA is published into the CustomResourceDefinitions ["things.example.com" "others.example.com"], but the generated ones are ["things.example.com"]`},
+		}, `the CA is published into the CustomResourceDefinitions ["things.example.com" "others.example.com"], but the generated ones with a webhook called at the Service are ["things.example.com"]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

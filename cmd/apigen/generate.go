@@ -211,7 +211,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			if err != nil {
 				return err
 			}
-			served, mutating, validating = len(found.paths) > 0, found.mutating, found.validating
+			served, mutating, validating = len(found.paths) > 0, found.caMutating(), found.caValidating()
 			for _, c := range found.conversions {
 				conversions = append(conversions, c.CRD)
 			}

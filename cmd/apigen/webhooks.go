@@ -106,14 +106,18 @@ type webhookGenerator struct {
 
 // webhookMarkers is what the markers of the loaded packages say.
 type webhookMarkers struct {
-	pkgDir      string // of the one package with markers, absolute; "" if none
-	pkgName     string
-	pkgPath     string
-	service     webhookService
-	paths       []string // served under the Service, sorted, unique
-	mutating    []string // the configuration's name if there is a mutating webhook; none if not
-	validating  []string // the same of the validating webhooks
-	conversions []ConversionWebhook
+	pkgDir     string // of the one package with markers, absolute; "" if none
+	pkgName    string
+	pkgPath    string
+	service    webhookService
+	paths      []string // served under the Service, sorted, unique
+	mutating   []string // the configuration's name if there is a mutating webhook; none if not
+	validating []string // the same of the validating webhooks
+	// mutatingServed and validatingServed tell whether a webhook of the
+	// configuration is called at the Service: only then does it get the
+	// CA (a configuration of webhooks called at URLs trusts their CAs).
+	mutatingServed, validatingServed bool
+	conversions                      []ConversionWebhook
 }
 
 func (g webhookGenerator) RegisterMarkers(into *markers.Registry) error {
@@ -156,6 +160,11 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 			}
 			if c.URL != "" {
 				continue // called at its URL: neither the Service nor this operator's server
+			}
+			if c.Mutating {
+				found.mutatingServed = true
+			} else {
+				found.validatingServed = true
 			}
 			if c.Path == "" {
 				return fmt.Errorf("package %s: +kubebuilder:webhook %s has neither a path nor a url", root.PkgPath, c.Name)
@@ -419,6 +428,31 @@ func conversionPatch(c ConversionWebhook, s webhookService) map[string]any {
 	}
 }
 
+// certHosts are the host names the certificate is issued for: the
+// Service's, if a webhook is called at it.
+func (f *webhookMarkers) certHosts() []string {
+	if len(f.paths) == 0 {
+		return nil
+	}
+	return []string{f.service.name + "." + f.service.namespace + ".svc"}
+}
+
+// caMutating and caValidating are the configurations that get the CA:
+// those with a webhook called at the Service.
+func (f *webhookMarkers) caMutating() []string {
+	if !f.mutatingServed {
+		return nil
+	}
+	return f.mutating
+}
+
+func (f *webhookMarkers) caValidating() []string {
+	if !f.validatingServed {
+		return nil
+	}
+	return f.validating
+}
+
 // webhooksGo is the Go file of the markers' package.
 func webhooksGo(found *webhookMarkers, header string) ([]byte, error) {
 	var b bytes.Buffer
@@ -446,11 +480,7 @@ func webhooksGo(found *webhookMarkers, header string) ([]byte, error) {
 	}
 	b.WriteString(")\n\n")
 	b.WriteString("// webhookCertHosts are the DNS names of the Service the webhooks are called\n// at, for operator.Flags.WebhookCertHosts.\n")
-	var hosts []string
-	if len(found.paths) > 0 {
-		s := found.service
-		hosts = []string{s.name + "." + s.namespace + ".svc"}
-	}
+	hosts := found.certHosts()
 	if len(hosts) == 0 {
 		b.WriteString("var webhookCertHosts []string\n\n")
 	} else {
@@ -462,7 +492,7 @@ func webhooksGo(found *webhookMarkers, header string) ([]byte, error) {
 		crds = append(crds, c.CRD)
 	}
 	fmt.Fprintf(&b, "var webhookCABundles = webhook.CABundles{\n\tMutatingWebhookConfigurations: %s,\n\tValidatingWebhookConfigurations: %s,\n\tCRDs: %s,\n}\n",
-		stringSlice(found.mutating), stringSlice(found.validating), stringSlice(crds))
+		stringSlice(found.caMutating()), stringSlice(found.caValidating()), stringSlice(crds))
 	return format.Source(b.Bytes())
 }
 

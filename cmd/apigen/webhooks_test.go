@@ -427,4 +427,5 @@ func TestWebhooksCalledAtURLs(t *testing.T) {
 	assert.NotContains(t, files, "deploy/crd-conversion.yaml")
 	assert.Empty(t, webhookConsts(t, filepath.Join(dir, "webhooks/zz_generated.webhooks.go")))
 	assert.Contains(t, files["webhooks/zz_generated.webhooks.go"], "var webhookCertHosts []string\n")
+	assert.Contains(t, files["webhooks/zz_generated.webhooks.go"], "ValidatingWebhookConfigurations: nil,", "no CA of the operator goes into webhooks called at URLs")
 }
