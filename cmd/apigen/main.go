@@ -107,9 +107,10 @@
 // one hidden temporary file, which the go command ignores and the next run
 // removes, and at any step the staging directory outside the module.
 //
-// "apigen init -name NAME [-api GROUP/VERSION/KIND]" starts a new operator
+// "apigen init -name NAME [-api GROUP/VERSION/KIND [-webhooks]]" starts a new operator
 // in the module instead: it writes main.go, controller.go,
-// controller_test.go, generate.go and, with -api, the API package, refusing
+// controller_test.go, generate.go, with -api the API package and with
+// -webhooks (and -api) webhooks.go, a validating webhook of the kind, refusing
 // if any of them exists, then generates as generate.go's go:generate line
 // says and runs go mod tidy (see docs/new-api.md).
 //
