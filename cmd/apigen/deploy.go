@@ -33,11 +33,13 @@ const (
 // deployment is what generateDeploy makes the manifests of.
 type deployment struct {
 	name, namespace, image string
-	dir                    string // relative to the module root
-	crdDir, rbacDir        string // of the same run, relative to the module root; "" if none
-	webhookDir             string // "" if the run generates no webhooks
-	webhooks, conversions  bool   // whether webhook.yaml has a Service, whether crd-conversion.yaml exists
-	certSecret             string // the webhooks' certificate's Secret in namespace
+	dir                    string   // relative to the module root
+	crdDir, rbacDir        string   // of the same run, relative to the module root; "" if none
+	webhookDir             string   // "" if the run generates no webhooks
+	webhooks               bool     // whether webhook.yaml has a Service
+	conversions            []string // the CRDs crd-conversion.yaml patches; none if it does not exist
+	mutating, validating   []string // the webhook configurations that get the CA
+	certSecret             string   // the webhooks' certificate's Secret in namespace
 }
 
 // generateDeploy writes into st the base manifests of the operator's
@@ -71,8 +73,11 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	}
 	subject := []any{map[string]any{"kind": "ServiceAccount", "name": d.name, "namespace": d.namespace}}
 
-	if err := write("namespace.yaml", "# The operator's namespace.\n",
-		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}); err != nil {
+	namespaces := []any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}}
+	for _, ns := range roleNamespaces(roles, d.namespace) {
+		namespaces = append(namespaces, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	}
+	if err := write("namespace.yaml", "# The operator's namespace, and those of the Roles of its +kubebuilder:rbac markers\n# (but the ones every cluster has).\n", namespaces...); err != nil {
 		return err
 	}
 	if err := write("serviceaccount.yaml", "# The operator's identity.\n",
@@ -103,7 +108,23 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	if len(bindings) == 0 {
 		return errors.New("-deploy: the run's role.yaml has no ClusterRole or Role to bind the operator to")
 	}
-	if err := write("rbac.yaml", "# The operator's ServiceAccount bound to the roles of its +kubebuilder:rbac markers.\n", bindings...); err != nil {
+	own := deploymentRoles(d)
+	for _, r := range own {
+		m := r["metadata"].(map[string]any)
+		binding := map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1",
+			"metadata":   m,
+			"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": r["kind"], "name": m["name"]},
+			"subjects":   subject,
+		}
+		if r["kind"] == "ClusterRole" {
+			binding["kind"] = "ClusterRoleBinding"
+		} else {
+			binding["kind"] = "RoleBinding"
+		}
+		bindings = append(bindings, r, binding)
+	}
+	if err := write("rbac.yaml", "# The operator's ServiceAccount bound to the roles of its +kubebuilder:rbac markers,\n# and to the roles of what its Deployment makes it do.\n", bindings...); err != nil {
 		return err
 	}
 	if err := write("deployment.yaml", "# The operator. Its own flags, replicas and resources are the user's\n# patches (patches/ beside the kustomization).\n", deploymentManifest(d)); err != nil {
@@ -127,7 +148,12 @@ func generateDeploy(root string, st *stage, d deployment) error {
 			return fmt.Errorf("-deploy: the CRDs in %s are outside %s, where kustomize cannot load them: generate them into %s or below, or give %s a kustomization.yaml", d.crdDir, d.dir, d.dir, d.crdDir)
 		}
 		resources = append(resources, r)
-	} else if d.crdDir != "" {
+	}
+	crds, err := crdNames(st.path(d.crdDir), d.crdDir != "")
+	if err != nil {
+		return err
+	}
+	if _, ok := inside(d.dir, d.crdDir); d.crdDir != "" && ok {
 		entries, err := os.ReadDir(st.path(d.crdDir))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -151,7 +177,22 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		}
 	}
 	var patches []any
-	if d.conversions {
+	// kustomize fails on a patch whose object is not among the resources:
+	// the conversion patch is listed with its CRDs, and left to whoever
+	// installs them if the run generates none of them.
+	var listed, missing []string
+	for _, c := range d.conversions {
+		if slices.Contains(crds, c) {
+			listed = append(listed, c)
+		} else {
+			missing = append(missing, c)
+		}
+	}
+	if len(listed) > 0 && len(missing) > 0 {
+		return fmt.Errorf("-deploy: %s patches the conversion of %s, which the run's CRDs do not include (%s has only %s): generate every CRD of a +ctrlkit:conversionwebhook marker, or none",
+			conversionFile, strings.Join(missing, ", "), d.crdDir, strings.Join(listed, ", "))
+	}
+	if len(listed) > 0 {
 		// Beside webhook.yaml, which add found inside dir.
 		r, _ := inside(d.dir, path.Join(d.webhookDir, conversionFile))
 		patches = append(patches, map[string]any{"path": r})
@@ -176,6 +217,108 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		kustomization["patches"] = patches
 	}
 	return write("kustomization.yaml", "# The operator and its API: kubectl apply -k "+d.dir+"\n# Patches of its own go into "+patchesDir+"/ (then run apigen again): a strategic-merge\n# patch of an object, or a JSON patch (a list of operations) of the Deployment.\n", kustomization)
+}
+
+// builtinNamespaces are the namespaces every cluster has: no kustomization
+// creates them (kubectl delete -k would delete them).
+var builtinNamespaces = []string{"default", "kube-node-lease", "kube-public", "kube-system"}
+
+// roleNamespaces returns the namespaces of the Roles of roles other than
+// own and builtinNamespaces, sorted: the Roles cannot be created before
+// them.
+func roleNamespaces(roles []map[string]any, own string) []string {
+	var out []string
+	for _, r := range roles {
+		m, _ := r["metadata"].(map[string]any)
+		ns, _ := m["namespace"].(string)
+		if r["kind"] == "Role" && ns != "" && ns != own && !slices.Contains(builtinNamespaces, ns) && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deploymentRoles are the roles of what the Deployment makes the operator
+// do beyond its markers' roles, each named <name>-deployment: the leader
+// election's Lease in its namespace (--leader-elect) and, with webhooks,
+// the certificate's Secret (--webhook-cert-secret, created, then read and
+// renewed by name), and the CA published into the webhook configurations
+// and the CRDs' conversion, by name.
+func deploymentRoles(d deployment) []map[string]any {
+	name := d.name + "-deployment"
+	rule := func(group, resource string, names []string, verbs ...string) map[string]any {
+		r := map[string]any{"apiGroups": []any{group}, "resources": []any{resource}, "verbs": verbs}
+		if len(names) > 0 {
+			r["resourceNames"] = names
+		}
+		return r
+	}
+	rules := []any{rule("coordination.k8s.io", "leases", nil, "get", "create", "update")}
+	var clusterRules []any
+	if d.webhooks {
+		rules = append(rules, rule("", "secrets", nil, "create"), rule("", "secrets", []string{d.certSecret}, "get", "update"))
+		if len(d.mutating) > 0 {
+			clusterRules = append(clusterRules, rule("admissionregistration.k8s.io", "mutatingwebhookconfigurations", d.mutating, "get", "update"))
+		}
+		if len(d.validating) > 0 {
+			clusterRules = append(clusterRules, rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", d.validating, "get", "update"))
+		}
+		if len(d.conversions) > 0 {
+			clusterRules = append(clusterRules, rule("apiextensions.k8s.io", "customresourcedefinitions", d.conversions, "get", "patch"))
+		}
+	}
+	out := []map[string]any{{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+		"metadata": map[string]any{"name": name, "namespace": d.namespace}, "rules": rules,
+	}}
+	if len(clusterRules) > 0 {
+		out = append(out, map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+			"metadata": map[string]any{"name": name}, "rules": clusterRules,
+		})
+	}
+	return out
+}
+
+// crdNames returns the names of the CustomResourceDefinitions in the YAML
+// files of dir, sorted; none if !generated.
+func crdNames(dir string, generated bool) ([]string, error) {
+	if !generated {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := readDocs(p, data)
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range docs {
+			if doc["kind"] == "CustomResourceDefinition" {
+				m, _ := doc["metadata"].(map[string]any)
+				if name, _ := m["name"].(string); name != "" {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // inside returns the path of rel from dir (both relative to the module

@@ -178,7 +178,9 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			return err
 		}
 	}
-	var served, conversions bool
+	var found *webhookMarkers
+	var served bool
+	var conversions, mutating, validating []string
 	var certSecret string
 	if cfg.crdDir != "" || cfg.rbacDir != "" || cfg.webhookDir != "" {
 		overlay, err := st.overlay(mod.root, old, "loads", nil)
@@ -204,11 +206,15 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		}
 		if cfg.webhookDir != "" {
 			checkpoint("webhook")
-			goFile, found, err := generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, st.path(cfg.webhookDir), st.tree, header)
+			var goFile string
+			goFile, found, err = generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, cfg.deployNamespace, st.path(cfg.webhookDir), st.tree, header)
 			if err != nil {
 				return err
 			}
-			served, conversions = len(found.paths) > 0, len(found.conversions) > 0
+			served, mutating, validating = len(found.paths) > 0, found.caMutating(), found.caValidating()
+			for _, c := range found.conversions {
+				conversions = append(conversions, c.CRD)
+			}
 			certSecret = found.service.name + "-certs"
 			if !slices.Contains(webhookDirs, path.Dir(goFile)) {
 				return fmt.Errorf("the webhook markers are in %s, which the patterns of -webhook-paths do not match as a directory of the module", path.Dir(goFile))
@@ -220,8 +226,21 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		if err := generateDeploy(mod.root, st, deployment{
 			name: cfg.rbacRole, namespace: cfg.deployNamespace, image: cfg.deployImage, dir: cfg.deployDir,
 			crdDir: cfg.crdDir, rbacDir: cfg.rbacDir, webhookDir: cfg.webhookDir,
-			webhooks: served, conversions: conversions, certSecret: certSecret,
+			webhooks: served, conversions: conversions, certSecret: certSecret, mutating: mutating, validating: validating,
 		}); err != nil {
+			return err
+		}
+	}
+	if found != nil {
+		deployDir := ""
+		if cfg.deployDir != "" {
+			deployDir = st.path(cfg.deployDir)
+		}
+		out, err := readWebhookOutput(cfg.rbacRole, st.path(cfg.webhookDir), deployDir, found)
+		if err != nil {
+			return err
+		}
+		if err := checkWebhooks(out); err != nil {
 			return err
 		}
 	}

@@ -16,13 +16,17 @@
 //     mutating and validating configurations from the +kubebuilder:webhook
 //     and +kubebuilder:webhookconfiguration markers (controller-tools), the
 //     Service they call, and, from +ctrlkit:conversionwebhook markers, a
-//     kustomize patch that makes a CRD's conversion a webhook; with them,
+//     kustomize patch that makes a CRD's conversion a webhook (a marker
+//     without a Service namespace calls the Service in -deploy-namespace,
+//     and configurations without a name are named after the operator;
+//     what is generated is checked to agree, and refused if it does not); with them,
 //     zz_generated.webhooks.go in the markers' package: a constant for each
 //     path, and the certificate's hosts and the objects that get its CA,
 //     for operator.Flags (see docs/webhooks.md);
 //   - optionally the rest of the operator's deploy manifests (-deploy, with
-//     -rbac in the same run): its namespace and ServiceAccount, bindings to
-//     the generated roles, its Deployment (-deploy-image), and a
+//     -rbac in the same run): its namespace (and those of its Roles) and
+//     ServiceAccount, bindings to the generated roles and roles of what the
+//     Deployment makes it do, its Deployment (-deploy-image), and a
 //     kustomization that lists them with the CRDs, roles and webhooks, and
 //     the user's patches in the patches directory beside it (see
 //     docs/new-api.md).
@@ -103,9 +107,10 @@
 // one hidden temporary file, which the go command ignores and the next run
 // removes, and at any step the staging directory outside the module.
 //
-// "apigen init -name NAME [-api GROUP/VERSION/KIND]" starts a new operator
+// "apigen init -name NAME [-api GROUP/VERSION/KIND [-webhooks]]" starts a new operator
 // in the module instead: it writes main.go, controller.go,
-// controller_test.go, generate.go and, with -api, the API package, refusing
+// controller_test.go, generate.go, with -api the API package and with
+// -webhooks (and -api) webhooks.go, a validating webhook of the kind, refusing
 // if any of them exists, then generates as generate.go's go:generate line
 // says and runs go mod tidy (see docs/new-api.md).
 //
@@ -169,7 +174,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.webhookDir, "webhook", "", "Directory of the generated webhook.yaml and crd-conversion.yaml (from +kubebuilder:webhook and +ctrlkit:conversionwebhook markers); empty skips them.")
 	fs.StringVar(&webhookPaths, "webhook-paths", "./...", "Space-separated package patterns, in the module, of which one holds the webhook markers; it gets zz_generated.webhooks.go.")
 	fs.StringVar(&cfg.deployDir, "deploy", "", "Directory of the generated deploy manifests (kustomization, namespace, ServiceAccount, role bindings, Deployment); empty skips them. Needs -rbac in the same run.")
-	fs.StringVar(&cfg.deployNamespace, "deploy-namespace", "", "The operator's namespace (required with -deploy).")
+	fs.StringVar(&cfg.deployNamespace, "deploy-namespace", "", "The operator's namespace (required with -deploy); also the namespace of the webhook Service where the markers name none (else controller-gen's \"system\").")
 	fs.StringVar(&cfg.deployImage, "deploy-image", "", "The operator's image (required with -deploy).")
 	fs.StringVar(&cfg.header, "header", "", "File whose text heads every generated Go file (a license, say), anywhere; none if empty.")
 	fs.BoolVar(&cfg.verify, "verify", false, "Write nothing; exit 1 and list the files a run would change if any is out of date.")

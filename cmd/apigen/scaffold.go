@@ -26,7 +26,7 @@ var scaffoldTemplates embed.FS
 // scaffold is what init writes a new operator from.
 type scaffold struct {
 	Module, Name, Namespace, Image string
-	API                            bool
+	API, Webhooks                  bool
 	Group, GroupDir, Version, Kind string
 	Plural, Lower, Alias, APIDir   string
 	GroupMethod, VersionMethod     string
@@ -49,8 +49,9 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&s.Namespace, "namespace", "", "The operator's namespace (default NAME-system).")
 	fs.StringVar(&s.Image, "image", "", "The operator's image (default NAME:dev).")
 	fs.StringVar(&api, "api", "", "A new API to reconcile, GROUP/VERSION/KIND (example.com/v1/Widget); without it, the controller reconciles ConfigMaps.")
+	fs.BoolVar(&s.Webhooks, "webhooks", false, "With -api: a validating webhook of the API's kind too (webhooks.go), served with a certificate the operator issues itself.")
 	fs.Usage = func() {
-		_, _ = fmt.Fprintln(stderr, "usage: apigen init -name NAME [-api GROUP/VERSION/KIND] [-namespace NS] [-image IMAGE]")
+		_, _ = fmt.Fprintln(stderr, "usage: apigen init -name NAME [-api GROUP/VERSION/KIND [-webhooks]] [-namespace NS] [-image IMAGE]")
 		_, _ = fmt.Fprintln(stderr, "Writes main.go, controller.go, controller_test.go, generate.go and, with -api, the API package")
 		_, _ = fmt.Fprintln(stderr, "into the module of the current directory, runs the generation and go mod tidy.")
 		fs.PrintDefaults()
@@ -108,12 +109,18 @@ func (s *scaffold) complete(api string) error {
 	} else {
 		s.Kind = "ConfigMap"
 	}
+	if s.Webhooks && !s.API {
+		return errors.New("-webhooks needs -api: the webhook validates the API's kind")
+	}
 	args := []string{"-rbac deploy", "-rbac-role " + s.Name, "-rbac-paths .",
 		"-deploy deploy", "-deploy-namespace " + s.Namespace, "-deploy-image " + s.Image}
 	if s.API {
 		args = append([]string{"-crd deploy/crd"}, args...)
 	} else {
 		args = append([]string{`-out ""`, `-crd ""`}, args...)
+	}
+	if s.Webhooks {
+		args = append(args, "-webhook deploy", "-webhook-paths .")
 	}
 	s.GenerateArgs = strings.Join(args, " ")
 	return nil
@@ -153,6 +160,9 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) error {
 	if s.API {
 		files[path.Join(s.APIDir, "doc.go")] = "doc.go.tmpl"
 		files[path.Join(s.APIDir, "types.go")] = "types.go.tmpl"
+	}
+	if s.Webhooks {
+		files["webhooks.go"] = "webhooks.go.tmpl"
 	}
 	// Everything is rendered before anything is written, and nothing is
 	// written over a file of the module.
@@ -200,6 +210,9 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) error {
 		deployDir: "deploy", deployNamespace: s.Namespace, deployImage: s.Image, apis: "apis"}
 	if !s.API {
 		cfg.out, cfg.crdDir = "", ""
+	}
+	if s.Webhooks {
+		cfg.webhookDir, cfg.webhookPaths = "deploy", []string{"."}
 	}
 	wd, err := os.Getwd()
 	if err != nil {

@@ -47,11 +47,21 @@ type ConversionWebhook struct {
 
 var conversionDefinition = markers.Must(markers.MakeDefinition("ctrlkit:conversionwebhook", markers.DescribesPackage, ConversionWebhook{}))
 
-// The Service of a marker that names none, as controller-gen's defaults.
+// The Service of a marker that names none, as controller-gen's defaults;
+// a run with -deploy-namespace puts it in that namespace instead of
+// controller-gen's "system".
 const (
 	defaultServiceName      = "webhook-service"
 	defaultServiceNamespace = "system"
 	defaultServicePort      = 443
+)
+
+// The names controller-gen gives the configurations without a
+// +kubebuilder:webhookconfiguration marker: every operator generated so
+// would share them, so apigen names them after the operator instead.
+const (
+	placeholderMutating   = "mutating-webhook-configuration"
+	placeholderValidating = "validating-webhook-configuration"
 )
 
 // webhookService is the Service every webhook of an operator is called at.
@@ -60,13 +70,16 @@ type webhookService struct {
 	port            int32
 }
 
-func serviceOf(name, namespace string, port *int32) webhookService {
+// serviceOf is the Service of a marker's fields, with the defaults for
+// those it leaves empty: defaultServiceName, the namespace defaultNamespace
+// and defaultServicePort.
+func serviceOf(name, namespace string, port *int32, defaultNamespace string) webhookService {
 	s := webhookService{name: name, namespace: namespace, port: defaultServicePort}
 	if s.name == "" {
 		s.name = defaultServiceName
 	}
 	if s.namespace == "" {
-		s.namespace = defaultServiceNamespace
+		s.namespace = defaultNamespace
 	}
 	if port != nil {
 		s.port = *port
@@ -85,18 +98,26 @@ func (s webhookService) String() string {
 // it found for generateWebhooks.
 type webhookGenerator struct {
 	found *webhookMarkers
+	// name is the operator's, of the configurations that no
+	// +kubebuilder:webhookconfiguration marker names; namespace is the
+	// Service's where the markers name none.
+	name, namespace string
 }
 
 // webhookMarkers is what the markers of the loaded packages say.
 type webhookMarkers struct {
-	pkgDir      string // of the one package with markers, absolute; "" if none
-	pkgName     string
-	pkgPath     string
-	service     webhookService
-	paths       []string // served under the Service, sorted, unique
-	mutating    []string // configuration names
-	validating  []string
-	conversions []ConversionWebhook
+	pkgDir     string // of the one package with markers, absolute; "" if none
+	pkgName    string
+	pkgPath    string
+	service    webhookService
+	paths      []string // served under the Service, sorted, unique
+	mutating   []string // the configuration's name if there is a mutating webhook; none if not
+	validating []string // the same of the validating webhooks
+	// mutatingServed and validatingServed tell whether a webhook of the
+	// configuration is called at the Service: only then does it get the
+	// CA (a configuration of webhooks called at URLs trusts their CAs).
+	mutatingServed, validatingServed bool
+	conversions                      []ConversionWebhook
 }
 
 func (g webhookGenerator) RegisterMarkers(into *markers.Registry) error {
@@ -109,6 +130,8 @@ func (g webhookGenerator) RegisterMarkers(into *markers.Registry) error {
 func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 	found := g.found
 	var services []webhookService
+	var hasMutating, hasValidating bool
+	var mutatingName, validatingName string
 	var pkgs []string
 	for _, root := range ctx.Roots {
 		set, err := markers.PackageMarkers(ctx.Collector, root)
@@ -130,13 +153,23 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 		found.pkgDir, found.pkgName, found.pkgPath = filepath.Dir(files[0]), root.Name, root.PkgPath
 		for _, m := range admission {
 			c := m.(webhook.Config)
+			if c.Mutating {
+				hasMutating = true
+			} else {
+				hasValidating = true
+			}
 			if c.URL != "" {
 				continue // called at its URL: neither the Service nor this operator's server
+			}
+			if c.Mutating {
+				found.mutatingServed = true
+			} else {
+				found.validatingServed = true
 			}
 			if c.Path == "" {
 				return fmt.Errorf("package %s: +kubebuilder:webhook %s has neither a path nor a url", root.PkgPath, c.Name)
 			}
-			services = append(services, serviceOf(c.ServiceName, c.ServiceNamespace, c.ServicePort))
+			services = append(services, serviceOf(c.ServiceName, c.ServiceNamespace, c.ServicePort, g.namespace))
 			found.paths = append(found.paths, c.Path)
 		}
 		for _, m := range conversions {
@@ -150,27 +183,36 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 			if slices.ContainsFunc(found.conversions, func(o ConversionWebhook) bool { return o.CRD == c.CRD }) {
 				return fmt.Errorf("package %s: two +ctrlkit:conversionwebhook markers for %s", root.PkgPath, c.CRD)
 			}
-			services = append(services, serviceOf(c.ServiceName, c.ServiceNamespace, c.ServicePort))
+			services = append(services, serviceOf(c.ServiceName, c.ServiceNamespace, c.ServicePort, g.namespace))
 			found.paths = append(found.paths, c.Path)
 			found.conversions = append(found.conversions, c)
 		}
 		for _, m := range set[webhook.WebhookConfigDefinition.Name] {
 			c := m.(webhook.WebhookConfig)
 			if c.Mutating {
-				found.mutating = append(found.mutating, c.Name)
+				mutatingName = c.Name
 			} else {
-				found.validating = append(found.validating, c.Name)
+				validatingName = c.Name
 			}
 		}
-		for _, m := range admission {
-			c := m.(webhook.Config)
-			if c.Mutating && len(found.mutating) == 0 {
-				found.mutating = []string{"mutating-webhook-configuration"}
-			}
-			if !c.Mutating && len(found.validating) == 0 {
-				found.validating = []string{"validating-webhook-configuration"}
-			}
+	}
+	// A configuration exists only for a kind of webhook there is (as
+	// controller-gen generates it): the CA goes into those and no other.
+	for _, kind := range []struct {
+		has        bool
+		name, held string
+		into       *[]string
+	}{{hasMutating, mutatingName, placeholderMutating, &found.mutating}, {hasValidating, validatingName, placeholderValidating, &found.validating}} {
+		if !kind.has {
+			continue
 		}
+		if kind.name == kind.held {
+			return fmt.Errorf("+kubebuilder:webhookconfiguration name=%s is the name controller-gen gives every operator's configuration: name it after the operator", kind.name)
+		}
+		if kind.name == "" {
+			kind.name = g.name
+		}
+		*kind.into = []string{kind.name}
 	}
 	if len(pkgs) > 1 {
 		return fmt.Errorf("webhook markers in %d packages (%s): keep them in one, the one whose server serves them", len(pkgs), strings.Join(pkgs, ", "))
@@ -207,14 +249,24 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 //     be one): a constant for each path, and the certificate's host names
 //     and the objects that get its CA, for operator.Flags.
 //
+// A marker that names no Service namespace names namespace (the
+// operator's, -deploy-namespace), or controller-gen's "system" if that is
+// empty; every webhook of the configurations calls the one Service of the
+// markers. A configuration without a +kubebuilder:webhookconfiguration
+// marker is named name, the operator's, not with controller-gen's
+// placeholder that every operator generated so would share.
+//
 // It returns the Go file's path, relative to root, slash-separated, and
 // what the markers say.
-func generateWebhooks(loads *packageLoads, root string, patterns []string, name, dir, tree, header string) (goFile string, found *webhookMarkers, err error) {
+func generateWebhooks(loads *packageLoads, root string, patterns []string, name, namespace, dir, tree, header string) (goFile string, found *webhookMarkers, err error) {
 	if len(patterns) == 0 {
 		return "", nil, fmt.Errorf("-webhook needs at least one package pattern in -webhook-paths")
 	}
+	if namespace == "" {
+		namespace = defaultServiceNamespace
+	}
 	found = &webhookMarkers{}
-	if err := controllerGen(loads, "webhook", webhookGenerator{found: found}, patterns, dir); err != nil {
+	if err := controllerGen(loads, "webhook", webhookGenerator{found: found, name: name, namespace: namespace}, patterns, dir); err != nil {
 		return "", nil, err
 	}
 	manifests := filepath.Join(dir, "manifests.yaml")
@@ -246,6 +298,9 @@ func generateWebhooks(loads *packageLoads, root string, patterns []string, name,
 		}
 		for _, doc := range docs {
 			defaultScopes(doc)
+			if err := callService(doc, found); err != nil {
+				return "", nil, err
+			}
 			data, err := yaml.Marshal(doc)
 			if err != nil {
 				return "", nil, err
@@ -301,6 +356,41 @@ func defaultScopes(configuration map[string]any) {
 	}
 }
 
+// callService names a webhook configuration as found says (controller-gen
+// names one without a +kubebuilder:webhookconfiguration marker with a
+// placeholder) and makes each of its webhooks called at a Service call
+// found.service (controller-gen's Service of a marker that names none is
+// in its namespace "system").
+func callService(configuration map[string]any, found *webhookMarkers) error {
+	var names []string
+	switch configuration["kind"] {
+	case "MutatingWebhookConfiguration":
+		names = found.mutating
+	case "ValidatingWebhookConfiguration":
+		names = found.validating
+	default:
+		return nil
+	}
+	if len(names) != 1 {
+		return fmt.Errorf("controller-gen generated a %s, but the markers have no webhook of its kind", configuration["kind"])
+	}
+	meta, _ := configuration["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		configuration["metadata"] = meta
+	}
+	meta["name"] = names[0]
+	webhooks, _ := configuration["webhooks"].([]any)
+	for _, w := range webhooks {
+		wm, _ := w.(map[string]any)
+		cc, _ := wm["clientConfig"].(map[string]any)
+		if svc, ok := cc["service"].(map[string]any); ok {
+			svc["name"], svc["namespace"] = found.service.name, found.service.namespace
+		}
+	}
+	return nil
+}
+
 // serviceManifest is the Service the webhooks are called at.
 func serviceManifest(s webhookService, name string) map[string]any {
 	return map[string]any{
@@ -338,6 +428,31 @@ func conversionPatch(c ConversionWebhook, s webhookService) map[string]any {
 	}
 }
 
+// certHosts are the host names the certificate is issued for: the
+// Service's, if a webhook is called at it.
+func (f *webhookMarkers) certHosts() []string {
+	if len(f.paths) == 0 {
+		return nil
+	}
+	return []string{f.service.name + "." + f.service.namespace + ".svc"}
+}
+
+// caMutating and caValidating are the configurations that get the CA:
+// those with a webhook called at the Service.
+func (f *webhookMarkers) caMutating() []string {
+	if !f.mutatingServed {
+		return nil
+	}
+	return f.mutating
+}
+
+func (f *webhookMarkers) caValidating() []string {
+	if !f.validatingServed {
+		return nil
+	}
+	return f.validating
+}
+
 // webhooksGo is the Go file of the markers' package.
 func webhooksGo(found *webhookMarkers, header string) ([]byte, error) {
 	var b bytes.Buffer
@@ -365,11 +480,7 @@ func webhooksGo(found *webhookMarkers, header string) ([]byte, error) {
 	}
 	b.WriteString(")\n\n")
 	b.WriteString("// webhookCertHosts are the DNS names of the Service the webhooks are called\n// at, for operator.Flags.WebhookCertHosts.\n")
-	var hosts []string
-	if len(found.paths) > 0 {
-		s := found.service
-		hosts = []string{s.name + "." + s.namespace + ".svc"}
-	}
+	hosts := found.certHosts()
 	if len(hosts) == 0 {
 		b.WriteString("var webhookCertHosts []string\n\n")
 	} else {
@@ -381,7 +492,7 @@ func webhooksGo(found *webhookMarkers, header string) ([]byte, error) {
 		crds = append(crds, c.CRD)
 	}
 	fmt.Fprintf(&b, "var webhookCABundles = webhook.CABundles{\n\tMutatingWebhookConfigurations: %s,\n\tValidatingWebhookConfigurations: %s,\n\tCRDs: %s,\n}\n",
-		stringSlice(found.mutating), stringSlice(found.validating), stringSlice(crds))
+		stringSlice(found.caMutating()), stringSlice(found.caValidating()), stringSlice(crds))
 	return format.Source(b.Bytes())
 }
 

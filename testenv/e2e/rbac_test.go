@@ -69,6 +69,7 @@ func TestLeastPrivilege(t *testing.T) {
 		"Namespace/foo-system", "ServiceAccount/foo-system/foo-controller",
 		"ClusterRole/foo-controller", "Role/foo-system/foo-controller",
 		"ClusterRoleBinding/foo-controller", "RoleBinding/foo-system/foo-controller",
+		"Role/foo-system/foo-controller-deployment", "RoleBinding/foo-system/foo-controller-deployment",
 	}, kinds, "objects of examples/foo/deploy")
 
 	cfg, err := r.cp.ServiceAccountConfig(ctx, controllerNamespace, controllerSA)
