@@ -195,6 +195,11 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			if err := generateCRDs(loads, cfg.apis, st.path(cfg.crdDir)); err != nil {
 				return err
 			}
+			if cfg.out != "" {
+				if err := checkResources(mod.root, pkgs, st.path(cfg.crdDir)); err != nil {
+					return err
+				}
+			}
 		}
 		if cfg.rbacDir != "" {
 			checkpoint("rbac")

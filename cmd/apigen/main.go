@@ -48,7 +48,11 @@
 // A resource type embeds metav1.TypeMeta and metav1.ObjectMeta, its list
 // type metav1.TypeMeta and metav1.ListMeta; the +kubebuilder markers of
 // controller-gen shape the CRD (validation, defaults, printer columns,
-// subresources).
+// subresources). The resource a type's CRD serves and the one its
+// generated client requests must be the same: controller-gen and
+// client-gen pluralize kinds differently (Quiz, Person, Analysis), and
+// apigen refuses a run where they differ, asking for the type's
+// "+kubebuilder:resource:path=<plural>" and "+resourceName=<plural>".
 // Generated Go code goes to -out (default ./generated). Deep copies are
 // generated for every package in or under the API directory whose Go
 // files ask for them with "+k8s:deepcopy-gen" (shared types the API

@@ -18,6 +18,9 @@ import (
 	"strings"
 	"text/template"
 	"unicode"
+
+	"k8s.io/gengo/v2/namer"
+	"k8s.io/gengo/v2/types"
 )
 
 //go:embed scaffold/*.tmpl
@@ -29,6 +32,7 @@ type scaffold struct {
 	API                            bool
 	Group, GroupDir, Version, Kind string
 	Plural, Lower, Alias, APIDir   string
+	ClientPlural                   string // the plural of the clients' and informers' methods
 	GroupMethod, VersionMethod     string
 	GenerateArgs                   string
 }
@@ -100,7 +104,10 @@ func (s *scaffold) complete(api string) error {
 		s.API, s.Group, s.Version, s.Kind = true, m[1], m[4], m[7]
 		s.GroupDir, _, _ = strings.Cut(s.Group, ".")
 		s.Lower = strings.ToLower(s.Kind[:1]) + s.Kind[1:]
-		s.Plural = plural(strings.ToLower(s.Kind))
+		// The CRD's plural is controller-gen's; the types get markers
+		// that make the CRD and the generated client use it both.
+		s.Plural = crdPlural(s.Kind)
+		s.ClientPlural = namer.NewPublicPluralNamer(nil).Name(&types.Type{Name: types.Name{Name: s.Kind}})
 		s.Alias = s.GroupDir + s.Version
 		s.APIDir = path.Join("apis", s.GroupDir, s.Version)
 		s.GroupMethod = upperFirst(s.GroupDir)
@@ -117,17 +124,6 @@ func (s *scaffold) complete(api string) error {
 	}
 	s.GenerateArgs = strings.Join(args, " ")
 	return nil
-}
-
-// plural is the plural of a lowercase kind, as English makes most.
-func plural(kind string) string {
-	switch {
-	case strings.HasSuffix(kind, "s"), strings.HasSuffix(kind, "x"), strings.HasSuffix(kind, "ch"), strings.HasSuffix(kind, "sh"):
-		return kind + "es"
-	case strings.HasSuffix(kind, "y") && len(kind) > 1 && !strings.ContainsRune("aeiou", rune(kind[len(kind)-2])):
-		return kind[:len(kind)-1] + "ies"
-	}
-	return kind + "s"
 }
 
 func upperFirst(s string) string {

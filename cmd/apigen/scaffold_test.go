@@ -50,9 +50,3 @@ func TestInitRefusals(t *testing.T) {
 		})
 	}
 }
-
-func TestPlural(t *testing.T) {
-	for kind, want := range map[string]string{"widget": "widgets", "policy": "policies", "gateway": "gateways", "box": "boxes", "class": "classes", "batch": "batches"} {
-		assert.Equal(t, want, plural(kind), kind)
-	}
-}
