@@ -153,3 +153,35 @@ func TestDeepCopiesOfOthers(t *testing.T) {
 		})
 	}
 }
+
+// Recursive package patterns match the directories on disk whose files
+// the go command builds, without the generated client packages; other
+// patterns stay as they are.
+func TestOnDisk(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for rel, text := range map[string]string{
+		"go.mod":                              "module example.com/m\n\ngo 1.26.0\n",
+		"main.go":                             "package main\n",
+		"internal/ctrl/ctrl.go":               "package ctrl\n",
+		"internal/onlytests/x_test.go":        "package onlytests\n",
+		"tools/tools.go":                      "//go:build tools\n\npackage tools\n",
+		"generated/clientset/versioned/cs.go": "package versioned\n",
+		"generated/helpers/helpers.go":        "package helpers\n",
+		"nested/go.mod":                       "module example.com/nested\n",
+		"nested/n.go":                         "package nested\n",
+		"internal/ctrl/testdata/td.go":        "package td\n",
+		"docs/README.md":                      "# docs\n",
+	} {
+		p := filepath.Join(root, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	}
+	mod := module{root: root, path: "example.com/m"}
+	got, err := onDisk(mod, []string{"./...", "./api", "example.com/m/internal/..."}, "generated")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"./.", "./generated/helpers", "./internal/ctrl", "./api", "./internal/ctrl"}, got)
+
+	_, err = onDisk(mod, []string{"./docs/..."}, "generated")
+	assert.ErrorContains(t, err, "match no package with Go files")
+}

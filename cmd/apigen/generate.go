@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/build"
 	"io"
 	"io/fs"
 	"maps"
@@ -542,11 +543,15 @@ func onDisk(mod module, patterns []string, out string) ([]string, error) {
 			}) {
 				continue
 			}
-			matches, err := filepath.Glob(filepath.Join(mod.root, filepath.FromSlash(d), "*.go"))
-			if err != nil {
+			// As the go command matches packages: by the files its build
+			// takes (not a directory of tests only, or of a tools.go
+			// behind a build tag).
+			p, err := build.Default.ImportDir(filepath.Join(mod.root, filepath.FromSlash(d)), 0)
+			var noGo *build.NoGoError
+			if err != nil && !errors.As(err, &noGo) {
 				return nil, err
 			}
-			if slices.ContainsFunc(matches, func(m string) bool { return !strings.HasSuffix(m, "_test.go") }) {
+			if err == nil && len(p.GoFiles)+len(p.CgoFiles) > 0 {
 				expanded = append(expanded, "./"+path.Clean(d))
 			}
 		}

@@ -45,18 +45,31 @@ func processesWith(t *testing.T, env string) map[int]string {
 	return out
 }
 
-// A run stopped by SIGTERM while a go command it started runs (the build
-// of the OpenAPI schema's program) ends that command and what it started
-// too: nothing of the run outlives it.
+// A run stopped by SIGTERM while a go command it started runs (go run,
+// which builds and runs the OpenAPI schema's program) ends that command
+// and what it started too: nothing of the run outlives it. The go command
+// is wrapped so that go run starts a long sleep first, a process that
+// outlives the run unless its process group is killed.
 func TestStopKillsChildren(t *testing.T) {
 	t.Parallel()
 	dir := fixture(t)
 	exe, err := os.Executable()
 	require.NoError(t, err)
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	bin := t.TempDir()
+	wrapper := "#!/bin/sh\nif [ \"$1\" = run ]; then sleep 300 & fi\nexec " + goBin + " \"$@\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(wrapper), 0o755))
+
 	mark := "APIGEN_TEST_MARK=" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() {
+		for pid := range processesWith(t, mark) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	cmd := exec.CommandContext(t.Context(), exe)
 	cmd.Dir = dir
-	cmd.Env = commandEnviron(commandEnv+"=1", mark, "TMPDIR="+t.TempDir())
+	cmd.Env = commandEnviron(commandEnv+"=1", mark, "TMPDIR="+t.TempDir(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
@@ -64,8 +77,8 @@ func TestStopKillsChildren(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 
 	require.Eventually(t, func() bool {
-		for pid, line := range processesWith(t, mark) {
-			if pid != cmd.Process.Pid && strings.HasPrefix(line, "go run ") {
+		for _, line := range processesWith(t, mark) {
+			if strings.HasPrefix(line, "sleep 300") {
 				return true
 			}
 		}
