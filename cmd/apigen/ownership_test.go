@@ -386,6 +386,7 @@ func TestSharedCRDDirectory(t *testing.T) {
 
 	for name, args := range map[string][]string{"first": runA, "second": runB, "third": runC} {
 		t.Run("the "+name+" run's files are up to date", func(t *testing.T) {
+			t.Parallel()
 			code, stdout, stderr := apigen(t, dir, append([]string{"-verify"}, args...)...)
 			assert.Equal(t, 0, code, "stderr: %s", stderr)
 			assert.Contains(t, stdout, "up to date")
