@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -317,11 +316,11 @@ func openAPISchema(ctx context.Context, mod module, st *stage, old files, inputs
 	checkpoint("schema")
 	build := func(env []string, flags []string) ([]byte, error) {
 		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, "go", slices.Concat([]string{"run", "-overlay=" + overlay}, flags, []string{"./" + virtual + "/schema"})...)
+		cmd := command(ctx, "go", slices.Concat([]string{"run", "-overlay=" + overlay}, flags, []string{"./" + virtual + "/schema"})...)
 		cmd.Dir = mod.root
 		cmd.Env = append(os.Environ(), env...)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
+		if err := runCommand(cmd); err != nil {
 			return nil, fmt.Errorf("building the OpenAPI schema of %s: %w\n%s", strings.Join(inputs, " "), err, stderr.String())
 		}
 		if !json.Valid(stdout.Bytes()) {
@@ -361,10 +360,10 @@ func openAPISchema(ctx context.Context, mod module, st *stage, old files, inputs
 // import: their types' definitions belong in the schema too.
 func referencedAPIPackages(ctx context.Context, mod module, inputs []string) ([]string, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, inputs...)...)
+	cmd := command(ctx, "go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, inputs...)...)
 	cmd.Dir = mod.root
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := runCommand(cmd); err != nil {
 		return nil, fmt.Errorf("listing the imports of the API packages: %w\n%s", err, stderr.String())
 	}
 	var refs []string

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/build"
 	"io"
 	"io/fs"
 	"maps"
@@ -34,6 +35,7 @@ type config struct {
 	deployImage     string   // the operator's image
 	header          string   // file heading every generated Go file; "" for none
 	verify          bool     // compare instead of writing
+	journal         *journal // records what the run changes in the module; nil for none
 }
 
 // module is the Go module the generated code belongs to.
@@ -47,6 +49,7 @@ type apiPackage struct {
 	dir        string // relative to the module root, slash-separated
 	importPath string
 	groupVer   string // "<group dir>/<version dir>", as client-gen's --input takes it
+	group      string // its +groupName
 	registers  bool   // its own code declares SchemeGroupVersion: no register-gen
 }
 
@@ -137,7 +140,11 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		}
 	}
 
-	old, leftovers, err := owned(mod.root, cfg, pkgs, webhookDirs)
+	copiedDirs := map[string]bool{}
+	for _, ip := range copied {
+		copiedDirs[strings.TrimPrefix(strings.TrimPrefix(ip, mod.path), "/")] = true
+	}
+	old, leftovers, err := owned(mod.root, cfg, pkgs, copiedDirs, webhookDirs)
 	if err != nil {
 		return err
 	}
@@ -197,17 +204,30 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			if err := generateCRDs(loads, cfg.apis, st.path(cfg.crdDir)); err != nil {
 				return err
 			}
+			if cfg.out != "" {
+				if err := checkResources(mod.root, pkgs, st.path(cfg.crdDir)); err != nil {
+					return err
+				}
+			}
 		}
 		if cfg.rbacDir != "" {
 			checkpoint("rbac")
-			if err := generateRBAC(loads, cfg.rbacPaths, cfg.rbacRole, st.path(cfg.rbacDir)); err != nil {
+			patterns, err := onDisk(mod, cfg.rbacPaths, cfg.out)
+			if err != nil {
+				return fmt.Errorf("-rbac-paths: %w", err)
+			}
+			if err := generateRBAC(loads, patterns, cfg.rbacRole, st.path(cfg.rbacDir)); err != nil {
 				return err
 			}
 		}
 		if cfg.webhookDir != "" {
 			checkpoint("webhook")
+			patterns, err := onDisk(mod, cfg.webhookPaths, cfg.out)
+			if err != nil {
+				return fmt.Errorf("-webhook-paths: %w", err)
+			}
 			var goFile string
-			goFile, found, err = generateWebhooks(loads, mod.root, cfg.webhookPaths, cfg.rbacRole, cfg.deployNamespace, st.path(cfg.webhookDir), st.tree, header)
+			goFile, found, err = generateWebhooks(loads, mod.root, patterns, cfg.rbacRole, cfg.deployNamespace, st.path(cfg.webhookDir), st.tree, header)
 			if err != nil {
 				return err
 			}
@@ -437,6 +457,9 @@ func findAPIPackages(mod module, apis string) ([]apiPackage, error) {
 			if _, ok := tags["groupName"]; !ok {
 				continue
 			}
+			if reason := unimportable(g.Name()); reason != "" {
+				return nil, fmt.Errorf("package %s: its group directory %q names the generated clients', listers' and informers' group packages too, and %s: rename the directory", dir, g.Name(), reason)
+			}
 			if tags["k8s:openapi-gen"] != "true" {
 				return nil, fmt.Errorf("package %s: its package comment needs the line \"+k8s:openapi-gen=true\" (the OpenAPI schema makes the fake clientset and server-side apply work for its types)", dir)
 			}
@@ -444,7 +467,7 @@ func findAPIPackages(mod module, apis string) ([]apiPackage, error) {
 			if err != nil {
 				return nil, err
 			}
-			pkgs = append(pkgs, apiPackage{dir: dir, importPath: mod.importPath(dir), groupVer: g.Name() + "/" + v.Name(), registers: registers})
+			pkgs = append(pkgs, apiPackage{dir: dir, importPath: mod.importPath(dir), groupVer: g.Name() + "/" + v.Name(), group: tags["groupName"], registers: registers})
 		}
 	}
 	if len(pkgs) == 0 {
@@ -494,6 +517,9 @@ func findTaggedPackages(mod module, apis string) (copied, described []string, er
 		if err != nil {
 			return err
 		}
+		if err := checkDocTags(p, filepath.ToSlash(rel)); err != nil {
+			return err
+		}
 		ip := mod.importPath(filepath.ToSlash(rel))
 		if wantsCopies {
 			copied = append(copied, ip)
@@ -508,4 +534,49 @@ func findTaggedPackages(mod module, apis string) (copied, described []string, er
 		return nil
 	})
 	return copied, described, err
+}
+
+// onDisk turns the package patterns that end in "..." into the
+// directories they match (see patternDirs) that hold Go files on disk,
+// as "./dir" patterns, leaving out the generated client packages under
+// out: the controller-tools generators read the files of the packages
+// they are given from disk, and those of the packages a run generates
+// exist only in the go command's overlay until the run puts them in
+// place (on a run before the first, not at all). Other patterns stay as
+// they are.
+func onDisk(mod module, patterns []string, out string) ([]string, error) {
+	var expanded []string
+	for _, p := range patterns {
+		if !strings.HasSuffix(p, "...") {
+			expanded = append(expanded, p)
+			continue
+		}
+		dirs, err := patternDirs(mod, []string{p})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range dirs {
+			if out != "" && slices.ContainsFunc(generatedClientDirs, func(c string) bool {
+				g := path.Join(out, c)
+				return d == g || strings.HasPrefix(d, g+"/")
+			}) {
+				continue
+			}
+			// As the go command matches packages: by the files its build
+			// takes (not a directory of tests only, or of a tools.go
+			// behind a build tag).
+			p, err := build.Default.ImportDir(filepath.Join(mod.root, filepath.FromSlash(d)), 0)
+			var noGo *build.NoGoError
+			if err != nil && !errors.As(err, &noGo) {
+				return nil, err
+			}
+			if err == nil && len(p.GoFiles)+len(p.CgoFiles) > 0 {
+				expanded = append(expanded, "./"+path.Clean(d))
+			}
+		}
+	}
+	if len(expanded) == 0 && len(patterns) > 0 {
+		return nil, fmt.Errorf("%q match no package with Go files", patterns)
+	}
+	return expanded, nil
 }

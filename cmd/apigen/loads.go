@@ -1,12 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,15 +24,25 @@ import (
 // of go.mod and go.sum that the go command may complete, and the module's
 // own files stay as they are. In workspace mode, or with a vendor
 // directory, they use the module's files as they are.
+//
+// In workspace mode the loads use the workspace first; where its modules
+// lack a requirement the packages need (a new module's, before its first
+// go mod tidy), they load outside the workspace (GOWORK=off) against the
+// copies instead, as the OpenAPI schema's build does.
 type packageLoads struct {
-	buildFlags []string // of the go command: those of goModCopy, or none
+	buildFlags []string      // of the go command: those of goModCopy, or none
+	env        []string      // added to the go command's environment
+	fallback   *packageLoads // in workspace mode, the loads outside the workspace
+	// ctx is the run's: it ends the go commands of the loads. (The
+	// controller-tools generators take a configuration, not a context.)
+	ctx context.Context
 }
 
 // newPackageLoads prepares the loads of the module in root; overlay, if
 // not empty, is a file for the go command's -overlay flag (the generated
 // packages the loaded ones import are in it). close removes the copies.
 func newPackageLoads(ctx context.Context, root, overlay string) (loads *packageLoads, close func(), err error) {
-	loads = &packageLoads{}
+	loads = &packageLoads{ctx: ctx}
 	if overlay != "" {
 		loads.buildFlags = []string{"-overlay=" + overlay}
 	}
@@ -44,26 +54,55 @@ func newPackageLoads(ctx context.Context, root, overlay string) (loads *packageL
 	if err != nil {
 		return nil, nil, err
 	}
-	if workspace {
-		return loads, close, nil
-	}
 	flags, cleanup, err := goModCopy(root)
 	if err != nil {
 		return nil, nil, err
+	}
+	if workspace {
+		loads.fallback = &packageLoads{buildFlags: slices.Concat(loads.buildFlags, flags), env: []string{"GOWORK=off"}, ctx: ctx}
+		return loads, cleanup, nil
 	}
 	loads.buildFlags = append(loads.buildFlags, flags...)
 	return loads, cleanup, nil
 }
 
+// forPatterns returns the loads for the packages of patterns: in
+// workspace mode, those outside the workspace if the workspace cannot
+// resolve every import of the packages.
+func (l *packageLoads) forPatterns(patterns []string) *packageLoads {
+	if l.fallback == nil {
+		return l
+	}
+	cfg := l.config()
+	cfg.Mode = packages.NeedName | packages.NeedImports | packages.NeedDeps
+	pkgs, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		return l.fallback
+	}
+	failed := false
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		for _, e := range p.Errors {
+			if e.Kind == packages.ListError {
+				failed = true
+			}
+		}
+	})
+	if failed {
+		return l.fallback
+	}
+	return l
+}
+
 // inWorkspace tells whether the go command works in workspace mode in root.
 func inWorkspace(ctx context.Context, root string) (bool, error) {
-	goEnv := exec.CommandContext(ctx, "go", "env", "GOWORK")
+	goEnv := command(ctx, "go", "env", "GOWORK")
 	goEnv.Dir = root
-	gowork, err := goEnv.Output()
-	if err != nil {
-		return false, fmt.Errorf("go env GOWORK: %w", err)
+	var gowork, stderr bytes.Buffer
+	goEnv.Stdout, goEnv.Stderr = &gowork, &stderr
+	if err := runCommand(goEnv); err != nil {
+		return false, fmt.Errorf("go env GOWORK: %w\n%s", err, stderr.String())
 	}
-	w := strings.TrimSpace(string(gowork))
+	w := strings.TrimSpace(gowork.String())
 	return w != "" && w != "off", nil
 }
 
@@ -96,5 +135,9 @@ func goModCopy(root string) (flags []string, cleanup func(), err error) {
 
 // config is a fresh configuration for one load.
 func (l *packageLoads) config() *packages.Config {
-	return &packages.Config{BuildFlags: slices.Clone(l.buildFlags)}
+	cfg := &packages.Config{Context: l.ctx, BuildFlags: slices.Clone(l.buildFlags)}
+	if len(l.env) > 0 {
+		cfg.Env = append(os.Environ(), l.env...)
+	}
+	return cfg
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // The controller-gen loads complete copies of go.mod and go.sum, except
-// where the go command would refuse them: in workspace mode and in a
-// vendored module.
+// where the go command would refuse them: in a vendored module, and in
+// workspace mode, where they use the copies outside the workspace only
+// if the workspace cannot resolve the packages.
 func TestPackageLoads(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -46,6 +47,15 @@ func TestPackageLoads(t *testing.T) {
 			flags := loads.config().BuildFlags
 			if !tt.wantCopy {
 				assert.Empty(t, flags, "the module's own files")
+				if tt.name == "workspace mode" {
+					// Where the workspace lacks a requirement: outside it,
+					// against the copies.
+					require.NotNil(t, loads.fallback)
+					assert.Contains(t, loads.fallback.config().Env, "GOWORK=off")
+					assert.Contains(t, loads.fallback.config().BuildFlags, "-mod=mod")
+				} else {
+					assert.Nil(t, loads.fallback)
+				}
 				closeLoads()
 				return
 			}

@@ -280,3 +280,16 @@ func TestGCPercent(t *testing.T) {
 		assert.Equal(t, tt.want, got, "%v", tt.env)
 	}
 }
+
+// The default -rbac-paths, ./..., works on a module never generated: the
+// client packages the run generates match it only in the go command's
+// overlay, where the roles' generator cannot read them.
+func TestDefaultRBACPaths(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	code, _, stderr := apigen(t, dir, "-rbac", "config/rbac", "-rbac-role", "things")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	role, err := os.ReadFile(filepath.Join(dir, "config/rbac/role.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(role), "- things/status")
+}

@@ -19,7 +19,7 @@ import (
 
 // generateCRDs writes a CustomResourceDefinition (apiextensions.k8s.io/v1)
 // for every root type of the API packages under apis into dir, as
-// controller-gen's crd generator does, each marked with yamlMarker.
+// controller-gen's crd generator does, each marked with crdMarker(apis).
 func generateCRDs(loads *packageLoads, apis, dir string) error {
 	if err := controllerGen(loads, "crd", crd.Generator{}, []string{"./" + apis + "/..."}, dir); err != nil {
 		return err
@@ -38,7 +38,7 @@ func generateCRDs(loads *packageLoads, apis, dir string) error {
 		found = true
 		// controller-gen stamps the version of the program it runs in;
 		// what made the manifest is controller-tools.
-		stamped := markYAML(versionAnnotation.ReplaceAll(data, []byte("${1}"+controllerToolsVersion())))
+		stamped := markYAMLWith(versionAnnotation.ReplaceAll(data, []byte("${1}"+controllerToolsVersion())), crdMarker(apis))
 		if err := os.WriteFile(p, stamped, 0o644); err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func controllerGen(loads *packageLoads, spec string, gen genall.Generator, patte
 		return err
 	}
 	options := []string{spec, "paths=" + strings.Join(patterns, ";"), "output:" + name + ":dir=" + dir}
-	rt, err := genall.FromOptionsWithConfig(loads.config(), reg, options)
+	rt, err := genall.FromOptionsWithConfig(loads.forPatterns(patterns).config(), reg, options)
 	if err != nil {
 		return fmt.Errorf("controller-gen %s: %w", name, err)
 	}

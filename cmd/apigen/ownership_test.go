@@ -326,3 +326,70 @@ func TestHandWrittenFilesSurvive(t *testing.T) {
 	}
 
 }
+
+// Runs that share a CRD directory own only what they generated: the CRDs
+// of their own API directory (by the marker that names it, or, as earlier
+// versions marked them, by their group) and, for a roles run, its
+// role.yaml. Each run's -verify finds its files up to date with the
+// others' beside them; a run removes its own stale CRDs and no one
+// else's; the user's files, unmarked CRDs among them, stay (apigen
+// cannot prove it wrote an unmarked CRD: controller-gen writes the same).
+func TestSharedCRDDirectory(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	other := "more/apis/other/v1"
+	for _, name := range []string{"doc.go", "types.go"} {
+		data, err := os.ReadFile(filepath.Join(dir, "apis/things/v1", name))
+		require.NoError(t, err)
+		text := strings.ReplaceAll(string(data), "+groupName=example.com", "+groupName=other.example.com")
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, other), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, other, name), []byte(text), 0o644))
+	}
+	crd := func(marker, group, plural string) string {
+		return "---\n" + marker + "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n" +
+			"  annotations:\n    controller-gen.kubebuilder.io/version: v0.1.0\n  name: " + plural + "." + group + "\n" +
+			"spec:\n  group: " + group + "\n  names:\n    kind: X\n    plural: " + plural + "\n"
+	}
+	user := map[string]string{
+		"config/crd/kustomization.yaml":            "resources:\n- example.com_things.yaml\n",
+		"config/crd/mine.example.com_gizmos.yaml":  crd("", "mine.example.com", "gizmos"),
+		"config/crd/example.com_unmarkeds.yaml":    crd("", "example.com", "unmarkeds"),
+		"config/crd/notes.md":                      "# CRDs\n",
+		"config/crd/another.example.com_olds.yaml": crd(yamlMarker, "another.example.com", "olds"),
+	}
+	for rel, text := range user {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644))
+	}
+	// Stale files of the runs: a CRD the first run's earlier version
+	// wrote, and one the third run wrote, of kinds they no longer have.
+	staleA, staleC := "config/crd/example.com_olds.yaml", "config/crd/other.example.com_gones.yaml"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, staleA), []byte(crd(yamlMarker, "example.com", "olds")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, staleC), []byte(crd(crdMarker("more/apis"), "other.example.com", "gones")), 0o644))
+
+	runA := []string{}
+	runB := []string{"-out", "", "-crd", "", "-rbac", "config/crd", "-rbac-role", "things", "-rbac-paths", "."}
+	runC := []string{"-out", "more/generated", "more/apis"}
+	for _, args := range [][]string{runA, runB, runC} {
+		code, _, stderr := apigen(t, dir, args...)
+		require.Equal(t, 0, code, "apigen %q: %s", args, stderr)
+	}
+	got := tree(t, dir)
+	for rel, text := range user {
+		assert.Equal(t, text, got[rel], "%s is the user's", rel)
+	}
+	assert.NotContains(t, got, staleA, "the first run's stale CRD is removed")
+	assert.NotContains(t, got, staleC, "the third run's stale CRD is removed")
+	assert.True(t, strings.HasPrefix(got["config/crd/example.com_things.yaml"], "---\n"+crdMarker("apis")), "the first run's CRD")
+	assert.True(t, strings.HasPrefix(got["config/crd/other.example.com_things.yaml"], "---\n"+crdMarker("more/apis")), "the third run's CRD")
+	assert.Contains(t, got["config/crd/role.yaml"], "kind: ClusterRole", "the second run's roles")
+
+	for name, args := range map[string][]string{"first": runA, "second": runB, "third": runC} {
+		t.Run("the "+name+" run's files are up to date", func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := apigen(t, dir, append([]string{"-verify"}, args...)...)
+			assert.Equal(t, 0, code, "stderr: %s", stderr)
+			assert.Contains(t, stdout, "up to date")
+		})
+	}
+}

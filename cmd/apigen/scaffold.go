@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"go/format"
+	"go/token"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -18,6 +20,9 @@ import (
 	"strings"
 	"text/template"
 	"unicode"
+
+	"k8s.io/gengo/v2/namer"
+	"k8s.io/gengo/v2/types"
 )
 
 //go:embed scaffold/*.tmpl
@@ -29,6 +34,7 @@ type scaffold struct {
 	API, Webhooks                  bool
 	Group, GroupDir, Version, Kind string
 	Plural, Lower, Alias, APIDir   string
+	ClientPlural                   string // the plural of the clients' and informers' methods
 	GroupMethod, VersionMethod     string
 	GenerateArgs                   string
 }
@@ -100,8 +106,17 @@ func (s *scaffold) complete(api string) error {
 		}
 		s.API, s.Group, s.Version, s.Kind = true, m[1], m[4], m[7]
 		s.GroupDir, _, _ = strings.Cut(s.Group, ".")
+		// The group's first label names the API's package directory and
+		// the generated clients', listers' and informers' group packages.
+		if reason := unimportable(s.GroupDir); reason != "" {
+			return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (apis/%s/%s, and the generated clients' %s/%s), and %s: choose a group whose first label is another word",
+				api, s.GroupDir, s.GroupDir, s.Version, s.GroupDir, s.Version, reason)
+		}
 		s.Lower = strings.ToLower(s.Kind[:1]) + s.Kind[1:]
-		s.Plural = plural(strings.ToLower(s.Kind))
+		// The CRD's plural is controller-gen's; the types get markers
+		// that make the CRD and the generated client use it both.
+		s.Plural = crdPlural(s.Kind)
+		s.ClientPlural = namer.NewPublicPluralNamer(nil).Name(&types.Type{Name: types.Name{Name: s.Kind}})
 		s.Alias = s.GroupDir + s.Version
 		s.APIDir = path.Join("apis", s.GroupDir, s.Version)
 		s.GroupMethod = upperFirst(s.GroupDir)
@@ -126,15 +141,19 @@ func (s *scaffold) complete(api string) error {
 	return nil
 }
 
-// plural is the plural of a lowercase kind, as English makes most.
-func plural(kind string) string {
+// unimportable says why a directory of that name makes packages that the
+// operator's main package cannot import, or names a package Go cannot
+// compile, or returns "".
+func unimportable(dir string) string {
 	switch {
-	case strings.HasSuffix(kind, "s"), strings.HasSuffix(kind, "x"), strings.HasSuffix(kind, "ch"), strings.HasSuffix(kind, "sh"):
-		return kind + "es"
-	case strings.HasSuffix(kind, "y") && len(kind) > 1 && !strings.ContainsRune("aeiou", rune(kind[len(kind)-2])):
-		return kind[:len(kind)-1] + "ies"
+	case dir == "internal":
+		return "the go command lets only the packages beside an internal directory import those in it"
+	case dir == "testdata" || dir == "vendor":
+		return "the go command ignores a " + dir + " directory's packages"
+	case token.IsKeyword(dir):
+		return "it is a Go keyword, which cannot name a package"
 	}
-	return kind + "s"
+	return ""
 }
 
 func upperFirst(s string) string {
@@ -144,8 +163,10 @@ func upperFirst(s string) string {
 }
 
 // write writes the files, refusing to replace any, then generates and
-// tidies.
-func (s *scaffold) write(ctx context.Context, stdout io.Writer) error {
+// tidies. Everything is checked before anything is written, and a step
+// that fails undoes what the steps before it wrote: an init that fails
+// leaves the module as it was.
+func (s *scaffold) write(ctx context.Context, stdout io.Writer) (err error) {
 	mod, err := findModule()
 	if err != nil {
 		return err
@@ -164,10 +185,22 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) error {
 	if s.Webhooks {
 		files["webhooks.go"] = "webhooks.go.tmpl"
 	}
-	// Everything is rendered before anything is written, and nothing is
-	// written over a file of the module.
-	rendered := map[string][]byte{}
+	// The manifests the generation writes by fixed names are the new
+	// operator's too: init writes none of them over a file of the module.
 	var taken []string
+	generated := []string{path.Join(initDeployDir, "role.yaml")}
+	for _, f := range deployFiles {
+		generated = append(generated, path.Join(initDeployDir, f))
+	}
+	if s.API {
+		generated = append(generated, path.Join(initCRDDir, s.Group+"_"+s.Plural+".yaml"))
+	}
+	for _, rel := range generated {
+		if _, err := os.Lstat(filepath.Join(mod.root, filepath.FromSlash(rel))); err == nil {
+			taken = append(taken, rel)
+		}
+	}
+	rendered := map[string][]byte{}
 	for rel, name := range files {
 		if _, err := os.Lstat(filepath.Join(mod.root, filepath.FromSlash(rel))); err == nil {
 			taken = append(taken, rel)
@@ -190,24 +223,49 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) error {
 		slices.Sort(taken)
 		return fmt.Errorf("the module already has %s: init writes a new operator into a module without them", strings.Join(taken, ", "))
 	}
-	var written []string
-	for rel, src := range rendered {
-		p := filepath.Join(mod.root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
-			err = os.WriteFile(p, src, 0o644)
+
+	j := newJournal()
+	defer func() {
+		if err == nil {
+			j.keep()
+			return
+		}
+		if uerr := j.undo(); uerr != nil {
+			err = fmt.Errorf("%w\n(and undoing what init wrote: %w)", err, uerr)
+		} else {
+			err = fmt.Errorf("%w\n(init left the module as it was)", err)
+		}
+	}()
+	for _, name := range []string{"go.mod", "go.sum"} {
+		p := filepath.Join(mod.root, name)
+		data, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			j.creating(p) // by go mod tidy
+			continue
 		}
 		if err != nil {
-			for _, w := range written {
-				_ = os.Remove(w)
-			}
 			return err
 		}
-		written = append(written, p)
+		info, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		j.replacing(p, ownedFile{data: data, mode: info.Mode().Perm()})
+	}
+	for _, rel := range slices.Sorted(maps.Keys(rendered)) {
+		p := filepath.Join(mod.root, filepath.FromSlash(rel))
+		if err := j.mkdirAll(filepath.Dir(p)); err != nil {
+			return err
+		}
+		if err := temps.do(p, true, func() error { return writeFile(p, rendered[rel], 0o644) }); err != nil {
+			return err
+		}
+		j.creating(p)
 	}
 	_, _ = fmt.Fprintf(stdout, "apigen init: wrote %d files for %s\n", len(rendered), s.Name)
 
-	cfg := config{out: "generated", crdDir: "deploy/crd", rbacDir: "deploy", rbacRole: s.Name, rbacPaths: []string{"."},
-		deployDir: "deploy", deployNamespace: s.Namespace, deployImage: s.Image, apis: "apis"}
+	cfg := config{out: "generated", crdDir: initCRDDir, rbacDir: initDeployDir, rbacRole: s.Name, rbacPaths: []string{"."},
+		deployDir: initDeployDir, deployNamespace: s.Namespace, deployImage: s.Image, apis: "apis", journal: j}
 	if !s.API {
 		cfg.out, cfg.crdDir = "", ""
 	}
@@ -226,13 +284,22 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("generating (the files written stay; fix them and run go generate ./...): %w", err)
+		return fmt.Errorf("generating: %w", err)
 	}
-	tidy := exec.CommandContext(ctx, "go", "mod", "tidy")
+	checkpoint("tidy")
+	tidy := command(ctx, "go", "mod", "tidy")
 	tidy.Dir = mod.root
-	if out, err := tidy.CombinedOutput(); err != nil {
-		return fmt.Errorf("go mod tidy: %w\n%s", err, out)
+	var out bytes.Buffer
+	tidy.Stdout, tidy.Stderr = &out, &out
+	if err := runCommand(tidy); err != nil {
+		return fmt.Errorf("go mod tidy: %w\n%s", err, out.String())
 	}
 	_, _ = fmt.Fprintln(stdout, "apigen init: go mod tidy done; go test ./... and go build . work now")
 	return nil
 }
+
+// The directories of what init generates, as its generate.go names them.
+const (
+	initDeployDir = "deploy"
+	initCRDDir    = "deploy/crd"
+)

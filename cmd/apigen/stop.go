@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -13,7 +16,8 @@ import (
 // named step, as "<step>:KILL" or "<step>:TERM": the process sends itself
 // that signal when it reaches the step. Steps are the generators' names
 // (deepcopy-gen, register-gen, openapi-gen, schema, applyconfiguration-gen,
-// client-gen, lister-gen, informer-gen, crd, rbac) and, while the files
+// client-gen, lister-gen, informer-gen, crd, rbac), "tidy" before init's
+// go mod tidy, and, while the files
 // are put in place, "commit:<n>" before the n-th file (from 0) is written
 // and "remove:<n>" before the n-th stale file is removed.
 const stopEnv = "APIGEN_TEST_STOP"
@@ -89,15 +93,72 @@ func (t *temporaries) removeAll() {
 	}
 }
 
+// children are the processes a run started and has not waited for yet,
+// each the leader of a process group of its own (see command), by pid.
+type children struct {
+	mu      sync.Mutex
+	pids    map[int]bool
+	stopped bool // after killAll: no child is started
+}
+
+var running = &children{pids: map[int]bool{}}
+
+// command returns the command that runs name with args in a process group
+// of its own, killed with its whole group when ctx ends, and, on Linux,
+// killed when apigen dies (even by SIGKILL). Run it with runCommand.
+func command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = childAttributes()
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	return cmd
+}
+
+// runCommand runs cmd, made by command, as cmd.Run does, with its process
+// known to the signal handler (see handleSignals) while it runs.
+func runCommand(cmd *exec.Cmd) error {
+	running.mu.Lock()
+	if running.stopped {
+		running.mu.Unlock()
+		return errors.New("apigen is stopping")
+	}
+	err := cmd.Start()
+	if err == nil {
+		running.pids[cmd.Process.Pid] = true
+	}
+	running.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	err = cmd.Wait()
+	running.mu.Lock()
+	delete(running.pids, cmd.Process.Pid)
+	running.mu.Unlock()
+	return err
+}
+
+// killAll kills the process group of every running child, and lets no
+// new child start.
+func (c *children) killAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	for pid := range c.pids {
+		_ = killGroup(pid)
+	}
+}
+
 // handleSignals makes SIGINT and SIGTERM end the process promptly, even
-// while a generator runs: the temporaries are removed, cancel is called,
-// and the process exits with status 128 plus the signal's number.
+// while a generator runs: cancel is called, the process groups of the
+// children (the go commands apigen runs, and what they run) are killed,
+// the temporaries are removed, and the process exits with status 128 plus
+// the signal's number.
 func handleSignals(cancel func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		sig := <-sigs
 		cancel()
+		running.killAll()
 		temps.removeAll()
 		code := 130
 		if sig == syscall.SIGTERM {

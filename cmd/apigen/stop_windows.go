@@ -1,0 +1,18 @@
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+// childAttributes has no process groups to set up on Windows.
+func childAttributes() *syscall.SysProcAttr { return nil }
+
+// killGroup kills the process pid (Windows has no process groups to kill).
+func killGroup(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
