@@ -68,9 +68,13 @@ type DefaultFunc[T runtime.Object] func(ctx context.Context, req Request[T]) err
 
 // Validating returns the handler of a validating admission webhook for
 // objects of type T (a pointer to an API type, such as *appsv1.Deployment):
-// it calls validate for every request of T's kind, any operation; for a
-// CONNECT request, Object is nil and the options of the connection are in
-// Admission.Object (see Request.Object). A request for another kind, whose
+// it calls validate for every CREATE, UPDATE and DELETE request of T's
+// kind (Object is nil for a DELETE: the object is OldObject). A CONNECT
+// request carries no object, only the options of the connection: the
+// handler admits it without calling validate, unless it was made
+// WithConnect; then validate decides it, with Object and OldObject nil
+// and the options in Admission.Object (see Request.Object). A request
+// for another kind, whose
 // object does not decode, or that is not an AdmissionReview is refused
 // with its reason; validate panicking refuses the request as an internal
 // error. T's kind is its Go type's name unless WithKind says otherwise.
@@ -78,7 +82,14 @@ func Validating[T runtime.Object](validate ValidateFunc[T], opts ...Option) (htt
 	if validate == nil {
 		return nil, errors.New("webhook: Validating needs a validate function")
 	}
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: Validating: %w", err)
+	}
 	return newAdmission(opts, "Validating", func(ctx context.Context, req Request[T]) *admissionv1.AdmissionResponse {
+		if req.Operation == admissionv1.Connect && !cfg.connect {
+			return &admissionv1.AdmissionResponse{Allowed: true}
+		}
 		warnings, errs := validate(ctx, req)
 		if len(errs) == 0 {
 			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
@@ -142,6 +153,7 @@ type Option func(*config)
 
 type config struct {
 	kind    string
+	connect bool
 	routes  []route
 	metrics *metrics.Recorder
 	tls     []func(*tls.Config)
@@ -172,6 +184,9 @@ func handlerConfig[T runtime.Object](name string, opts []Option) (config, error)
 	if err == nil && (len(cfg.routes) > 0 || cfg.metrics != nil || len(cfg.tls) > 0) {
 		err = errors.New("Handle, WithMetrics and WithTLSConfig apply to NewServer")
 	}
+	if err == nil && cfg.connect && name != "Validating" {
+		err = errors.New("WithConnect applies to Validating")
+	}
 	if t := reflect.TypeFor[T](); err == nil && (t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct) {
 		err = fmt.Errorf("needs a pointer to an API type, not %v", t)
 	}
@@ -182,6 +197,15 @@ func handlerConfig[T runtime.Object](name string, opts []Option) (config, error)
 		cfg.kind = reflect.TypeFor[T]().Elem().Name()
 	}
 	return cfg, nil
+}
+
+// WithConnect makes a handler of Validating call its function for
+// CONNECT requests too, which carry no object (see Request.Object), so
+// that it can refuse connections (pods/exec, for instance); without it
+// the handler admits them. Mutating and Conversion refuse it: a defaulter
+// is never called for a CONNECT.
+func WithConnect() Option {
+	return func(c *config) { c.connect = true }
 }
 
 // WithKind sets the kind of the objects a handler of Validating, Mutating

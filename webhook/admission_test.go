@@ -457,7 +457,7 @@ func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
 	}
 	const options = `{"kind":"PodExecOptions","apiVersion":"v1","stdin":true,"container":"app","command":["sh"]}`
 
-	t.Run("a validator sees no object and the options as sent", func(t *testing.T) {
+	t.Run("a validator made WithConnect sees no object and the options as sent", func(t *testing.T) {
 		var seen []webhook.Request[*corev1.Pod]
 		h, err := webhook.Validating(func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
 			seen = append(seen, req)
@@ -465,7 +465,7 @@ func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
 				return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec")}
 			}
 			return nil, nil
-		})
+		}, webhook.WithConnect())
 		require.NoError(t, err)
 		resp := webhooktest.Admit(t, h, exec(options))
 		assert.False(t, resp.Allowed)
@@ -500,4 +500,53 @@ func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestConnectReachesOnlyValidatorsMadeForIt is a regression test: a
+// CONNECT request (pods/exec) carries no object, and a validator written
+// for the objects it validates, as the package documentation's, read
+// req.Object and panicked: the request was refused as a panic. A
+// validating handler answers a CONNECT itself, admitting it, unless it was
+// made WithConnect; then its validator sees it and decides.
+func TestConnectReachesOnlyValidatorsMadeForIt(t *testing.T) {
+	exec := webhooktest.Request(admissionv1.Connect, nil, nil)
+	exec.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	exec.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+	exec.SubResource, exec.Name, exec.Namespace = "exec", "p", "default"
+	exec.Object.Raw = []byte(`{"kind":"PodExecOptions","apiVersion":"v1","command":["sh"]}`)
+
+	tests := []struct {
+		name    string
+		opts    []webhook.Option
+		called  bool
+		allowed bool
+	}{
+		{name: "without WithConnect the request is admitted, the validator not called", allowed: true},
+		{name: "WithConnect calls the validator, which decides", opts: []webhook.Option{webhook.WithConnect()}, called: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			called := false
+			h, err := webhook.Validating(func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
+				called = true
+				// Only a validator made WithConnect knows of CONNECT;
+				// the other is written for objects: it reads the object.
+				if tt.called && req.Operation == admissionv1.Connect {
+					return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec")}
+				}
+				if len(req.Object.Spec.Containers) == 0 {
+					return nil, field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}
+				}
+				return nil, nil
+			}, tt.opts...)
+			require.NoError(t, err)
+			resp := webhooktest.Admit(t, h, exec)
+			assert.Equal(t, tt.allowed, resp.Allowed, "%v", resp.Result)
+			assert.Equal(t, tt.called, called)
+			if !tt.allowed {
+				require.NotNil(t, resp.Result)
+				assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code, "refused by the validator, not as a panic")
+			}
+		})
+	}
 }

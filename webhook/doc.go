@@ -9,6 +9,9 @@
 // server receives a JSON patch of what it changed:
 //
 //	validate, err := webhook.Validating(func(ctx context.Context, req webhook.Request[*appsv1.Deployment]) ([]string, field.ErrorList) {
+//		if req.Object == nil { // a DELETE: nothing to check
+//			return nil, nil
+//		}
 //		if r := req.Object.Spec.Replicas; r != nil && *r > 10 {
 //			return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), *r, "must be at most 10")}
 //		}
@@ -36,9 +39,11 @@
 // A defaulter's patch carries numbers exactly as its Go type encodes them,
 // so an int64 beyond 2^53 reaches the API server unrounded. A CONNECT
 // request (pods/exec, pods/attach, pods/portforward and the like) carries
-// the options of the connection, not an object: a validator gets it with
-// a nil Object and the options undecoded in Request.Admission, and a
-// defaulter is not called.
+// the options of the connection, not an object: a validating handler
+// admits it without calling its validator unless made WithConnect (the
+// validator then gets it with a nil Object and the options undecoded in
+// Request.Admission), and a defaulter is not called. A validator gets a
+// DELETE with the object in OldObject and a nil Object.
 //
 // WithTLSConfig changes the server's TLS configuration (minimum version,
 // cipher suites, client certificates required) after its defaults; the
