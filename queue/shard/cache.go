@@ -76,7 +76,9 @@ func byController(gk schema.GroupKind, sameNamespace bool) Route {
 // away, and those route places under no key; a key it gains is owned
 // only once the informer's store holds its relist. Use it only for
 // controllers restricted by a Gate of m. The factory's transform and
-// resync period apply; its tweakListOptions do not. The informer's
+// resync period apply (the transform may change the objects it is given
+// in place: the cache reads none of them before its transform returned);
+// its tweakListOptions do not. The informer's
 // indexer has one more index, which indexes nothing: through it the
 // informer sees its store take objects (and for the same reason it wraps
 // the transforms set on it). With a nil m Informer does nothing, so that
