@@ -293,6 +293,10 @@ func TestHandlersNeedAFunctionAndAnAPIType(t *testing.T) {
 	_, err = webhook.Validating(func(context.Context, webhook.Request[*runtime.Unknown]) ([]string, field.ErrorList) { return nil, nil },
 		webhook.WithKind("Unknown"))
 	assert.NoError(t, err, "any pointer to a struct")
+	_, err = webhook.Mutating(defaultDeployment, webhook.WithConnect())
+	assert.ErrorContains(t, err, "WithConnect applies to Validating", "a defaulter is never called for a CONNECT")
+	_, err = webhook.Conversion(widgetVersions(), webhook.WithKind("Widget"), webhook.WithConnect())
+	assert.ErrorContains(t, err, "WithConnect applies to Validating")
 }
 
 func TestMalformedReviewsAreRefusedNeverPanic(t *testing.T) {
