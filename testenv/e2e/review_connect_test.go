@@ -22,6 +22,36 @@ import (
 	"github.com/ctrlkit/ctrlkit/webhook/webhooktest"
 )
 
+// TestConnectReachesAValidatorMadeWithConnect: WithConnect promises that
+// a validating handler of pods "can refuse connections (pods/exec, for
+// instance)", and without it that "the handler admits them". A real API
+// server sends a pods/exec CONNECT with kind PodExecOptions (the exec
+// subresource's storage kind), not Pod: the handler refuses it for its
+// kind before either applies, so the validator never sees an exec, and a
+// handler without WithConnect refuses every exec instead of admitting it.
+// The package's tests only send kind Pod, which no API server sends.
+func TestConnectReachesAValidatorMadeWithConnect(t *testing.T) {
+	kinds := make(chan string, 100)
+	withConnect, err := webhook.Validating(func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
+		select {
+		case kinds <- req.Admission.Kind.Kind:
+		default:
+		}
+		if req.Operation == admissionv1.Connect {
+			return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec in this test")}
+		}
+		return nil, nil
+	}, webhook.WithConnect())
+	require.NoError(t, err)
+	last := execThrough(t, withConnect)
+	close(kinds)
+	var seen []string
+	for k := range kinds {
+		seen = append(seen, k)
+	}
+	assert.Contains(t, last.Error(), "no exec in this test", "the validator made WithConnect decides the exec (it saw kinds %v)", seen)
+}
+
 // TestConnectValidatorOfExecOptionsStillRefusesExec: on main, the way to
 // refuse pods/exec was a validator of *corev1.PodExecOptions (the kind the
 // API server sends), which main's documentation says is called for a
