@@ -77,8 +77,10 @@ func byController(gk schema.GroupKind, sameNamespace bool) Route {
 // only once the informer's store holds its relist. Use it only for
 // controllers restricted by a Gate of m. The factory's transform and
 // resync period apply (the transform may change the objects it is given
-// in place: the cache reads none of them before its transform returned);
-// its tweakListOptions do not. The informer's
+// in place, maps and slices included: the cache reads none of them before
+// its transform returned, and the deletion it gives the transform for an
+// object that moved to another replica's key is a deep copy, sharing
+// nothing with the object the store holds); its tweakListOptions do not. The informer's
 // indexer has one more index, which indexes nothing: through it the
 // informer sees its store take objects (and for the same reason it wraps
 // the transforms set on it). With a nil m Informer does nothing, so that
@@ -251,8 +253,11 @@ const freshnessPoll = 20 * time.Millisecond
 // reflector's goroutine, after they were passed: for a list, after List
 // returned. So the cache never reads an object it passed before its
 // transform returned: it works out where an object belongs before passing
-// it, and keeps, until the transform returns, a shallow copy taken before
-// as the object it would pass a deletion of.
+// it, and keeps, until the transform returns, a deep copy taken before as
+// the object it would pass a deletion of. The deletion it passes for an
+// object that moved away (which the transform is given too) is a deep
+// copy, sharing no map or slice with the object the store holds, which
+// listers and handlers read.
 type shardedCache struct {
 	m       *Membership
 	route   Route
@@ -316,7 +321,7 @@ type passed struct {
 	obj   runtime.Object
 	seq   uint64
 	place placement
-	// asPassed is a shallow copy of obj taken before obj was passed, while
+	// asPassed is a deep copy of obj taken before obj was passed, while
 	// obj's transform may still be changing obj (then obj must not be
 	// read); nil once the transform returned, or if there is none.
 	asPassed runtime.Object
@@ -583,10 +588,7 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 			}
 			if p := c.place(o); c.keepsAt(v, p) {
 				k := keptItem{obj: c.copyOf(item), place: p}
-				// The page's item, which the reflector never sees, is the
-				// copy taken before: it keeps its page only until the
-				// transform returns.
-				k.asPassed = c.before(k.obj, item)
+				k.asPassed = c.before(k.obj)
 				kept = append(kept, k)
 			}
 		}
@@ -631,27 +633,19 @@ type keptItem struct {
 }
 
 // before returns the copy of obj, about to be passed, that stands for it
-// while its transform may change it: nil without a transform, otherwise
-// spare if it is a distinct object of the same content, or a new shallow
-// copy. Only the copy's own fields are read (to copy it again), never
-// what it shares with obj, which a transform that changes its input
-// should replace rather than change.
-func (c *shardedCache) before(obj, spare runtime.Object) runtime.Object {
+// while its transform may change it: nil without a transform, otherwise a
+// deep copy, which shares no map or slice with obj, so that a transform
+// changing obj in place (its labels' or annotations' maps included)
+// never changes the copy.
+func (c *shardedCache) before(obj runtime.Object) runtime.Object {
 	if !c.transforms.Load() {
 		return nil
-	}
-	if spare != nil && spare != obj {
-		return spare
-	}
-	if cp := c.copyOf(obj); cp != obj {
-		return cp
 	}
 	return obj.DeepCopyObject()
 }
 
 // copyOf returns a shallow copy of a list item, so that the page it
-// came from can be freed, or of an object passed before, so that the copy
-// can be changed without changing the store's.
+// came from can be freed.
 func (c *shardedCache) copyOf(item runtime.Object) runtime.Object {
 	v := reflect.ValueOf(item)
 	if v.Kind() != reflect.Pointer || v.Elem().Type() != c.item {
@@ -804,7 +798,7 @@ func (c *shardedCache) pass(e watch.Event, send func(watch.Event) bool) bool {
 	var place placement
 	var asPassed runtime.Object
 	if o, isObj := out.Object.(metav1.Object); isObj && out.Type != watch.Deleted {
-		place, asPassed = c.place(o), c.before(out.Object, nil)
+		place, asPassed = c.place(o), c.before(out.Object)
 	}
 	c.mu.Lock()
 	prev, had := c.record[key]
@@ -841,7 +835,9 @@ func (c *shardedCache) pass(e watch.Event, send func(watch.Event) bool) bool {
 // objects as they are; a change or deletion that leaves an object passed
 // before no longer kept (it moved to a key of another replica) as the
 // deletion of the object as it was passed (or as its transform made it),
-// so that handlers see the key it left; nothing of other objects.
+// so that handlers see the key it left; nothing of other objects. The
+// deletion is a deep copy: the informer's transform is given it too and
+// may change it in place, and it must not change the store's object.
 func (c *shardedCache) filter(e watch.Event) (watch.Event, bool) {
 	if e.Type != watch.Added && e.Type != watch.Modified && e.Type != watch.Deleted {
 		return e, true // bookmarks and errors
@@ -863,14 +859,13 @@ func (c *shardedCache) filter(e watch.Event) (watch.Event, bool) {
 	return watch.Event{Type: watch.Deleted, Object: c.atVersion(held.readable(), obj.GetResourceVersion())}, true
 }
 
-// atVersion returns a copy of obj at resourceVersion rv, the version of
-// the event that made it leave: the reflector resumes its watch after the
-// version of the last event, and the store takes it as its own.
+// atVersion returns a deep copy of obj at resourceVersion rv, the
+// version of the event that made it leave: the reflector resumes its
+// watch after the version of the last event, and the store takes it as
+// its own. The copy shares no map or slice with obj, which may be the
+// object the store holds.
 func (c *shardedCache) atVersion(obj runtime.Object, rv string) runtime.Object {
-	cp := c.copyOf(obj)
-	if cp == obj {
-		cp = obj.DeepCopyObject()
-	}
+	cp := obj.DeepCopyObject()
 	if o, err := meta.Accessor(cp); err == nil {
 		o.SetResourceVersion(rv)
 	}

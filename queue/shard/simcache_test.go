@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -179,7 +180,11 @@ func (i *simInformer) list(context.Context, metav1.ListOptions) (runtime.Object,
 	out := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(s.objRV, 10)}}
 	objects := i.source()
 	for _, k := range sortedKeys(objects) {
-		out.Items = append(out.Items, *objects[k])
+		if s.transforms { // the process's own decoded copy, which its transform changes in place
+			out.Items = append(out.Items, *objects[k].DeepCopy())
+		} else {
+			out.Items = append(out.Items, *objects[k])
+		}
 	}
 	return out, nil
 }
@@ -324,9 +329,8 @@ func (i *simInformer) pump() {
 	e := i.events[0]
 	i.events = i.events[1:]
 	obj := e.obj
-	if i.p.s.transforms { // the process's own decoded copy, which its transform changes
-		cp := *obj
-		obj = &cp
+	if i.p.s.transforms { // the process's own decoded copy, which its transform changes in place
+		obj = obj.DeepCopy()
 	}
 	i.c.pass(watch.Event{Type: e.typ, Object: obj}, i.send)
 	i.maintain()
@@ -341,10 +345,13 @@ func (i *simInformer) send(e watch.Event) bool {
 }
 
 // beginTransform runs the first half of the informer's in-place transform
-// of obj, which the reflector has just taken: it rebuilds the labels
-// (absent until the second half) and strips the managed fields. The
-// second half (finishTransform) runs when the store takes obj: in
-// between, the cache must not read obj.
+// of obj, which the reflector has just taken: it rebuilds the labels in
+// their own map (empty until the second half) and strips the managed
+// fields. The second half (finishTransform) runs when the store takes
+// obj: in between, the cache must not read obj. Changing obj's maps in
+// place, it would change any object sharing them: obj must share none
+// with the object the store holds under its key, nor with another object
+// being transformed.
 func (i *simInformer) beginTransform(obj any) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !i.p.s.transforms || !ok {
@@ -353,8 +360,19 @@ func (i *simInformer) beginTransform(obj any) {
 	if slices.ContainsFunc(cm.ManagedFields, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == simHalfTransformed }) {
 		i.p.s.fail("%s's cache passed %s as a transform left it halfway", i.p.identity, cacheKey(cm))
 	}
-	i.transforming[cm] = cm.Labels
-	cm.Labels = nil
+	if cm.Labels != nil {
+		labels := reflect.ValueOf(cm.Labels).UnsafePointer()
+		if held, ok, _ := i.store.Get(cm); ok && reflect.ValueOf(held.(*corev1.ConfigMap).Labels).UnsafePointer() == labels {
+			i.p.s.fail("%s's cache passed %s sharing its labels with the object its store holds", i.p.identity, cacheKey(cm))
+		}
+		for other := range i.transforming {
+			if other != cm && reflect.ValueOf(other.Labels).UnsafePointer() == labels {
+				i.p.s.fail("%s's cache passed %s sharing its labels with another object being transformed", i.p.identity, cacheKey(cm))
+			}
+		}
+	}
+	i.transforming[cm] = maps.Clone(cm.Labels)
+	clear(cm.Labels) // in place, as client-go allows
 	cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: simHalfTransformed}}
 }
 
@@ -374,12 +392,7 @@ func (i *simInformer) finishTransform(obj any) {
 		return
 	}
 	delete(i.transforming, cm)
-	if labels != nil {
-		cm.Labels = make(map[string]string, len(labels))
-		for k, v := range labels {
-			cm.Labels[k] = v
-		}
-	}
+	maps.Copy(cm.Labels, labels) // in place: the map beginTransform emptied
 	cm.ManagedFields = nil
 	i.c.transformed(obj, obj, nil)
 }
