@@ -509,48 +509,90 @@ func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
 // TestConnectReachesOnlyValidatorsMadeForIt is a regression test: a
 // CONNECT request (pods/exec) carries no object, and a validator written
 // for the objects it validates, as the package documentation's, read
-// req.Object and panicked: the request was refused as a panic. A
-// validating handler answers a CONNECT itself, admitting it, unless it was
-// made WithConnect; then its validator sees it and decides.
+// req.Object and panicked; and the API server sends it with the kind of
+// the connection's options (PodExecOptions), not the object's, so a
+// validator of the object's type never saw it. A validator of the
+// object's type made WithConnect decides it; one not made WithConnect
+// is not called and refuses it, naming WithConnect (never admits it); a
+// validator of the options' type decides it with or without WithConnect;
+// a CONNECT to another resource's subresource is refused for its kind.
 func TestConnectReachesOnlyValidatorsMadeForIt(t *testing.T) {
-	exec := webhooktest.Request(admissionv1.Connect, nil, nil)
-	exec.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	exec.Resource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
-	exec.SubResource, exec.Name, exec.Namespace = "exec", "p", "default"
-	exec.Object.Raw = []byte(`{"kind":"PodExecOptions","apiVersion":"v1","command":["sh"]}`)
+	connect := func(kind, resource, subresource string) *admissionv1.AdmissionRequest {
+		req := webhooktest.Request(admissionv1.Connect, nil, nil)
+		req.Kind = metav1.GroupVersionKind{Version: "v1", Kind: kind}
+		req.Resource = metav1.GroupVersionResource{Version: "v1", Resource: resource}
+		req.SubResource, req.Name, req.Namespace = subresource, "p", "default"
+		req.Object.Raw = []byte(`{"kind":"` + kind + `","apiVersion":"v1"}`)
+		return req
+	}
+	exec := connect("PodExecOptions", "pods", "exec")
 
+	// podValidator is written for pods; only one made WithConnect knows
+	// of CONNECT, the other reads the object.
+	podValidator := func(called *bool, connect bool) webhook.ValidateFunc[*corev1.Pod] {
+		return func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
+			*called = true
+			if connect && req.Operation == admissionv1.Connect {
+				return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no "+req.SubResource)}
+			}
+			if len(req.Object.Spec.Containers) == 0 {
+				return nil, field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}
+			}
+			return nil, nil
+		}
+	}
+	optionsValidator := func(called *bool) webhook.ValidateFunc[*corev1.PodExecOptions] {
+		return func(_ context.Context, req webhook.Request[*corev1.PodExecOptions]) ([]string, field.ErrorList) {
+			*called = true
+			return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec")}
+		}
+	}
 	tests := []struct {
 		name    string
-		opts    []webhook.Option
+		handler func(called *bool) (http.Handler, error)
+		req     *admissionv1.AdmissionRequest
 		called  bool
-		allowed bool
+		code    int32
+		message string
 	}{
-		{name: "without WithConnect the request is admitted, the validator not called", allowed: true},
-		{name: "WithConnect calls the validator, which decides", opts: []webhook.Option{webhook.WithConnect()}, called: true},
+		{name: "a pod validator without WithConnect refuses the exec, naming WithConnect, not called",
+			handler: func(called *bool) (http.Handler, error) { return webhook.Validating(podValidator(called, false)) },
+			req:     exec, code: http.StatusForbidden, message: "WithConnect"},
+		{name: "a pod validator made WithConnect decides the exec",
+			handler: func(called *bool) (http.Handler, error) {
+				return webhook.Validating(podValidator(called, true), webhook.WithConnect())
+			},
+			req: exec, called: true, code: http.StatusUnprocessableEntity, message: "no exec"},
+		{name: "a pod validator made WithConnect decides a port forward",
+			handler: func(called *bool) (http.Handler, error) {
+				return webhook.Validating(podValidator(called, true), webhook.WithConnect())
+			},
+			req: connect("PodPortForwardOptions", "pods", "portforward"), called: true, code: http.StatusUnprocessableEntity, message: "no portforward"},
+		{name: "a pod validator made WithConnect refuses the options of another resource's subresource for their kind",
+			handler: func(called *bool) (http.Handler, error) {
+				return webhook.Validating(podValidator(called, true), webhook.WithConnect())
+			},
+			req: connect("ServiceProxyOptions", "services", "proxy"), code: http.StatusBadRequest, message: "not ServiceProxyOptions"},
+		{name: "a validator of the options decides the exec without WithConnect",
+			handler: func(called *bool) (http.Handler, error) { return webhook.Validating(optionsValidator(called)) },
+			req:     exec, called: true, code: http.StatusUnprocessableEntity, message: "no exec"},
+		{name: "a validator of the options decides the exec made WithConnect",
+			handler: func(called *bool) (http.Handler, error) {
+				return webhook.Validating(optionsValidator(called), webhook.WithConnect())
+			},
+			req: exec, called: true, code: http.StatusUnprocessableEntity, message: "no exec"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			called := false
-			h, err := webhook.Validating(func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
-				called = true
-				// Only a validator made WithConnect knows of CONNECT;
-				// the other is written for objects: it reads the object.
-				if tt.called && req.Operation == admissionv1.Connect {
-					return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec")}
-				}
-				if len(req.Object.Spec.Containers) == 0 {
-					return nil, field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}
-				}
-				return nil, nil
-			}, tt.opts...)
+			h, err := tt.handler(&called)
 			require.NoError(t, err)
-			resp := webhooktest.Admit(t, h, exec)
-			assert.Equal(t, tt.allowed, resp.Allowed, "%v", resp.Result)
+			resp := webhooktest.Admit(t, h, tt.req)
+			assert.False(t, resp.Allowed, "a CONNECT is never admitted unchecked")
 			assert.Equal(t, tt.called, called)
-			if !tt.allowed {
-				require.NotNil(t, resp.Result)
-				assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code, "refused by the validator, not as a panic")
-			}
+			require.NotNil(t, resp.Result)
+			assert.Equal(t, tt.code, resp.Result.Code, "%v", resp.Result)
+			assert.Contains(t, resp.Result.Message, tt.message)
 		})
 	}
 }
