@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,17 +69,40 @@ type DefaultFunc[T runtime.Object] func(ctx context.Context, req Request[T]) err
 
 // Validating returns the handler of a validating admission webhook for
 // objects of type T (a pointer to an API type, such as *appsv1.Deployment):
-// it calls validate for every request of T's kind, any operation; for a
-// CONNECT request, Object is nil and the options of the connection are in
-// Admission.Object (see Request.Object). A request for another kind, whose
-// object does not decode, or that is not an AdmissionReview is refused
-// with its reason; validate panicking refuses the request as an internal
-// error. T's kind is its Go type's name unless WithKind says otherwise.
+// it calls validate for every CREATE, UPDATE and DELETE request of T's
+// kind (Object is nil for a DELETE: the object is OldObject).
+//
+// A CONNECT request (pods/exec, for instance) carries no object, only the
+// options of the connection, and the API server sends it with the
+// options' kind (PodExecOptions for pods/exec). validate decides it, with
+// Object and OldObject nil and the options in Admission.Object (see
+// Request.Object), when T is the options' type (a validator of
+// *corev1.PodExecOptions), or when T is the type of the object connected
+// to (*corev1.Pod for pods/exec, pods/attach or pods/portforward) and the
+// handler was made WithConnect. A handler of the object's type not made
+// WithConnect never admits a CONNECT: it refuses it as forbidden, saying
+// that WithConnect is missing, so that a webhook configuration listing
+// CONNECT is never a check silently skipped.
+//
+// A request for another kind, whose object does not decode, or that is
+// not an AdmissionReview is refused with its reason; validate panicking
+// refuses the request as an internal error. T's kind is its Go type's
+// name unless WithKind says otherwise.
 func Validating[T runtime.Object](validate ValidateFunc[T], opts ...Option) (http.Handler, error) {
 	if validate == nil {
 		return nil, errors.New("webhook: Validating needs a validate function")
 	}
+	cfg, err := handlerConfig[T]("Validating", opts)
+	if err != nil {
+		return nil, err
+	}
 	return newAdmission(opts, "Validating", func(ctx context.Context, req Request[T]) *admissionv1.AdmissionResponse {
+		if ar := req.Admission; ar.Operation == admissionv1.Connect && ar.Kind.Kind != cfg.kind && !cfg.connect {
+			return refusal(apierrors.NewForbidden(schema.GroupResource{Group: ar.Resource.Group, Resource: ar.Resource.Resource}, ar.Name,
+				fmt.Errorf("the validating webhook of %s objects was not made with webhook.WithConnect(), so it refuses the CONNECT of %s/%s "+
+					"(kind %s) rather than admit it unchecked: make it WithConnect for its validator to decide CONNECT requests, "+
+					"or leave CONNECT out of its webhook configuration", cfg.kind, ar.Resource.Resource, ar.SubResource, ar.Kind.Kind)))
+		}
 		warnings, errs := validate(ctx, req)
 		if len(errs) == 0 {
 			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
@@ -92,7 +116,9 @@ func Validating[T runtime.Object](validate ValidateFunc[T], opts ...Option) (htt
 // Mutating returns the handler of a mutating admission webhook that sets
 // defaults on objects of type T: it calls defaults for CREATE and UPDATE
 // requests of T's kind and admits the others unchanged, DELETE and
-// CONNECT (whose options it does not decode, see Request.Object). The
+// CONNECT (whose options it does not decode, see Request.Object; a
+// CONNECT of the kind of the options of a connection to T's objects,
+// PodExecOptions for pods/exec of a Pod, is T's as for Validating). The
 // patch changes only what defaults changed, so fields the Go type does not
 // know are kept, and numbers are patched exactly as the Go type encodes
 // them (an int64 beyond 2^53 included). Requests are refused as by
@@ -142,6 +168,7 @@ type Option func(*config)
 
 type config struct {
 	kind    string
+	connect bool
 	routes  []route
 	metrics *metrics.Recorder
 	tls     []func(*tls.Config)
@@ -172,6 +199,9 @@ func handlerConfig[T runtime.Object](name string, opts []Option) (config, error)
 	if err == nil && (len(cfg.routes) > 0 || cfg.metrics != nil || len(cfg.tls) > 0) {
 		err = errors.New("Handle, WithMetrics and WithTLSConfig apply to NewServer")
 	}
+	if err == nil && cfg.connect && name != "Validating" {
+		err = errors.New("WithConnect applies to Validating")
+	}
 	if t := reflect.TypeFor[T](); err == nil && (t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct) {
 		err = fmt.Errorf("needs a pointer to an API type, not %v", t)
 	}
@@ -182,6 +212,21 @@ func handlerConfig[T runtime.Object](name string, opts []Option) (config, error)
 		cfg.kind = reflect.TypeFor[T]().Elem().Name()
 	}
 	return cfg, nil
+}
+
+// WithConnect makes a handler of Validating for objects of an API type
+// (such as *corev1.Pod) call its function for the CONNECT requests to
+// the objects' subresources too (pods/exec, pods/attach,
+// pods/portforward, ...), which the API server sends with the kind of
+// the connection's options (PodExecOptions, ...) and which carry no
+// object (see Request.Object), so that it can refuse connections; without
+// it the handler refuses every CONNECT, saying that WithConnect is
+// missing. A handler of the options' type itself (such as
+// *corev1.PodExecOptions) calls its function for CONNECT requests of that
+// kind with or without it. Mutating and Conversion refuse it: a defaulter
+// is never called for a CONNECT.
+func WithConnect() Option {
+	return func(c *config) { c.connect = true }
 }
 
 // WithKind sets the kind of the objects a handler of Validating, Mutating
@@ -236,7 +281,7 @@ func (a *admission[T]) admit(ctx context.Context, ar *admissionv1.AdmissionReque
 	default:
 		return refusal(apierrors.NewBadRequest(fmt.Sprintf("unknown operation %q", ar.Operation)))
 	}
-	if ar.Kind.Kind != a.kind {
+	if ar.Kind.Kind != a.kind && (ar.Operation != admissionv1.Connect || !connectOptionsOf(a.kind, ar)) {
 		return refusal(apierrors.NewBadRequest(fmt.Sprintf("this webhook admits %s objects, not %s", a.kind, ar.Kind.Kind)))
 	}
 	req := Request[T]{Operation: ar.Operation, SubResource: ar.SubResource, DryRun: ar.DryRun != nil && *ar.DryRun, Admission: ar}
@@ -265,6 +310,16 @@ func (a *admission[T]) admit(ctx context.Context, ar *admissionv1.AdmissionReque
 		}
 	}()
 	return a.decide(ctx, req)
+}
+
+// connectOptionsOf reports whether ar, a CONNECT request, is of the kind
+// the API server gives the options of a connection to a subresource of
+// objects of kind: the kind followed by the subresource's name and
+// "Options", ignoring case (PodExecOptions for pods/exec, of kind Pod,
+// PodPortForwardOptions for pods/portforward, NodeProxyOptions for
+// nodes/proxy, ServiceProxyOptions for services/proxy).
+func connectOptionsOf(kind string, ar *admissionv1.AdmissionRequest) bool {
+	return ar.SubResource != "" && strings.EqualFold(ar.Kind.Kind, kind+ar.SubResource+"Options")
 }
 
 // decode returns the object of raw, or nil if there is none.

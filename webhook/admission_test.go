@@ -293,6 +293,10 @@ func TestHandlersNeedAFunctionAndAnAPIType(t *testing.T) {
 	_, err = webhook.Validating(func(context.Context, webhook.Request[*runtime.Unknown]) ([]string, field.ErrorList) { return nil, nil },
 		webhook.WithKind("Unknown"))
 	assert.NoError(t, err, "any pointer to a struct")
+	_, err = webhook.Mutating(defaultDeployment, webhook.WithConnect())
+	assert.ErrorContains(t, err, "WithConnect applies to Validating", "a defaulter is never called for a CONNECT")
+	_, err = webhook.Conversion(widgetVersions(), webhook.WithKind("Widget"), webhook.WithConnect())
+	assert.ErrorContains(t, err, "WithConnect applies to Validating")
 }
 
 func TestMalformedReviewsAreRefusedNeverPanic(t *testing.T) {
@@ -457,7 +461,7 @@ func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
 	}
 	const options = `{"kind":"PodExecOptions","apiVersion":"v1","stdin":true,"container":"app","command":["sh"]}`
 
-	t.Run("a validator sees no object and the options as sent", func(t *testing.T) {
+	t.Run("a validator made WithConnect sees no object and the options as sent", func(t *testing.T) {
 		var seen []webhook.Request[*corev1.Pod]
 		h, err := webhook.Validating(func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
 			seen = append(seen, req)
@@ -465,7 +469,7 @@ func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
 				return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec")}
 			}
 			return nil, nil
-		})
+		}, webhook.WithConnect())
 		require.NoError(t, err)
 		resp := webhooktest.Admit(t, h, exec(options))
 		assert.False(t, resp.Allowed)
@@ -500,4 +504,95 @@ func TestConnectIsNotDecodedAsTheObject(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestConnectReachesOnlyValidatorsMadeForIt is a regression test: a
+// CONNECT request (pods/exec) carries no object, and a validator written
+// for the objects it validates, as the package documentation's, read
+// req.Object and panicked; and the API server sends it with the kind of
+// the connection's options (PodExecOptions), not the object's, so a
+// validator of the object's type never saw it. A validator of the
+// object's type made WithConnect decides it; one not made WithConnect
+// is not called and refuses it, naming WithConnect (never admits it); a
+// validator of the options' type decides it with or without WithConnect;
+// a CONNECT to another resource's subresource is refused for its kind.
+func TestConnectReachesOnlyValidatorsMadeForIt(t *testing.T) {
+	connect := func(kind, resource, subresource string) *admissionv1.AdmissionRequest {
+		req := webhooktest.Request(admissionv1.Connect, nil, nil)
+		req.Kind = metav1.GroupVersionKind{Version: "v1", Kind: kind}
+		req.Resource = metav1.GroupVersionResource{Version: "v1", Resource: resource}
+		req.SubResource, req.Name, req.Namespace = subresource, "p", "default"
+		req.Object.Raw = []byte(`{"kind":"` + kind + `","apiVersion":"v1"}`)
+		return req
+	}
+	exec := connect("PodExecOptions", "pods", "exec")
+
+	// podValidator is written for pods; only one made WithConnect knows
+	// of CONNECT, the other reads the object.
+	podValidator := func(called *bool, connect bool) webhook.ValidateFunc[*corev1.Pod] {
+		return func(_ context.Context, req webhook.Request[*corev1.Pod]) ([]string, field.ErrorList) {
+			*called = true
+			if connect && req.Operation == admissionv1.Connect {
+				return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no "+req.SubResource)}
+			}
+			if len(req.Object.Spec.Containers) == 0 {
+				return nil, field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}
+			}
+			return nil, nil
+		}
+	}
+	optionsValidator := func(called *bool) webhook.ValidateFunc[*corev1.PodExecOptions] {
+		return func(_ context.Context, req webhook.Request[*corev1.PodExecOptions]) ([]string, field.ErrorList) {
+			*called = true
+			return nil, field.ErrorList{field.Forbidden(field.NewPath("command"), "no exec")}
+		}
+	}
+	tests := []struct {
+		name    string
+		handler func(called *bool) (http.Handler, error)
+		req     *admissionv1.AdmissionRequest
+		called  bool
+		code    int32
+		message string
+	}{
+		{name: "a pod validator without WithConnect refuses the exec, naming WithConnect, not called",
+			handler: func(called *bool) (http.Handler, error) { return webhook.Validating(podValidator(called, false)) },
+			req:     exec, code: http.StatusForbidden, message: "WithConnect"},
+		{name: "a pod validator made WithConnect decides the exec",
+			handler: func(called *bool) (http.Handler, error) {
+				return webhook.Validating(podValidator(called, true), webhook.WithConnect())
+			},
+			req: exec, called: true, code: http.StatusUnprocessableEntity, message: "no exec"},
+		{name: "a pod validator made WithConnect decides a port forward",
+			handler: func(called *bool) (http.Handler, error) {
+				return webhook.Validating(podValidator(called, true), webhook.WithConnect())
+			},
+			req: connect("PodPortForwardOptions", "pods", "portforward"), called: true, code: http.StatusUnprocessableEntity, message: "no portforward"},
+		{name: "a pod validator made WithConnect refuses the options of another resource's subresource for their kind",
+			handler: func(called *bool) (http.Handler, error) {
+				return webhook.Validating(podValidator(called, true), webhook.WithConnect())
+			},
+			req: connect("ServiceProxyOptions", "services", "proxy"), code: http.StatusBadRequest, message: "not ServiceProxyOptions"},
+		{name: "a validator of the options decides the exec without WithConnect",
+			handler: func(called *bool) (http.Handler, error) { return webhook.Validating(optionsValidator(called)) },
+			req:     exec, called: true, code: http.StatusUnprocessableEntity, message: "no exec"},
+		{name: "a validator of the options decides the exec made WithConnect",
+			handler: func(called *bool) (http.Handler, error) {
+				return webhook.Validating(optionsValidator(called), webhook.WithConnect())
+			},
+			req: exec, called: true, code: http.StatusUnprocessableEntity, message: "no exec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			called := false
+			h, err := tt.handler(&called)
+			require.NoError(t, err)
+			resp := webhooktest.Admit(t, h, tt.req)
+			assert.False(t, resp.Allowed, "a CONNECT is never admitted unchecked")
+			assert.Equal(t, tt.called, called)
+			require.NotNil(t, resp.Result)
+			assert.Equal(t, tt.code, resp.Result.Code, "%v", resp.Result)
+			assert.Contains(t, resp.Result.Message, tt.message)
+		})
+	}
 }

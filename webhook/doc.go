@@ -9,6 +9,9 @@
 // server receives a JSON patch of what it changed:
 //
 //	validate, err := webhook.Validating(func(ctx context.Context, req webhook.Request[*appsv1.Deployment]) ([]string, field.ErrorList) {
+//		if req.Object == nil { // a DELETE: nothing to check
+//			return nil, nil
+//		}
 //		if r := req.Object.Spec.Replicas; r != nil && *r > 10 {
 //			return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), *r, "must be at most 10")}
 //		}
@@ -34,11 +37,20 @@
 // (--webhook-cert-secret; see examples/bucket, which does both).
 //
 // A defaulter's patch carries numbers exactly as its Go type encodes them,
-// so an int64 beyond 2^53 reaches the API server unrounded. A CONNECT
-// request (pods/exec, pods/attach, pods/portforward and the like) carries
-// the options of the connection, not an object: a validator gets it with
-// a nil Object and the options undecoded in Request.Admission, and a
-// defaulter is not called.
+// so an int64 beyond 2^53 reaches the API server unrounded. A validator
+// gets a DELETE with the object in OldObject and a nil Object.
+//
+// A CONNECT request (pods/exec, pods/attach, pods/portforward and the
+// like) carries the options of the connection, not an object, and the
+// API server sends it with the options' kind: PodExecOptions for
+// pods/exec. A validator gets it with a nil Object and the options
+// undecoded in Request.Admission: a validator of the options' type
+// (Validating[*corev1.PodExecOptions]) always, a validator of the
+// object's type (Validating[*corev1.Pod]) only if made WithConnect. A
+// validating handler of the object's type not made WithConnect refuses
+// every CONNECT, its message naming WithConnect: it never admits one
+// unchecked. A defaulter is not called for a CONNECT, which its handler
+// admits unchanged.
 //
 // WithTLSConfig changes the server's TLS configuration (minimum version,
 // cipher suites, client certificates required) after its defaults; the

@@ -26,6 +26,9 @@ import (
 // runWebhooks is the package documentation's example.
 func runWebhooks(ctx context.Context, ctrl *queue.Controller[cache.ObjectName]) error {
 	validate, err := webhook.Validating(func(ctx context.Context, req webhook.Request[*appsv1.Deployment]) ([]string, field.ErrorList) {
+		if req.Object == nil { // a DELETE: nothing to check
+			return nil, nil
+		}
 		if r := req.Object.Spec.Replicas; r != nil && *r > 10 {
 			return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), *r, "must be at most 10")}
 		}

@@ -52,6 +52,9 @@ func NewServer(addr string, certs Certificates, opts ...Option) (*Server, error)
 	if cfg.kind != "" {
 		errs = append(errs, errors.New("WithKind applies to handlers, not to a server"))
 	}
+	if cfg.connect {
+		errs = append(errs, errors.New("WithConnect applies to Validating, not to a server"))
+	}
 	if len(cfg.routes) == 0 {
 		errs = append(errs, errors.New("no webhook to serve: give Handle options"))
 	}

@@ -247,6 +247,7 @@ func TestNewServerRefuses(t *testing.T) {
 		{name: "a path twice", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", h), webhook.Handle("/v", h)}, want: "given twice"},
 		{name: "no handler", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", nil)}, want: "no handler"},
 		{name: "a handler option", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", h), webhook.WithKind("Foo")}, want: "WithKind"},
+		{name: "a validating handler's option", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", h), webhook.WithConnect()}, want: "WithConnect"},
 		{name: "a nil recorder", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", h), webhook.WithMetrics(nil)}, want: "recorder is nil"},
 		{name: "a nil TLS function", addr: ":9443", certs: certs, opts: []webhook.Option{webhook.Handle("/v", h), webhook.WithTLSConfig(nil)}, want: "WithTLSConfig: the function is nil"},
 	}

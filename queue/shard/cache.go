@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -75,7 +76,11 @@ func byController(gk schema.GroupKind, sameNamespace bool) Route {
 // away, and those route places under no key; a key it gains is owned
 // only once the informer's store holds its relist. Use it only for
 // controllers restricted by a Gate of m. The factory's transform and
-// resync period apply; its tweakListOptions do not. The informer's
+// resync period apply (the transform may change the objects it is given
+// in place, maps and slices included: the cache reads none of them before
+// its transform returned, and the deletion it gives the transform for an
+// object that moved to another replica's key is a deep copy, sharing
+// nothing with the object the store holds); its tweakListOptions do not. The informer's
 // indexer has one more index, which indexes nothing: through it the
 // informer sees its store take objects (and for the same reason it wraps
 // the transforms set on it). With a nil m Informer does nothing, so that
@@ -204,15 +209,23 @@ type shardedInformer struct {
 // SetTransform implements cache.SharedInformer.
 func (i *shardedInformer) SetTransform(t cache.TransformFunc) error {
 	if t == nil {
-		return i.SharedIndexInformer.SetTransform(nil)
-	}
-	return i.SharedIndexInformer.SetTransform(func(obj any) (any, error) {
-		out, err := t(obj)
-		if err == nil {
-			i.c.transformed(obj, out)
+		if err := i.SharedIndexInformer.SetTransform(nil); err != nil {
+			return err
 		}
+		i.c.transforms.Store(false)
+		return nil
+	}
+	// The cache must know of the transform before the informer runs it.
+	was := i.c.transforms.Swap(true)
+	err := i.SharedIndexInformer.SetTransform(func(obj any) (any, error) {
+		out, err := t(obj)
+		i.c.transformed(obj, out, err)
 		return out, err
 	})
+	if err != nil {
+		i.c.transforms.Store(was)
+	}
+	return err
 }
 
 // listPage is how many objects a relist asks for per request.
@@ -234,6 +247,17 @@ const freshnessPoll = 20 * time.Millisecond
 // number, which the store's index function (observe) reports once the
 // store takes the object; the queue keeps the order, so the store then
 // holds everything passed before.
+//
+// The informer's transform may change the objects passed to it in place
+// (client-go allows it, and informer.StripManagedFields does), on the
+// reflector's goroutine, after they were passed: for a list, after List
+// returned. So the cache never reads an object it passed before its
+// transform returned: it works out where an object belongs before passing
+// it, and keeps, until the transform returns, a deep copy taken before as
+// the object it would pass a deletion of. The deletion it passes for an
+// object that moved away (which the transform is given too) is a deep
+// copy, sharing no map or slice with the object the store holds, which
+// listers and handlers read.
 type shardedCache struct {
 	m       *Membership
 	route   Route
@@ -243,6 +267,9 @@ type shardedCache struct {
 	list    func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	watch   func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	indexer cache.Indexer
+	// transforms is set once the informer has a transform: the objects
+	// passed may then change until their transform returns.
+	transforms atomic.Bool
 
 	// passing is held while something is passed to the reflector and the
 	// record changes with it: an event, a list, or drops.
@@ -288,10 +315,33 @@ type references struct {
 	after *shardedCache
 }
 
-// passed is the object last passed for a key, with its number.
+// passed is the object last passed for a key, with its number and
+// where it belongs, worked out before it was passed.
 type passed struct {
-	obj runtime.Object
-	seq uint64
+	obj   runtime.Object
+	seq   uint64
+	place placement
+	// asPassed is a deep copy of obj taken before obj was passed, while
+	// obj's transform may still be changing obj (then obj must not be
+	// read); nil once the transform returned, or if there is none.
+	asPassed runtime.Object
+}
+
+// readable returns the object p stands for that may be read now: the one
+// passed once its transform returned, else the copy taken before.
+func (p passed) readable() runtime.Object {
+	if p.asPassed != nil {
+		return p.asPassed
+	}
+	return p.obj
+}
+
+// placement is where an object belongs: for a cache of referenced
+// objects, its own key, by which the primaries refer to it; otherwise the
+// key its route names, if ok.
+type placement struct {
+	key string
+	ok  bool
 }
 
 // newShardedCache returns the cache of the objects of type item (a
@@ -359,7 +409,7 @@ func (c *shardedCache) drop(v *view) {
 	var gone []string
 	due := false
 	for _, e := range entries {
-		if o, err := meta.Accessor(e.obj); err != nil || c.keeps(v, o) {
+		if c.keepsAt(v, e.place) {
 			continue
 		}
 		if e.seq > stored {
@@ -388,18 +438,32 @@ func (c *shardedCache) drop(v *view) {
 // key, of a key v wants, or of a key a claim still holds (its reconcile
 // has not returned since the key moved away).
 func (c *shardedCache) keeps(v *view, obj metav1.Object) bool {
+	return c.keepsAt(v, c.place(obj))
+}
+
+// place returns where obj belongs. Call it only for an object not passed
+// to the reflector yet, or whose transform returned.
+func (c *shardedCache) place(obj metav1.Object) placement {
 	if c.refs != nil {
-		referrers, err := c.refs.indexer.IndexKeys(c.refs.index, cache.MetaObjectToName(obj).String())
+		return placement{key: cache.MetaObjectToName(obj).String(), ok: true}
+	}
+	key, ok := c.route(obj)
+	return placement{key: key, ok: ok}
+}
+
+// keepsAt is keeps for an object that belongs at p.
+func (c *shardedCache) keepsAt(v *view, p placement) bool {
+	if c.refs != nil {
+		referrers, err := c.refs.indexer.IndexKeys(c.refs.index, p.key)
 		if err != nil {
 			return false
 		}
 		return slices.ContainsFunc(referrers, func(key string) bool { return c.keepsKey(v, key) })
 	}
-	key, ok := c.route(obj)
-	if !ok {
+	if !p.ok {
 		return true
 	}
-	return c.keepsKey(v, key)
+	return c.keepsKey(v, p.key)
 }
 
 // keepsKey reports whether the replica keeps the objects of key under v:
@@ -506,7 +570,7 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 	// are (it copies those of a typed list), so that the store takes the
 	// very objects passed, which is how the cache knows when it does.
 	out := &metav1.List{}
-	var kept []runtime.Object
+	var kept []keptItem
 	for {
 		got, err := c.list(ctx, page)
 		if err != nil {
@@ -518,8 +582,14 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 		}
 		v := c.m.view.Load()
 		for _, item := range items {
-			if o, ok := item.(metav1.Object); ok && c.keeps(v, o) {
-				kept = append(kept, c.copyOf(item))
+			o, ok := item.(metav1.Object)
+			if !ok {
+				continue
+			}
+			if p := c.place(o); c.keepsAt(v, p) {
+				k := keptItem{obj: c.copyOf(item), place: p}
+				k.asPassed = c.before(k.obj)
+				kept = append(kept, k)
 			}
 		}
 		lm, err := meta.ListAccessor(got)
@@ -534,8 +604,8 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 		}
 	}
 	out.Items = make([]runtime.RawExtension, len(kept))
-	for i, obj := range kept {
-		out.Items[i].Object = obj
+	for i, k := range kept {
+		out.Items[i].Object = k.obj
 	}
 	record := make(map[string]passed, len(kept))
 	c.passing.Lock()
@@ -544,11 +614,11 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 	defer c.mu.Unlock()
 	if len(kept) > 0 {
 		c.seq++
-		c.track(kept[len(kept)-1], c.seq)
+		c.track(kept[len(kept)-1].obj, c.seq)
 	}
-	for _, obj := range kept {
-		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-			record[key] = passed{obj: obj, seq: c.seq}
+	for _, k := range kept {
+		if key, err := cache.MetaNamespaceKeyFunc(k.obj); err == nil {
+			record[key] = passed{obj: k.obj, seq: c.seq, place: k.place, asPassed: k.asPassed}
 		}
 	}
 	c.record, c.listSeq, c.listEmpty = record, c.seq, len(kept) == 0
@@ -556,9 +626,26 @@ func (c *shardedCache) ListWithContext(ctx context.Context, opts metav1.ListOpti
 	return out, nil
 }
 
+// keptItem is an item of a list that the list passes.
+type keptItem struct {
+	obj, asPassed runtime.Object
+	place         placement
+}
+
+// before returns the copy of obj, about to be passed, that stands for it
+// while its transform may change it: nil without a transform, otherwise a
+// deep copy, which shares no map or slice with obj, so that a transform
+// changing obj in place (its labels' or annotations' maps included)
+// never changes the copy.
+func (c *shardedCache) before(obj runtime.Object) runtime.Object {
+	if !c.transforms.Load() {
+		return nil
+	}
+	return obj.DeepCopyObject()
+}
+
 // copyOf returns a shallow copy of a list item, so that the page it
-// came from can be freed, or of an object passed before, so that the copy
-// can be changed without changing the store's.
+// came from can be freed.
 func (c *shardedCache) copyOf(item runtime.Object) runtime.Object {
 	v := reflect.ValueOf(item)
 	if v.Kind() != reflect.Pointer || v.Elem().Type() != c.item {
@@ -593,25 +680,31 @@ func (c *shardedCache) observe(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// transformed records that the informer's transform made out of in, an
-// object passed to the reflector: the store takes out instead.
-func (c *shardedCache) transformed(in, out any) {
-	if reflect.ValueOf(in).Kind() != reflect.Pointer || in == out {
+// transformed records that the informer's transform returned out and
+// err for in, an object passed to the reflector: the store takes out
+// instead, and in may be read again.
+func (c *shardedCache) transformed(in, out any, err error) {
+	if reflect.ValueOf(in).Kind() != reflect.Pointer {
 		return
 	}
+	key, keyErr := cache.MetaNamespaceKeyFunc(in)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seq, ok := c.inFlight[in]
-	if ok {
-		delete(c.inFlight, in)
-		c.track(out, seq)
-	}
-	key, err := cache.MetaNamespaceKeyFunc(in)
-	if o, isObj := out.(runtime.Object); err == nil && isObj {
-		if p, held := c.record[key]; held && any(p.obj) == in {
-			c.record[key] = passed{obj: o, seq: p.seq}
+	if err == nil && in != out {
+		if seq, ok := c.inFlight[in]; ok {
+			delete(c.inFlight, in)
+			c.track(out, seq)
 		}
 	}
+	p, held := c.record[key]
+	if keyErr != nil || !held || any(p.obj) != in {
+		return
+	}
+	p.asPassed = nil
+	if o, isObj := out.(runtime.Object); err == nil && isObj {
+		p.obj = o
+	}
+	c.record[key] = p
 }
 
 // Watch implements cache.ListerWatcher.
@@ -700,7 +793,13 @@ func (c *shardedCache) pass(e watch.Event, send func(watch.Event) bool) bool {
 		return send(out)
 	}
 	// Record the event before it is sent: the reflector may transform it
-	// and the store take it before send returns.
+	// and the store take it before send returns. Once sent, it is read
+	// only after its transform returned.
+	var place placement
+	var asPassed runtime.Object
+	if o, isObj := out.Object.(metav1.Object); isObj && out.Type != watch.Deleted {
+		place, asPassed = c.place(o), c.before(out.Object)
+	}
 	c.mu.Lock()
 	prev, had := c.record[key]
 	seq := c.seq
@@ -710,7 +809,7 @@ func (c *shardedCache) pass(e watch.Event, send func(watch.Event) bool) bool {
 		c.seq++
 		seq = c.seq
 		c.track(out.Object, seq)
-		c.record[key] = passed{obj: out.Object, seq: seq}
+		c.record[key] = passed{obj: out.Object, seq: seq, place: place, asPassed: asPassed}
 	}
 	c.mu.Unlock()
 	if send(out) {
@@ -735,8 +834,10 @@ func (c *shardedCache) pass(e watch.Event, send func(watch.Event) bool) bool {
 // filter decides what the reflector sees of an event: the events of kept
 // objects as they are; a change or deletion that leaves an object passed
 // before no longer kept (it moved to a key of another replica) as the
-// deletion of the object as it was passed, so that handlers see the key
-// it left; nothing of other objects.
+// deletion of the object as it was passed (or as its transform made it),
+// so that handlers see the key it left; nothing of other objects. The
+// deletion is a deep copy: the informer's transform is given it too and
+// may change it in place, and it must not change the store's object.
 func (c *shardedCache) filter(e watch.Event) (watch.Event, bool) {
 	if e.Type != watch.Added && e.Type != watch.Modified && e.Type != watch.Deleted {
 		return e, true // bookmarks and errors
@@ -755,17 +856,16 @@ func (c *shardedCache) filter(e watch.Event) (watch.Event, bool) {
 	if !ok {
 		return e, false
 	}
-	return watch.Event{Type: watch.Deleted, Object: c.atVersion(held.obj, obj.GetResourceVersion())}, true
+	return watch.Event{Type: watch.Deleted, Object: c.atVersion(held.readable(), obj.GetResourceVersion())}, true
 }
 
-// atVersion returns a copy of obj at resourceVersion rv, the version of
-// the event that made it leave: the reflector resumes its watch after the
-// version of the last event, and the store takes it as its own.
+// atVersion returns a deep copy of obj at resourceVersion rv, the
+// version of the event that made it leave: the reflector resumes its
+// watch after the version of the last event, and the store takes it as
+// its own. The copy shares no map or slice with obj, which may be the
+// object the store holds.
 func (c *shardedCache) atVersion(obj runtime.Object, rv string) runtime.Object {
-	cp := c.copyOf(obj)
-	if cp == obj {
-		cp = obj.DeepCopyObject()
-	}
+	cp := obj.DeepCopyObject()
 	if o, err := meta.Accessor(cp); err == nil {
 		o.SetResourceVersion(rv)
 	}

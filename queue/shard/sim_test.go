@@ -109,6 +109,9 @@ type sim struct {
 	events  simQueue
 	verbose bool
 	trace   []string
+	// transforms: the informers have a transform that changes the
+	// objects passed to them in place (three schedules in four).
+	transforms bool
 
 	// The API server.
 	leases   map[string]*coordinationv1.Lease
@@ -227,7 +230,7 @@ func (p *simProc) after(d time.Duration) time.Duration {
 }
 
 func newSim(t testing.TB, seed uint64, verbose bool) *sim {
-	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), verbose: verbose,
+	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), verbose: verbose, transforms: seed%4 != 0,
 		leases: map[string]*coordinationv1.Lease{}, holder: map[string]*simProc{}, calmReconciles: map[string][]*simProc{},
 		objects: map[string]*corev1.ConfigMap{}, writtenAt: map[string]time.Duration{}, lastWriter: map[string]*simProc{},
 		refObjects: map[string]*corev1.ConfigMap{}, refCreatedAt: map[string]time.Duration{}, refOf: map[string]string{}}

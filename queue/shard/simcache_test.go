@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -129,14 +130,18 @@ type simInformer struct {
 	// events are the server's events the current or next watch delivers.
 	events []simObjEvent
 	queue  []simQueued
+	// transforming holds, for each object passed whose in-place
+	// transform is halfway (see beginTransform), the labels it had.
+	transforming map[*corev1.ConfigMap]map[string]string
 	// stop is the current watch's, nil while none runs.
 	stop                                chan struct{}
 	listing, pumpDue, applyDue, pollDue bool
 }
 
 func newSimInformer(p *simProc) *simInformer {
-	i := &simInformer{p: p, refTakenAt: map[string]time.Duration{}}
+	i := &simInformer{p: p, refTakenAt: map[string]time.Duration{}, transforming: map[*corev1.ConfigMap]map[string]string{}}
 	i.c = newShardedCache(p.m, simRoute, reflect.TypeFor[corev1.ConfigMap](), i.list, nil)
+	i.c.transforms.Store(p.s.transforms)
 	indexers := i.c.indexers()
 	indexers[simRefIndex] = simRefsOf
 	i.store = cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers)
@@ -149,8 +154,9 @@ func newSimInformer(p *simProc) *simInformer {
 // newSimRefInformer returns the informer of the objects primary's
 // objects refer to, made as Referenced makes it.
 func newSimRefInformer(p *simProc, primary *simInformer) *simInformer {
-	i := &simInformer{p: p, referenced: true, primary: primary}
+	i := &simInformer{p: p, referenced: true, primary: primary, transforming: map[*corev1.ConfigMap]map[string]string{}}
 	i.c = newShardedCache(p.m, nil, reflect.TypeFor[corev1.ConfigMap](), i.list, nil)
+	i.c.transforms.Store(p.s.transforms)
 	i.c.refs = &references{indexer: primary.store, index: simRefIndex, values: simRefsOf, after: primary.c}
 	i.store = cache.NewIndexer(cache.MetaNamespaceKeyFunc, i.c.indexers())
 	i.c.indexer = i.store
@@ -174,7 +180,11 @@ func (i *simInformer) list(context.Context, metav1.ListOptions) (runtime.Object,
 	out := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatUint(s.objRV, 10)}}
 	objects := i.source()
 	for _, k := range sortedKeys(objects) {
-		out.Items = append(out.Items, *objects[k])
+		if s.transforms { // the process's own decoded copy, which its transform changes in place
+			out.Items = append(out.Items, *objects[k].DeepCopy())
+		} else {
+			out.Items = append(out.Items, *objects[k])
+		}
 	}
 	return out, nil
 }
@@ -221,6 +231,7 @@ func (i *simInformer) serveList() {
 		list := make([]any, len(items))
 		for n, item := range items {
 			list[n] = item
+			i.beginTransform(item)
 		}
 		i.c.mu.Lock()
 		listed := i.c.listed
@@ -317,15 +328,73 @@ func (i *simInformer) pump() {
 	}
 	e := i.events[0]
 	i.events = i.events[1:]
-	i.c.pass(watch.Event{Type: e.typ, Object: e.obj}, i.send)
+	obj := e.obj
+	if i.p.s.transforms { // the process's own decoded copy, which its transform changes in place
+		obj = obj.DeepCopy()
+	}
+	i.c.pass(watch.Event{Type: e.typ, Object: obj}, i.send)
 	i.maintain()
 	i.schedulePump()
 }
 
 // send is the reflector taking a watch event: it queues it for the store.
 func (i *simInformer) send(e watch.Event) bool {
+	i.beginTransform(e.Object)
 	i.enqueue(simQueued{event: e})
 	return true
+}
+
+// beginTransform runs the first half of the informer's in-place transform
+// of obj, which the reflector has just taken: it rebuilds the labels in
+// their own map (empty until the second half) and strips the managed
+// fields. The second half (finishTransform) runs when the store takes
+// obj: in between, the cache must not read obj. Changing obj's maps in
+// place, it would change any object sharing them: obj must share none
+// with the object the store holds under its key, nor with another object
+// being transformed.
+func (i *simInformer) beginTransform(obj any) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !i.p.s.transforms || !ok {
+		return
+	}
+	if slices.ContainsFunc(cm.ManagedFields, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == simHalfTransformed }) {
+		i.p.s.fail("%s's cache passed %s as a transform left it halfway", i.p.identity, cacheKey(cm))
+	}
+	if cm.Labels != nil {
+		labels := reflect.ValueOf(cm.Labels).UnsafePointer()
+		if held, ok, _ := i.store.Get(cm); ok && reflect.ValueOf(held.(*corev1.ConfigMap).Labels).UnsafePointer() == labels {
+			i.p.s.fail("%s's cache passed %s sharing its labels with the object its store holds", i.p.identity, cacheKey(cm))
+		}
+		for other := range i.transforming {
+			if other != cm && reflect.ValueOf(other.Labels).UnsafePointer() == labels {
+				i.p.s.fail("%s's cache passed %s sharing its labels with another object being transformed", i.p.identity, cacheKey(cm))
+			}
+		}
+	}
+	i.transforming[cm] = maps.Clone(cm.Labels)
+	clear(cm.Labels) // in place, as client-go allows
+	cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: simHalfTransformed}}
+}
+
+// simHalfTransformed marks the managed fields of an object whose
+// transform is halfway.
+const simHalfTransformed = "sim-half-transformed"
+
+// finishTransform runs the second half of obj's transform, and returns
+// to the cache, as the informer's transform does.
+func (i *simInformer) finishTransform(obj any) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	labels, halfway := i.transforming[cm]
+	if !halfway {
+		return
+	}
+	delete(i.transforming, cm)
+	maps.Copy(cm.Labels, labels) // in place: the map beginTransform emptied
+	cm.ManagedFields = nil
+	i.c.transformed(obj, obj, nil)
 }
 
 func (i *simInformer) enqueue(q simQueued) {
@@ -353,6 +422,9 @@ func (i *simInformer) apply() {
 	i.queue = i.queue[1:]
 	defer i.scheduleApply()
 	if q.replace {
+		for _, obj := range q.list {
+			i.finishTransform(obj)
+		}
 		if s := i.p.s; s.verbose {
 			s.logf("%s's store takes a list of %d at %s", i.p.identity, len(q.list), q.rv)
 		}
@@ -373,6 +445,7 @@ func (i *simInformer) apply() {
 		}
 		return
 	}
+	i.finishTransform(q.event.Object)
 	old, _, _ := i.store.Get(q.event.Object)
 	defer func() {
 		now, _, _ := i.store.Get(q.event.Object)
