@@ -55,7 +55,9 @@ func (p Policy) Validate() error {
 }
 
 // Config returns the config of kubeconfig. A kubeconfig that cannot be
-// read is an error; one that any of its users or clusters makes ask for
+// read is an error that says what is wrong, by line, field or name, never
+// with what the kubeconfig holds (client-go's decoding errors print its
+// credentials); one that any of its users or clusters makes ask for
 // what p does not allow is an error wrapping ErrNotAllowed. The
 // kubeconfig is checked before client-go makes the config of it, since
 // client-go reads the files a kubeconfig names while it does.
@@ -65,14 +67,17 @@ func (p Policy) Config(kubeconfig []byte) (*rest.Config, error) {
 	}
 	raw, err := clientcmd.Load(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the kubeconfig: %w", err)
+		// Not client-go's error: it may print the credentials.
+		return nil, unreadable(kubeconfig)
 	}
 	if err := p.checkKubeconfig(raw); err != nil {
 		return nil, err
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the kubeconfig: %w", err)
+		// client-go's validation names users, clusters and files, and
+		// the URLs it cannot parse, with their user info.
+		return nil, fmt.Errorf("%s: %s", errUnreadable, redactURLs(err.Error()))
 	}
 	cluster := ""
 	if c := raw.Contexts[raw.CurrentContext]; c != nil {
@@ -151,11 +156,11 @@ func (p Policy) Check(cluster string, cfg *rest.Config) error {
 		u, _, err := rest.DefaultServerUrlFor(cfg)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("cluster %q: server %s: %w", cluster, cfg.Host, err))
+			errs = append(errs, fmt.Errorf("cluster %q: server %s: %s", cluster, redactURLs(cfg.Host), redactURLs(err.Error())))
 		case cfg.Insecure:
 			errs = append(errs, fmt.Errorf("cluster %q: insecure-skip-tls-verify: %w", cluster, ErrNotAllowed))
 		case u.Scheme != "https":
-			errs = append(errs, fmt.Errorf("cluster %q: server %s without TLS: %w", cluster, cfg.Host, ErrNotAllowed))
+			errs = append(errs, fmt.Errorf("cluster %q: server %s without TLS: %w", cluster, redactURLs(cfg.Host), ErrNotAllowed))
 		}
 	}
 	return join(errs)
