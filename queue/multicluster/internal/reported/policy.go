@@ -3,6 +3,7 @@ package reported
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,6 +115,12 @@ func (p Policy) checkKubeconfig(raw *clientcmdapi.Config) error {
 		errs = append(errs, p.checkFiles("cluster "+fmt.Sprintf("%q", name), "certificate-authority", c.CertificateAuthority)...)
 		if c.InsecureSkipTLSVerify && !p.InsecureTLS {
 			errs = append(errs, fmt.Errorf("cluster %q: insecure-skip-tls-verify: %w", name, ErrNotAllowed))
+		}
+		// A server without a scheme is reached with TLS or not by
+		// what the user brings too (a client certificate): Check
+		// decides it for the current context's cluster.
+		if u, err := url.Parse(c.Server); err == nil && u.Scheme == "http" && !p.InsecureTLS {
+			errs = append(errs, fmt.Errorf("cluster %q: server %s without TLS: %w", name, redactURLs(c.Server), ErrNotAllowed))
 		}
 	}
 	return join(errs)
