@@ -46,7 +46,14 @@ func (m members[T]) Refuse(name string, err error) {
 	if f.refused == nil {
 		f.refused = map[string]Status{}
 	}
-	f.refused[name] = Status{Err: err, Since: time.Now()}
+	// Since is when the refusal started: a Provider that refuses name
+	// again for the same reason (a relist, a change of the source's
+	// metadata) does not move it.
+	since := time.Now()
+	if prev, ok := f.refused[name]; ok && sameErr(prev.Err, err) {
+		since = prev.Since
+	}
+	f.refused[name] = Status{Err: err, Since: since}
 	f.set.Unwant(name)
 	f.keys.lockedPrune()
 	f.mu.Unlock()
@@ -61,6 +68,15 @@ func (m members[T]) Synced() {
 		f.first = f.set.Wanted()
 	}
 	f.mu.Unlock()
+}
+
+// sameErr reports whether a and b say the same: both nil, or the same
+// message.
+func sameErr(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Error() == b.Error()
 }
 
 // sameConfig reports whether two configs reach the same cluster the same

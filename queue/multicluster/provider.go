@@ -43,6 +43,8 @@ type Members interface {
 type Refuser interface {
 	// Refuse makes name no member, as Delete does, and keeps err as the
 	// reason until name is Set or Deleted: Fleet.Status reports name,
-	// not ready, with err.
+	// not ready, with err. Its Status's Since is when name was first
+	// refused with err's message: refusing it again for the same reason
+	// does not move it.
 	Refuse(name string, err error)
 }

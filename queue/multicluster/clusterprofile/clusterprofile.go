@@ -19,7 +19,8 @@
 //
 // The extensions ArgsExtension and EnvExtension of the cluster add to the
 // plugin's arguments and environment where the AccessProvider's policies
-// allow it, as the API's access library does.
+// (ProfileArgs, ProfileEnv) allow it, as the API's access library does;
+// by default they are left out.
 //
 // # ClusterProfiles are untrusted
 //
@@ -32,16 +33,23 @@
 // have another name verified (tls-server-name) or make the operator read
 // a file (certificate-authority) are left out, as the library leaves them
 // out. The only command a member's config runs is the operator's own exec
-// plugin for the access provider. A cluster whose server would be reached
-// without TLS (http://, or no scheme and no certificate authority) is no
-// member: the plugin's credentials would go in the clear.
+// plugin for the access provider, with the operator's arguments and
+// environment: unless the AccessProvider opts in with ProfileArgs or
+// ProfileEnv, which hand arguments and environment variables of that
+// plugin to whoever writes the profile's status (and with them whatever
+// the plugin can be made to do: read a file, run another command). A
+// cluster whose server would be reached without TLS (http://, or no
+// scheme and no certificate authority) is no member: the plugin's
+// credentials would go in the clear.
 //
 // The API's Go module is not needed: the ClusterProfiles are read through
 // the dynamic client. A ClusterProfile whose access providers change
 // restarts its cluster with the new config; one that is deleted is no
 // member; one that lists no configured provider, or whose cluster is
 // refused, is no member either, with a Warning event on it when
-// Config.Events is set, and the Fleet's Status of its cluster says why.
+// Config.Events is set, and the Fleet's Status of its cluster says why;
+// a profile refused again for the same reason (a status update, a relist)
+// is not reported again.
 package clusterprofile
 
 import (
@@ -89,6 +97,13 @@ type AccessProvider struct {
 	// v0.1.0, takes only objects as extensions, so an API server that
 	// serves it refuses this one): ArgsAppend appends them to Exec.Args;
 	// ArgsIgnore, the default, leaves them out.
+	//
+	// ArgsAppend hands the plugin's arguments to whoever can write a
+	// ClusterProfile's status: the plugin runs in the operator, with its
+	// credentials and files, with any arguments they choose (a file to
+	// read, a flag that runs another command, an endpoint to send
+	// credentials to). Use it only with a plugin that is safe with any
+	// arguments.
 	ProfileArgs ArgsPolicy
 	// ProfileEnv says what becomes of the environment variables a
 	// ClusterProfile's cluster lists in its extension EnvExtension (a JSON
@@ -96,6 +111,12 @@ type AccessProvider struct {
 	// Exec.Env does not set, EnvReplace adds them all, replacing Exec.Env's
 	// of the same names; EnvIgnore, the default, leaves them out. The
 	// variables are then in the order of their names.
+	//
+	// Either opt-in hands the plugin's environment to whoever can write a
+	// ClusterProfile's status: variables such as PATH, HOME,
+	// LD_PRELOAD, HTTPS_PROXY or a cloud SDK's credential file change
+	// what the plugin runs, reads and whom it talks to, in the operator.
+	// Use them only with a plugin that is safe with any environment.
 	ProfileEnv EnvPolicy
 }
 
@@ -242,7 +263,7 @@ func (p *Provider) set(logger klog.Logger, m multicluster.Members, obj any) {
 	if err == nil {
 		err = p.reported.Set(m, u.GetName(), data)
 	} else {
-		p.reported.Refuse(m, u.GetName(), err)
+		err = p.reported.Refuse(m, u.GetName(), err)
 	}
 	if err != nil {
 		logger.Error(err, "A ClusterProfile is no member", "clusterProfile", u.GetName())
@@ -304,9 +325,10 @@ const ExecExtension = "client.authentication.k8s.io/exec"
 // extensions as the provider's policies allow. Of the cluster, only what
 // the cluster inventory API's access library reads reaches the
 // kubeconfig: the server, the certificate authority's data, the proxy and
-// the extension ExecExtension; a profile cannot turn off TLS
-// verification, have another name verified or make the operator read a
-// file.
+// the extension ExecExtension; through the config itself a profile cannot
+// turn off TLS verification, have another name verified or make the
+// operator read a file. (Through the plugin's arguments and environment,
+// where ProfileArgs or ProfileEnv lets it choose them, it can.)
 func kubeconfigFor(cluster clientcmdv1.Cluster, provider AccessProvider) ([]byte, error) {
 	exec := provider.Exec
 	exec.Args, exec.Env = slices.Clone(exec.Args), slices.Clone(exec.Env)

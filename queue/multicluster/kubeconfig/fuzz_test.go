@@ -3,6 +3,7 @@ package kubeconfig
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -45,6 +47,13 @@ var fuzzSeeds = []string{
 	kubeconfigYAML("https://m:6443", "", "username: a\npassword: b\nact-as: admin"),
 	// A user the current context does not name.
 	kubeconfigYAML("https://m:6443", "", "token: t") + "- name: unused\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, interactiveMode: Never}\n",
+	kubeconfigYAML("https://m:6443", "", "token: t") + "- name: unused\n  user:\n    tokenFile: $SECRET\n",
+	// A cluster the current context does not name.
+	strings.Replace(kubeconfigYAML("https://m:6443", "", "token: t"), "users:", "- name: unused\n  cluster: {server: \"https://u:6443\", insecure-skip-tls-verify: true}\nusers:", 1),
+	strings.Replace(kubeconfigYAML("https://m:6443", "", "token: t"), "users:", "- name: unused\n  cluster: {server: \"http://u:6443\"}\nusers:", 1),
+	strings.Replace(kubeconfigYAML("https://m:6443", "", "token: t"), "users:", "- name: unused\n  cluster: {server: \"https://u:6443\", certificate-authority: $SECRET}\nusers:", 1),
+	// A user named twice: client-go cannot load it.
+	kubeconfigYAML("https://m:6443", "", "token: t") + "- name: u\n  user: {username: a, password: b}\n",
 }
 
 // kubeconfigYAML is a kubeconfig of one cluster, user and context, with
@@ -65,9 +74,11 @@ func kubeconfigYAML(server, cluster, user string) string {
 // Secret's, with the default Config and with one that allows an exec
 // plugin, an auth provider, a file and insecure TLS by name, and checks
 // that a member's config never runs a command, reads a file or skips TLS
-// verification that the Config does not allow, that the operator's own
-// file never reaches the config, that a refused kubeconfig is reported as
-// refused, never also set, and that nothing panics.
+// verification that the Config does not allow, that no user or cluster of
+// a member's kubeconfig asks for such, whether its current context names
+// it or not, that the operator's own file never reaches the config, that
+// a refused kubeconfig is reported as refused, never also set, and that
+// nothing panics.
 func FuzzKubeconfig(f *testing.F) {
 	for _, seed := range fuzzSeeds {
 		f.Add([]byte(seed))
@@ -111,6 +122,7 @@ func FuzzKubeconfig(f *testing.F) {
 				continue
 			}
 			checkSafe(t, cfg, got, secretContent)
+			checkEveryUserAndCluster(t, cfg, data)
 		}
 	})
 }
@@ -139,6 +151,47 @@ func checkSafe(t *testing.T, c Config, cfg *rest.Config, secret string) {
 		u, _, err := rest.DefaultServerUrlFor(cfg)
 		if err != nil || cfg.Insecure || u.Scheme != "https" {
 			t.Fatalf("TLS not verified: host %q, insecure %t, %v", cfg.Host, cfg.Insecure, err)
+		}
+	}
+}
+
+// checkEveryUserAndCluster fails t if a user or cluster of kubeconfig, a
+// member's, asks for what c does not allow, whether its current context
+// names it or not.
+func checkEveryUserAndCluster(t *testing.T, c Config, kubeconfig []byte) {
+	t.Helper()
+	raw, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatalf("a member's kubeconfig cannot be loaded: %v", err)
+	}
+	allowedFile := func(path string) bool {
+		return path == "" || (filepath.IsAbs(path) && slices.ContainsFunc(c.AllowFiles, func(f string) bool { return filepath.Clean(f) == filepath.Clean(path) }))
+	}
+	for name, u := range raw.AuthInfos {
+		if e := u.Exec; e != nil && !slices.Contains(c.AllowExec, e.Command) {
+			t.Fatalf("user %q: exec plugin %q, allowed: %q", name, e.Command, c.AllowExec)
+		}
+		if a := u.AuthProvider; a != nil && !slices.Contains(c.AllowAuthProviders, a.Name) {
+			t.Fatalf("user %q: auth provider %q, allowed: %q", name, a.Name, c.AllowAuthProviders)
+		}
+		for _, path := range []string{u.TokenFile, u.ClientCertificate, u.ClientKey} {
+			if !allowedFile(path) {
+				t.Fatalf("user %q: file %q, allowed: %q", name, path, c.AllowFiles)
+			}
+		}
+	}
+	for name, cl := range raw.Clusters {
+		if !allowedFile(cl.CertificateAuthority) {
+			t.Fatalf("cluster %q: file %q, allowed: %q", name, cl.CertificateAuthority, c.AllowFiles)
+		}
+		if c.AllowInsecureTLS {
+			continue
+		}
+		if cl.InsecureSkipTLSVerify {
+			t.Fatalf("cluster %q: insecure-skip-tls-verify", name)
+		}
+		if u, err := url.Parse(cl.Server); err == nil && u.Scheme == "http" {
+			t.Fatalf("cluster %q: server %q without TLS", name, cl.Server)
 		}
 	}
 }

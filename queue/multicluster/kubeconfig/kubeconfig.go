@@ -13,7 +13,12 @@
 // restarts its cluster with the new config; a Secret that is deleted, or
 // loses the label, removes its cluster. A Secret whose kubeconfig cannot
 // be read is no member: its cluster is removed, a Warning event on the
-// Secret says why, and so does the Fleet's Status of the cluster.
+// Secret says why, and so does the Fleet's Status of the cluster. The
+// reason names what is wrong (a line, a field, a name used twice), never
+// what the kubeconfig holds: client-go's decoding errors, which print
+// tokens and passwords, are not passed on. A Secret refused again for the
+// same reason (an update of its metadata, a relist) is not reported
+// again: no new event, and the Status's Since stays.
 //
 // # Kubeconfigs are untrusted
 //
@@ -32,7 +37,10 @@
 //     certificate-authority; Config.AllowFiles allows them by path;
 //   - turning off TLS verification: insecure-skip-tls-verify, or a server
 //     reached without TLS (http://, or no scheme and no certificate
-//     authority); Config.AllowInsecureTLS allows both.
+//     authority); Config.AllowInsecureTLS allows both. A server without a
+//     scheme is judged for the current context's cluster alone, since
+//     the user's client certificate also decides whether it is reached
+//     with TLS.
 //
 // Credentials and certificates given in the kubeconfig itself (token,
 // client-certificate-data, client-key-data, certificate-authority-data,
@@ -181,6 +189,8 @@ func (p *Provider) set(ctx context.Context, m multicluster.Members, recorder rec
 		p.reported.Delete(m, s.Name)
 		return
 	}
+	// Set returns a refusal once: the same one again is not logged or
+	// recorded again.
 	if err := p.reported.Set(m, s.Name, s.Data[DataKey]); err != nil {
 		klog.FromContext(ctx).Error(err, "A Secret is no member", "secret", s.Name)
 		reason := ReasonInvalidKubeconfig

@@ -83,7 +83,7 @@ func TestProvider(t *testing.T) {
 			_, err := client.CoreV1().Secrets("fleet").Update(ctx, secret("east", true, kubeconfigFor("https://east:6443", "t2")), metav1.UpdateOptions{})
 			return err
 		}},
-		{name: "an unreadable kubeconfig removes the member", want: "refuse west: cannot read the kubeconfig: yaml: line 1: did not find expected ',' or ']'", do: func() error {
+		{name: "an unreadable kubeconfig removes the member", want: "refuse west: cannot read the kubeconfig: not YAML or JSON: line 1: did not find expected ',' or ']'", do: func() error {
 			_, err := client.CoreV1().Secrets("fleet").Update(ctx, secret("west", true, []byte("not: [a kubeconfig")), metav1.UpdateOptions{})
 			return err
 		}},

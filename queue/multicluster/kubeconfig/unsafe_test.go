@@ -68,6 +68,13 @@ func operatorFile(t *testing.T) string {
 // Secret's cluster and the Warning events on the Secret.
 func reportOf(t *testing.T, cfg kubeconfig.Config, data []byte) (calls []string, warnings func() []string) {
 	t.Helper()
+	return reportIn(context.Background(), t, cfg, data)
+}
+
+// reportIn is reportOf with the Provider run in a context of ctx (whose
+// logger it uses).
+func reportIn(ctx context.Context, t *testing.T, cfg kubeconfig.Config, data []byte) (calls []string, warnings func() []string) {
+	t.Helper()
 	client := fake.NewClientset(secret("member", true, data))
 	cfg.Client, cfg.Namespace = client, "fleet"
 	p, err := kubeconfig.New(cfg)
@@ -75,7 +82,7 @@ func reportOf(t *testing.T, cfg kubeconfig.Config, data []byte) (calls []string,
 	m := &memberstest.Recorder{Describe: func(cfg *rest.Config) string {
 		return fmt.Sprintf("%s token=%q", cfg.Host, cfg.BearerToken)
 	}}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, m) }()
 	t.Cleanup(func() {

@@ -3,6 +3,7 @@ package reported
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,7 +56,9 @@ func (p Policy) Validate() error {
 }
 
 // Config returns the config of kubeconfig. A kubeconfig that cannot be
-// read is an error; one that any of its users or clusters makes ask for
+// read is an error that says what is wrong, by line, field or name, never
+// with what the kubeconfig holds (client-go's decoding errors print its
+// credentials); one that any of its users or clusters makes ask for
 // what p does not allow is an error wrapping ErrNotAllowed. The
 // kubeconfig is checked before client-go makes the config of it, since
 // client-go reads the files a kubeconfig names while it does.
@@ -65,14 +68,17 @@ func (p Policy) Config(kubeconfig []byte) (*rest.Config, error) {
 	}
 	raw, err := clientcmd.Load(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the kubeconfig: %w", err)
+		// Not client-go's error: it may print the credentials.
+		return nil, unreadable(kubeconfig)
 	}
 	if err := p.checkKubeconfig(raw); err != nil {
 		return nil, err
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the kubeconfig: %w", err)
+		// client-go's validation names users, clusters and files, and
+		// the URLs it cannot parse, with their user info.
+		return nil, fmt.Errorf("%s: %s", errUnreadable, redactURLs(err.Error()))
 	}
 	cluster := ""
 	if c := raw.Contexts[raw.CurrentContext]; c != nil {
@@ -109,6 +115,12 @@ func (p Policy) checkKubeconfig(raw *clientcmdapi.Config) error {
 		errs = append(errs, p.checkFiles("cluster "+fmt.Sprintf("%q", name), "certificate-authority", c.CertificateAuthority)...)
 		if c.InsecureSkipTLSVerify && !p.InsecureTLS {
 			errs = append(errs, fmt.Errorf("cluster %q: insecure-skip-tls-verify: %w", name, ErrNotAllowed))
+		}
+		// A server without a scheme is reached with TLS or not by
+		// what the user brings too (a client certificate): Check
+		// decides it for the current context's cluster.
+		if u, err := url.Parse(c.Server); err == nil && u.Scheme == "http" && !p.InsecureTLS {
+			errs = append(errs, fmt.Errorf("cluster %q: server %s without TLS: %w", name, redactURLs(c.Server), ErrNotAllowed))
 		}
 	}
 	return join(errs)
@@ -151,11 +163,11 @@ func (p Policy) Check(cluster string, cfg *rest.Config) error {
 		u, _, err := rest.DefaultServerUrlFor(cfg)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("cluster %q: server %s: %w", cluster, cfg.Host, err))
+			errs = append(errs, fmt.Errorf("cluster %q: server %s: %s", cluster, redactURLs(cfg.Host), redactURLs(err.Error())))
 		case cfg.Insecure:
 			errs = append(errs, fmt.Errorf("cluster %q: insecure-skip-tls-verify: %w", cluster, ErrNotAllowed))
 		case u.Scheme != "https":
-			errs = append(errs, fmt.Errorf("cluster %q: server %s without TLS: %w", cluster, cfg.Host, ErrNotAllowed))
+			errs = append(errs, fmt.Errorf("cluster %q: server %s without TLS: %w", cluster, redactURLs(cfg.Host), ErrNotAllowed))
 		}
 	}
 	return join(errs)

@@ -20,52 +20,78 @@ type Kubeconfigs struct {
 	Policy Policy
 
 	mu   sync.Mutex
-	seen map[string][]byte
+	last map[string]outcome
+}
+
+// outcome is what a member was last reported as: set with kubeconfig, or
+// refused with the message refusal.
+type outcome struct {
+	kubeconfig []byte
+	refused    bool
+	refusal    string
 }
 
 // Set reports name to m with the config of kubeconfig, unless it was last
 // reported with the same kubeconfig. A kubeconfig that cannot be read, or
 // that asks for what the Policy does not allow (the error then wraps
-// ErrNotAllowed), refuses the member (Refuse) and is returned, wrapped.
+// ErrNotAllowed), refuses the member (see Refuse), and the error is
+// returned; a refusal the same as name's last one is neither reported nor
+// returned again, so that the caller logs and records an event only when
+// the refusal changes. The error names what is wrong and never holds the
+// kubeconfig's credentials.
 func (k *Kubeconfigs) Set(m multicluster.Members, name string, kubeconfig []byte) error {
 	k.mu.Lock()
-	unchanged := bytes.Equal(k.seen[name], kubeconfig) && k.seen[name] != nil
+	prev, ok := k.last[name]
 	k.mu.Unlock()
-	if unchanged {
+	if ok && !prev.refused && bytes.Equal(prev.kubeconfig, kubeconfig) {
 		return nil
 	}
+	// A refused kubeconfig is checked again even if it is unchanged: a
+	// file the Policy allows may have become readable since.
 	cfg, err := k.Policy.Config(kubeconfig)
 	if err != nil {
-		k.Refuse(m, name, err)
-		return err
+		return k.Refuse(m, name, err)
 	}
-	k.mu.Lock()
-	if k.seen == nil {
-		k.seen = map[string][]byte{}
-	}
-	k.seen[name] = bytes.Clone(kubeconfig)
-	k.mu.Unlock()
+	k.remember(name, outcome{kubeconfig: bytes.Clone(kubeconfig)})
 	m.Set(name, cfg)
 	return nil
 }
 
-// Refuse reports that name is no member because of err: with m's Refuse
-// where m is a multicluster.Refuser, else with its Delete.
-func (k *Kubeconfigs) Refuse(m multicluster.Members, name string, err error) {
+// Refuse reports that name is no member because of err, with m's Refuse
+// where m is a multicluster.Refuser, else with its Delete, and returns
+// err; if name's last report was a refusal with the same message, it
+// reports nothing and returns nil.
+func (k *Kubeconfigs) Refuse(m multicluster.Members, name string, err error) error {
+	msg := err.Error()
 	k.mu.Lock()
-	delete(k.seen, name)
+	prev, ok := k.last[name]
 	k.mu.Unlock()
+	if ok && prev.refused && prev.refusal == msg {
+		return nil
+	}
+	k.remember(name, outcome{refused: true, refusal: msg})
 	if r, ok := m.(multicluster.Refuser); ok {
 		r.Refuse(name, err)
-		return
+		return err
 	}
 	m.Delete(name)
+	return err
 }
 
 // Delete reports that name is no member.
 func (k *Kubeconfigs) Delete(m multicluster.Members, name string) {
 	k.mu.Lock()
-	delete(k.seen, name)
+	delete(k.last, name)
 	k.mu.Unlock()
 	m.Delete(name)
+}
+
+// remember keeps o as name's last report.
+func (k *Kubeconfigs) remember(name string, o outcome) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.last == nil {
+		k.last = map[string]outcome{}
+	}
+	k.last[name] = o
 }

@@ -1,6 +1,7 @@
 package reported
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -32,6 +33,12 @@ func TestKubeconfigs(t *testing.T) {
 		{name: "unchanged", do: func() error { return k.Set(m, "a", kubeconfig("https://a")) }},
 		{name: "changed", do: func() error { return k.Set(m, "a", kubeconfig("https://a2")) }, want: []string{"set a https://a2"}},
 		{name: "unreadable", do: func() error { return k.Set(m, "a", []byte("{not json")) }, want: []string{"delete a"}, wantErrMsg: "cannot read the kubeconfig"},
+		// The same refusal is reported once: no new event, no new log.
+		{name: "unreadable, unchanged", do: func() error { return k.Set(m, "a", []byte("{not json")) }},
+		{name: "unreadable the same way", do: func() error { return k.Set(m, "a", []byte("{not  json")) }},
+		{name: "refused otherwise", do: func() error { return k.Set(m, "a", kubeconfig("http://a")) }, want: []string{"delete a"}, wantErrMsg: `server http://a without TLS: not allowed`},
+		{name: "refused by the caller", do: func() error { return k.Refuse(m, "a", errors.New("no access")) }, want: []string{"delete a"}, wantErrMsg: "no access"},
+		{name: "refused by the caller again", do: func() error { return k.Refuse(m, "a", errors.New("no access")) }},
 		{name: "empty", do: func() error { return k.Set(m, "b", nil) }, want: []string{"delete b"}, wantErrMsg: "the kubeconfig is empty"},
 		{name: "back", do: func() error { return k.Set(m, "a", kubeconfig("https://a2")) }, want: []string{"set a https://a2"}},
 		{name: "deleted", do: func() error { k.Delete(m, "a"); return nil }, want: []string{"delete a"}},
