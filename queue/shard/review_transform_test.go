@@ -123,7 +123,6 @@ func TestDeletionOfMovedObjectSharesNothingWithTheStore(t *testing.T) {
 				}
 			}()
 			<-reading
-			time.Sleep(10 * time.Millisecond)
 
 			shared := reflect.ValueOf(deletion.Annotations).UnsafePointer() == reflect.ValueOf(inStore.Annotations).UnsafePointer()
 			// The reflector transforms the deletion, as it does every
