@@ -84,8 +84,9 @@ type Status struct {
 	// Ready is true while the cluster's caches are synced and its keys
 	// run.
 	Ready bool
-	// Err is the error of the last failed attempt to engage the cluster,
-	// nil once an attempt succeeded.
+	// Err is why the cluster is not ready: the error of the last failed
+	// attempt to engage it (nil once an attempt succeeded), or, for a
+	// cluster its Provider refused (see Refuser), the refusal.
 	Err error
 	// Failures counts the failed attempts since the last success.
 	Failures int
