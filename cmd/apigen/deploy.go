@@ -43,7 +43,8 @@ type deployment struct {
 }
 
 // generateDeploy writes into st the base manifests of the operator's
-// deployment (see deployFiles), for kubectl apply -k: its namespace, its
+// deployment (see deployFiles), for kubectl apply -k: its namespace (only
+// its own: the namespaces of its markers' Roles must exist), its
 // ServiceAccount bound to the ClusterRole and Roles of the run's
 // role.yaml, a Deployment of the image with leader election, the metrics
 // and probes endpoints and, with webhooks, their server with a
@@ -73,11 +74,15 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	}
 	subject := []any{map[string]any{"kind": "ServiceAccount", "name": d.name, "namespace": d.namespace}}
 
-	namespaces := []any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}}
-	for _, ns := range roleNamespaces(roles, d.namespace) {
-		namespaces = append(namespaces, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	// Only the operator's own namespace: one of a marker's Role holds
+	// someone else's objects, and kubectl delete -k would delete it with
+	// them. Those must exist before kubectl apply -k; the comment names them.
+	comment := "# The operator's namespace. The Roles of its +kubebuilder:rbac markers in other\n# namespaces need them to exist: this kustomization does not create them (kubectl\n# delete -k would delete them with their objects).\n"
+	if others := roleNamespaces(roles, d.namespace); len(others) > 0 {
+		comment += "# Namespaces that must exist before kubectl apply -k: " + strings.Join(others, ", ") + ".\n"
 	}
-	if err := write("namespace.yaml", "# The operator's namespace, and those of the Roles of its +kubebuilder:rbac markers\n# (but the ones every cluster has).\n", namespaces...); err != nil {
+	if err := write("namespace.yaml", comment,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}); err != nil {
 		return err
 	}
 	if err := write("serviceaccount.yaml", "# The operator's identity.\n",
@@ -219,19 +224,15 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	return write("kustomization.yaml", "# The operator and its API: kubectl apply -k "+d.dir+"\n# Patches of its own go into "+patchesDir+"/ (then run apigen again): a strategic-merge\n# patch of an object, or a JSON patch (a list of operations) of the Deployment.\n", kustomization)
 }
 
-// builtinNamespaces are the namespaces every cluster has: no kustomization
-// creates them (kubectl delete -k would delete them).
-var builtinNamespaces = []string{"default", "kube-node-lease", "kube-public", "kube-system"}
-
 // roleNamespaces returns the namespaces of the Roles of roles other than
-// own and builtinNamespaces, sorted: the Roles cannot be created before
-// them.
+// own, sorted: the Roles cannot be created before them, and the
+// kustomization does not create them.
 func roleNamespaces(roles []map[string]any, own string) []string {
 	var out []string
 	for _, r := range roles {
 		m, _ := r["metadata"].(map[string]any)
 		ns, _ := m["namespace"].(string)
-		if r["kind"] == "Role" && ns != "" && ns != own && !slices.Contains(builtinNamespaces, ns) && !slices.Contains(out, ns) {
+		if r["kind"] == "Role" && ns != "" && ns != own && !slices.Contains(out, ns) {
 			out = append(out, ns)
 		}
 	}
