@@ -40,6 +40,35 @@ type deployment struct {
 	conversions            []string // the CRDs crd-conversion.yaml patches; none if it does not exist
 	mutating, validating   []string // the webhook configurations that get the CA
 	certSecret             string   // the webhooks' certificate's Secret in namespace
+	service                string   // the webhook Service's name, in namespace
+}
+
+// podNamespaceEnv is the variable of the operator's container that holds
+// its pod's namespace (downward API); its arguments name the namespace as
+// $(POD_NAMESPACE), which the kubelet expands.
+const podNamespaceEnv = "POD_NAMESPACE"
+
+// expandPodNamespace returns the arguments of container as the kubelet
+// runs it in a pod of namespace: $(NAME) of an env variable that takes
+// the pod's metadata.namespace replaced by namespace.
+func expandPodNamespace(container any, namespace string) []string {
+	var names []string
+	env, _ := dig(container, "env").([]any)
+	for _, e := range env {
+		if str(e, "valueFrom", "fieldRef", "fieldPath") == "metadata.namespace" {
+			names = append(names, str(e, "name"))
+		}
+	}
+	as, _ := dig(container, "args").([]any)
+	var out []string
+	for _, a := range as {
+		s, _ := a.(string)
+		for _, n := range names {
+			s = strings.ReplaceAll(s, "$("+n+")", namespace)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // generateDeploy writes into st the base manifests of the operator's
@@ -355,9 +384,14 @@ func writeManifest(p, comment string, docs ...any) error {
 // deploymentManifest is the operator's Deployment.
 func deploymentManifest(d deployment) map[string]any {
 	labels := map[string]any{"app.kubernetes.io/name": d.name}
+	// The namespace the arguments name is the pod's, which the kubelet
+	// expands from the downward API: an overlay that moves the
+	// kustomization to another namespace moves the Lease, the Secret and
+	// the certificate's host with it.
+	ns := "$(" + podNamespaceEnv + ")"
 	args := []any{
 		"--leader-elect",
-		"--leader-elect-namespace=" + d.namespace,
+		"--leader-elect-namespace=" + ns,
 		fmt.Sprintf("--metrics-bind-address=:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", probesPort),
 	}
@@ -367,7 +401,8 @@ func deploymentManifest(d deployment) map[string]any {
 	}
 	if d.webhooks {
 		args = append(args, fmt.Sprintf("--webhook-bind-address=:%d", webhookPort),
-			"--webhook-cert-secret="+d.namespace+"/"+d.certSecret)
+			"--webhook-cert-secret="+ns+"/"+d.certSecret,
+			"--webhook-cert-hosts="+d.service+"."+ns+".svc")
 		ports = append(ports, map[string]any{"name": "webhooks", "containerPort": webhookPort})
 	}
 	probe := func(path string, period int) map[string]any {
@@ -389,8 +424,10 @@ func deploymentManifest(d deployment) map[string]any {
 					// default --shutdown-timeout (30s), then releasing the Lease.
 					"terminationGracePeriodSeconds": 75,
 					"containers": []any{map[string]any{
-						"name":           "operator",
-						"image":          d.image,
+						"name":  "operator",
+						"image": d.image,
+						"env": []any{map[string]any{"name": podNamespaceEnv, "valueFrom": map[string]any{
+							"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}}},
 						"args":           args,
 						"ports":          ports,
 						"livenessProbe":  probe("/healthz", 10),

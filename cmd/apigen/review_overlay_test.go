@@ -53,9 +53,25 @@ func TestReviewNamespaceOverlayKeepsTheDeploymentInItsNamespace(t *testing.T) {
 		}
 	}
 	require.Equal(t, "things-prod", svc.Namespace, "the overlay moved the webhook Service")
-	args := dep.Spec.Template.Spec.Containers[0].Args
+	// The arguments as the kubelet runs them in the Deployment's pods: it
+	// expands $(NAME) of the container's variables, here those the
+	// downward API gives the pod's namespace.
+	c := dep.Spec.Template.Spec.Containers[0]
+	var args []string
+	for _, a := range c.Args {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
+				a = strings.ReplaceAll(a, "$("+e.Name+")", dep.Namespace)
+			}
+		}
+		args = append(args, a)
+	}
+	require.Equal(t, "things-prod", dep.Namespace, "the overlay moved the Deployment")
 	assert.Contains(t, args, "--webhook-cert-secret=things-prod/webhook-service-certs",
 		"the Deployment's certificate Secret follows the overlay's namespace (its Role did): %q", args)
 	assert.NotContains(t, args, "--leader-elect-namespace=things-system",
 		"the Deployment's Lease follows the overlay's namespace (its Role did): %q", args)
+	assert.Contains(t, args, "--leader-elect-namespace=things-prod", "the Lease in the overlay's namespace: %q", args)
+	assert.Contains(t, args, "--webhook-cert-hosts=webhook-service.things-prod.svc",
+		"the certificate is issued for the host of the Service the overlay moved: %q", args)
 }
