@@ -240,6 +240,12 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		if err != nil {
 			return err
 		}
+		if cfg.deployDir != "" {
+			// What kubectl apply -k installs: with the user's patches.
+			if err := applyUserPatches(&out, filepath.Join(mod.root, filepath.FromSlash(cfg.deployDir), patchesDir)); err != nil {
+				return err
+			}
+		}
 		if err := checkWebhooks(out); err != nil {
 			return err
 		}
