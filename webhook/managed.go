@@ -53,7 +53,11 @@ const (
 // keeps current with its CA.
 type CABundles struct {
 	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations
-	// name the configurations whose webhooks get the CA as their caBundle.
+	// name the configurations whose webhooks get the CA as their caBundle:
+	// only the webhooks called at a Service (a clientConfig with a service
+	// and no url) are read and published into; a webhook of the same
+	// configuration called at a URL is served by someone else and keeps
+	// its caBundle.
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations []string
 	// CRDs name the CustomResourceDefinitions whose conversion webhook
 	// gets the CA as its caBundle.
@@ -653,8 +657,10 @@ func (m *ManagedCertificates) readTargets(ctx context.Context) []*target {
 }
 
 // configTarget reads the webhook configuration name, of kind; its publish
-// sets the caBundle of every client config that lacks it, and updates the
-// configuration if one did.
+// sets the caBundle of every client config called at a Service (a service
+// and no url) that lacks it, and updates the configuration if one did. A
+// client config called at a URL is neither read (its CAs are not the
+// operator's) nor published into.
 func configTarget[C any](ctx context.Context, kind, name string,
 	get func(context.Context, string, metav1.GetOptions) (C, error),
 	update func(context.Context, C, metav1.UpdateOptions) (C, error),
@@ -665,7 +671,12 @@ func configTarget[C any](ctx context.Context, kind, name string,
 		t.err = fmt.Errorf("reading %s: %w", t.desc, err)
 		return t
 	}
-	ccs := clientConfigs(c)
+	var ccs []*admissionregistrationv1.WebhookClientConfig
+	for _, cc := range clientConfigs(c) {
+		if calledAtService(cc) {
+			ccs = append(ccs, cc)
+		}
+	}
 	for _, cc := range ccs {
 		t.bundles = append(t.bundles, cc.CABundle)
 	}
@@ -683,6 +694,12 @@ func configTarget[C any](ctx context.Context, kind, name string,
 		return err
 	}
 	return t
+}
+
+// calledAtService reports whether cc calls a Service (and no URL): only
+// such a webhook can be the operator's.
+func calledAtService(cc *admissionregistrationv1.WebhookClientConfig) bool {
+	return cc.Service != nil && cc.URL == nil
 }
 
 // clientConfigsOf returns the client config of each webhook.

@@ -102,7 +102,7 @@ func TestWebhooksInTheDeployNamespace(t *testing.T) {
 
 	var d appsv1.Deployment
 	require.NoError(t, yaml.UnmarshalStrict([]byte(files["deploy/deployment.yaml"]), &d))
-	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--webhook-cert-secret=things-system/webhook-service-certs")
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--webhook-cert-secret=$(POD_NAMESPACE)/webhook-service-certs", "the certificate's Secret in the pod's namespace")
 	for rel, content := range files {
 		if strings.HasPrefix(rel, "deploy/") {
 			assert.NotContains(t, content, "namespace: system\n", "%s names controller-gen's namespace", rel)
@@ -145,7 +145,8 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool 
 // The deploy manifests grant the operator what its Deployment makes it do
 // beyond its markers' roles (the leader election's Lease, the webhook
 // certificate's Secret, the CA published into its configurations and its
-// CRD's conversion), and create the namespaces its markers' Roles are in.
+// CRD's conversion), and create only the operator's own namespace, naming
+// (not creating) those its markers' Roles are in.
 func TestDeployGrantsWhatTheDeploymentDoes(t *testing.T) {
 	t.Parallel()
 	dir := fixture(t)
@@ -164,7 +165,8 @@ func TestDeployGrantsWhatTheDeploymentDoes(t *testing.T) {
 		require.NoError(t, yaml.Unmarshal([]byte(doc), &ns))
 		namespaces = append(namespaces, ns.Name)
 	}
-	assert.Equal(t, []string{"things-system", "things-data"}, namespaces, "the operator's namespace, and those of its Roles but kube-system")
+	assert.Equal(t, []string{"things-system"}, namespaces, "only the operator's namespace: kubectl delete -k deletes what the kustomization lists")
+	assert.Contains(t, files["deploy/namespace.yaml"], "must exist before kubectl apply -k: kube-system, things-data", "the namespaces of the Roles, named")
 
 	// What the ServiceAccount is granted, by namespace ("" for the
 	// cluster), through the roles of role.yaml and rbac.yaml.
@@ -299,7 +301,9 @@ func consistentOutput(t *testing.T) webhookOutput {
 		crdsCAs:    []string{"things.example.com"},
 		deployment: doc(`{kind: Deployment, metadata: {name: things-operator, namespace: things-system},
 			spec: {template: {metadata: {labels: {app.kubernetes.io/name: things-operator}},
-				spec: {containers: [{name: operator, args: [--webhook-cert-secret=things-system/things-webhook-certs], ports: [{name: webhooks, containerPort: 9443}]}]}}}}`),
+				spec: {containers: [{name: operator, env: [{name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}],
+					args: ["--webhook-cert-secret=$(POD_NAMESPACE)/things-webhook-certs", "--webhook-cert-hosts=things-webhook.$(POD_NAMESPACE).svc"],
+					ports: [{name: webhooks, containerPort: 9443}]}]}}}}`),
 	}
 }
 
@@ -352,6 +356,14 @@ func TestCheckWebhooks(t *testing.T) {
 			containers := dig(o.deployment, "spec", "template", "spec", "containers").([]any)
 			containers[0].(map[string]any)["args"] = []any{"--webhook-cert-secret=system/things-webhook-certs"}
 		}, "the certificate's Secret system/things-webhook-certs is not in the operator's namespace things-system"},
+		{"the pod's namespace is not given to the container", func(o *webhookOutput) {
+			containers := dig(o.deployment, "spec", "template", "spec", "containers").([]any)
+			delete(containers[0].(map[string]any), "env")
+		}, "the certificate's Secret $(POD_NAMESPACE)/things-webhook-certs is not in the operator's namespace things-system"},
+		{"the Deployment issues the certificate for another host", func(o *webhookOutput) {
+			containers := dig(o.deployment, "spec", "template", "spec", "containers").([]any)
+			containers[0].(map[string]any)["args"] = []any{"--webhook-cert-secret=$(POD_NAMESPACE)/things-webhook-certs", "--webhook-cert-hosts=things-webhook.system.svc"}
+		}, "the Deployment issues the certificate for things-webhook.system.svc, not for things-webhook.things-system.svc"},
 		{"a configuration has controller-gen's placeholder name", func(o *webhookOutput) {
 			set(o.configurations[1], placeholderValidating, "metadata", "name")
 			o.validating = []string{placeholderValidating}

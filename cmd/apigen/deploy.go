@@ -40,10 +40,40 @@ type deployment struct {
 	conversions            []string // the CRDs crd-conversion.yaml patches; none if it does not exist
 	mutating, validating   []string // the webhook configurations that get the CA
 	certSecret             string   // the webhooks' certificate's Secret in namespace
+	service                string   // the webhook Service's name, in namespace
+}
+
+// podNamespaceEnv is the variable of the operator's container that holds
+// its pod's namespace (downward API); its arguments name the namespace as
+// $(POD_NAMESPACE), which the kubelet expands.
+const podNamespaceEnv = "POD_NAMESPACE"
+
+// expandPodNamespace returns the arguments of container as the kubelet
+// runs it in a pod of namespace: $(NAME) of an env variable that takes
+// the pod's metadata.namespace replaced by namespace.
+func expandPodNamespace(container any, namespace string) []string {
+	var names []string
+	env, _ := dig(container, "env").([]any)
+	for _, e := range env {
+		if str(e, "valueFrom", "fieldRef", "fieldPath") == "metadata.namespace" {
+			names = append(names, str(e, "name"))
+		}
+	}
+	as, _ := dig(container, "args").([]any)
+	var out []string
+	for _, a := range as {
+		s, _ := a.(string)
+		for _, n := range names {
+			s = strings.ReplaceAll(s, "$("+n+")", namespace)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // generateDeploy writes into st the base manifests of the operator's
-// deployment (see deployFiles), for kubectl apply -k: its namespace, its
+// deployment (see deployFiles), for kubectl apply -k: its namespace (only
+// its own: the namespaces of its markers' Roles must exist), its
 // ServiceAccount bound to the ClusterRole and Roles of the run's
 // role.yaml, a Deployment of the image with leader election, the metrics
 // and probes endpoints and, with webhooks, their server with a
@@ -73,11 +103,15 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	}
 	subject := []any{map[string]any{"kind": "ServiceAccount", "name": d.name, "namespace": d.namespace}}
 
-	namespaces := []any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}}
-	for _, ns := range roleNamespaces(roles, d.namespace) {
-		namespaces = append(namespaces, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	// Only the operator's own namespace: one of a marker's Role holds
+	// someone else's objects, and kubectl delete -k would delete it with
+	// them. Those must exist before kubectl apply -k; the comment names them.
+	comment := "# The operator's namespace. The Roles of its +kubebuilder:rbac markers in other\n# namespaces need them to exist: this kustomization does not create them (kubectl\n# delete -k would delete them with their objects).\n"
+	if others := roleNamespaces(roles, d.namespace); len(others) > 0 {
+		comment += "# Namespaces that must exist before kubectl apply -k: " + strings.Join(others, ", ") + ".\n"
 	}
-	if err := write("namespace.yaml", "# The operator's namespace, and those of the Roles of its +kubebuilder:rbac markers\n# (but the ones every cluster has).\n", namespaces...); err != nil {
+	if err := write("namespace.yaml", comment,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": d.namespace}}); err != nil {
 		return err
 	}
 	if err := write("serviceaccount.yaml", "# The operator's identity.\n",
@@ -219,19 +253,15 @@ func generateDeploy(root string, st *stage, d deployment) error {
 	return write("kustomization.yaml", "# The operator and its API: kubectl apply -k "+d.dir+"\n# Patches of its own go into "+patchesDir+"/ (then run apigen again): a strategic-merge\n# patch of an object, or a JSON patch (a list of operations) of the Deployment.\n", kustomization)
 }
 
-// builtinNamespaces are the namespaces every cluster has: no kustomization
-// creates them (kubectl delete -k would delete them).
-var builtinNamespaces = []string{"default", "kube-node-lease", "kube-public", "kube-system"}
-
 // roleNamespaces returns the namespaces of the Roles of roles other than
-// own and builtinNamespaces, sorted: the Roles cannot be created before
-// them.
+// own, sorted: the Roles cannot be created before them, and the
+// kustomization does not create them.
 func roleNamespaces(roles []map[string]any, own string) []string {
 	var out []string
 	for _, r := range roles {
 		m, _ := r["metadata"].(map[string]any)
 		ns, _ := m["namespace"].(string)
-		if r["kind"] == "Role" && ns != "" && ns != own && !slices.Contains(builtinNamespaces, ns) && !slices.Contains(out, ns) {
+		if r["kind"] == "Role" && ns != "" && ns != own && !slices.Contains(out, ns) {
 			out = append(out, ns)
 		}
 	}
@@ -354,9 +384,14 @@ func writeManifest(p, comment string, docs ...any) error {
 // deploymentManifest is the operator's Deployment.
 func deploymentManifest(d deployment) map[string]any {
 	labels := map[string]any{"app.kubernetes.io/name": d.name}
+	// The namespace the arguments name is the pod's, which the kubelet
+	// expands from the downward API: an overlay that moves the
+	// kustomization to another namespace moves the Lease, the Secret and
+	// the certificate's host with it.
+	ns := "$(" + podNamespaceEnv + ")"
 	args := []any{
 		"--leader-elect",
-		"--leader-elect-namespace=" + d.namespace,
+		"--leader-elect-namespace=" + ns,
 		fmt.Sprintf("--metrics-bind-address=:%d", metricsPort),
 		fmt.Sprintf("--health-probe-bind-address=:%d", probesPort),
 	}
@@ -366,7 +401,8 @@ func deploymentManifest(d deployment) map[string]any {
 	}
 	if d.webhooks {
 		args = append(args, fmt.Sprintf("--webhook-bind-address=:%d", webhookPort),
-			"--webhook-cert-secret="+d.namespace+"/"+d.certSecret)
+			"--webhook-cert-secret="+ns+"/"+d.certSecret,
+			"--webhook-cert-hosts="+d.service+"."+ns+".svc")
 		ports = append(ports, map[string]any{"name": "webhooks", "containerPort": webhookPort})
 	}
 	probe := func(path string, period int) map[string]any {
@@ -388,8 +424,10 @@ func deploymentManifest(d deployment) map[string]any {
 					// default --shutdown-timeout (30s), then releasing the Lease.
 					"terminationGracePeriodSeconds": 75,
 					"containers": []any{map[string]any{
-						"name":           "operator",
-						"image":          d.image,
+						"name":  "operator",
+						"image": d.image,
+						"env": []any{map[string]any{"name": podNamespaceEnv, "valueFrom": map[string]any{
+							"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}}},
 						"args":           args,
 						"ports":          ports,
 						"livenessProbe":  probe("/healthz", 10),

@@ -188,7 +188,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 	var found *webhookMarkers
 	var served bool
 	var conversions, mutating, validating []string
-	var certSecret string
+	var certSecret, service string
 	if cfg.crdDir != "" || cfg.rbacDir != "" || cfg.webhookDir != "" {
 		overlay, err := st.overlay(mod.root, old, "loads", nil)
 		if err != nil {
@@ -235,7 +235,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			for _, c := range found.conversions {
 				conversions = append(conversions, c.CRD)
 			}
-			certSecret = found.service.name + "-certs"
+			certSecret, service = found.service.name+"-certs", found.service.name
 			if !slices.Contains(webhookDirs, path.Dir(goFile)) {
 				return fmt.Errorf("the webhook markers are in %s, which the patterns of -webhook-paths do not match as a directory of the module", path.Dir(goFile))
 			}
@@ -246,7 +246,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		if err := generateDeploy(mod.root, st, deployment{
 			name: cfg.rbacRole, namespace: cfg.deployNamespace, image: cfg.deployImage, dir: cfg.deployDir,
 			crdDir: cfg.crdDir, rbacDir: cfg.rbacDir, webhookDir: cfg.webhookDir,
-			webhooks: served, conversions: conversions, certSecret: certSecret, mutating: mutating, validating: validating,
+			webhooks: served, conversions: conversions, certSecret: certSecret, service: service, mutating: mutating, validating: validating,
 		}); err != nil {
 			return err
 		}
@@ -259,6 +259,12 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 		out, err := readWebhookOutput(cfg.rbacRole, st.path(cfg.webhookDir), deployDir, found)
 		if err != nil {
 			return err
+		}
+		if cfg.deployDir != "" {
+			// What kubectl apply -k installs: with the user's patches.
+			if err := applyUserPatches(&out, filepath.Join(mod.root, filepath.FromSlash(cfg.deployDir), patchesDir)); err != nil {
+				return err
+			}
 		}
 		if err := checkWebhooks(out); err != nil {
 			return err

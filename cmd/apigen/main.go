@@ -24,8 +24,8 @@
 //     path, and the certificate's hosts and the objects that get its CA,
 //     for operator.Flags (see docs/webhooks.md);
 //   - optionally the rest of the operator's deploy manifests (-deploy, with
-//     -rbac in the same run): its namespace (and those of its Roles) and
-//     ServiceAccount, bindings to the generated roles and roles of what the
+//     -rbac in the same run): its namespace (only its own: those of its
+//     Roles must exist) and ServiceAccount, bindings to the generated roles and roles of what the
 //     Deployment makes it do, its Deployment (-deploy-image), and a
 //     kustomization that lists them with the CRDs, roles and webhooks, and
 //     the user's patches in the patches directory beside it (see

@@ -322,8 +322,14 @@ func TestDeploy(t *testing.T) {
 	require.Len(t, d.Spec.Template.Spec.Containers, 1)
 	c := d.Spec.Template.Spec.Containers[0]
 	assert.Equal(t, "example.com/things:v1", c.Image)
-	assert.Equal(t, []string{"--leader-elect", "--leader-elect-namespace=things-system", "--metrics-bind-address=:8080",
-		"--health-probe-bind-address=:8081", "--webhook-bind-address=:9443", "--webhook-cert-secret=things-system/things-webhook-certs"}, c.Args)
+	assert.Equal(t, []string{"--leader-elect", "--leader-elect-namespace=$(POD_NAMESPACE)", "--metrics-bind-address=:8080",
+		"--health-probe-bind-address=:8081", "--webhook-bind-address=:9443", "--webhook-cert-secret=$(POD_NAMESPACE)/things-webhook-certs",
+		"--webhook-cert-hosts=things-webhook.$(POD_NAMESPACE).svc"}, c.Args, "the namespace the pod runs in, which the kubelet expands")
+	require.Len(t, c.Env, 1)
+	assert.Equal(t, "POD_NAMESPACE", c.Env[0].Name)
+	require.NotNil(t, c.Env[0].ValueFrom)
+	require.NotNil(t, c.Env[0].ValueFrom.FieldRef)
+	assert.Equal(t, "metadata.namespace", c.Env[0].ValueFrom.FieldRef.FieldPath, "the pod's namespace, from the downward API")
 	var portNames []string
 	for _, p := range c.Ports {
 		portNames = append(portNames, p.Name)

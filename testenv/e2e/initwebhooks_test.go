@@ -199,7 +199,7 @@ func initOperator(t *testing.T, root, dir, bin string) error {
 }
 
 // deploymentArgs reads the arguments of the container of the Deployment
-// in file.
+// in file, as the kubelet expands them in a pod of its namespace.
 func deploymentArgs(t *testing.T, file string) []string {
 	t.Helper()
 	for _, o := range readManifest(t, file) {
@@ -209,8 +209,23 @@ func deploymentArgs(t *testing.T, file string) []string {
 		containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 		require.NoError(t, err)
 		require.Len(t, containers, 1)
-		args, _, err := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		c := containers[0].(map[string]any)
+		args, _, err := unstructured.NestedStringSlice(c, "args")
 		require.NoError(t, err)
+		// As the kubelet runs them in a pod of the Deployment's namespace:
+		// $(NAME) of a variable the downward API gives the pod's namespace
+		// is expanded.
+		env, _, err := unstructured.NestedSlice(c, "env")
+		require.NoError(t, err)
+		for _, e := range env {
+			e, _ := e.(map[string]any)
+			if path, _, _ := unstructured.NestedString(e, "valueFrom", "fieldRef", "fieldPath"); path == "metadata.namespace" {
+				name, _, _ := unstructured.NestedString(e, "name")
+				for i := range args {
+					args[i] = strings.ReplaceAll(args[i], "$("+name+")", o.GetNamespace())
+				}
+			}
+		}
 		return args
 	}
 	t.Fatalf("%s has no Deployment", file)

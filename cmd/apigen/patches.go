@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
+)
+
+// applyUserPatches applies the user's patches of the deploy kustomization,
+// the files of dir (as readPatches lists them), to the objects of o, as
+// kustomize does: a strategic-merge patch to the object of its kind, name
+// and (if it names one) namespace, a JSON patch to the Deployment. The
+// check then sees what kubectl apply -k installs. A patch of an object o
+// does not hold is left to kustomize.
+func applyUserPatches(o *webhookOutput, dir string) error {
+	patches, err := readPatches(dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range patches {
+		file := filepath.Join(dir, p.name)
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		if p.json {
+			if o.deployment == nil {
+				continue
+			}
+			var ops []map[string]any
+			if err := yaml.Unmarshal(data, &ops); err != nil {
+				return fmt.Errorf("-deploy: the patch %s: %w", file, err)
+			}
+			if o.deployment, err = applyJSONPatch(o.deployment, ops); err != nil {
+				return fmt.Errorf("-deploy: the patch %s of the Deployment: %w", file, err)
+			}
+			continue
+		}
+		var patch map[string]any
+		if err := yaml.Unmarshal(data, &patch); err != nil {
+			return fmt.Errorf("-deploy: the patch %s: %w", file, err)
+		}
+		targets := []struct {
+			obj    *map[string]any
+			schema any
+		}{{&o.service, corev1.Service{}}, {&o.deployment, appsv1.Deployment{}}}
+		for i := range o.configurations {
+			var schema any = admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if o.configurations[i]["kind"] == "MutatingWebhookConfiguration" {
+				schema = admissionregistrationv1.MutatingWebhookConfiguration{}
+			}
+			targets = append(targets, struct {
+				obj    *map[string]any
+				schema any
+			}{&o.configurations[i], schema})
+		}
+		for _, t := range targets {
+			if *t.obj == nil || !patchTargets(patch, *t.obj) {
+				continue
+			}
+			patched, err := strategicpatch.StrategicMergeMapPatch(*t.obj, patch, t.schema)
+			if err != nil {
+				return fmt.Errorf("-deploy: the patch %s: %w", file, err)
+			}
+			*t.obj = patched
+		}
+	}
+	return nil
+}
+
+// patchTargets reports whether the strategic-merge patch is one of obj, as
+// kustomize finds it: the same kind and name, and the same namespace if
+// the patch names one.
+func patchTargets(patch, obj map[string]any) bool {
+	ns := str(patch, "metadata", "namespace")
+	return str(patch, "kind") == str(obj, "kind") && str(patch, "metadata", "name") == str(obj, "metadata", "name") &&
+		(ns == "" || ns == str(obj, "metadata", "namespace"))
+}
+
+// applyJSONPatch applies the operations of a JSON patch (RFC 6902) to
+// doc, a copy of which it returns.
+func applyJSONPatch(doc map[string]any, ops []map[string]any) (map[string]any, error) {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var root any
+	if err := json.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	for _, op := range ops {
+		name, _ := op["op"].(string)
+		path, _ := op["path"].(string)
+		switch name {
+		case "add", "replace":
+			if root, err = setPointer(root, path, op["value"], name == "add"); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", name, path, err)
+			}
+		case "remove":
+			if root, _, err = removePointer(root, path); err != nil {
+				return nil, fmt.Errorf("remove %s: %w", path, err)
+			}
+		case "move", "copy":
+			from, _ := op["from"].(string)
+			v, err := getPointer(root, from)
+			if err != nil {
+				return nil, fmt.Errorf("%s from %s: %w", name, from, err)
+			}
+			if name == "move" {
+				if root, _, err = removePointer(root, from); err != nil {
+					return nil, fmt.Errorf("move from %s: %w", from, err)
+				}
+			}
+			if root, err = setPointer(root, path, v, true); err != nil {
+				return nil, fmt.Errorf("%s to %s: %w", name, path, err)
+			}
+		case "test":
+			// Kustomize fails on a failed test; the check need not.
+		default:
+			return nil, fmt.Errorf("unknown operation %q", name)
+		}
+	}
+	out, ok := root.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the patched document is not an object")
+	}
+	return out, nil
+}
+
+// pointerTokens splits a JSON pointer into its unescaped tokens.
+func pointerTokens(pointer string) ([]string, error) {
+	if pointer == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(pointer, "/") {
+		return nil, fmt.Errorf("the pointer %q does not begin with /", pointer)
+	}
+	tokens := strings.Split(pointer[1:], "/")
+	for i, t := range tokens {
+		tokens[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return tokens, nil
+}
+
+// getPointer returns the value at pointer in v.
+func getPointer(v any, pointer string) (any, error) {
+	tokens, err := pointerTokens(pointer)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tokens {
+		switch c := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = c[t]; !ok {
+				return nil, fmt.Errorf("no member %q", t)
+			}
+		case []any:
+			i, err := strconv.Atoi(t)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, fmt.Errorf("no element %q", t)
+			}
+			v = c[i]
+		default:
+			return nil, fmt.Errorf("%q is in neither an object nor an array", t)
+		}
+	}
+	return v, nil
+}
+
+// setPointer sets the value at pointer in v (inserting it into an array
+// if insert) and returns v.
+func setPointer(v any, pointer string, value any, insert bool) (any, error) {
+	tokens, err := pointerTokens(pointer)
+	if err != nil {
+		return nil, err
+	}
+	if len(tokens) == 0 {
+		return value, nil
+	}
+	parentPointer := pointer[:strings.LastIndex(pointer, "/")]
+	parent, err := getPointer(v, parentPointer)
+	if err != nil {
+		return nil, err
+	}
+	last := tokens[len(tokens)-1]
+	switch c := parent.(type) {
+	case map[string]any:
+		c[last] = value
+		return v, nil
+	case []any:
+		i := len(c)
+		if last != "-" {
+			if i, err = strconv.Atoi(last); err != nil || i < 0 || i > len(c) || (!insert && i == len(c)) {
+				return nil, fmt.Errorf("no element %q", last)
+			}
+		} else if !insert {
+			return nil, fmt.Errorf("no element %q", last)
+		}
+		if insert {
+			c = append(c[:i], append([]any{value}, c[i:]...)...)
+		} else {
+			c[i] = value
+		}
+		return setPointer(v, parentPointer, c, false)
+	default:
+		return nil, fmt.Errorf("%q is in neither an object nor an array", last)
+	}
+}
+
+// removePointer removes the value at pointer from v and returns v and
+// the value.
+func removePointer(v any, pointer string) (any, any, error) {
+	tokens, err := pointerTokens(pointer)
+	if err != nil || len(tokens) == 0 {
+		return nil, nil, fmt.Errorf("cannot remove %q", pointer)
+	}
+	parentPointer := pointer[:strings.LastIndex(pointer, "/")]
+	parent, err := getPointer(v, parentPointer)
+	if err != nil {
+		return nil, nil, err
+	}
+	last := tokens[len(tokens)-1]
+	switch c := parent.(type) {
+	case map[string]any:
+		old, ok := c[last]
+		if !ok {
+			return nil, nil, fmt.Errorf("no member %q", last)
+		}
+		delete(c, last)
+		return v, old, nil
+	case []any:
+		i, err := strconv.Atoi(last)
+		if err != nil || i < 0 || i >= len(c) {
+			return nil, nil, fmt.Errorf("no element %q", last)
+		}
+		old := c[i]
+		v, err = setPointer(v, parentPointer, append(c[:i:i], c[i+1:]...), false)
+		return v, old, err
+	default:
+		return nil, nil, fmt.Errorf("%q is in neither an object nor an array", last)
+	}
+}
