@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,10 +25,7 @@ import (
 // change the namespace.
 func TestReviewNamespaceOverlayKeepsTheDeploymentInItsNamespace(t *testing.T) {
 	t.Parallel()
-	kubectl, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".cache/ctrlkit-testenv/linux-amd64/kube-*/kubectl"))
-	if len(kubectl) == 0 {
-		t.Skip("no kubectl in ~/.cache/ctrlkit-testenv")
-	}
+	kubectl := testKubectl(t)
 	dir := fixture(t)
 	writeFiles(t, dir, map[string]string{
 		"webhooks/webhooks.go":             kubebuilderWebhooks,
@@ -37,7 +33,7 @@ func TestReviewNamespaceOverlayKeepsTheDeploymentInItsNamespace(t *testing.T) {
 	})
 	code, stdout, stderr := apigen(t, dir, kubebuilderDeployArgs...)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
-	out, err := exec.Command(kubectl[0], "kustomize", filepath.Join(dir, "overlays/prod")).CombinedOutput()
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(dir, "overlays/prod")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	var svc corev1.Service

@@ -21,10 +21,7 @@ import (
 // installs a Service the API server cannot reach the operator through.
 func TestReviewCheckSeesTheUsersPatchOfTheWebhookService(t *testing.T) {
 	t.Parallel()
-	kubectl, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".cache/ctrlkit-testenv/linux-amd64/kube-*/kubectl"))
-	if len(kubectl) == 0 {
-		t.Skip("no kubectl in ~/.cache/ctrlkit-testenv")
-	}
+	kubectl := testKubectl(t)
 	dir := fixture(t)
 	writeFiles(t, dir, map[string]string{
 		"webhooks/webhooks.go": kubebuilderWebhooks,
@@ -41,7 +38,7 @@ spec:
 	})
 	code, stdout, stderr := apigen(t, dir, kubebuilderDeployArgs...)
 	if code == 0 {
-		out, err := exec.Command(kubectl[0], "kustomize", filepath.Join(dir, "deploy")).CombinedOutput()
+		out, err := exec.Command(kubectl, "kustomize", filepath.Join(dir, "deploy")).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		var svc corev1.Service
 		var dep appsv1.Deployment
@@ -59,4 +56,18 @@ spec:
 			svc.Spec.Ports[0].TargetPort.String(), dep.Spec.Template.Spec.Containers[0].Ports, dep.Spec.Template.Spec.Containers[0].Args)
 	}
 	require.Contains(t, stderr, "webhook Service", "stdout: %s", stdout)
+}
+
+// testKubectl is the kubectl that hack/build-binaries.sh built (make test
+// builds it before these tests run), in $CTRLKIT_TESTENV_BIN_DIR or the
+// per-user cache.
+func testKubectl(t *testing.T) string {
+	t.Helper()
+	pattern := filepath.Join(os.Getenv("HOME"), ".cache", "ctrlkit-testenv", "*", "kube-*", "kubectl")
+	if dir := os.Getenv("CTRLKIT_TESTENV_BIN_DIR"); dir != "" {
+		pattern = filepath.Join(dir, "kube-*", "kubectl")
+	}
+	found, _ := filepath.Glob(pattern)
+	require.NotEmpty(t, found, "no kubectl at %s: build it with hack/build-binaries.sh (make test does)", pattern)
+	return found[0]
 }
