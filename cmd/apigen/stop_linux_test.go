@@ -73,8 +73,6 @@ func TestStopKillsChildren(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 
 	require.Eventually(t, func() bool {
 		for _, line := range processesWith(t, mark) {
@@ -85,7 +83,7 @@ func TestStopKillsChildren(t *testing.T) {
 		return false
 	}, 5*time.Minute, 20*time.Millisecond, "the run starts go run")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	err = <-done
+	err = cmd.Wait()
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "the run ends by its signal, not %v; stderr: %s", err, stderr.String())
 	assert.Equal(t, 128+int(syscall.SIGTERM), exit.ExitCode(), stderr.String())

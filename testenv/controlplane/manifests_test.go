@@ -30,7 +30,9 @@ func TestReadAndCreateObjects(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind)
 	}
-	assert.Equal(t, []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"}, kinds)
+	// role.yaml: the markers' roles; rbac.yaml: their bindings, then the
+	// Role (and its binding) of what the Deployment makes the operator do.
+	assert.Equal(t, []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "Role", "RoleBinding"}, kinds)
 
 	kube := fake.NewClientset()
 	require.NoError(t, CreateObjects(context.Background(), kube, objs...))
