@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +51,10 @@ type Cluster struct {
 	// Recorder records events in the cluster, as the fleet's component.
 	Recorder record.EventRecorderLogger
 
-	m         *member
+	m *member
+	// mu guards factories: an engage function the attempt stopped waiting
+	// for may still add to them.
+	mu        sync.Mutex
 	factories []informer.Factory
 }
 
@@ -56,7 +62,18 @@ type Cluster struct {
 // wait for its caches before the cluster's keys run, and shut it down
 // when the cluster leaves: for the informer factories of generated
 // clientsets built from Config. Call it from the engage function.
-func (c *Cluster) AddInformers(f informer.Factory) { c.factories = append(c.factories, f) }
+func (c *Cluster) AddInformers(f informer.Factory) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.factories = append(c.factories, f)
+}
+
+// informerFactories returns the cluster's informer factories.
+func (c *Cluster) informerFactories() []informer.Factory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.factories)
+}
 
 // Queue returns a queue for the handlers of the cluster's informers that
 // passes their keys to q as Keys of this cluster, as in
@@ -75,8 +92,15 @@ func (c *Cluster) Queue(q informer.Queue[Key]) informer.Queue[cache.ObjectName] 
 // cluster's informers (through Cluster.Queue), builds the clients and
 // listers the reconciler needs and returns them as the value the fleet
 // hands to reconciles of the cluster's keys. ctx ends when the cluster
-// leaves. An error fails this attempt; the cluster is tried again after a
-// backoff.
+// leaves (or changes, moves, or the Fleet stops). An error or a panic
+// fails this attempt; the cluster is tried again after a backoff.
+//
+// It runs on a goroutine of its own: once ctx has ended the Fleet stops
+// waiting for it, so one that ignores ctx (blocked on a member that does
+// not answer) keeps neither the cluster from leaving nor Run from
+// returning; what it returns later is dropped. Run waits for engage
+// functions still running at most one second after the clusters stopped,
+// then returns an error saying so and leaves them behind.
 type EngageFunc[T any] func(ctx context.Context, cl *Cluster) (T, error)
 
 // Status is what a Fleet knows of one member cluster.
@@ -106,8 +130,10 @@ type Fleet[T any] struct {
 	engage   EngageFunc[T]
 	cfg      config
 	// building counts the client constructors running (buildClient),
-	// which Run waits for at most cfg.clientWait.
+	// engaging the engage functions (callEngage), which Run waits for
+	// at most cfg.clientWait.
 	building sync.WaitGroup
+	engaging sync.WaitGroup
 	gate     *shard.Gate[string] // nil without sharding
 
 	// mu guards everything below, the engagements of set and the members'
@@ -154,7 +180,8 @@ var _ queue.Ownership[Key] = (*Fleet[struct{}])(nil)
 
 // New returns a Fleet named name (its logs, metrics, events and, with
 // WithSharding, the keys it shares) over the members p reports, each
-// prepared by engage.
+// prepared by engage, which is called on a goroutine of its own at each
+// attempt to engage a member (see EngageFunc).
 func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (*Fleet[T], error) {
 	c := config{metrics: noopMetrics{}, syncTimeout: DefaultSyncTimeout, retryBase: DefaultRetryBaseDelay, retryMax: DefaultRetryMaxDelay, probeInterval: DefaultProbeInterval,
 		newClient: func(_ context.Context, _ string, cfg *rest.Config) (kubernetes.Interface, error) {
@@ -202,9 +229,10 @@ func (f *Fleet[T]) Name() string { return f.name }
 // and Run waits for them before it shuts the clusters' informers down.
 // Only a cluster that leaves or moves meanwhile has its reconciles
 // cancelled at once, with ErrLeft. It returns the Provider's error if the
-// Provider fails, and an error if a client constructor (WithClients) still
-// ran five seconds after the clusters stopped: Run does not wait longer for
-// one that ignores its context. A Fleet runs once.
+// Provider fails, and an error if a client constructor (WithClients) or an
+// engage function still ran one second after the clusters stopped: Run
+// does not wait longer for one that ignores its context. A Fleet runs
+// once.
 func (f *Fleet[T]) Run(ctx context.Context) error {
 	f.mu.Lock()
 	if f.started {
@@ -394,7 +422,7 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m}
 	stop = func() {
 		cancel()
-		for _, fac := range cl.factories {
+		for _, fac := range cl.informerFactories() {
 			fac.Shutdown()
 		}
 	}
@@ -406,21 +434,22 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 		return stop, nil, errors.New("client: the constructor returned none")
 	}
 	cl.Informers = informers.NewSharedInformerFactory(cl.Client, f.cfg.resync)
-	cl.factories = append(cl.factories, cl.Informers)
+	cl.AddInformers(cl.Informers)
 	cl.Recorder, err = events.NewRecorder(actx, cl.Client, f.name)
 	if err != nil {
 		return stop, nil, err
 	}
-	value, err := f.engage(actx, cl)
+	value, err := f.callEngage(ctx, actx, cl)
 	if err != nil {
 		return stop, nil, fmt.Errorf("engage: %w", err)
 	}
 	syncCtx, cancelSync := context.WithTimeout(actx, f.cfg.syncTimeout)
 	defer cancelSync()
-	for _, fac := range cl.factories {
+	factories := cl.informerFactories()
+	for _, fac := range factories {
 		fac.Start(actx.Done())
 	}
-	for _, fac := range cl.factories {
+	for _, fac := range factories {
 		for typ, ok := range fac.WaitForCacheSync(syncCtx.Done()) {
 			if !ok {
 				return stop, nil, fmt.Errorf("informer of %s did not sync within %s", typ, f.cfg.syncTimeout)
@@ -448,8 +477,42 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 }
 
 // clientStopTimeout is how long Run waits, once every cluster has
-// stopped, for client constructors that are still running.
-const clientStopTimeout = 5 * time.Second
+// stopped, for client constructors and engage functions that are still
+// running.
+const clientStopTimeout = time.Second
+
+// callEngage calls the engage function on a goroutine of its own, with
+// actx (the attempt's), and returns what it returns; a panic fails the
+// attempt, logged with its stack. Once ctx (the member's) has ended it
+// returns ctx's cause at once: an engage function that ignores its
+// context does not keep the member from stopping; what it returns later
+// is dropped, and Run waits for it at most cfg.clientWait.
+func (f *Fleet[T]) callEngage(ctx, actx context.Context, cl *Cluster) (any, error) {
+	type engaged struct {
+		value any
+		err   error
+	}
+	done := make(chan engaged, 1)
+	f.engaging.Add(1)
+	go func() {
+		defer f.engaging.Done()
+		var e engaged
+		defer func() {
+			if r := recover(); r != nil {
+				e = engaged{err: fmt.Errorf("the engage function panicked: %v", r)}
+				klog.FromContext(ctx).Error(e.err, "Engage function panicked", "stack", string(debug.Stack()))
+			}
+			done <- e
+		}()
+		e.value, e.err = f.engage(actx, cl)
+	}()
+	select {
+	case e := <-done:
+		return e.value, e.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
 
 // buildClient calls the client constructor on a goroutine of its own, with
 // a context that ends with ctx (the member's) or after the sync timeout,
@@ -472,6 +535,7 @@ func (f *Fleet[T]) buildClient(ctx context.Context, cluster string, cfg *rest.Co
 		defer func() {
 			if r := recover(); r != nil {
 				b = built{err: fmt.Errorf("the constructor panicked: %v", r)}
+				klog.FromContext(ctx).Error(b.err, "Client constructor panicked", "stack", string(debug.Stack()))
 			}
 			done <- b
 		}()
@@ -485,24 +549,46 @@ func (f *Fleet[T]) buildClient(ctx context.Context, cluster string, cfg *rest.Co
 	}
 }
 
-// awaitClients waits for the client constructors still running, at most
-// cfg.clientWait, and reports those that ignored their ended context.
+// awaitClients waits for the client constructors and engage functions
+// still running, at most cfg.clientWait in all, and reports those that
+// ignored their ended context.
 func (f *Fleet[T]) awaitClients(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		f.building.Wait()
-		close(done)
-	}()
+	kinds := []struct {
+		what string
+		wg   *sync.WaitGroup
+		done chan struct{}
+	}{{what: "client constructors", wg: &f.building}, {what: "engage functions", wg: &f.engaging}}
+	for i := range kinds {
+		kinds[i].done = make(chan struct{})
+		go func() {
+			kinds[i].wg.Wait()
+			close(kinds[i].done)
+		}()
+	}
 	timer := time.NewTimer(f.cfg.clientWait)
 	defer timer.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-timer.C:
-		err := fmt.Errorf("multicluster: fleet %q: client constructors still running %s after the stop, their contexts ended: left behind", f.name, f.cfg.clientWait)
-		klog.FromContext(ctx).Error(err, "Returning with client constructors that ignore their context")
-		return err
+	var late []string
+	for _, k := range kinds {
+		select {
+		case <-k.done:
+			continue
+		case <-timer.C:
+		}
+		for _, k := range kinds {
+			select {
+			case <-k.done:
+			default:
+				late = append(late, k.what)
+			}
+		}
+		break
 	}
+	if len(late) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("multicluster: fleet %q: %s still running %s after the stop, their contexts ended: left behind", f.name, strings.Join(late, " and "), f.cfg.clientWait)
+	klog.FromContext(ctx).Error(err, "Returning with client constructors or engage functions that ignore their context")
+	return err
 }
 
 // disengage stops m: no new claims, its reconciles cancelled and waited
