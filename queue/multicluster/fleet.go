@@ -51,7 +51,8 @@ type Cluster struct {
 	// Recorder records events in the cluster, as the fleet's component.
 	Recorder record.EventRecorderLogger
 
-	m *member
+	m       *member
+	attempt int // the member's attempt this Cluster is of
 	// mu guards factories: an engage function the attempt stopped waiting
 	// for may still add to them.
 	mu        sync.Mutex
@@ -83,9 +84,14 @@ func (c *Cluster) informerFactories() []informer.Factory {
 // member: engaged again after failed probes, or with new credentials (the
 // keys of its deleted objects, which the next list does not show, are
 // kept too). Keys that arrive after the cluster left (or moved to
-// another replica), or once the Fleet stops, are dropped.
+// another replica), or once the Fleet stops, are dropped. The keys held
+// for a controller (any q that is a pointer) are one set for every
+// attempt to engage the cluster; those held for another q (such as an
+// informer.QueueFunc) are the keys of the current attempt's queue only:
+// a new attempt drops those of the queues of earlier ones, whose keys
+// its informers list again.
 func (c *Cluster) Queue(q informer.Queue[Key]) informer.Queue[cache.ObjectName] {
-	return newClusterQueue(c.m, q)
+	return newClusterQueue(c.m, c.attempt, q)
 }
 
 // EngageFunc prepares a joining cluster: it registers handlers on the
@@ -170,6 +176,8 @@ type member struct {
 	// stopProbe ends the probes of the ready cluster, when the Fleet
 	// stops; nil while the cluster is not ready.
 	stopProbe context.CancelFunc
+	// attempt counts the attempts to engage the cluster.
+	attempt int
 }
 
 // lockedReady reports whether m is ready and not told to leave: its keys
@@ -419,7 +427,11 @@ func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Du
 // down what the attempt started; the caller calls it.
 func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client kubernetes.Interface, err error) {
 	actx, cancel := context.WithCancel(ctx)
-	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m}
+	f.mu.Lock()
+	m.attempt++
+	f.keys.lockedNewAttempt(m.name, m.attempt)
+	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m, attempt: m.attempt}
+	f.mu.Unlock()
 	stop = func() {
 		cancel()
 		for _, fac := range cl.informerFactories() {
