@@ -36,6 +36,10 @@ var ErrLeft = errors.New("the cluster left")
 // Fleet stops.
 var errStopping = errors.New("the fleet stops")
 
+// errFleetStopped is the cause logged for a cluster disengaged because
+// the Fleet stopped, rather than because it left.
+var errFleetStopped = errors.New("the fleet stopped")
+
 // Cluster is one member cluster while a Fleet holds it. Its informers run
 // and its recorder writes events as long as the Fleet holds the cluster.
 type Cluster struct {
@@ -159,6 +163,8 @@ type Fleet[T any] struct {
 	onLeave   []func(cluster string)
 	started   bool
 	kick      chan struct{}
+	// stopping is closed when the Fleet starts to stop (stopAll).
+	stopping chan struct{}
 }
 
 // member is one engagement of a cluster: from the start of its first
@@ -178,6 +184,11 @@ type member struct {
 	stopProbe context.CancelFunc
 	// attempt counts the attempts to engage the cluster.
 	attempt int
+	// inflight holds the contexts of the reconciles holding a claim on
+	// the cluster, as their controllers gave them.
+	inflight map[*struct{}]context.Context
+	// abandoned is true if the stop gave up waiting for its reconciles.
+	abandoned bool
 }
 
 // lockedReady reports whether m is ready and not told to leave: its keys
@@ -213,7 +224,7 @@ func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (
 		return nil, fmt.Errorf("multicluster: fleet %q: %w", name, err)
 	}
 	f := &Fleet[T]{name: name, provider: p, engage: engage, cfg: c,
-		members: map[string]*member{}, tried: map[string]bool{}, kick: make(chan struct{}, 1)}
+		members: map[string]*member{}, tried: map[string]bool{}, kick: make(chan struct{}, 1), stopping: make(chan struct{})}
 	var claimer engagement.Claimer
 	if c.membership != nil {
 		f.gate = shard.NewGate(c.membership, shard.Keys[string]{
@@ -235,12 +246,15 @@ func (f *Fleet[T]) Name() string { return f.name }
 // any more, those in flight run on undisturbed (their controllers cancel
 // them once their shutdown timeout has passed, see queue.WithShutdownTimeout)
 // and Run waits for them before it shuts the clusters' informers down.
-// Only a cluster that leaves or moves meanwhile has its reconciles
-// cancelled at once, with ErrLeft. It returns the Provider's error if the
-// Provider fails, and an error if a client constructor (WithClients) or an
-// engage function still ran one second after the clusters stopped: Run
-// does not wait longer for one that ignores its context. A Fleet runs
-// once.
+// Only a cluster that leaves or moves meanwhile (the Provider deletes it,
+// say) has its reconciles cancelled at once, with ErrLeft. A reconcile
+// that ignores its context is waited for at most one second after its
+// controller cancelled it: then Run shuts its cluster down all the same,
+// leaves it behind and returns an error naming the cluster. It returns
+// the Provider's error if the Provider fails, and an error if a client
+// constructor (WithClients) or an engage function still ran one second
+// after the clusters stopped: Run does not wait longer for one that
+// ignores its context. A Fleet runs once.
 func (f *Fleet[T]) Run(ctx context.Context) error {
 	f.mu.Lock()
 	if f.started {
@@ -281,9 +295,24 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 		}
 	}
 	cancel(nil)
-	f.stopAll()
+	// A member that leaves or moves while the clusters stop has its
+	// reconciles cancelled at once: keep acting on leaves until every
+	// cluster has stopped.
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.stopAll(ctx) }()
+	var stopErr error
+	for stopping := true; stopping; {
+		select {
+		case stopErr = <-stopped:
+			stopping = false
+		case <-f.kick:
+			f.mu.Lock()
+			f.set.LeaveUnwanted()
+			f.mu.Unlock()
+		}
+	}
 	wg.Wait()
-	return errors.Join(err, f.awaitClients(ctx))
+	return errors.Join(err, stopErr, f.awaitClients(ctx))
 }
 
 // converge starts the clusters that are wanted and owned and not running,
@@ -347,7 +376,14 @@ func (f *Fleet[T]) runMember(m *member) {
 		}
 		if f.disengage(m, stop) {
 			f.end(m)
-			logger.Info("Cluster disengaged", "cause", context.Cause(ctx))
+			f.mu.Lock()
+			left := !f.keys.stopping || !f.set.IsWanted(m.name) || (f.gate != nil && !f.gate.Owns(m.name))
+			f.mu.Unlock()
+			cause := context.Cause(ctx)
+			if !left {
+				cause = errFleetStopped
+			}
+			logger.Info("Cluster disengaged", "cause", cause)
 			return
 		}
 		f.cfg.metrics.IncEngageFailures(f.name, m.name)
@@ -609,13 +645,23 @@ func (f *Fleet[T]) awaitClients(ctx context.Context) error {
 // otherwise it is engaged again later. When the Fleet stops, the
 // reconciles are not cancelled but awaited (their controllers cancel them
 // after their shutdown timeout), unless the member leaves meanwhile, and
-// this is the last time.
+// this is the last time. While the Fleet stops, the wait gives up
+// cfg.clientWait after every reconcile's own context ended (its
+// controller cancelled it), marking m abandoned.
 func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
+	abandon := false
 	f.mu.Lock()
 	if f.keys.stopping && !m.e.Leaving() {
 		quiesced := m.e.Quiesce()
 		f.mu.Unlock()
-		<-quiesced
+		left := m.e.Context().Done()
+		if !f.awaitDrained(m, quiesced, left) {
+			select {
+			case <-left: // its reconciles are cancelled and awaited below
+			default:
+				abandon = true
+			}
+		}
 		f.mu.Lock()
 		m.e.Leave()
 	}
@@ -625,10 +671,55 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	f.mu.Unlock()
 	// No claim starts once drained; each ends when its reconcile
 	// returns.
-	<-drained
+	if abandon || !f.awaitDrained(m, drained, nil) {
+		f.mu.Lock()
+		m.abandoned = true
+		f.mu.Unlock()
+	}
 	stop()
 	f.cfg.metrics.SetClusterReady(f.name, m.name, false)
 	return final
+}
+
+// awaitDrained waits until drained is closed (it returns true) or left
+// is (false). While the Fleet stops, it also gives up (false) once the
+// contexts of m's reconciles in flight have all ended (their controllers
+// cancelled them) and cfg.clientWait has passed since: a reconcile that
+// ignores its context does not keep Run from returning.
+func (f *Fleet[T]) awaitDrained(m *member, drained, left <-chan struct{}) bool {
+	select {
+	case <-drained:
+		return true
+	case <-left:
+		return false
+	case <-f.stopping:
+	}
+	f.mu.Lock()
+	ctxs := make([]context.Context, 0, len(m.inflight))
+	for _, c := range m.inflight {
+		ctxs = append(ctxs, c)
+	}
+	f.mu.Unlock()
+	// No claim is granted any more: ctxs are all there are.
+	for _, c := range ctxs {
+		select {
+		case <-drained:
+			return true
+		case <-left:
+			return false
+		case <-c.Done():
+		}
+	}
+	timer := time.NewTimer(f.cfg.clientWait)
+	defer timer.Stop()
+	select {
+	case <-drained:
+		return true
+	case <-left:
+		return false
+	case <-timer.C:
+		return false
+	}
 }
 
 // end ends m's engagement, which releases its shard claim on the cluster.
