@@ -526,7 +526,8 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 
 // clientStopTimeout is how long Run waits, once every cluster has
 // stopped, for client constructors and engage functions that are still
-// running.
+// running, and, during the stop, for reconciles after their controllers
+// cancelled them.
 const clientStopTimeout = time.Second
 
 // callEngage calls the engage function on a goroutine of its own, with

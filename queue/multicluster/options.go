@@ -38,7 +38,7 @@ type config struct {
 	resync        time.Duration
 	probeInterval time.Duration
 	newClient     func(ctx context.Context, cluster string, cfg *rest.Config) (kubernetes.Interface, error)
-	clientWait    time.Duration // how long Run waits for client constructors once the clusters stopped
+	clientWait    time.Duration // how long Run waits for constructors, engage functions and cancelled reconciles at a stop
 	errs          []error
 }
 
