@@ -20,14 +20,18 @@ type clusterQueue struct {
 	q informer.Queue[Key]
 	// token files the keys held for q: q itself when it is a pointer (a
 	// controller), so that the queues of every attempt to engage the
-	// cluster share one set of held keys; otherwise this queue.
+	// cluster share one set of held keys; otherwise this queue, whose
+	// held keys the next attempt drops (its informers list them again).
 	token any
+	// attempt is the member's attempt whose engage function made this
+	// queue.
+	attempt int
 }
 
 var _ informer.Queue[cache.ObjectName] = (*clusterQueue)(nil)
 
-func newClusterQueue(m *member, q informer.Queue[Key]) *clusterQueue {
-	c := &clusterQueue{m: m, q: q}
+func newClusterQueue(m *member, attempt int, q informer.Queue[Key]) *clusterQueue {
+	c := &clusterQueue{m: m, q: q, attempt: attempt}
 	c.token = c
 	if v := reflect.ValueOf(q); v.Kind() == reflect.Pointer && !v.IsNil() {
 		c.token = q
@@ -45,6 +49,12 @@ func (c *clusterQueue) add(name cache.ObjectName, low bool) {
 	m := c.m
 	m.mu.Lock()
 	if !m.lockedReady() {
+		// The keys of a queue of an earlier attempt whose set was
+		// dropped are not held again.
+		if c.token == any(c) && c.attempt != m.attempt {
+			m.mu.Unlock()
+			return
+		}
 		m.keys.lockedHold(m.name, c.token, c.q, name, low)
 		m.mu.Unlock()
 		return
@@ -136,6 +146,28 @@ func (k *keeper) lockedTake(cluster string) (release func()) {
 			}
 		}
 	}
+}
+
+// lockedNewAttempt drops the keys held for cluster by the queues of
+// earlier attempts that are not pointers (filed under their
+// clusterQueue): a new attempt's informers list the cluster again, and
+// its own queues hold their keys, so that the keys held stay one set per
+// queue rather than one per failed attempt.
+func (k *keeper) lockedNewAttempt(cluster string, attempt int) {
+	held := k.held[cluster]
+	kept := held[:0]
+	for _, h := range held {
+		if c, ok := h.token.(*clusterQueue); ok && c.attempt < attempt {
+			continue
+		}
+		kept = append(kept, h)
+	}
+	clear(held[len(kept):])
+	if len(kept) == 0 {
+		delete(k.held, cluster)
+		return
+	}
+	k.held[cluster] = kept
 }
 
 // lockedPrune drops the keys held for the clusters whose keys are no

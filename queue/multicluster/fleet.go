@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +36,10 @@ var ErrLeft = errors.New("the cluster left")
 // Fleet stops.
 var errStopping = errors.New("the fleet stops")
 
+// errFleetStopped is the cause logged for a cluster disengaged because
+// the Fleet stopped, rather than because it left.
+var errFleetStopped = errors.New("the fleet stopped")
+
 // Cluster is one member cluster while a Fleet holds it. Its informers run
 // and its recorder writes events as long as the Fleet holds the cluster.
 type Cluster struct {
@@ -48,7 +55,11 @@ type Cluster struct {
 	// Recorder records events in the cluster, as the fleet's component.
 	Recorder record.EventRecorderLogger
 
-	m         *member
+	m       *member
+	attempt int // the member's attempt this Cluster is of
+	// mu guards factories: an engage function the attempt stopped waiting
+	// for may still add to them.
+	mu        sync.Mutex
 	factories []informer.Factory
 }
 
@@ -56,7 +67,18 @@ type Cluster struct {
 // wait for its caches before the cluster's keys run, and shut it down
 // when the cluster leaves: for the informer factories of generated
 // clientsets built from Config. Call it from the engage function.
-func (c *Cluster) AddInformers(f informer.Factory) { c.factories = append(c.factories, f) }
+func (c *Cluster) AddInformers(f informer.Factory) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.factories = append(c.factories, f)
+}
+
+// informerFactories returns the cluster's informer factories.
+func (c *Cluster) informerFactories() []informer.Factory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.factories)
+}
 
 // Queue returns a queue for the handlers of the cluster's informers that
 // passes their keys to q as Keys of this cluster, as in
@@ -66,17 +88,29 @@ func (c *Cluster) AddInformers(f informer.Factory) { c.factories = append(c.fact
 // member: engaged again after failed probes, or with new credentials (the
 // keys of its deleted objects, which the next list does not show, are
 // kept too). Keys that arrive after the cluster left (or moved to
-// another replica), or once the Fleet stops, are dropped.
+// another replica), or once the Fleet stops, are dropped. The keys held
+// for a controller (any q that is a pointer) are one set for every
+// attempt to engage the cluster; those held for another q (such as an
+// informer.QueueFunc) are the keys of the current attempt's queue only:
+// a new attempt drops those of the queues of earlier ones, whose keys
+// its informers list again.
 func (c *Cluster) Queue(q informer.Queue[Key]) informer.Queue[cache.ObjectName] {
-	return newClusterQueue(c.m, q)
+	return newClusterQueue(c.m, c.attempt, q)
 }
 
 // EngageFunc prepares a joining cluster: it registers handlers on the
 // cluster's informers (through Cluster.Queue), builds the clients and
 // listers the reconciler needs and returns them as the value the fleet
 // hands to reconciles of the cluster's keys. ctx ends when the cluster
-// leaves. An error fails this attempt; the cluster is tried again after a
-// backoff.
+// leaves (or changes, moves, or the Fleet stops). An error or a panic
+// fails this attempt; the cluster is tried again after a backoff.
+//
+// It runs on a goroutine of its own: once ctx has ended the Fleet stops
+// waiting for it, so one that ignores ctx (blocked on a member that does
+// not answer) keeps neither the cluster from leaving nor Run from
+// returning; what it returns later is dropped. Run waits for engage
+// functions still running at most one second after the clusters stopped,
+// then returns an error saying so and leaves them behind.
 type EngageFunc[T any] func(ctx context.Context, cl *Cluster) (T, error)
 
 // Status is what a Fleet knows of one member cluster.
@@ -107,8 +141,10 @@ type Fleet[T any] struct {
 	engage   EngageFunc[T]
 	cfg      config
 	// building counts the client constructors running (buildClient),
-	// which Run waits for at most cfg.clientWait.
+	// engaging the engage functions (callEngage), which Run waits for
+	// at most cfg.clientWait.
 	building sync.WaitGroup
+	engaging sync.WaitGroup
 	gate     *shard.Gate[string] // nil without sharding
 
 	// mu guards everything below, the engagements of set and the members'
@@ -129,6 +165,8 @@ type Fleet[T any] struct {
 	refused   map[string]Status // why the Provider refused a member, until it is Set or Deleted
 	started   bool
 	kick      chan struct{}
+	// stopping is closed when the Fleet starts to stop (stopAll).
+	stopping chan struct{}
 }
 
 // member is one engagement of a cluster: from the start of its first
@@ -146,6 +184,13 @@ type member struct {
 	// stopProbe ends the probes of the ready cluster, when the Fleet
 	// stops; nil while the cluster is not ready.
 	stopProbe context.CancelFunc
+	// attempt counts the attempts to engage the cluster.
+	attempt int
+	// inflight holds the contexts of the reconciles holding a claim on
+	// the cluster, as their controllers gave them.
+	inflight map[*struct{}]context.Context
+	// abandoned is true if the stop gave up waiting for its reconciles.
+	abandoned bool
 }
 
 // lockedReady reports whether m is ready and not told to leave: its keys
@@ -156,7 +201,8 @@ var _ queue.Ownership[Key] = (*Fleet[struct{}])(nil)
 
 // New returns a Fleet named name (its logs, metrics, events and, with
 // WithSharding, the keys it shares) over the members p reports, each
-// prepared by engage.
+// prepared by engage, which is called on a goroutine of its own at each
+// attempt to engage a member (see EngageFunc).
 func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (*Fleet[T], error) {
 	c := config{metrics: noopMetrics{}, syncTimeout: DefaultSyncTimeout, retryBase: DefaultRetryBaseDelay, retryMax: DefaultRetryMaxDelay, probeInterval: DefaultProbeInterval,
 		newClient: func(_ context.Context, _ string, cfg *rest.Config) (kubernetes.Interface, error) {
@@ -180,7 +226,7 @@ func New[T any](name string, p Provider, engage EngageFunc[T], opts ...Option) (
 		return nil, fmt.Errorf("multicluster: fleet %q: %w", name, err)
 	}
 	f := &Fleet[T]{name: name, provider: p, engage: engage, cfg: c,
-		members: map[string]*member{}, tried: map[string]bool{}, kick: make(chan struct{}, 1)}
+		members: map[string]*member{}, tried: map[string]bool{}, kick: make(chan struct{}, 1), stopping: make(chan struct{})}
 	var claimer engagement.Claimer
 	if c.membership != nil {
 		f.gate = shard.NewGate(c.membership, shard.Keys[string]{
@@ -202,11 +248,15 @@ func (f *Fleet[T]) Name() string { return f.name }
 // any more, those in flight run on undisturbed (their controllers cancel
 // them once their shutdown timeout has passed, see queue.WithShutdownTimeout)
 // and Run waits for them before it shuts the clusters' informers down.
-// Only a cluster that leaves or moves meanwhile has its reconciles
-// cancelled at once, with ErrLeft. It returns the Provider's error if the
-// Provider fails, and an error if a client constructor (WithClients) still
-// ran five seconds after the clusters stopped: Run does not wait longer for
-// one that ignores its context. A Fleet runs once.
+// Only a cluster that leaves or moves meanwhile (the Provider deletes it,
+// say) has its reconciles cancelled at once, with ErrLeft. A reconcile
+// that ignores its context is waited for at most one second after its
+// controller cancelled it: then Run shuts its cluster down all the same,
+// leaves it behind and returns an error naming the cluster. It returns
+// the Provider's error if the Provider fails, and an error if a client
+// constructor (WithClients) or an engage function still ran one second
+// after the clusters stopped: Run does not wait longer for one that
+// ignores its context. A Fleet runs once.
 func (f *Fleet[T]) Run(ctx context.Context) error {
 	f.mu.Lock()
 	if f.started {
@@ -247,9 +297,24 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 		}
 	}
 	cancel(nil)
-	f.stopAll()
+	// A member that leaves or moves while the clusters stop has its
+	// reconciles cancelled at once: keep acting on leaves until every
+	// cluster has stopped.
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.stopAll(ctx) }()
+	var stopErr error
+	for stopping := true; stopping; {
+		select {
+		case stopErr = <-stopped:
+			stopping = false
+		case <-f.kick:
+			f.mu.Lock()
+			f.set.LeaveUnwanted()
+			f.mu.Unlock()
+		}
+	}
 	wg.Wait()
-	return errors.Join(err, f.awaitClients(ctx))
+	return errors.Join(err, stopErr, f.awaitClients(ctx))
 }
 
 // converge starts the clusters that are wanted and owned and not running,
@@ -313,7 +378,14 @@ func (f *Fleet[T]) runMember(m *member) {
 		}
 		if f.disengage(m, stop) {
 			f.end(m)
-			logger.Info("Cluster disengaged", "cause", context.Cause(ctx))
+			f.mu.Lock()
+			left := !f.keys.stopping || !f.set.IsWanted(m.name) || (f.gate != nil && !f.gate.Owns(m.name))
+			f.mu.Unlock()
+			cause := context.Cause(ctx)
+			if !left {
+				cause = errFleetStopped
+			}
+			logger.Info("Cluster disengaged", "cause", cause)
 			return
 		}
 		f.cfg.metrics.IncEngageFailures(f.name, m.name)
@@ -393,10 +465,14 @@ func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Du
 // down what the attempt started; the caller calls it.
 func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client kubernetes.Interface, err error) {
 	actx, cancel := context.WithCancel(ctx)
-	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m}
+	f.mu.Lock()
+	m.attempt++
+	f.keys.lockedNewAttempt(m.name, m.attempt)
+	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m, attempt: m.attempt}
+	f.mu.Unlock()
 	stop = func() {
 		cancel()
-		for _, fac := range cl.factories {
+		for _, fac := range cl.informerFactories() {
 			fac.Shutdown()
 		}
 	}
@@ -408,21 +484,22 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 		return stop, nil, errors.New("client: the constructor returned none")
 	}
 	cl.Informers = informers.NewSharedInformerFactory(cl.Client, f.cfg.resync)
-	cl.factories = append(cl.factories, cl.Informers)
+	cl.AddInformers(cl.Informers)
 	cl.Recorder, err = events.NewRecorder(actx, cl.Client, f.name)
 	if err != nil {
 		return stop, nil, err
 	}
-	value, err := f.engage(actx, cl)
+	value, err := f.callEngage(ctx, actx, cl)
 	if err != nil {
 		return stop, nil, fmt.Errorf("engage: %w", err)
 	}
 	syncCtx, cancelSync := context.WithTimeout(actx, f.cfg.syncTimeout)
 	defer cancelSync()
-	for _, fac := range cl.factories {
+	factories := cl.informerFactories()
+	for _, fac := range factories {
 		fac.Start(actx.Done())
 	}
-	for _, fac := range cl.factories {
+	for _, fac := range factories {
 		for typ, ok := range fac.WaitForCacheSync(syncCtx.Done()) {
 			if !ok {
 				return stop, nil, fmt.Errorf("informer of %s did not sync within %s", typ, f.cfg.syncTimeout)
@@ -450,8 +527,43 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 }
 
 // clientStopTimeout is how long Run waits, once every cluster has
-// stopped, for client constructors that are still running.
-const clientStopTimeout = 5 * time.Second
+// stopped, for client constructors and engage functions that are still
+// running, and, during the stop, for reconciles after their controllers
+// cancelled them.
+const clientStopTimeout = time.Second
+
+// callEngage calls the engage function on a goroutine of its own, with
+// actx (the attempt's), and returns what it returns; a panic fails the
+// attempt, logged with its stack. Once ctx (the member's) has ended it
+// returns ctx's cause at once: an engage function that ignores its
+// context does not keep the member from stopping; what it returns later
+// is dropped, and Run waits for it at most cfg.clientWait.
+func (f *Fleet[T]) callEngage(ctx, actx context.Context, cl *Cluster) (any, error) {
+	type engaged struct {
+		value any
+		err   error
+	}
+	done := make(chan engaged, 1)
+	f.engaging.Add(1)
+	go func() {
+		defer f.engaging.Done()
+		var e engaged
+		defer func() {
+			if r := recover(); r != nil {
+				e = engaged{err: fmt.Errorf("the engage function panicked: %v", r)}
+				klog.FromContext(ctx).Error(e.err, "Engage function panicked", "stack", string(debug.Stack()))
+			}
+			done <- e
+		}()
+		e.value, e.err = f.engage(actx, cl)
+	}()
+	select {
+	case e := <-done:
+		return e.value, e.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
 
 // buildClient calls the client constructor on a goroutine of its own, with
 // a context that ends with ctx (the member's) or after the sync timeout,
@@ -474,6 +586,7 @@ func (f *Fleet[T]) buildClient(ctx context.Context, cluster string, cfg *rest.Co
 		defer func() {
 			if r := recover(); r != nil {
 				b = built{err: fmt.Errorf("the constructor panicked: %v", r)}
+				klog.FromContext(ctx).Error(b.err, "Client constructor panicked", "stack", string(debug.Stack()))
 			}
 			done <- b
 		}()
@@ -487,24 +600,46 @@ func (f *Fleet[T]) buildClient(ctx context.Context, cluster string, cfg *rest.Co
 	}
 }
 
-// awaitClients waits for the client constructors still running, at most
-// cfg.clientWait, and reports those that ignored their ended context.
+// awaitClients waits for the client constructors and engage functions
+// still running, at most cfg.clientWait in all, and reports those that
+// ignored their ended context.
 func (f *Fleet[T]) awaitClients(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		f.building.Wait()
-		close(done)
-	}()
+	kinds := []struct {
+		what string
+		wg   *sync.WaitGroup
+		done chan struct{}
+	}{{what: "client constructors", wg: &f.building}, {what: "engage functions", wg: &f.engaging}}
+	for i := range kinds {
+		kinds[i].done = make(chan struct{})
+		go func() {
+			kinds[i].wg.Wait()
+			close(kinds[i].done)
+		}()
+	}
 	timer := time.NewTimer(f.cfg.clientWait)
 	defer timer.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-timer.C:
-		err := fmt.Errorf("multicluster: fleet %q: client constructors still running %s after the stop, their contexts ended: left behind", f.name, f.cfg.clientWait)
-		klog.FromContext(ctx).Error(err, "Returning with client constructors that ignore their context")
-		return err
+	var late []string
+	for _, k := range kinds {
+		select {
+		case <-k.done:
+			continue
+		case <-timer.C:
+		}
+		for _, k := range kinds {
+			select {
+			case <-k.done:
+			default:
+				late = append(late, k.what)
+			}
+		}
+		break
 	}
+	if len(late) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("multicluster: fleet %q: %s still running %s after the stop, their contexts ended: left behind", f.name, strings.Join(late, " and "), f.cfg.clientWait)
+	klog.FromContext(ctx).Error(err, "Returning with client constructors or engage functions that ignore their context")
+	return err
 }
 
 // disengage stops m: no new claims, its reconciles cancelled and waited
@@ -513,13 +648,23 @@ func (f *Fleet[T]) awaitClients(ctx context.Context) error {
 // otherwise it is engaged again later. When the Fleet stops, the
 // reconciles are not cancelled but awaited (their controllers cancel them
 // after their shutdown timeout), unless the member leaves meanwhile, and
-// this is the last time.
+// this is the last time. While the Fleet stops, the wait gives up
+// cfg.clientWait after every reconcile's own context ended (its
+// controller cancelled it), marking m abandoned.
 func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
+	abandon := false
 	f.mu.Lock()
 	if f.keys.stopping && !m.e.Leaving() {
 		quiesced := m.e.Quiesce()
 		f.mu.Unlock()
-		<-quiesced
+		left := m.e.Context().Done()
+		if !f.awaitDrained(m, quiesced, left) {
+			select {
+			case <-left: // its reconciles are cancelled and awaited below
+			default:
+				abandon = true
+			}
+		}
 		f.mu.Lock()
 		m.e.Leave()
 	}
@@ -529,10 +674,55 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	f.mu.Unlock()
 	// No claim starts once drained; each ends when its reconcile
 	// returns.
-	<-drained
+	if abandon || !f.awaitDrained(m, drained, nil) {
+		f.mu.Lock()
+		m.abandoned = true
+		f.mu.Unlock()
+	}
 	stop()
 	f.cfg.metrics.SetClusterReady(f.name, m.name, false)
 	return final
+}
+
+// awaitDrained waits until drained is closed (it returns true) or left
+// is (false). While the Fleet stops, it also gives up (false) once the
+// contexts of m's reconciles in flight have all ended (their controllers
+// cancelled them) and cfg.clientWait has passed since: a reconcile that
+// ignores its context does not keep Run from returning.
+func (f *Fleet[T]) awaitDrained(m *member, drained, left <-chan struct{}) bool {
+	select {
+	case <-drained:
+		return true
+	case <-left:
+		return false
+	case <-f.stopping:
+	}
+	f.mu.Lock()
+	ctxs := make([]context.Context, 0, len(m.inflight))
+	for _, c := range m.inflight {
+		ctxs = append(ctxs, c)
+	}
+	f.mu.Unlock()
+	// No claim is granted any more: ctxs are all there are.
+	for _, c := range ctxs {
+		select {
+		case <-drained:
+			return true
+		case <-left:
+			return false
+		case <-c.Done():
+		}
+	}
+	timer := time.NewTimer(f.cfg.clientWait)
+	defer timer.Stop()
+	select {
+	case <-drained:
+		return true
+	case <-left:
+		return false
+	case <-timer.C:
+		return false
+	}
 }
 
 // end ends m's engagement, which releases its shard claim on the cluster.

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
+
+	"k8s.io/klog/v2"
 
 	"k8s.io/client-go/rest"
 
@@ -238,8 +241,16 @@ func (f *Fleet[T]) claim(ctx context.Context, key Key, token any, q queue.Enqueu
 	if m != nil {
 		if sub, rel, ok := m.e.Claim(ctx); ok {
 			value := m.value
+			token := new(struct{})
+			if m.inflight == nil {
+				m.inflight = map[*struct{}]context.Context{}
+			}
+			m.inflight[token] = ctx
 			f.mu.Unlock()
-			return f.claimContext(ctx, sub, rel, value)
+			return f.claimContext(ctx, sub, func() {
+				delete(m.inflight, token)
+				rel()
+			}, value)
 		}
 	}
 	retry := false
@@ -305,10 +316,12 @@ func (f *Fleet[T]) Start(ctx context.Context, _ queue.Enqueuer[Key]) { <-ctx.Don
 
 // stopAll stops every cluster and waits until each has stopped: the
 // clusters that are not ready at once, the ready ones once their
-// reconciles in flight have returned (see disengage).
-func (f *Fleet[T]) stopAll() {
+// reconciles in flight have returned (see disengage). It returns an
+// error naming the clusters whose reconciles it gave up waiting for.
+func (f *Fleet[T]) stopAll(ctx context.Context) error {
 	f.mu.Lock()
 	f.keys.stopping = true
+	close(f.stopping)
 	f.keys.held = nil
 	ms := make([]*member, 0, len(f.members))
 	for _, m := range f.members {
@@ -325,9 +338,22 @@ func (f *Fleet[T]) stopAll() {
 		<-m.done
 	}
 	f.mu.Lock()
+	var abandoned []string
+	for _, m := range ms {
+		if m.abandoned {
+			abandoned = append(abandoned, m.name)
+		}
+	}
 	f.set.CancelAll()
 	f.forget(f.set.Forget())
 	f.mu.Unlock()
+	if len(abandoned) == 0 {
+		return nil
+	}
+	slices.Sort(abandoned)
+	err := fmt.Errorf("multicluster: fleet %q: reconciles of clusters %v still running %s after their controllers cancelled them: left behind, their clusters stopped", f.name, abandoned, f.cfg.clientWait)
+	klog.FromContext(ctx).Error(err, "Returning with reconciles that ignore their context")
+	return err
 }
 
 // kicker is the queue.Enqueuer a shard gate adds owned cluster names to:

@@ -38,7 +38,7 @@ type config struct {
 	resync        time.Duration
 	probeInterval time.Duration
 	newClient     func(ctx context.Context, cluster string, cfg *rest.Config) (kubernetes.Interface, error)
-	clientWait    time.Duration // how long Run waits for client constructors once the clusters stopped
+	clientWait    time.Duration // how long Run waits for constructors, engage functions and cancelled reconciles at a stop
 	errs          []error
 }
 
@@ -140,10 +140,11 @@ func WithResync(d time.Duration) Option {
 // or moves stops at once, without waiting for it (whatever it returns
 // later is dropped), so it can be deleted and engaged again; and Run,
 // once every cluster has stopped, waits for constructors still running at
-// most five seconds, then returns an error saying so and leaves their
+// most one second, then returns an error saying so and leaves their
 // goroutines behind. While the cluster stays a member, a constructor that
 // ignores the sync timeout holds its attempt: the cluster is neither
-// ready nor failed until it returns.
+// ready nor failed until it returns. The engage function given to New is
+// run the same way (see EngageFunc).
 func WithClients(newClient func(ctx context.Context, cluster string, cfg *rest.Config) (kubernetes.Interface, error)) Option {
 	return func(c *config) {
 		if newClient == nil {

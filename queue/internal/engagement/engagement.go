@@ -109,13 +109,7 @@ func (s *Set[C]) Get(name string) *Engagement[C] { return s.held[name] }
 // engagements started are returned, in the order of their names). ctx is
 // the parent of the engagements' contexts.
 func (s *Set[C]) Converge(ctx context.Context) (started []*Engagement[C], forgotten []string) {
-	for _, name := range slices.Sorted(maps.Keys(s.held)) {
-		e := s.held[name]
-		cfg, wanted := s.wanted[name]
-		if !wanted || !s.same(cfg, e.config) || (s.claimer != nil && !s.claimer.Owns(name)) {
-			e.leave()
-		}
-	}
+	s.LeaveUnwanted()
 	forgotten = s.Forget()
 	for _, name := range slices.Sorted(maps.Keys(s.wanted)) {
 		if _, held := s.held[name]; held {
@@ -134,6 +128,20 @@ func (s *Set[C]) Converge(ctx context.Context) (started []*Engagement[C], forgot
 		started = append(started, e)
 	}
 	return started, forgotten
+}
+
+// LeaveUnwanted cancels the context of every engagement whose name is no
+// longer wanted, is wanted with another config, or is no longer owned,
+// and those of its sub-claims, as Converge does, without starting any
+// engagement: as while the owner stops.
+func (s *Set[C]) LeaveUnwanted() {
+	for _, name := range slices.Sorted(maps.Keys(s.held)) {
+		e := s.held[name]
+		cfg, wanted := s.wanted[name]
+		if !wanted || !s.same(cfg, e.config) || (s.claimer != nil && !s.claimer.Owns(name)) {
+			e.leave()
+		}
+	}
 }
 
 // Forget forgets the engagements that have ended and returns their names,

@@ -275,3 +275,40 @@ func TestQuiesce(t *testing.T) {
 	assert.Equal(t, 0, c.held["east"])
 	<-e.Quiesce() // at once without work
 }
+
+// LeaveUnwanted tells the engagements of names no longer wanted, wanted
+// with another config or no longer owned to leave, cancelling their
+// sub-claims, and starts nothing: as while the owner stops.
+func TestLeaveUnwanted(t *testing.T) {
+	c := newClaimer("kept", "deleted", "changed", "moved")
+	s := engagement.New[string](c, same, errLeft)
+	for _, n := range []string{"kept", "deleted", "changed", "moved"} {
+		s.Want(n, "v1")
+	}
+	started, _ := s.Converge(context.Background())
+	require.Len(t, started, 4)
+	subs := map[string]context.Context{}
+	for _, e := range started {
+		require.True(t, e.Ready())
+		ctx, _, ok := e.Claim(context.Background())
+		require.True(t, ok)
+		subs[e.Name()] = ctx
+	}
+	s.Unwant("deleted")
+	s.Want("changed", "v2")
+	c.owned["moved"] = false
+	s.Want("new", "v1")
+	c.owned["new"] = true
+
+	s.LeaveUnwanted()
+	for _, e := range started {
+		leaves := e.Name() != "kept"
+		assert.Equal(t, leaves, e.Leaving(), "engagement %s leaving", e.Name())
+		if leaves {
+			assert.ErrorIs(t, context.Cause(subs[e.Name()]), errLeft, "sub-claim of %s", e.Name())
+		} else {
+			assert.NoError(t, subs[e.Name()].Err(), "sub-claim of %s", e.Name())
+		}
+	}
+	assert.Nil(t, s.Get("new"), "nothing is started")
+}

@@ -1,0 +1,98 @@
+package multicluster_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+)
+
+// The keys held for a member that is not ready are held once per key: a
+// member whose attempts keep failing (here its second informer never
+// syncs) must not hold a new copy of its whole list at every attempt
+// when its handler's queue is not a pointer (informer.QueueFunc), and
+// once ready each key is passed on once, not once per failed attempt.
+func TestReviewHeldKeysOfANonPointerQueueGrowPerAttempt(t *testing.T) {
+	c := newClusters("a")
+	var mu sync.Mutex
+	adds := map[multicluster.Key]int{}
+	attempts := 0
+	failing := true
+	fn := informer.QueueFunc[multicluster.Key](func(k multicluster.Key) {
+		mu.Lock()
+		defer mu.Unlock()
+		adds[k]++
+	})
+	engage := func(_ context.Context, cl *multicluster.Cluster, _ *queue.Controller[multicluster.Key]) (*member, error) {
+		cms := cl.Informers.Core().V1().ConfigMaps()
+		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(fn)), cache.HandlerOptions{}); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		attempts++
+		fail := failing
+		mu.Unlock()
+		if fail {
+			// An informer that cannot sync: the attempt fails after the
+			// sync timeout, once the ConfigMaps were listed.
+			never := cache.NewSharedIndexInformer(&cache.ListWatch{
+				ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return nil, errors.New("forbidden") },
+				WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return nil, errors.New("forbidden") },
+			}, &corev1.Secret{}, 0, cache.Indexers{})
+			cl.AddInformers(&oneInformer{inf: never, done: make(chan struct{})})
+		}
+		return &member{name: cl.Name, client: cl.Client}, nil
+	}
+	f := runFleet(t, engage, reconcileNothing, multicluster.WithClients(c.newClient),
+		multicluster.WithSyncTimeout(50*time.Millisecond))
+	f.members.Set("a", c.config("a"))
+	f.members.Synced()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return attempts >= 5 }, waitFor, time.Millisecond)
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	f.ready(t, "a")
+	settings := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "settings")}
+	time.Sleep(100 * time.Millisecond)
+	mu.Lock()
+	n := adds[settings]
+	mu.Unlock()
+	assert.LessOrEqual(t, n, 2, "adds of one key, held while the member was not ready, once it is (after %d attempts)", attempts)
+	assert.NoError(t, f.stop(t, waitFor))
+}
+
+// oneInformer is an informer.Factory of one informer.
+type oneInformer struct {
+	inf     cache.SharedIndexInformer
+	started bool
+	done    chan struct{}
+}
+
+func (o *oneInformer) Start(stop <-chan struct{}) {
+	o.started = true
+	go func() { defer close(o.done); o.inf.Run(stop) }()
+}
+
+func (o *oneInformer) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
+	return map[reflect.Type]bool{reflect.TypeOf(&corev1.Secret{}): cache.WaitForCacheSync(stop, o.inf.HasSynced)}
+}
+
+func (o *oneInformer) Shutdown() {
+	if o.started {
+		<-o.done
+	}
+}
