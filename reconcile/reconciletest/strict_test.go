@@ -3,6 +3,7 @@ package reconciletest_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -965,9 +966,15 @@ func watchDeployments(t *testing.T, kube *kubefake.Clientset) *eventLog {
 		DeleteFunc: func(obj any) { log.add("DELETED", obj) },
 	})
 	require.NoError(t, err)
-	// Strict replays to the informer's watch what was written after its
-	// list, so the log misses nothing written from here on.
+	// Strict replays to the informer's watch what changed since its list,
+	// one event per object: so that the log holds every event written from
+	// here on, as these tests expect, the watch must have started.
 	reconciletest.StartInformers(t, factory)
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(kube.Actions(), func(a k8stesting.Action) bool {
+			return a.GetVerb() == "watch" && a.GetResource().Resource == "deployments"
+		})
+	}, 10*time.Second, time.Millisecond, "the informer watches")
 	return log
 }
 
