@@ -222,11 +222,12 @@ const tempSuffix = ".apigen-tmp"
 // owned reads the files of the module a run of cfg owns:
 //
 //   - zz_generated.deepcopy.go in the packages under the API directory
-//     whose deep copies the run generates (the API packages, pkgs, and
-//     those of copiedDirs, relative to root), and zz_generated.register.go
-//     in its API packages, that carry the "Code generated ... DO NOT
-//     EDIT." line: a deep copy that another generator made, in a package
-//     that does not ask deepcopy-gen for one, is not the run's;
+//     whose deep copies the run generates (those of copiedDirs, relative
+//     to root: whose Go files ask deepcopy-gen for them), and
+//     zz_generated.register.go in its API packages, pkgs, that carry the
+//     "Code generated ... DO NOT EDIT." line: a deep copy that another
+//     generator made, in a package that does not ask deepcopy-gen for
+//     one (an API package too), is not the run's;
 //   - the Go files under the client directories of cfg.out that carry it;
 //   - the CRDs in the CRD directory that carry the run's crdMarker (or,
 //     from earlier versions, yamlMarker and one of the run's groups: see
@@ -288,7 +289,7 @@ func owned(root string, cfg config, pkgs []apiPackage, copiedDirs map[string]boo
 		if err := add(cfg.apis, true, func(rel string, data []byte) bool {
 			base := path.Base(rel)
 			dir := path.Dir(rel)
-			return (base == deepcopyFile && (groupDirs[dir] || copiedDirs[dir]) || base == registerFile && groupDirs[dir]) && generatedGo(data)
+			return (base == deepcopyFile && copiedDirs[dir] || base == registerFile && groupDirs[dir]) && generatedGo(data)
 		}); err != nil {
 			return nil, nil, err
 		}

@@ -71,12 +71,13 @@
 //
 //   - the Go files that carry the line "// Code generated ... DO NOT
 //     EDIT." above their package clause: zz_generated.deepcopy.go in the
-//     packages under the API directory whose deep copies the run makes
-//     (its API packages and those that ask for them with
-//     "+k8s:deepcopy-gen"; one that another generator made in another
-//     package stays), zz_generated.register.go in its
-//     API packages, and every .go file under the applyconfiguration,
-//     clientset, listers and informers directories of -out;
+//     packages under the API directory whose deep copies the run makes,
+//     those whose Go files ask for them with "+k8s:deepcopy-gen" (one in
+//     a package that does not, an API package whose deep copies
+//     controller-gen makes say, is another generator's and stays),
+//     zz_generated.register.go in its API packages, and every .go file
+//     under the applyconfiguration, clientset, listers and informers
+//     directories of -out;
 //   - zz_generated.webhooks.go in the directories of -webhook-paths that
 //     carries that line;
 //   - the CRDs directly in -crd that begin with the line "# Code
