@@ -134,7 +134,10 @@
 // (see docs/new-api.md). It refuses, writing nothing, if any of those
 // files or of the manifests it generates by name (the deploy manifests,
 // role.yaml, the API's CRD) exists, and an init that fails at a later
-// step (or is stopped by SIGINT or SIGTERM) undoes what it wrote.
+// step (or is stopped by SIGINT or SIGTERM) undoes what it wrote: it
+// writes back the files it replaced or removed (the generated code of
+// API packages already in the module, say), then removes the files and
+// directories it created.
 //
 // The go commands apigen runs run in process groups of their own: a
 // signal that stops apigen kills them with what they started (on Linux,
