@@ -42,8 +42,10 @@
 // module's own to go mod tidy. (Not with a vendor directory, where the go
 // command refuses such a copy: there, run it without -rbac, tidy, and run
 // it again.) In workspace mode, the packages are loaded and the OpenAPI
-// schema is built with the workspace's requirements, or, if those lack
-// one, outside the workspace (GOWORK=off) against copies of the module's.
+// schema is built with the workspace's requirements, or, only if those
+// provide no module for one of their imports, outside the workspace
+// (GOWORK=off) against copies of the module's, with a line on stderr
+// that names the import; other errors are reported as they are.
 // Package patterns that end in "..." (-rbac-paths, -webhook-paths) match
 // the directories of the module on disk, without the generated client
 // packages.
