@@ -103,7 +103,7 @@ func (l *packageLoads) forPatterns(patterns []string) *packageLoads {
 // mod tidy), or "" if there is none.
 func unresolvedImport(msg string) string {
 	for _, line := range strings.Split(msg, "\n") {
-		for _, s := range []string{"no required module provides package", "cannot find module providing package", "missing go.sum entry"} {
+		for _, s := range []string{"no required module provides package", "cannot find module providing package", "from implicitly required module", "missing go.sum entry"} {
 			if strings.Contains(line, s) {
 				return strings.TrimSpace(line)
 			}
