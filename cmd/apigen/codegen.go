@@ -267,8 +267,9 @@ func guard(name string, generate func() error) (err error) {
 // -overlay (with the staged deep copies and registers in place), its name
 // beginning with "_" so that no pattern matches it; the build resolves
 // requirements against copies of go.mod and go.sum, or, in workspace mode,
-// with the workspace's, and if those lack one, against copies of the
-// module's outside the workspace (GOWORK=off).
+// with the workspace's, and if those cannot resolve an import (see
+// unresolvedImport), against copies of the module's outside the workspace
+// (GOWORK=off), saying so on stderr.
 func openAPISchema(ctx context.Context, mod module, st *stage, old files, inputs, described []string, header string) (schemaFile string, err error) {
 	refs, err := referencedAPIPackages(ctx, mod, inputs)
 	if err != nil {
@@ -344,6 +345,11 @@ func openAPISchema(ctx context.Context, mod module, st *stage, old files, inputs
 		// The go command refuses -modfile in workspace mode.
 		doc, err = build(nil, nil)
 		if err != nil {
+			why := unresolvedImport(err.Error())
+			if why == "" {
+				return "", err
+			}
+			_, _ = fmt.Fprintf(os.Stderr, "apigen: the workspace cannot resolve an import of the OpenAPI schema's build (%s): building it outside the workspace (GOWORK=off), against a copy of the module's go.mod\n", why)
 			var errOff error
 			if doc, errOff = build([]string{"GOWORK=off"}, modFlags); errOff != nil {
 				return "", fmt.Errorf("%w\n(and with GOWORK=off: %w)", err, errOff)

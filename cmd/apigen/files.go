@@ -222,11 +222,12 @@ const tempSuffix = ".apigen-tmp"
 // owned reads the files of the module a run of cfg owns:
 //
 //   - zz_generated.deepcopy.go in the packages under the API directory
-//     whose deep copies the run generates (the API packages, pkgs, and
-//     those of copiedDirs, relative to root), and zz_generated.register.go
-//     in its API packages, that carry the "Code generated ... DO NOT
-//     EDIT." line: a deep copy that another generator made, in a package
-//     that does not ask deepcopy-gen for one, is not the run's;
+//     whose deep copies the run generates (those of copiedDirs, relative
+//     to root: whose Go files ask deepcopy-gen for them), and
+//     zz_generated.register.go in its API packages, pkgs, that carry the
+//     "Code generated ... DO NOT EDIT." line: a deep copy that another
+//     generator made, in a package that does not ask deepcopy-gen for
+//     one (an API package too), is not the run's;
 //   - the Go files under the client directories of cfg.out that carry it;
 //   - the CRDs in the CRD directory that carry the run's crdMarker (or,
 //     from earlier versions, yamlMarker and one of the run's groups: see
@@ -288,7 +289,7 @@ func owned(root string, cfg config, pkgs []apiPackage, copiedDirs map[string]boo
 		if err := add(cfg.apis, true, func(rel string, data []byte) bool {
 			base := path.Base(rel)
 			dir := path.Dir(rel)
-			return (base == deepcopyFile && (groupDirs[dir] || copiedDirs[dir]) || base == registerFile && groupDirs[dir]) && generatedGo(data)
+			return (base == deepcopyFile && copiedDirs[dir] || base == registerFile && groupDirs[dir]) && generatedGo(data)
 		}); err != nil {
 			return nil, nil, err
 		}
@@ -510,20 +511,26 @@ func commit(root string, cfg config, old, generated files, leftovers []string) (
 		if err := cfg.journal.mkdirAll(filepath.Dir(target)); err != nil {
 			return written, err
 		}
-		if o, ok := old[rel]; ok {
-			cfg.journal.replacing(target, o)
+		_, replaced := old[rel]
+		if replaced {
+			cfg.journal.replacing(target, old[rel])
 		}
 		tmp := filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+tempSuffix)
 		if err := temps.do(tmp, true, func() error { return writeFile(tmp, f.data, mode) }); err != nil {
 			_ = os.Remove(tmp)
 			return written, err
 		}
-		if err := temps.do(tmp, false, func() error { return os.Rename(tmp, target) }); err != nil {
+		// A new file is recorded before it is renamed into place, in the
+		// same critical section: a signal finds it either still the
+		// temporary or already in the journal.
+		if err := temps.do(tmp, false, func() error {
+			if !replaced {
+				cfg.journal.creatingLocked(target)
+			}
+			return os.Rename(tmp, target)
+		}); err != nil {
 			_ = os.Remove(tmp)
 			return written, err
-		}
-		if _, ok := old[rel]; !ok {
-			cfg.journal.creating(target)
 		}
 		written++
 	}
@@ -606,17 +613,23 @@ func (s files) diff(other files) []string {
 
 // journal records what a run changes in the module, so that the changes
 // can be undone: apigen init undoes everything it did when a later step
-// fails. A nil journal records nothing. While a journal records, the files
-// and directories it created are temporaries of the run (see temps): a
-// signal removes them, until keep.
+// fails, or when a signal stops it. A nil journal records nothing. From
+// newJournal to undo or keep, the journal is the temporaries' (see
+// temporaries.removeAll): a signal undoes it, writing back the replaced
+// files and then removing what it created. Its fields are read and
+// written with temps.mu held.
 type journal struct {
 	created  []string             // files created, absolute
 	dirs     []string             // directories created, absolute, parents first
 	replaced map[string]ownedFile // what replaced or removed files held, by absolute path
 }
 
-// newJournal returns an empty journal.
-func newJournal() *journal { return &journal{replaced: map[string]ownedFile{}} }
+// newJournal returns an empty journal, made the temporaries' journal.
+func newJournal() *journal {
+	j := &journal{replaced: map[string]ownedFile{}}
+	temps.locked(func() { temps.journal = j })
+	return j
+}
 
 // mkdirAll makes dir and its missing parents, recording those it made.
 func (j *journal) mkdirAll(dir string) error {
@@ -636,12 +649,14 @@ func (j *journal) mkdirAll(dir string) error {
 			if errors.Is(err, fs.ErrExist) {
 				return nil
 			}
+			if err == nil {
+				j.dirs = append(j.dirs, d)
+			}
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		j.dirs = append(j.dirs, d)
 	}
 	return nil
 }
@@ -651,47 +666,100 @@ func (j *journal) creating(p string) {
 	if j == nil {
 		return
 	}
-	_ = temps.do(p, true, func() error { return nil })
+	temps.locked(func() { j.creatingLocked(p) })
+}
+
+// creatingLocked records the new file p; temps.mu is held.
+func (j *journal) creatingLocked(p string) {
+	if j == nil {
+		return
+	}
+	if _, ok := j.replaced[p]; ok {
+		return // it was there before the run: undo writes it back
+	}
+	temps.paths[p] = true
 	j.created = append(j.created, p)
 }
 
 // replacing records what the file p holds before it is replaced or
-// removed; the first record of a path is kept.
+// removed; the first record of a path is kept, and none of a file the
+// journal created (undo removes it).
 func (j *journal) replacing(p string, f ownedFile) {
 	if j == nil {
 		return
 	}
-	if _, ok := j.replaced[p]; !ok {
-		j.replaced[p] = f
-	}
+	temps.locked(func() {
+		if _, ok := j.replaced[p]; !ok && !j.owns(p) {
+			j.replaced[p] = f
+		}
+	})
 }
 
-// undo removes the files created, writes back the replaced ones and
-// removes the directories created, and returns the first error.
+// undo writes back the replaced files (making again the directories that
+// held them, which the run may have removed once empty), then removes the
+// files and the directories created, and returns the first error; the
+// journal is then no longer the temporaries'.
 func (j *journal) undo() error {
+	var err error
+	temps.locked(func() {
+		err = j.undoLocked(nil)
+		j.release()
+	})
+	return err
+}
+
+// undoLocked does what undo does, with temps.mu held, and leaves the
+// journal the temporaries'. beforeDirs, if not nil, runs before the
+// directories are removed.
+func (j *journal) undoLocked(beforeDirs func()) error {
 	var first error
 	keep := func(err error) {
-		if err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
+		if err != nil && first == nil {
 			first = err
 		}
 	}
-	for _, p := range slices.Backward(j.created) {
-		keep(temps.do(p, false, func() error { return os.Remove(p) }))
-	}
 	for _, p := range slices.Sorted(maps.Keys(j.replaced)) {
 		f := j.replaced[p]
-		keep(writeFile(p, f.data, f.mode))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			keep(fmt.Errorf("writing back %s: %w", p, err))
+			continue
+		}
+		if err := writeFile(p, f.data, f.mode); err != nil {
+			keep(fmt.Errorf("writing back %s: %w", p, err))
+		}
+	}
+	for _, p := range slices.Backward(j.created) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			keep(fmt.Errorf("removing %s: %w", p, err))
+		}
+	}
+	if beforeDirs != nil {
+		beforeDirs()
 	}
 	for _, d := range slices.Backward(j.dirs) {
-		keep(temps.do(d, false, func() error { return os.Remove(d) }))
+		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			keep(fmt.Errorf("removing the directory %s: %w", d, err))
+		}
 	}
 	return first
 }
 
-// keep makes what the journal created the module's: a signal no longer
-// removes it.
-func (j *journal) keep() {
+// owns tells whether p is a file or directory the journal created.
+func (j *journal) owns(p string) bool {
+	return slices.Contains(j.created, p) || slices.Contains(j.dirs, p)
+}
+
+// release makes the journal's files no longer temporaries, and the
+// journal no longer the temporaries'; temps.mu is held.
+func (j *journal) release() {
 	for _, p := range slices.Concat(j.created, j.dirs) {
-		_ = temps.do(p, false, func() error { return nil })
+		delete(temps.paths, p)
+	}
+	if temps.journal == j {
+		temps.journal = nil
 	}
 }
+
+// keep makes what the journal created the module's: a signal no longer
+// removes it, nor writes back what it replaced.
+func (j *journal) keep() { temps.locked(j.release) }

@@ -68,7 +68,9 @@ func newPackageLoads(ctx context.Context, root, overlay string) (loads *packageL
 
 // forPatterns returns the loads for the packages of patterns: in
 // workspace mode, those outside the workspace if the workspace cannot
-// resolve every import of the packages.
+// resolve an import of the packages (see unresolvedImport), saying so on
+// stderr; any other error of the load is left to the generators, which
+// report it.
 func (l *packageLoads) forPatterns(patterns []string) *packageLoads {
 	if l.fallback == nil {
 		return l
@@ -76,21 +78,38 @@ func (l *packageLoads) forPatterns(patterns []string) *packageLoads {
 	cfg := l.config()
 	cfg.Mode = packages.NeedName | packages.NeedImports | packages.NeedDeps
 	pkgs, err := packages.Load(cfg, patterns...)
+	why := ""
 	if err != nil {
-		return l.fallback
+		why = unresolvedImport(err.Error())
 	}
-	failed := false
 	packages.Visit(pkgs, nil, func(p *packages.Package) {
 		for _, e := range p.Errors {
-			if e.Kind == packages.ListError {
-				failed = true
+			if why == "" && e.Kind == packages.ListError {
+				why = unresolvedImport(e.Msg)
 			}
 		}
 	})
-	if failed {
-		return l.fallback
+	if why == "" {
+		return l
 	}
-	return l
+	_, _ = fmt.Fprintf(os.Stderr, "apigen: the workspace cannot resolve an import of the module's packages (%s): loading them outside the workspace (GOWORK=off), against a copy of the module's go.mod\n", why)
+	return l.fallback
+}
+
+// unresolvedImport returns the line of msg, an error of the go command,
+// that says the build list provides no module for an imported package
+// (as in a workspace whose modules lack a requirement of the module's
+// imports of generated or library packages, before the module's first go
+// mod tidy), or "" if there is none.
+func unresolvedImport(msg string) string {
+	for _, line := range strings.Split(msg, "\n") {
+		for _, s := range []string{"no required module provides package", "cannot find module providing package", "from implicitly required module", "missing go.sum entry"} {
+			if strings.Contains(line, s) {
+				return strings.TrimSpace(line)
+			}
+		}
+	}
+	return ""
 }
 
 // inWorkspace tells whether the go command works in workspace mode in root.

@@ -80,3 +80,31 @@ func TestPackageLoads(t *testing.T) {
 		})
 	}
 }
+
+// Only an import the build list provides no module for sends a load or
+// build outside the workspace; other errors of the go command do not.
+func TestUnresolvedImport(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, msg, want string
+	}{
+		{name: "no required module",
+			msg:  "go: building\nmain.go:3:8: no required module provides package k8s.io/client-go/rest; to add it:\n\tgo get k8s.io/client-go/rest\n",
+			want: "main.go:3:8: no required module provides package k8s.io/client-go/rest; to add it:"},
+		{name: "module lookup", msg: "x imports\n\texample.invalid/nope: cannot find module providing package example.invalid/nope",
+			want: "example.invalid/nope: cannot find module providing package example.invalid/nope"},
+		{name: "implicitly required",
+			msg:  "controller.go:15:2: package example.com/op/generated/clientset/versioned imports k8s.io/client-go/util/flowcontrol from implicitly required module; to add missing requirements, run:\n\tgo get k8s.io/client-go@v0.37.2\n",
+			want: "controller.go:15:2: package example.com/op/generated/clientset/versioned imports k8s.io/client-go/util/flowcontrol from implicitly required module; to add missing requirements, run:"},
+		{name: "go.sum", msg: "missing go.sum entry for module providing package k8s.io/api/core/v1",
+			want: "missing go.sum entry for module providing package k8s.io/api/core/v1"},
+		{name: "a compile error", msg: "./types.go:9:2: undefined: Foo"},
+		{name: "a syntax error", msg: "./types.go:3:1: expected declaration, found x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, unresolvedImport(tt.msg))
+		})
+	}
+}

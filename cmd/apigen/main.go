@@ -42,8 +42,10 @@
 // module's own to go mod tidy. (Not with a vendor directory, where the go
 // command refuses such a copy: there, run it without -rbac, tidy, and run
 // it again.) In workspace mode, the packages are loaded and the OpenAPI
-// schema is built with the workspace's requirements, or, if those lack
-// one, outside the workspace (GOWORK=off) against copies of the module's.
+// schema is built with the workspace's requirements, or, only if those
+// provide no module for one of their imports, outside the workspace
+// (GOWORK=off) against copies of the module's, with a line on stderr
+// that names the import; other errors are reported as they are.
 // Package patterns that end in "..." (-rbac-paths, -webhook-paths) match
 // the directories of the module on disk, without the generated client
 // packages.
@@ -71,12 +73,13 @@
 //
 //   - the Go files that carry the line "// Code generated ... DO NOT
 //     EDIT." above their package clause: zz_generated.deepcopy.go in the
-//     packages under the API directory whose deep copies the run makes
-//     (its API packages and those that ask for them with
-//     "+k8s:deepcopy-gen"; one that another generator made in another
-//     package stays), zz_generated.register.go in its
-//     API packages, and every .go file under the applyconfiguration,
-//     clientset, listers and informers directories of -out;
+//     packages under the API directory whose deep copies the run makes,
+//     those whose Go files ask for them with "+k8s:deepcopy-gen" (one in
+//     a package that does not, an API package whose deep copies
+//     controller-gen makes say, is another generator's and stays),
+//     zz_generated.register.go in its API packages, and every .go file
+//     under the applyconfiguration, clientset, listers and informers
+//     directories of -out;
 //   - zz_generated.webhooks.go in the directories of -webhook-paths that
 //     carries that line;
 //   - the CRDs directly in -crd that begin with the line "# Code
@@ -133,7 +136,10 @@
 // (see docs/new-api.md). It refuses, writing nothing, if any of those
 // files or of the manifests it generates by name (the deploy manifests,
 // role.yaml, the API's CRD) exists, and an init that fails at a later
-// step (or is stopped by SIGINT or SIGTERM) undoes what it wrote.
+// step (or is stopped by SIGINT or SIGTERM) undoes what it wrote: it
+// writes back the files it replaced or removed (the generated code of
+// API packages already in the module, say), then removes the files and
+// directories it created.
 //
 // The go commands apigen runs run in process groups of their own: a
 // signal that stops apigen kills them with what they started (on Linux,

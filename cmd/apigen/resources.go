@@ -14,6 +14,7 @@ import (
 	"github.com/gobuffalo/flect"
 	clientargs "k8s.io/code-generator/cmd/client-gen/args"
 	"k8s.io/code-generator/pkg/util"
+	"k8s.io/gengo/v2"
 	"k8s.io/gengo/v2/namer"
 	"k8s.io/gengo/v2/types"
 	"sigs.k8s.io/yaml"
@@ -29,9 +30,11 @@ type clientType struct {
 }
 
 // clientTypes lists the +genclient types of the API packages, each with
-// the resource its generated client requests: the type's "+resourceName="
-// tag, or else client-gen's plural of the type's name (which also names
-// the resource of the generated informers' generic lookup).
+// the resource its generated client requests: the first value of the
+// type's "+resourceName=" tag, or else client-gen's plural of the type's
+// name (which also names the resource of the generated informers' generic
+// lookup). Every type spec is read, those of grouped declarations too,
+// with the comments client-gen reads its tags from (see typeComment).
 func clientTypes(root string, pkgs []apiPackage) ([]clientType, error) {
 	plurals := namer.NewAllLowercasePluralNamer(util.PluralExceptionListToMapOrDie(clientargs.New().PluralExceptions))
 	var out []clientType
@@ -56,66 +59,69 @@ func clientTypes(root string, pkgs []apiPackage) ([]clientType, error) {
 			if err != nil {
 				return nil, err
 			}
+			comments := commentsByEndLine(fset, f)
 			for _, d := range f.Decls {
 				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.TYPE || len(g.Specs) != 1 {
+				if !ok || g.Tok != token.TYPE {
 					continue
 				}
-				spec := g.Specs[0].(*ast.TypeSpec)
-				lines := typeComment(f, g)
-				if !genclient(lines) {
-					continue
+				for _, s := range g.Specs {
+					spec := s.(*ast.TypeSpec)
+					tags := gengo.ExtractCommentTags("+", typeComment(fset, comments, spec.Name.Pos()))
+					if _, ok := tags["genclient"]; !ok {
+						continue
+					}
+					resource := ""
+					if v := tags["resourceName"]; len(v) > 0 {
+						resource = v[0]
+					}
+					if resource == "" {
+						resource = plurals.Name(&types.Type{Name: types.Name{Name: spec.Name.Name}})
+					}
+					out = append(out, clientType{pkg: p.dir, group: group, kind: spec.Name.Name, resource: resource})
 				}
-				resource := tagValue(lines, "resourceName")
-				if resource == "" {
-					resource = plurals.Name(&types.Type{Name: types.Name{Name: spec.Name.Name}})
-				}
-				out = append(out, clientType{pkg: p.dir, group: group, kind: spec.Name.Name, resource: resource})
 			}
 		}
 	}
 	return out, nil
 }
 
-// typeComment returns the lines of the comments that gengo gives a type
-// declaration: the comment groups from the end of the previous
-// declaration to the declaration (its doc comment, and those above it).
-func typeComment(f *ast.File, g *ast.GenDecl) []string {
-	start := f.Package
-	for _, d := range f.Decls {
-		if d.End() <= g.Pos() && d.End() > start {
-			start = d.End()
-		}
-	}
-	var lines []string
+// commentsByEndLine maps the line each comment group of f ends on to the
+// group.
+func commentsByEndLine(fset *token.FileSet, f *ast.File) map[int]*ast.CommentGroup {
+	out := map[int]*ast.CommentGroup{}
 	for _, c := range f.Comments {
-		if c.Pos() > start && c.End() <= g.Pos() {
-			lines = append(lines, strings.Split(c.Text(), "\n")...)
-		}
+		out[fset.Position(c.End()).Line] = c
 	}
-	return lines
+	return out
 }
 
-// genclient tells whether the comment lines ask client-gen for a client.
-func genclient(lines []string) bool {
-	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		if l == "+genclient" || l == "+genclient=true" {
-			return true
-		}
+// typeComment returns the comment lines client-gen reads the tags of the
+// type named at pos from, as gengo gives them to it: the comment group
+// that ends on the line above the name (the doc comment, of the type spec
+// in a grouped declaration, else of the declaration), preceded by the
+// group that ends two lines above the first line of that one (or above
+// the name, without a doc comment): the block separated from it by one
+// blank line. Comment groups further up are not read.
+func typeComment(fset *token.FileSet, comments map[int]*ast.CommentGroup, pos token.Pos) []string {
+	line := fset.Position(pos).Line
+	doc := comments[line-1]
+	var second *ast.CommentGroup
+	if doc == nil {
+		second = comments[line-2]
+	} else {
+		second = comments[fset.Position(doc.List[0].Slash).Line-2]
 	}
-	return false
+	return slices.Concat(commentLines(second), commentLines(doc))
 }
 
-// tagValue returns the value of the last "+name=value" line of lines.
-func tagValue(lines []string, name string) string {
-	value := ""
-	for _, l := range lines {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "+"+name+"="); ok {
-			value = strings.TrimSpace(v)
-		}
+// commentLines splits the text of c (which may be nil) into lines.
+func commentLines(c *ast.CommentGroup) []string {
+	text := strings.TrimRight(c.Text(), "\n")
+	if text == "" {
+		return nil
 	}
-	return value
+	return strings.Split(text, "\n")
 }
 
 // crdPlural is controller-gen's plural of a kind for a CRD without a

@@ -233,7 +233,7 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) (err error) {
 		if uerr := j.undo(); uerr != nil {
 			err = fmt.Errorf("%w\n(and undoing what init wrote: %w)", err, uerr)
 		} else {
-			err = fmt.Errorf("%w\n(init left the module as it was)", err)
+			err = fmt.Errorf("%w\n(init undid what it wrote: the files it replaced or removed are written back, those it created are removed)", err)
 		}
 	}()
 	for _, name := range []string{"go.mod", "go.sum"} {

@@ -169,4 +169,6 @@ func TestInitInWorkspace(t *testing.T) {
 	assert.Contains(t, got["deploy/role.yaml"], "- quizzes\n")
 	assert.Contains(t, got["generated/clientset/versioned/typed/example/v1/quiz.go"], `"quizzes"`)
 	assert.Contains(t, got["controller.go"], ".Quizes(key.Namespace)", "client-gen's method")
+	assert.Regexp(t, `apigen: the workspace cannot resolve an import of [^\n]*\(.*(no required module provides|cannot find module providing|from implicitly required module|missing go.sum entry)[^\n]*\): [^\n]*outside the workspace \(GOWORK=off\)`, stderr,
+		"the fallback outside the workspace says why, in one line")
 }

@@ -52,8 +52,9 @@ func checkpoint(step string) {
 // held, so that on a signal the handler, holding mu until the process
 // exits, removes every one that exists.
 type temporaries struct {
-	mu    sync.Mutex
-	paths map[string]bool
+	mu      sync.Mutex
+	paths   map[string]bool
+	journal *journal // the journal recording the run's changes, if any
 }
 
 var temps = &temporaries{paths: map[string]bool{}}
@@ -84,13 +85,33 @@ func (t *temporaries) mkdirTemp(pattern string) (string, error) {
 	return dir, err
 }
 
-// removeAll removes every temporary, and keeps mu held: nothing is created
-// after it.
-func (t *temporaries) removeAll() {
+// locked runs f with mu held.
+func (t *temporaries) locked(f func()) {
 	t.mu.Lock()
-	for p := range t.paths {
-		_ = os.RemoveAll(p)
+	defer t.mu.Unlock()
+	f()
+}
+
+// removeAll undoes the journal that records the run's changes, if any
+// (the files it replaced are written back first, then what it created is
+// removed), removes every other temporary, and keeps mu held: nothing is
+// created after it. It returns the error of the undo.
+func (t *temporaries) removeAll() error {
+	t.mu.Lock()
+	others := func() {
+		for p := range t.paths {
+			if t.journal == nil || !t.journal.owns(p) {
+				_ = os.RemoveAll(p)
+			}
+		}
 	}
+	if t.journal == nil {
+		others()
+		return nil
+	}
+	// The other temporaries (a file being put in place) go before the
+	// directories the journal made, which may hold them.
+	return t.journal.undoLocked(others)
 }
 
 // children are the processes a run started and has not waited for yet,
@@ -150,8 +171,9 @@ func (c *children) killAll() {
 // handleSignals makes SIGINT and SIGTERM end the process promptly, even
 // while a generator runs: cancel is called, the process groups of the
 // children (the go commands apigen runs, and what they run) are killed,
-// the temporaries are removed, and the process exits with status 128 plus
-// the signal's number.
+// the journal of the run, if any, is undone and the other temporaries are
+// removed (see temporaries.removeAll), and the process exits with status
+// 128 plus the signal's number.
 func handleSignals(cancel func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -159,12 +181,15 @@ func handleSignals(cancel func()) {
 		sig := <-sigs
 		cancel()
 		running.killAll()
-		temps.removeAll()
+		undoErr := temps.removeAll()
 		code := 130
 		if sig == syscall.SIGTERM {
 			code = 143
 		}
 		_, _ = fmt.Fprintf(os.Stderr, "apigen: stopped by %v\n", sig)
+		if undoErr != nil {
+			_, _ = fmt.Fprintf(os.Stderr, "apigen: undoing what the run wrote: %v\n", undoErr)
+		}
 		os.Exit(code)
 	}()
 }
