@@ -70,8 +70,9 @@
 // NewManagedCertificates keeps a CA and a serving pair it signs in a
 // Secret that every replica shares, and that CA as the caBundle of the
 // webhook configurations and CRDs it names (of a configuration, only of its
-// webhooks called at a Service, a clientConfig with a service and no url;
-// one called at a URL is someone else's and keeps its caBundle). A pass of its Run, every
+// webhooks that call the operator: a clientConfig with a service and no
+// url, or a url whose host the serving certificate is made for; one called
+// at another host is someone else's and keeps its caBundle). A pass of its Run, every
 // Check, reads those objects and the Secret, renews what needs it,
 // writes the Secret's ca.crt as each object's caBundle, and loads the
 // Secret's pair. It guarantees:

@@ -19,7 +19,9 @@ import (
 	"maps"
 	"math/big"
 	"net"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,10 +56,11 @@ const (
 type CABundles struct {
 	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations
 	// name the configurations whose webhooks get the CA as their caBundle:
-	// only the webhooks called at a Service (a clientConfig with a service
-	// and no url) are read and published into; a webhook of the same
-	// configuration called at a URL is served by someone else and keeps
-	// its caBundle.
+	// only the webhooks that call the operator (a clientConfig with a
+	// service and no url, or a url whose host is one of DNSNames or
+	// IPAddresses) are read and published into; a webhook of the same
+	// configuration called at another host is served by someone else and
+	// keeps its caBundle.
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations []string
 	// CRDs name the CustomResourceDefinitions whose conversion webhook
 	// gets the CA as its caBundle.
@@ -635,7 +638,7 @@ func (m *ManagedCertificates) readTargets(ctx context.Context) []*target {
 	mutating, validating := admission.MutatingWebhookConfigurations(), admission.ValidatingWebhookConfigurations()
 	var out []*target
 	for _, name := range m.cfg.MutatingWebhookConfigurations {
-		out = append(out, configTarget(ctx, "MutatingWebhookConfiguration", name, mutating.Get, mutating.Update,
+		out = append(out, configTarget(ctx, "MutatingWebhookConfiguration", name, m.calledAtOurs, mutating.Get, mutating.Update,
 			func(c *admissionregistrationv1.MutatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
 				return clientConfigsOf(c.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
 					return &w.ClientConfig
@@ -643,7 +646,7 @@ func (m *ManagedCertificates) readTargets(ctx context.Context) []*target {
 			}))
 	}
 	for _, name := range m.cfg.ValidatingWebhookConfigurations {
-		out = append(out, configTarget(ctx, "ValidatingWebhookConfiguration", name, validating.Get, validating.Update,
+		out = append(out, configTarget(ctx, "ValidatingWebhookConfiguration", name, m.calledAtOurs, validating.Get, validating.Update,
 			func(c *admissionregistrationv1.ValidatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
 				return clientConfigsOf(c.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
 					return &w.ClientConfig
@@ -657,11 +660,12 @@ func (m *ManagedCertificates) readTargets(ctx context.Context) []*target {
 }
 
 // configTarget reads the webhook configuration name, of kind; its publish
-// sets the caBundle of every client config called at a Service (a service
-// and no url) that lacks it, and updates the configuration if one did. A
-// client config called at a URL is neither read (its CAs are not the
+// sets the caBundle of every client config that ours accepts and that
+// lacks it, and updates the configuration if one did. Another client
+// config (a URL of another server) is neither read (its CAs are not the
 // operator's) nor published into.
 func configTarget[C any](ctx context.Context, kind, name string,
+	ours func(*admissionregistrationv1.WebhookClientConfig) bool,
 	get func(context.Context, string, metav1.GetOptions) (C, error),
 	update func(context.Context, C, metav1.UpdateOptions) (C, error),
 	clientConfigs func(C) []*admissionregistrationv1.WebhookClientConfig) *target {
@@ -673,7 +677,7 @@ func configTarget[C any](ctx context.Context, kind, name string,
 	}
 	var ccs []*admissionregistrationv1.WebhookClientConfig
 	for _, cc := range clientConfigs(c) {
-		if calledAtService(cc) {
+		if ours(cc) {
 			ccs = append(ccs, cc)
 		}
 	}
@@ -696,10 +700,23 @@ func configTarget[C any](ctx context.Context, kind, name string,
 	return t
 }
 
-// calledAtService reports whether cc calls a Service (and no URL): only
-// such a webhook can be the operator's.
-func calledAtService(cc *admissionregistrationv1.WebhookClientConfig) bool {
-	return cc.Service != nil && cc.URL == nil
+// calledAtOurs reports whether cc calls the operator's server: a Service
+// (and no URL), or a URL whose host the serving certificate is made for
+// (DNSNames, IPAddresses), as when the operator runs outside the cluster.
+// A URL of any other host is another server's, whose CA it keeps.
+func (m *ManagedCertificates) calledAtOurs(cc *admissionregistrationv1.WebhookClientConfig) bool {
+	if cc.URL == nil {
+		return cc.Service != nil
+	}
+	u, err := url.Parse(*cc.URL)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); ip != nil {
+		return slices.ContainsFunc(m.cfg.IPAddresses, ip.Equal)
+	}
+	return slices.ContainsFunc(m.cfg.DNSNames, func(n string) bool { return strings.EqualFold(n, host) })
 }
 
 // clientConfigsOf returns the client config of each webhook.

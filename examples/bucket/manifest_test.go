@@ -58,7 +58,7 @@ func TestDeployedWebhooksReachTheOperator(t *testing.T) {
 	d := decodeAll[appsv1.Deployment](t, "deploy/deployment.yaml")[0]
 	fs := flag.NewFlagSet("manifest", flag.ContinueOnError)
 	o := bindFlags(fs)
-	require.NoError(t, fs.Parse(d.Spec.Template.Spec.Containers[0].Args))
+	require.NoError(t, fs.Parse(podArgs(d)))
 	opts, err := bucketWebhooks{}.handlers()
 	require.NoError(t, err)
 	srv, err := webhook.NewServer(o.WebhookAddr, noCertificate{}, opts...)
@@ -127,6 +127,27 @@ func TestDeployedWebhooksReachTheOperator(t *testing.T) {
 		}
 	}
 	assert.True(t, granted, "the roles let the operator update its Secret %s", o.WebhookCertSecret)
+}
+
+// podArgs is the first container's arguments as the kubelet runs them:
+// $(VAR) replaced by the container's environment, where a variable taken
+// from metadata.namespace is the Deployment's namespace.
+func podArgs(d *appsv1.Deployment) []string {
+	c := d.Spec.Template.Spec.Containers[0]
+	var pairs []string
+	for _, e := range c.Env {
+		v := e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
+			v = d.Namespace
+		}
+		pairs = append(pairs, "$("+e.Name+")", v)
+	}
+	expand := strings.NewReplacer(pairs...)
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = expand.Replace(a)
+	}
+	return args
 }
 
 // decodeAs converts a decoded document into T.
