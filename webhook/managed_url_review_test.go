@@ -33,3 +33,36 @@ func TestReviewManagedCertificatesLeaveURLWebhooksOfMixedConfiguration(t *testin
 	require.True(t, len(v.Webhooks[1].ClientConfig.CABundle) == 0,
 		"the webhook called at %s (not the operator's server) got the operator's CA as its caBundle: the API server no longer trusts the URL's certificate", url)
 }
+
+// An operator that runs outside the cluster is called at a URL of a host
+// its serving certificate is made for: those webhooks are its own and get
+// its CA; a URL of any other host keeps its caBundle.
+func TestManagedCertificatesPublishIntoURLsOfTheirHosts(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		ours bool
+	}{
+		{url: "https://127.0.0.1:9443/validate", ours: true},
+		{url: "https://SVC.ns.svc/validate", ours: true},
+		{url: "https://127.0.0.2:9443/validate", ours: false},
+		{url: "https://svc.other.svc/validate", ours: false},
+		{url: "://not a url", ours: false},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			e := newManagedEnv()
+			v, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(t.Context(), "v", metav1.GetOptions{})
+			require.NoError(t, err)
+			v.Webhooks = append(v.Webhooks, admissionregistrationv1.ValidatingWebhook{Name: "at-url.example.com",
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &tc.url}})
+			_, err = e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(t.Context(), v, metav1.UpdateOptions{})
+			require.NoError(t, err)
+
+			require.NoError(t, e.certificates(t).sync(t.Context()))
+
+			v, err = e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(t.Context(), "v", metav1.GetOptions{})
+			require.NoError(t, err)
+			require.NotEmpty(t, v.Webhooks[0].ClientConfig.CABundle, "the webhook called at the Service gets the CA")
+			require.Equal(t, tc.ours, len(v.Webhooks[1].ClientConfig.CABundle) > 0, "the CA in the webhook called at %s", tc.url)
+		})
+	}
+}
