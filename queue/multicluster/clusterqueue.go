@@ -1,7 +1,6 @@
 package multicluster
 
 import (
-	"reflect"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -18,10 +17,8 @@ import (
 type clusterQueue struct {
 	m *member
 	q informer.Queue[Key]
-	// token files the keys held for q: q itself when it is a pointer (a
-	// controller), so that the queues of every attempt to engage the
-	// cluster share one set of held keys; otherwise this queue, whose
-	// held keys the next attempt drops (its informers list them again).
+	// token files the keys held for q, the same for the queues of every
+	// attempt that stand for one queue (see Cluster.Queue).
 	token any
 	// attempt is the member's attempt whose engage function made this
 	// queue.
@@ -30,13 +27,8 @@ type clusterQueue struct {
 
 var _ informer.Queue[cache.ObjectName] = (*clusterQueue)(nil)
 
-func newClusterQueue(m *member, attempt int, q informer.Queue[Key]) *clusterQueue {
-	c := &clusterQueue{m: m, q: q, attempt: attempt}
-	c.token = c
-	if v := reflect.ValueOf(q); v.Kind() == reflect.Pointer && !v.IsNil() {
-		c.token = q
-	}
-	return c
+func newClusterQueue(m *member, attempt int, token any, q informer.Queue[Key]) *clusterQueue {
+	return &clusterQueue{m: m, q: q, token: token, attempt: attempt}
 }
 
 // Add implements informer.Queue.
@@ -49,13 +41,7 @@ func (c *clusterQueue) add(name cache.ObjectName, low bool) {
 	m := c.m
 	m.mu.Lock()
 	if !m.lockedReady() {
-		// The keys of a queue of an earlier attempt whose set was
-		// dropped are not held again.
-		if c.token == any(c) && c.attempt != m.attempt {
-			m.mu.Unlock()
-			return
-		}
-		m.keys.lockedHold(m.name, c.token, c.q, name, low)
+		m.keys.lockedHold(m.name, c.token, c.attempt, c.q, name, low)
 		m.mu.Unlock()
 		return
 	}
@@ -85,7 +71,10 @@ type keeper struct {
 // heldKeys are the keys held for one queue of one cluster.
 type heldKeys struct {
 	token any
-	q     informer.Queue[Key]
+	// q is the queue of the latest attempt that held a key, which the
+	// keys are passed to.
+	q       informer.Queue[Key]
+	attempt int
 	// pending is true for the keys added at least once with Add (not
 	// AddLowPriority); order is the order of their first add.
 	pending map[cache.ObjectName]bool
@@ -101,7 +90,7 @@ func (k *keeper) lockedHolds(cluster string) bool {
 
 // lockedHold holds the key name of cluster for q (filed under token), if
 // the keys of cluster are held; it reports whether it did.
-func (k *keeper) lockedHold(cluster string, token any, q informer.Queue[Key], name cache.ObjectName, low bool) bool {
+func (k *keeper) lockedHold(cluster string, token any, attempt int, q informer.Queue[Key], name cache.ObjectName, low bool) bool {
 	if !k.lockedHolds(cluster) {
 		return false
 	}
@@ -113,11 +102,14 @@ func (k *keeper) lockedHold(cluster string, token any, q informer.Queue[Key], na
 		}
 	}
 	if h == nil {
-		h = &heldKeys{token: token, q: q, pending: map[cache.ObjectName]bool{}}
+		h = &heldKeys{token: token, q: q, attempt: attempt, pending: map[cache.ObjectName]bool{}}
 		if k.held == nil {
 			k.held = map[string][]*heldKeys{}
 		}
 		k.held[cluster] = append(k.held[cluster], h)
+	}
+	if attempt > h.attempt {
+		h.q, h.attempt = q, attempt
 	}
 	fresh, seen := h.pending[name]
 	if !seen {
@@ -146,28 +138,6 @@ func (k *keeper) lockedTake(cluster string) (release func()) {
 			}
 		}
 	}
-}
-
-// lockedNewAttempt drops the keys held for cluster by the queues of
-// earlier attempts that are not pointers (filed under their
-// clusterQueue): a new attempt's informers list the cluster again, and
-// its own queues hold their keys, so that the keys held stay one set per
-// queue rather than one per failed attempt.
-func (k *keeper) lockedNewAttempt(cluster string, attempt int) {
-	held := k.held[cluster]
-	kept := held[:0]
-	for _, h := range held {
-		if c, ok := h.token.(*clusterQueue); ok && c.attempt < attempt {
-			continue
-		}
-		kept = append(kept, h)
-	}
-	clear(held[len(kept):])
-	if len(kept) == 0 {
-		delete(k.held, cluster)
-		return
-	}
-	k.held[cluster] = kept
 }
 
 // lockedPrune drops the keys held for the clusters whose keys are no

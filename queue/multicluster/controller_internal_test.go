@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 )
 
@@ -33,4 +34,29 @@ func TestPerClusterRateLimiter(t *testing.T) {
 	p.Forget(key("gone", 0))
 	assert.NotContains(t, p.limiters, "gone", "Forget of a cluster without a limiter makes one")
 	assert.Equal(t, queue.DefaultBaseDelay, p.When(key("failing", 0)), "a cluster that comes back starts afresh")
+}
+
+// The queues that are not pointers stand for the queue of an earlier
+// attempt passed to Cluster.Queue in the same place: the n-th of their
+// type and code. Two queues of one attempt never share their held keys.
+func TestQueueTokensAcrossAttempts(t *testing.T) {
+	type valueQueue struct{ informer.QueueFunc[Key] }
+	engage := func(cl *Cluster) []any {
+		var tokens []any
+		for range 2 {
+			tokens = append(tokens, cl.token(informer.QueueFunc[Key](func(Key) {})))
+		}
+		tokens = append(tokens, cl.token(informer.QueueFunc[Key](func(Key) {})))
+		tokens = append(tokens, cl.token(valueQueue{}))
+		tokens = append(tokens, cl.token(&queue.Controller[Key]{}))
+		return tokens
+	}
+	first, second := engage(&Cluster{}), engage(&Cluster{})
+	for i := range 4 {
+		assert.Equal(t, first[i], second[i], "queue %d of two attempts", i)
+		for j := range i {
+			assert.NotEqual(t, first[i], first[j], "queues %d and %d of one attempt", j, i)
+		}
+	}
+	assert.NotSame(t, first[4], second[4], "two controllers are two tokens")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -57,10 +58,11 @@ type Cluster struct {
 
 	m       *member
 	attempt int // the member's attempt this Cluster is of
-	// mu guards factories: an engage function the attempt stopped waiting
-	// for may still add to them.
+	// mu guards factories and slots: an engage function the attempt
+	// stopped waiting for may still add to them.
 	mu        sync.Mutex
 	factories []informer.Factory
+	slots     map[queueSlot]int // queues passed to Queue so far, per slot
 }
 
 // AddInformers makes the Fleet start f with the cluster's own factory and
@@ -82,20 +84,56 @@ func (c *Cluster) informerFactories() []informer.Factory {
 
 // Queue returns a queue for the handlers of the cluster's informers that
 // passes their keys to q as Keys of this cluster, as in
-// informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(ctrl)). Keys that arrive before the cluster's caches have synced are held and
-// passed on once they have, so no key of the initial list is lost. The
-// same holds whenever the cluster is not ready while it is this replica's
-// member: engaged again after failed probes, or with new credentials (the
-// keys of its deleted objects, which the next list does not show, are
-// kept too). Keys that arrive after the cluster left (or moved to
-// another replica), or once the Fleet stops, are dropped. The keys held
-// for a controller (any q that is a pointer) are one set for every
-// attempt to engage the cluster; those held for another q (such as an
-// informer.QueueFunc) are the keys of the current attempt's queue only:
-// a new attempt drops those of the queues of earlier ones, whose keys
-// its informers list again.
+// informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(ctrl)). Keys that
+// arrive before the cluster's caches have synced are held and passed on
+// once they have, so no key of the initial list is lost. The same holds
+// whenever the cluster is not ready while it is this replica's member:
+// engaged again after failed probes, or with new credentials (the keys of
+// its deleted objects, which the next list does not show, are kept too).
+// Keys that arrive after the cluster left (or moved to another replica),
+// or once the Fleet stops, are dropped.
+//
+// The keys held for one q are one set across every attempt to engage the
+// cluster, passed on once to the q of the attempt that made the cluster
+// ready. A q that is a pointer (a controller) is the same q in every
+// attempt; any other q (such as an informer.QueueFunc) is taken for the
+// one an earlier attempt passed in the same place: the n-th q of its type
+// (and, for a function, of its code) that the engage function passes to
+// Queue, so an engage function that makes its queues in the same order at
+// every attempt has its keys reach the queue meant for them.
 func (c *Cluster) Queue(q informer.Queue[Key]) informer.Queue[cache.ObjectName] {
-	return newClusterQueue(c.m, c.attempt, q)
+	return newClusterQueue(c.m, c.attempt, c.token(q), q)
+}
+
+// queueSlot names a queue that is not a pointer across the attempts to
+// engage a cluster: the n-th queue of its type and code passed to
+// Cluster.Queue by one attempt's engage function.
+type queueSlot struct {
+	typ  reflect.Type
+	code uintptr // a function's code; 0 for other kinds
+	n    int
+}
+
+// token returns what the keys held for q are filed under: q itself when it
+// is a pointer, otherwise its queueSlot.
+func (c *Cluster) token(q informer.Queue[Key]) any {
+	v := reflect.ValueOf(q)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		return q
+	}
+	s := queueSlot{typ: v.Type()}
+	if v.Kind() == reflect.Func && !v.IsNil() {
+		s.code = v.Pointer()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slots == nil {
+		c.slots = map[queueSlot]int{}
+	}
+	n := c.slots[s]
+	c.slots[s] = n + 1
+	s.n = n
+	return s
 }
 
 // EngageFunc prepares a joining cluster: it registers handlers on the
@@ -467,7 +505,6 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	actx, cancel := context.WithCancel(ctx)
 	f.mu.Lock()
 	m.attempt++
-	f.keys.lockedNewAttempt(m.name, m.attempt)
 	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m, attempt: m.attempt}
 	f.mu.Unlock()
 	stop = func() {
