@@ -1,7 +1,6 @@
 package multicluster
 
 import (
-
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 

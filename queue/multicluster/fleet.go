@@ -286,8 +286,10 @@ func (f *Fleet[T]) Name() string { return f.name }
 // any more, those in flight run on undisturbed (their controllers cancel
 // them once their shutdown timeout has passed, see queue.WithShutdownTimeout)
 // and Run waits for them before it shuts the clusters' informers down.
-// Only a cluster that leaves or moves meanwhile (the Provider deletes it,
-// say) has its reconciles cancelled at once, with ErrLeft. A reconcile
+// The Provider (and, with WithSharding, the membership's view) keeps
+// running until every cluster has stopped: only a cluster that leaves or
+// moves meanwhile (the Provider deletes it, say) has its reconciles
+// cancelled at once, with ErrLeft. A reconcile
 // that ignores its context is waited for at most one second after its
 // controller cancelled it: then Run shuts its cluster down all the same,
 // leaves it behind and returns an error naming the cluster. It returns
@@ -310,34 +312,35 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 	// before it ends them.
 	engageCtx, cancelEngagements := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelEngagements()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	// The Provider and the shard gate outlive ctx too: a member that
+	// leaves or moves while the clusters stop has its reconciles
+	// cancelled at once, so they report until every cluster has stopped.
+	sourceCtx, stopSources := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSources()
 	var wg sync.WaitGroup
 	provided := make(chan error, 1)
-	wg.Go(func() { provided <- f.provider.Run(ctx, members[T]{f}) })
+	wg.Go(func() { provided <- f.provider.Run(sourceCtx, members[T]{f}) })
 	if f.gate != nil {
-		wg.Go(func() { f.gate.Start(ctx, kicker{f.kick}) })
+		wg.Go(func() { f.gate.Start(sourceCtx, kicker{f.kick}) })
 	}
 	var err error
+	providerFailed := func(perr error) {
+		if perr != nil {
+			err = fmt.Errorf("multicluster: fleet %q: provider: %w", f.name, perr)
+		}
+		provided = nil // it has nothing more to report
+	}
 	for running := true; running; {
 		select {
 		case <-ctx.Done():
 			running = false
-		case err = <-provided:
-			if err != nil {
-				err = fmt.Errorf("multicluster: fleet %q: provider: %w", f.name, err)
-				running = false
-			} else {
-				provided = nil // it had nothing more to report
-			}
+		case perr := <-provided:
+			providerFailed(perr)
+			running = perr == nil
 		case <-f.kick:
 			f.converge(engageCtx)
 		}
 	}
-	cancel(nil)
-	// A member that leaves or moves while the clusters stop has its
-	// reconciles cancelled at once: keep acting on leaves until every
-	// cluster has stopped.
 	stopped := make(chan error, 1)
 	go func() { stopped <- f.stopAll(ctx) }()
 	var stopErr error
@@ -345,12 +348,15 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 		select {
 		case stopErr = <-stopped:
 			stopping = false
+		case perr := <-provided:
+			providerFailed(perr)
 		case <-f.kick:
 			f.mu.Lock()
 			f.set.LeaveUnwanted()
 			f.mu.Unlock()
 		}
 	}
+	stopSources()
 	wg.Wait()
 	return errors.Join(err, stopErr, f.awaitClients(ctx))
 }
@@ -690,12 +696,13 @@ func (f *Fleet[T]) awaitClients(ctx context.Context) error {
 // controller cancelled it), marking m abandoned.
 func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	abandon := false
+	var giveUp time.Time // when the waits below give up, once known
 	f.mu.Lock()
 	if f.keys.stopping && !m.e.Leaving() {
 		quiesced := m.e.Quiesce()
 		f.mu.Unlock()
 		left := m.e.Context().Done()
-		if !f.awaitDrained(m, quiesced, left) {
+		if !f.awaitDrained(m, quiesced, left, &giveUp) {
 			select {
 			case <-left: // its reconciles are cancelled and awaited below
 			default:
@@ -711,7 +718,7 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	f.mu.Unlock()
 	// No claim starts once drained; each ends when its reconcile
 	// returns.
-	if abandon || !f.awaitDrained(m, drained, nil) {
+	if abandon || !f.awaitDrained(m, drained, nil, &giveUp) {
 		f.mu.Lock()
 		m.abandoned = true
 		f.mu.Unlock()
@@ -725,8 +732,10 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 // is (false). While the Fleet stops, it also gives up (false) once the
 // contexts of m's reconciles in flight have all ended (their controllers
 // cancelled them) and cfg.clientWait has passed since: a reconcile that
-// ignores its context does not keep Run from returning.
-func (f *Fleet[T]) awaitDrained(m *member, drained, left <-chan struct{}) bool {
+// ignores its context does not keep Run from returning. giveUp is when
+// it gives up, set by the first wait that knows it and kept by the next,
+// so that two waits for one member give up at the same time.
+func (f *Fleet[T]) awaitDrained(m *member, drained, left <-chan struct{}, giveUp *time.Time) bool {
 	select {
 	case <-drained:
 		return true
@@ -750,7 +759,10 @@ func (f *Fleet[T]) awaitDrained(m *member, drained, left <-chan struct{}) bool {
 		case <-c.Done():
 		}
 	}
-	timer := time.NewTimer(f.cfg.clientWait)
+	if giveUp.IsZero() {
+		*giveUp = time.Now().Add(f.cfg.clientWait)
+	}
+	timer := time.NewTimer(time.Until(*giveUp))
 	defer timer.Stop()
 	select {
 	case <-drained:

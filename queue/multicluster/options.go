@@ -46,7 +46,11 @@ type config struct {
 // each cluster is engaged (its informers started, its keys reconciled) by
 // one replica at a time, the one that owns the cluster's name in m (see
 // package queue/shard), so the clusters and the memory of their caches
-// divide among the replicas. The caller runs m (operator.WithSharding).
+// divide among the replicas. The caller runs m, and keeps it running until
+// the Fleet's Run has returned, as operator.WithSharding does: a
+// membership that stops first hands this replica's clusters over to the
+// others, so a stop's drain cancels their reconciles at once, with
+// ErrLeft.
 func WithSharding(m *shard.Membership) Option {
 	return func(c *config) {
 		if m == nil {

@@ -108,7 +108,14 @@ func (w *shardedWorld) start(t *testing.T, id string) *shardedReplica {
 	})))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { assert.NoError(t, m.Run(ctx)) })
+	// The membership stops once the fleet and its controller have, as
+	// operator.WithSharding runs it.
+	memberCtx, stopMember := context.WithCancel(context.Background())
+	memberDone := make(chan struct{})
+	go func() {
+		defer close(memberDone)
+		assert.NoError(t, m.Run(memberCtx))
+	}()
 	wg.Go(func() { assert.NoError(t, fleet.Run(ctx)) })
 	wg.Go(func() { assert.NoError(t, ctrl.Run(ctx)) })
 	members := <-p.members
@@ -117,7 +124,14 @@ func (w *shardedWorld) start(t *testing.T, id string) *shardedReplica {
 	}
 	members.Synced()
 	var once sync.Once
-	rep := &shardedReplica{fleet: fleet, stop: func() { once.Do(func() { cancel(); wg.Wait() }) }}
+	rep := &shardedReplica{fleet: fleet, stop: func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			stopMember()
+			<-memberDone
+		})
+	}}
 	t.Cleanup(rep.stop)
 	return rep
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -14,11 +15,53 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
 )
 
+// An engage function that blocks on a member that does not answer (it
+// ignores its context) keeps neither Run from returning nor the member
+// from being removed, as a client constructor of WithClients does not.
+func TestEngageIgnoringItsContext(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		leave bool
+	}{{name: "fleet stops"}, {name: "deleted", leave: true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClusters("a", "hung")
+			hung := make(chan struct{})
+			t.Cleanup(func() { close(hung) }) // runs after the fleet's cleanup
+			entered := make(chan struct{})
+			var once sync.Once
+			engage := func(ctx context.Context, cl *multicluster.Cluster, _ *queue.Controller[multicluster.Key]) (*member, error) {
+				if cl.Name == "hung" {
+					once.Do(func() { close(entered) })
+					<-hung // waits on the member, whatever ctx says
+					return nil, ctx.Err()
+				}
+				return &member{name: cl.Name, client: cl.Client}, nil
+			}
+			f := runFleet(t, engage, reconcileNothing, multicluster.WithClients(c.newClient))
+			f.members.Set("a", c.config("a"))
+			f.members.Set("hung", c.config("hung"))
+			f.members.Synced()
+			f.ready(t, "a")
+			select {
+			case <-entered:
+			case <-time.After(waitFor):
+				t.Fatal("engage was not called for the hung member")
+			}
+			if tt.leave {
+				f.members.Delete("hung")
+				assert.Eventually(t, func() bool { _, held := f.fleet.Status("hung"); return !held }, 2*time.Second, time.Millisecond,
+					"a member whose engage hangs is removed")
+			}
+			_ = f.stop(t, 2*time.Second) // reports when Run did not return
+		})
+	}
+}
+
 // A panicking engage function fails the attempt, as a panicking client
 // constructor does (TestClientConstructorPanics), rather than crashing
 // the process with every member in it. Run in a child process: the
 // panic kills the test binary.
-func TestReviewEngagePanics(t *testing.T) {
+func TestEngagePanics(t *testing.T) {
 	if os.Getenv("REVIEW_ENGAGE_PANICS") == "1" {
 		c := newClusters("a", "b")
 		var mu sync.Mutex
@@ -44,7 +87,7 @@ func TestReviewEngagePanics(t *testing.T) {
 		assert.NoError(t, f.stop(t, waitFor))
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReviewEngagePanics$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEngagePanics$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "REVIEW_ENGAGE_PANICS=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
