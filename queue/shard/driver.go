@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlkit/ctrlkit/queue/internal/lease"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
 
@@ -344,7 +345,7 @@ func (d *driver) sendUpdate(kind requestKind) {
 		l = c.nextWrite(d.m.now(), d.m.wall())
 		seq = c.seq
 	})
-	d.out.send(request{Kind: kind, Lease: l, Seq: seq, Timeout: d.m.cfg.LeaseDuration - d.m.cfg.RenewDeadline})
+	d.out.send(request{Kind: kind, Lease: l, Seq: seq, Timeout: d.writeTimeout()})
 }
 
 func (d *driver) sendCreate() {
@@ -355,7 +356,7 @@ func (d *driver) sendCreate() {
 		seq = c.seq
 	})
 	d.joining = true
-	d.out.send(request{Kind: reqCreate, Lease: l, Seq: seq, Timeout: d.m.cfg.LeaseDuration - d.m.cfg.RenewDeadline})
+	d.out.send(request{Kind: reqCreate, Lease: l, Seq: seq, Timeout: d.writeTimeout()})
 }
 
 func (d *driver) sendLeave() {
@@ -513,4 +514,12 @@ func (r request) do(ctx context.Context, m *Membership) (*coordinationv1.Lease, 
 		})
 	}
 	return nil, fmt.Errorf("shard: unknown request %d", r.Kind)
+}
+
+// writeTimeout is how long a write of the replica's own Lease may take:
+// one that hangs is abandoned in time for another attempt within
+// RenewDeadline.
+func (d *driver) writeTimeout() time.Duration {
+	c := d.m.cfg
+	return lease.RequestTimeout(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 }
