@@ -16,7 +16,7 @@ import (
 // the operator's kustomization, so `kubectl delete -k deploy` (uninstalling
 // the operator) deletes the namespace and everything in it, and `kubectl
 // apply -k` takes it over (last-applied annotation).
-func TestReviewDeployDoesNotOwnTheNamespacesOfMarkersRoles(t *testing.T) {
+func TestDeployDoesNotOwnTheNamespacesOfMarkersRoles(t *testing.T) {
 	t.Parallel()
 	dir := fixture(t)
 	writeFiles(t, dir, map[string]string{"webhooks/webhooks.go": kubebuilderWebhooks +

@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Review: the docs promise that an init "stopped by SIGINT or SIGTERM
+// The docs promise that an init "stopped by SIGINT or SIGTERM
 // undoes what it wrote". In a module that already holds API packages and
 // their generated clients, init regenerates (replaces) those clients; a
 // SIGTERM before go mod tidy removes the files init created but leaves
 // the replaced ones as init rewrote them: the clientset now imports the
 // removed group's packages and the module no longer builds.
-func TestReviewInitStoppedRestoresReplacedFiles(t *testing.T) {
+func TestInitStoppedRestoresReplacedFiles(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
 	// An API library already in the module: apis/things/v1 and its

@@ -14,7 +14,7 @@ import (
 // a certificate the system roots trust (no caBundle). Publishing the
 // operator's CA into it makes the API server trust only the operator's CA
 // for that URL, and the call fails.
-func TestReviewManagedCertificatesLeaveURLWebhooksOfMixedConfiguration(t *testing.T) {
+func TestManagedCertificatesLeaveURLWebhooksOfMixedConfiguration(t *testing.T) {
 	e := newManagedEnv()
 	url := "https://hooks.example.com/validate"
 	v, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(t.Context(), "v", metav1.GetOptions{})

@@ -19,7 +19,7 @@ import (
 // reads only the generated files: a patch that points the webhook Service
 // at another port of the pods passes the check, and kubectl apply -k
 // installs a Service the API server cannot reach the operator through.
-func TestReviewCheckSeesTheUsersPatchOfTheWebhookService(t *testing.T) {
+func TestCheckSeesTheUsersPatchOfTheWebhookService(t *testing.T) {
 	t.Parallel()
 	kubectl := testKubectl(t)
 	dir := fixture(t)

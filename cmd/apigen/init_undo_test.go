@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Review: a failed init undoes its commit by writing back the files it
+// A failed init undoes its commit by writing back the files it
 // removed, but the commit also removed the client directories those files
 // left empty, and the undo neither recreates them nor reports the write
 // that fails (ErrNotExist is ignored): the stale generated files are gone
 // and init says "init left the module as it was".
-func TestReviewInitUndoRestoresRemovedFiles(t *testing.T) {
+func TestInitUndoRestoresRemovedFiles(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "apis"), os.DirFS("testdata/fixture/apis")))

@@ -23,7 +23,7 @@ import (
 // are, and serves a certificate for a host the API server does not call.
 // Nothing (neither apigen's check nor the docs) says an overlay must not
 // change the namespace.
-func TestReviewNamespaceOverlayKeepsTheDeploymentInItsNamespace(t *testing.T) {
+func TestNamespaceOverlayKeepsTheDeploymentInItsNamespace(t *testing.T) {
 	t.Parallel()
 	kubectl := testKubectl(t)
 	dir := fixture(t)

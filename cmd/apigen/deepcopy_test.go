@@ -11,13 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Review: the docs say a run owns zz_generated.deepcopy.go only in "the
+// The docs say a run owns zz_generated.deepcopy.go only in "the
 // packages under the API directory whose deep copies the run makes";
 // "one that another generator made ... stays". An API package whose deep
 // copies controller-gen makes (+kubebuilder:object markers, no
 // +k8s:deepcopy-gen tag) gets none from the run, yet its
 // zz_generated.deepcopy.go is taken as the run's and deleted.
-func TestReviewControllerGenDeepCopyOfAPIPackageStays(t *testing.T) {
+func TestControllerGenDeepCopyOfAPIPackageStays(t *testing.T) {
 	t.Parallel()
 	dir := fixture(t)
 	code, _, stderr := apigen(t, dir)
