@@ -56,9 +56,10 @@ const (
 type CABundles struct {
 	// MutatingWebhookConfigurations and ValidatingWebhookConfigurations
 	// name the configurations whose webhooks get the CA as their caBundle:
-	// only the webhooks that call the operator (a clientConfig with a
-	// service and no url, or a url whose host is one of DNSNames or
-	// IPAddresses) are read and published into; a webhook of the same
+	// only the webhooks that call the operator (at a host the serving
+	// certificate is made for: a url whose host is one of DNSNames or
+	// IPAddresses, a service whose <name>.<namespace>.svc is one of
+	// DNSNames) are read and published into; a webhook of the same
 	// configuration called at another host is served by someone else and
 	// keeps its caBundle.
 	MutatingWebhookConfigurations, ValidatingWebhookConfigurations []string
@@ -700,23 +701,37 @@ func configTarget[C any](ctx context.Context, kind, name string,
 	return t
 }
 
-// calledAtOurs reports whether cc calls the operator's server: a Service
-// (and no URL), or a URL whose host the serving certificate is made for
-// (DNSNames, IPAddresses), as when the operator runs outside the cluster.
-// A URL of any other host is another server's, whose CA it keeps.
+// calledAtOurs reports whether cc calls the operator's server: at a host
+// the serving certificate is made for (DNSNames, IPAddresses), the host of
+// its URL or, for a Service, <name>.<namespace>.svc, where the API server
+// calls a Service. A webhook called at any other host is another server's,
+// whose CA it keeps.
 func (m *ManagedCertificates) calledAtOurs(cc *admissionregistrationv1.WebhookClientConfig) bool {
 	if cc.URL == nil {
-		return cc.Service != nil
+		return cc.Service != nil && m.certifies(cc.Service.Name+"."+cc.Service.Namespace+".svc")
 	}
 	u, err := url.Parse(*cc.URL)
 	if err != nil {
 		return false
 	}
-	host := u.Hostname()
+	return m.certifies(u.Hostname())
+}
+
+// certifies reports whether the serving certificate is valid for host: an
+// IP address among IPAddresses, or a name among DNSNames, a wildcard
+// ("*.foo-system.svc") covering its first label.
+func (m *ManagedCertificates) certifies(host string) bool {
 	if ip := net.ParseIP(host); ip != nil {
 		return slices.ContainsFunc(m.cfg.IPAddresses, ip.Equal)
 	}
-	return slices.ContainsFunc(m.cfg.DNSNames, func(n string) bool { return strings.EqualFold(n, host) })
+	return slices.ContainsFunc(m.cfg.DNSNames, func(n string) bool {
+		if strings.EqualFold(n, host) {
+			return true
+		}
+		wild, ok := strings.CutPrefix(n, "*.")
+		_, rest, dotted := strings.Cut(host, ".")
+		return ok && dotted && strings.EqualFold(wild, rest)
+	})
 }
 
 // clientConfigsOf returns the client config of each webhook.

@@ -66,3 +66,32 @@ func TestManagedCertificatesPublishIntoURLsOfTheirHosts(t *testing.T) {
 		})
 	}
 }
+
+// The API server calls a webhook of a Service at the host
+// <name>.<namespace>.svc: a webhook of a configuration the operator
+// publishes into that calls another Service (another team's, in a
+// configuration shared by several servers) is called at a host the
+// operator's certificate is not made for, and keeps its own caBundle.
+func TestManagedCertificatesLeaveWebhooksOfAnotherService(t *testing.T) {
+	e := newManagedEnv()
+	v, err := e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(t.Context(), "v", metav1.GetOptions{})
+	require.NoError(t, err)
+	theirs := []byte("-----BEGIN CERTIFICATE-----\ntheirs\n-----END CERTIFICATE-----\n")
+	v.Webhooks = append(v.Webhooks, admissionregistrationv1.ValidatingWebhook{Name: "other.example.com",
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{
+			Service:  &admissionregistrationv1.ServiceReference{Namespace: "other-team", Name: "their-webhook"},
+			CABundle: theirs}})
+	_, err = e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(t.Context(), v, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	// The certificate is made for svc.ns.svc (and 127.0.0.1), not for
+	// their-webhook.other-team.svc.
+	require.NoError(t, e.certificates(t).sync(t.Context()))
+
+	v, err = e.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(t.Context(), "v", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, v.Webhooks[0].ClientConfig.CABundle, "the webhook called at the operator's Service gets the CA")
+	require.Equal(t, string(theirs), string(v.Webhooks[1].ClientConfig.CABundle),
+		"the webhook called at the Service their-webhook.other-team.svc, a host the operator's certificate is not made for, "+
+			"had its caBundle replaced by the operator's CA: the API server no longer trusts that server's certificate")
+}

@@ -113,7 +113,8 @@ type Config struct {
 	// AllowFiles lists the files of the operator's that a kubeconfig may
 	// name as its token, client certificate, client key or certificate
 	// authority, by absolute path: what they hold goes to the
-	// kubeconfig's server. Default: none.
+	// kubeconfig's server. A kubeconfig names them by the same path,
+	// clean ("a/../b" is refused). Default: none.
 	AllowFiles []string
 	// AllowInsecureTLS lets a kubeconfig turn off the verification of
 	// its server's certificate (insecure-skip-tls-verify) or reach its

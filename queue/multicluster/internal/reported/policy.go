@@ -139,9 +139,13 @@ func (p Policy) checkFiles(of string, fieldsAndPaths ...string) []error {
 	return errs
 }
 
-// allowsFile reports whether p allows the file at path.
+// allowsFile reports whether p allows the file at path: a clean absolute
+// path equal to one of p.Files. A path that is not clean is refused, since
+// "link/.." is not the directory it lexically names when link is a
+// symbolic link.
 func (p Policy) allowsFile(path string) bool {
-	return filepath.IsAbs(path) && slices.ContainsFunc(p.Files, func(f string) bool { return filepath.Clean(f) == filepath.Clean(path) })
+	return filepath.IsAbs(path) && path == filepath.Clean(path) &&
+		slices.ContainsFunc(p.Files, func(f string) bool { return filepath.Clean(f) == path })
 }
 
 // Check refuses a config, made of a kubeconfig whose current context

@@ -129,12 +129,17 @@ func duplicateNames(cfg *clientcmdv1.Config) string {
 }
 
 // urlUserInfo matches the user info (user:password@) of a URL after its
-// scheme, or at the start of the text or of a quoted string (a URL
-// without a scheme).
-var urlUserInfo = regexp.MustCompile(`(^|://|")[^\s"/@]*@`)
+// scheme, up to the last "@" of the word, since a password may hold "@"
+// and "/" (more is redacted rather than less); bareUserInfo that of a URL
+// without a scheme, at the start of the text or of a quoted string.
+var (
+	urlUserInfo  = regexp.MustCompile(`(://)[^\s"]*@`)
+	bareUserInfo = regexp.MustCompile(`(^|")[^\s"/@]*@`)
+)
 
 // redactURLs replaces the user info of the URLs in msg, which may be a
 // password or a token, with "redacted".
 func redactURLs(msg string) string {
-	return urlUserInfo.ReplaceAllString(msg, "${1}redacted@")
+	msg = urlUserInfo.ReplaceAllString(msg, "${1}redacted@")
+	return bareUserInfo.ReplaceAllString(msg, "${1}redacted@")
 }

@@ -18,13 +18,12 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster/internal/memberstest"
 )
 
-// AllowFiles allows files "by absolute path": the allowed file, not
-// another one. A kubeconfig that names the allowed path with a ".."
-// after a symbolic link (dir/link/../token, which filepath.Clean makes
-// dir/token) is taken, and the kernel resolves the link first: the
-// operator reads, and sends to the kubeconfig's server, a file of
-// another directory that the operator never allowed.
-func TestReview3AllowFilesIsTheFileAllowedNotALexicalTwin(t *testing.T) {
+// AllowFiles allows the file at its path, not another one: a kubeconfig
+// that names the allowed path with a ".." after a symbolic link
+// (dir/link/../token, which filepath.Clean makes dir/token, while the
+// kernel resolves the link first and reads a file of another directory)
+// is refused.
+func TestAllowFilesIsTheFileAllowedNotALexicalTwin(t *testing.T) {
 	dir := t.TempDir()
 	allowedDir, otherDir := filepath.Join(dir, "allowed"), filepath.Join(dir, "other")
 	require.NoError(t, os.MkdirAll(filepath.Join(otherDir, "sub"), 0o700))
