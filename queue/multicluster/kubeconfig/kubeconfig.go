@@ -104,7 +104,10 @@ type Config struct {
 	// command exactly as the kubeconfig writes it ("kubelogin",
 	// "/usr/local/bin/aws-iam-authenticator"). An allowed plugin runs in
 	// the operator with the arguments and environment the kubeconfig
-	// gives it: allow only plugins that are safe with any. Default: none.
+	// gives it: allow only plugins that are safe with any. The
+	// credentials it returns (made from the operator's own identity, for
+	// a cloud provider's plugin) go to the server the kubeconfig names.
+	// Default: none.
 	AllowExec []string
 	// AllowAuthProviders lists the auth provider plugins a kubeconfig may
 	// name, by name ("oidc"), with the configuration the kubeconfig gives
