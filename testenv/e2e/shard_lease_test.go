@@ -144,7 +144,8 @@ func (f *lfFaults) rule(r *http.Request) requestFault {
 //     by it.
 //  2. Hung requests: every Lease request of the same replica then hangs
 //     (its Foo and Deployment requests still go through), just after its
-//     Foos changed, while new Foos are created. It revokes every claim and
+//     Foos changed; new Foos are created, and its Foos change every half
+//     second until it exits. It revokes every claim and
 //     exits with the lost Lease, and the two others take its keys: the
 //     audit log shows its last write of a Foo or Deployment completed
 //     before its last renewal received plus the lease duration, and the
@@ -290,13 +291,20 @@ func TestShardLeaseRenewalFaults(t *testing.T) {
 	g.changeAll(mine)
 	hangAt := faults.set(lfHanging, faultyLease)
 	created := g.createFoos("during-hang", lfNewFoos)
+	// Its Foos change every half second until it exits, so that it has
+	// work to do up to the moment its claims lapse.
+	flips := 0
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		if replica.exited() {
+			return true, nil
+		}
+		g.changeAll(mine)
+		flips++
+		return false, nil
+	})
+	require.NoError(t, err, "%s exits once its Lease requests hang (still running %s after they began to)", faultyUser, time.Since(hangAt).Round(time.Millisecond))
+	exitedAt := <-exited
 	handoffAt, _ := waitShardOwnership(ctx, t, survivors, shGroup, len(g.all), waitTimeout)
-	var exitedAt time.Time
-	select {
-	case exitedAt = <-exited:
-	case <-time.After(waitTimeout):
-		require.FailNow(t, "the hung replica did not exit", "%s still runs %s after its Lease requests began to hang", faultyUser, time.Since(hangAt).Round(time.Millisecond))
-	}
 	out := replica.out.String()
 	assert.NotEqual(t, 0, replica.cmd.ProcessState.ExitCode(), "%s exits with an error", faultyUser)
 	assert.Contains(t, out, "Every claim is revoked", "%s revoked its claims", faultyUser)
@@ -307,8 +315,8 @@ func TestShardLeaseRenewalFaults(t *testing.T) {
 			hungFor = append(hungFor, h.held)
 		}
 	}
-	t.Logf("every Lease request of %s hangs: %d renewals hung, given up after %s; it exited %s after the hang began, the survivors own every Foo %s after it",
-		faultyUser, len(hungFor), relFmtDurations(hungFor), exitedAt.Sub(hangAt).Round(time.Millisecond), handoffAt.Sub(hangAt).Round(time.Millisecond))
+	t.Logf("every Lease request of %s hangs: %d renewals hung, given up after %s; its %d Foos changed %d times meanwhile; it exited %s after the hang began, the survivors own every Foo %s after it",
+		faultyUser, len(hungFor), relFmtDurations(hungFor), len(mine), flips, exitedAt.Sub(hangAt).Round(time.Millisecond), handoffAt.Sub(hangAt).Round(time.Millisecond))
 	for _, m := range ptRenewFailed.FindAllStringSubmatch(out, -1) {
 		t.Logf("%s: could not renew: %s", faultyUser, m[1])
 	}
@@ -357,9 +365,9 @@ func TestShardLeaseRenewalFaults(t *testing.T) {
 		}
 	}
 	takeover := shTakeover(t, events, ns, users, hangAt, faultyUser, owned)
-	t.Logf("%s: last renewal received at hang%+.3fs (one the proxy forwarded before, if later), its Lease could expire %s after the hang; %d writes of Foos while its Lease requests hung, the last (%s) completed %s after the hang, %s before that expiry; the survivors' first write to one of its Foos %s after the hang",
+	t.Logf("%s: last renewal received at hang%+.3fs (one the proxy forwarded before, if later), its Lease could expire %s after the hang; %d writes of Foos while its Lease requests hung, the last (%s) completed %s after the hang, %s before it exited and %s before that expiry; the survivors' first write to one of its Foos %s after the hang",
 		faultyUser, lastRenewal.Sub(hangAt).Seconds(), expiry.Sub(hangAt).Round(time.Millisecond), wroteDuringHang,
-		lastWrite, lastWriteDone.Sub(hangAt).Round(time.Millisecond), expiry.Sub(lastWriteDone).Round(time.Millisecond), takeover.Round(time.Millisecond))
+		lastWrite, lastWriteDone.Sub(hangAt).Round(time.Millisecond), exitedAt.Sub(lastWriteDone).Round(time.Millisecond), expiry.Sub(lastWriteDone).Round(time.Millisecond), takeover.Round(time.Millisecond))
 	assert.True(t, lastWriteDone.Before(expiry), "%s stopped writing (last at %s) before its Lease could expire (%s)",
 		faultyUser, lastWriteDone.Format(time.StampMicro), expiry.Format(time.StampMicro))
 	assert.True(t, hangAt.Add(takeover).After(expiry), "the survivors took its Foos (first at %s) only after its Lease could expire (%s)",
