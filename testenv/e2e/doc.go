@@ -27,6 +27,13 @@
 // BucketExists, one Warning, quiet periodic checks), untouched, and left
 // in the service when its Bucket is deleted.
 //
+// TestShardLeaseRenewalFaults puts a proxy that holds requests (the HTTP
+// mode of the tests' faultProxy) in front of one of three --sharded
+// replicas and makes its Lease renewals slow, one of them hung: the
+// replica keeps its keys. Then every Lease request of it hangs: it revokes
+// its claims and exits, the others take its keys, and the audit log shows
+// no Foo written by two replicas in overlapping windows.
+//
 // TestDeployKustomizations applies examples/*/deploy with kubectl apply -k
 // to an API server: each kustomization lists every manifest beside it,
 // renders each object once, is accepted, and applies again unchanged. The
