@@ -33,9 +33,11 @@ const (
 	// lfEarly and lfLate bound how far before and after lfRequestTimeout
 	// the proxy may see the replica give up a hung renewal: the request
 	// reaches the proxy a little after the replica starts its clock, and
-	// a loaded machine runs the cancellation late. lfLate is short of the
-	// second that a timeout of LeaseDuration-RenewDeadline (4s) would add.
-	lfEarly, lfLate = 250 * time.Millisecond, 900 * time.Millisecond
+	// a loaded machine runs the cancellation late. Abandoned within
+	// lfRequestTimeout+lfLate (5s), a renewal sent RetryPeriod (2s) after
+	// the last one still leaves its retry a second within the renew
+	// deadline (8s); a timeout of the renew deadline is far past it.
+	lfEarly, lfLate = 250 * time.Millisecond, 2 * time.Second
 	// lfFoos exist from the start; lfNewFoos are created while every
 	// Lease request of the replica hangs.
 	lfFoos, lfNewFoos = 45, 15
