@@ -20,7 +20,7 @@
 // the test reports the members with a Provider, gives each a fake
 // clientset with multicluster.WithClients, and StartFleet runs the Fleet
 // and its controllers until the test ends, returning once the members
-// reported before are engaged:
+// reported before were engaged (or failed to be):
 //
 //	var provider queuetest.Provider
 //	provider.Set("east", &rest.Config{Host: "https://east"})
