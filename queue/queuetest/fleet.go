@@ -17,7 +17,9 @@ import (
 // opts, as Start runs one controller: ctrls are the controllers of
 // multicluster.NewController and any other controllers the test runs
 // beside them (those of the management cluster, say), opts the informer
-// factories of the management cluster, typically. It returns once the
+// factories of the management cluster, typically (a controller that is
+// no Controller of this package goes in opts, with
+// operator.WithControllers, and is not waited for). It returns once the
 // Fleet and every controller of ctrls HasSynced; the Fleet has synced
 // once its Provider has reported its first list (Synced) and each of
 // those members was tried once (engaged, or failed): the members a test

@@ -22,6 +22,10 @@
 //		DataKey:   "kubeconfig",
 //	})
 //
+// What that provider's RESTOptions do to a member's config (a user agent,
+// rate limits), the Fleet's client constructor does here
+// (multicluster.WithClients, which is given each member's config).
+//
 // A Secret whose kubeconfig changes (rotated credentials, a new address)
 // restarts its cluster with the new config; a Secret that is deleted, or
 // is no longer selected (it lost the label), removes its cluster.
