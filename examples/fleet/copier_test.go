@@ -17,22 +17,15 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 )
 
 const waitFor = 30 * time.Second
 
-// provider lets the test report the members.
-type provider struct{ members chan multicluster.Members }
-
-func (p *provider) Run(ctx context.Context, m multicluster.Members) error {
-	p.members <- m
-	<-ctx.Done()
-	return nil
-}
-
 type world struct {
 	mgmt   *fake.Clientset
-	report multicluster.Members
+	report queuetest.Provider
 
 	mu      sync.Mutex
 	members map[string]*fake.Clientset
@@ -54,42 +47,37 @@ func (w *world) client(_ context.Context, name string, _ *rest.Config) (kubernet
 }
 
 // startCopier starts the copier with the members of memberNames (a fake
-// clientset each), reported and synced.
+// clientset each), reported and synced, and returns once they are engaged.
 func startCopier(t *testing.T, memberNames ...string) *world {
-	w := startUnsynced(t, memberNames...)
+	w, c, mgmtInformers := newWorld(t, memberNames...)
 	for _, name := range memberNames {
 		w.report.Set(name, &rest.Config{Host: "https://" + name})
 	}
 	w.report.Synced()
+	queuetest.StartFleet(t, c.fleet, []queuetest.Controller{c.copies, c.status}, mgmtInformers)
 	return w
 }
 
 // startUnsynced starts the copier with a fake clientset for each of
 // memberNames; its provider has reported nothing yet.
 func startUnsynced(t *testing.T, memberNames ...string) *world {
+	w, c, mgmtInformers := newWorld(t, memberNames...)
+	queuetest.Start(t, c.status, operator.WithControllers(c.fleet, c.copies), mgmtInformers)
+	return w
+}
+
+// newWorld builds the copier over a fake clientset for the management
+// cluster and one for each of memberNames, and returns the informers of
+// the management cluster to run it with.
+func newWorld(t *testing.T, memberNames ...string) (*world, *copier, operator.Option) {
 	w := &world{mgmt: fake.NewClientset(), members: map[string]*fake.Clientset{}}
 	for _, name := range memberNames {
 		w.members[name] = fake.NewClientset()
 	}
-	p := &provider{members: make(chan multicluster.Members, 1)}
 	factory := informers.NewSharedInformerFactoryWithOptions(w.mgmt, 0, informers.WithNamespace("app"))
-	clients := multicluster.WithClients(w.client)
-	c, err := newCopier(w.mgmt, factory.Core().V1().ConfigMaps(), p, []multicluster.Option{clients})
+	c, err := newCopier(w.mgmt, factory.Core().V1().ConfigMaps(), &w.report, []multicluster.Option{multicluster.WithClients(w.client)})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-	for _, run := range []func(context.Context) error{c.fleet.Run, c.copies.Run, c.status.Run} {
-		wg.Go(func() { assert.NoError(t, run(ctx)) })
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		factory.Shutdown()
-	})
-	w.report = <-p.members
-	return w
+	return w, c, operator.WithInformers(factory)
 }
 
 func source(data string) *corev1.ConfigMap {

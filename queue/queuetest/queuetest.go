@@ -15,6 +15,22 @@
 // An operator wired on operator.Flags names its factories once, with
 // operator.Informers, and a test that shares its wiring runs it with the
 // same options as main: queuetest.Start(t, ctrl, flags.Options(kube)...).
+//
+// A fleet operator (package queue/multicluster) is run with StartFleet:
+// the test reports the members with a Provider, gives each a fake
+// clientset with multicluster.WithClients, and StartFleet runs the Fleet
+// and its controllers until the test ends, returning once the members
+// reported before were engaged (or failed to be):
+//
+//	var provider queuetest.Provider
+//	provider.Set("east", &rest.Config{Host: "https://east"})
+//	provider.Synced()
+//	fleet, err := multicluster.New("copier", &provider, engage, multicluster.WithClients(fakeClients))
+//	require.NoError(t, err)
+//	ctrl, err := multicluster.NewController(fleet, "copier", reconcileCopy)
+//	require.NoError(t, err)
+//	queuetest.StartFleet(t, fleet, []queuetest.Controller{ctrl}, operator.WithInformers(hubInformers))
+//	queuetest.WaitIdle(t, ctrl, hub, east)
 package queuetest
 
 import (
@@ -52,13 +68,24 @@ const Timeout = 30 * time.Second
 // operator.Flags), with a logger that writes through t, and returns once
 // ctrl.HasSynced. When the test ends, Run is stopped and waited for (an
 // error from it fails the test); it stops ctrl and shuts the informers
-// down. It fails the test if ctrl does not sync within Timeout.
+// down. It fails the test if ctrl does not sync within Timeout, and at
+// once if Run returns before. StartFleet runs a multicluster.Fleet with
+// its controllers.
 func Start(t testing.TB, ctrl Controller, opts ...operator.Option) {
+	t.Helper()
+	start(t, "the controller to sync", []operator.Controller{ctrl}, opts, func() (bool, string) {
+		return ctrl.HasSynced(), "not synced"
+	})
+}
+
+// start runs ctrls with operator.Run and opts for the rest of the test,
+// and returns once synced reports true; what names what it waits for.
+func start(t testing.TB, what string, ctrls []operator.Controller, opts []operator.Option, synced func() (bool, string)) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- operator.Run(ctx, append(opts, operator.WithControllers(ctrl))...) }()
+	go func() { done <- operator.Run(ctx, append(opts, operator.WithControllers(ctrls...))...) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -70,14 +97,15 @@ func Start(t testing.TB, ctrl Controller, opts ...operator.Option) {
 			t.Errorf("controller: Run did not return within %s of the end of the test", Timeout)
 		}
 	})
-	waitFor(t, "the controller to sync", func() (bool, string) {
+	waitUntil(t, what, func() (bool, string, bool) {
 		select {
 		case err := <-done:
 			done <- err
-			return false, fmt.Sprintf("Run returned early: %v", err)
+			return false, fmt.Sprintf("Run returned early: %v", err), true
 		default:
 		}
-		return ctrl.HasSynced(), "not synced"
+		ok, report := synced()
+		return ok, report, false
 	})
 }
 
@@ -138,12 +166,26 @@ func waitQuiet(t testing.TB, what string, clients []reconciletest.ActionRecorder
 // cond's last report.
 func waitFor(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
+	waitUntil(t, what, func() (bool, string, bool) {
+		ok, report := cond()
+		return ok, report, false
+	})
+}
+
+// waitUntil is waitFor with a cond that can also give up at once (stop):
+// it fails the test with cond's report then.
+func waitUntil(t testing.TB, what string, cond func() (ok bool, report string, stop bool)) {
+	t.Helper()
 	deadline := time.Now().Add(Timeout)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
-		ok, report := cond()
+		ok, report, stop := cond()
 		if ok {
+			return
+		}
+		if stop {
+			t.Fatalf("gave up waiting for %s: %s", what, report)
 			return
 		}
 		if time.Now().After(deadline) {

@@ -43,13 +43,40 @@
 // credentials would go in the clear.
 //
 // The API's Go module is not needed: the ClusterProfiles are read through
-// the dynamic client. A ClusterProfile whose access providers change
-// restarts its cluster with the new config; one that is deleted is no
-// member; one that lists no configured provider, or whose cluster is
-// refused, is no member either, with a Warning event on it when
-// Config.Events is set, and the Fleet's Status of its cluster says why;
-// a profile refused again for the same reason (a status update, a relist)
-// is not reported again.
+// the dynamic client. Config.Selector chooses the profiles of the
+// namespace that are members by their labels, such as the label
+// x-k8s.io/cluster-manager that names the cluster manager which wrote
+// them (by default, every profile of the namespace is):
+//
+//	p, err := clusterprofile.New(clusterprofile.Config{
+//		Client:    dynamicClient,
+//		Namespace: "fleet-system",
+//		Selector:  labels.SelectorFromSet(labels.Set{"x-k8s.io/cluster-manager": "open-cluster-management"}),
+//		Providers: []clusterprofile.AccessProvider{{Name: "secretreader", Exec: exec}},
+//	})
+//
+// A ClusterProfile whose access providers change restarts its cluster
+// with the new config; one that is deleted, or no longer selected, is no
+// member.
+//
+// # Profiles that are no member
+//
+// A selected ClusterProfile that lists no configured access provider, or
+// whose cluster cannot be read or is refused, is no member either, and
+// the reason is reported: in a Warning event on the profile
+// (ReasonNoAccess) when Config.Events is set, in the Fleet's Status of
+// its cluster (not ready, with the reason as its Err; see
+// multicluster.Refuser), and by Provider.Refused, which lists every
+// refused profile with its reason. The other members go on. A profile
+// refused again for the same reason (a status update, a relist) is not
+// reported again.
+//
+// # Permissions
+//
+// The Provider lists and watches the ClusterProfiles of its namespace:
+// its operator needs get, list and watch on
+// clusterprofiles.multicluster.x-k8s.io there, and, for the events of
+// Config.Events, create and patch on events.
 package clusterprofile
 
 import (
@@ -61,7 +88,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -151,12 +180,20 @@ const (
 type Config struct {
 	// Client reaches the management cluster; required.
 	Client dynamic.Interface
-	// Namespace holds the ClusterProfiles; required.
+	// Namespace holds the ClusterProfiles; required. Only the profiles
+	// of this namespace are read.
 	Namespace string
+	// Selector selects the ClusterProfiles of Namespace that are members,
+	// by their labels. Default (nil): every ClusterProfile of Namespace.
+	// A selector that selects nothing (labels.Nothing()) is refused by
+	// New.
+	Selector labels.Selector
 	// Providers are the access providers the operator can use, in order
 	// of preference; at least one.
 	Providers []AccessProvider
-	// Events, if set, records the Warning events on ClusterProfiles.
+	// Events, if set, records the Warning events on ClusterProfiles that
+	// are no member. Without it the reason is still in the Fleet's Status
+	// and Provider.Refused, and logged.
 	Events record.EventRecorder
 }
 
@@ -169,7 +206,11 @@ type Provider struct {
 
 var _ multicluster.Provider = (*Provider)(nil)
 
-// New returns a Provider of the ClusterProfiles in cfg.Namespace.
+// New returns a Provider of the ClusterProfiles of cfg.Namespace that
+// cfg.Selector selects. It returns an error if cfg.Client is nil,
+// cfg.Namespace empty, cfg.Selector selects nothing, or an access
+// provider has no name or exec command, a policy it does not know, or an
+// exec config client-go refuses.
 func New(cfg Config) (*Provider, error) {
 	var errs []error
 	if cfg.Client == nil {
@@ -180,6 +221,13 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if len(cfg.Providers) == 0 {
 		errs = append(errs, errors.New("no access provider"))
+	}
+	if cfg.Selector == nil {
+		cfg.Selector = labels.Everything()
+	} else if !cfg.Selector.Empty() && cfg.Selector.String() == "" {
+		// labels.Nothing(): its String is the empty selector, which an
+		// API server reads as every ClusterProfile.
+		errs = append(errs, errors.New("the selector selects nothing"))
 	}
 	cfg.Providers = slices.Clone(cfg.Providers)
 	for i, p := range cfg.Providers {
@@ -227,7 +275,8 @@ func New(cfg Config) (*Provider, error) {
 // ctx ends.
 func (p *Provider) Run(ctx context.Context, m multicluster.Members) error {
 	logger := klog.FromContext(ctx).WithValues("namespace", p.cfg.Namespace)
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.cfg.Client, 0, p.cfg.Namespace, nil)
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(p.cfg.Client, 0, p.cfg.Namespace,
+		func(o *metav1.ListOptions) { o.LabelSelector = p.cfg.Selector.String() })
 	profiles := factory.ForResource(Resource).Informer()
 	reg, err := profiles.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.set(logger, m, obj) },
@@ -253,10 +302,25 @@ func (p *Provider) Run(ctx context.Context, m multicluster.Members) error {
 	return nil
 }
 
+// Refused returns the selected ClusterProfiles that are no member, by
+// name (the name of their cluster), with the reason: the error the
+// Fleet's Status of the cluster reports. A profile leaves the list when
+// it becomes a member, is deleted or is no longer selected. It is empty
+// before Run; it is safe to call from any goroutine, and the map is the
+// caller's.
+func (p *Provider) Refused() map[string]error { return p.reported.Refused() }
+
 // set reports the cluster of a ClusterProfile, if its config changed.
 func (p *Provider) set(logger klog.Logger, m multicluster.Members, obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
+		return
+	}
+	if !p.cfg.Selector.Matches(labels.Set(u.GetLabels())) {
+		// A watch by label reports a profile that is no longer
+		// selected as deleted; checking again keeps other sources of
+		// events honest.
+		p.reported.Delete(m, u.GetName())
 		return
 	}
 	data, err := p.kubeconfig(u)

@@ -1,7 +1,9 @@
 // Package kubeconfig is a multicluster.Provider that reads the member
-// clusters from Secrets of the management cluster: every Secret in one
-// namespace that carries the label Label is a member named after the
-// Secret, reached with the kubeconfig in its data key "kubeconfig".
+// clusters from Secrets of the management cluster: every Secret of one
+// namespace that Config.Selector selects (by default, those that carry
+// the label Label, whatever its value) is a member named after the
+// Secret, reached with the kubeconfig under its data key Config.DataKey
+// (by default DataKey, "kubeconfig").
 //
 //	p, err := kubeconfig.New(kubeconfig.Config{Client: kubeClient, Namespace: "fleet-system"})
 //	if err != nil {
@@ -9,16 +11,53 @@
 //	}
 //	fleet, err := multicluster.New("copier", p, engage)
 //
+// The Secrets that multicluster-runtime's kubeconfig provider reads (the
+// label sigs.k8s.io/multicluster-runtime-kubeconfig set to "true", the
+// key "kubeconfig") are read with
+//
+//	p, err := kubeconfig.New(kubeconfig.Config{
+//		Client:    kubeClient,
+//		Namespace: "fleet-system",
+//		Selector:  labels.SelectorFromSet(labels.Set{"sigs.k8s.io/multicluster-runtime-kubeconfig": "true"}),
+//		DataKey:   "kubeconfig",
+//	})
+//
+// What that provider's RESTOptions do to a member's config (a user agent,
+// rate limits), the Fleet's client constructor does here
+// (multicluster.WithClients, which is given each member's config).
+//
 // A Secret whose kubeconfig changes (rotated credentials, a new address)
 // restarts its cluster with the new config; a Secret that is deleted, or
-// loses the label, removes its cluster. A Secret whose kubeconfig cannot
-// be read is no member: its cluster is removed, a Warning event on the
-// Secret says why, and so does the Fleet's Status of the cluster. The
-// reason names what is wrong (a line, a field, a name used twice), never
-// what the kubeconfig holds: client-go's decoding errors, which print
-// tokens and passwords, are not passed on. A Secret refused again for the
-// same reason (an update of its metadata, a relist) is not reported
-// again: no new event, and the Status's Since stays.
+// is no longer selected (it lost the label), removes its cluster.
+//
+// # Secrets that are no member
+//
+// A selected Secret that has no kubeconfig under the data key, or whose
+// kubeconfig cannot be read or is not allowed (see below), is no member:
+// its cluster is removed (or never engaged), and the reason is reported
+// where an operator's user looks for it:
+//
+//   - a Warning event on the Secret (ReasonInvalidKubeconfig, or
+//     ReasonNotAllowed), which kubectl describe secret shows, and kubectl
+//     get events --field-selector type=Warning lists;
+//   - the Fleet's Status of the cluster: not ready, with the reason as
+//     its Err (multicluster.Refuser), on every replica;
+//   - Provider.Refused, which lists every refused Secret with its reason
+//     (to report them in an object's status, or a log).
+//
+// The other members go on. The reason names what is wrong (a missing key,
+// a line, a field, a name used twice), never what the kubeconfig holds:
+// client-go's decoding errors, which print tokens and passwords, are not
+// passed on. A Secret refused again for the same reason (an update of its
+// metadata, a relist) is not reported again: no new event, and the
+// Status's Since stays.
+//
+// # Permissions
+//
+// The Provider lists and watches the Secrets of its namespace, and
+// records events there: its operator needs, in that namespace (a Role),
+// get, list and watch on secrets, and create and patch on events (patch
+// counts an event that repeats). It reads no Secret of another namespace.
 //
 // # Kubeconfigs are untrusted
 //
@@ -55,9 +94,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -69,16 +112,18 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster/internal/reported"
 )
 
-// Label marks a Secret that holds a member cluster's kubeconfig; its value
-// is not read.
+// Label marks a Secret that holds a member cluster's kubeconfig, when
+// Config.Selector is not set; its value is not read.
 const Label = "multicluster.ctrlkit.io/kubeconfig"
 
-// DataKey is the key of the kubeconfig in a member's Secret.
+// DataKey is the key of the kubeconfig in a member's Secret, when
+// Config.DataKey is not set.
 const DataKey = "kubeconfig"
 
 // Reasons of the events on Secrets.
 const (
-	// ReasonInvalidKubeconfig: the Secret's kubeconfig cannot be read.
+	// ReasonInvalidKubeconfig: the Secret has no kubeconfig under the
+	// data key, or its kubeconfig cannot be read.
 	ReasonInvalidKubeconfig = "InvalidKubeconfig"
 	// ReasonNotAllowed: the Secret's kubeconfig asks for what the
 	// operator did not allow (see the package documentation).
@@ -94,8 +139,18 @@ var ErrNotAllowed = reported.ErrNotAllowed
 type Config struct {
 	// Client reaches the management cluster; required.
 	Client kubernetes.Interface
-	// Namespace holds the Secrets; required.
+	// Namespace holds the Secrets; required. Only the Secrets of this
+	// namespace are read.
 	Namespace string
+	// Selector selects the Secrets of Namespace that are members, by
+	// their labels; labels.Everything() selects them all. Default (nil):
+	// the Secrets that carry the label Label, whatever its value. A
+	// selector that selects nothing (labels.Nothing()) is refused by New.
+	Selector labels.Selector
+	// DataKey is the key of the kubeconfig in a Secret's data; default
+	// DataKey ("kubeconfig"). A selected Secret without it is no member
+	// (see the package documentation).
+	DataKey string
 	// Component is the source of the events on Secrets; default
 	// "multicluster-kubeconfig".
 	Component string
@@ -134,7 +189,10 @@ type Provider struct {
 
 var _ multicluster.Provider = (*Provider)(nil)
 
-// New returns a Provider of the Secrets in cfg.Namespace.
+// New returns a Provider of the Secrets of cfg.Namespace that cfg.Selector
+// selects. It returns an error if cfg.Client is nil, cfg.Namespace empty,
+// cfg.Selector selects nothing, cfg.DataKey is not a valid key of a
+// Secret's data, or an Allow field holds an empty name or a relative path.
 func New(cfg Config) (*Provider, error) {
 	var errs []error
 	if cfg.Client == nil {
@@ -145,6 +203,22 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.Component == "" {
 		cfg.Component = "multicluster-kubeconfig"
+	}
+	if cfg.Selector == nil {
+		req, err := labels.NewRequirement(Label, selection.Exists, nil)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+		cfg.Selector = labels.NewSelector().Add(*req)
+	} else if !cfg.Selector.Empty() && cfg.Selector.String() == "" {
+		// labels.Nothing(): its String is the empty selector, which an
+		// API server reads as every Secret.
+		errs = append(errs, errors.New("the selector selects nothing"))
+	}
+	if cfg.DataKey == "" {
+		cfg.DataKey = DataKey
+	} else if msgs := validation.IsConfigMapKey(cfg.DataKey); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("data key %q: %s", cfg.DataKey, strings.Join(msgs, "; ")))
 	}
 	policy := reported.Policy{ExecCommands: slices.Clone(cfg.AllowExec), AuthProviders: slices.Clone(cfg.AllowAuthProviders),
 		Files: slices.Clone(cfg.AllowFiles), InsecureTLS: cfg.AllowInsecureTLS}
@@ -166,7 +240,7 @@ func (p *Provider) Run(ctx context.Context, m multicluster.Members) error {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(p.cfg.Client, 0, informers.WithNamespace(p.cfg.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = Label }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = p.cfg.Selector.String() }))
 	secrets := factory.Core().V1().Secrets().TypedInformer()
 	reg, err := secrets.AddTypedEventHandler(cache.TypedResourceEventHandlerFuncs[*corev1.Secret]{
 		AddFunc:    func(s *corev1.Secret) { p.set(ctx, m, recorder, s) },
@@ -185,22 +259,43 @@ func (p *Provider) Run(ctx context.Context, m multicluster.Members) error {
 	return nil
 }
 
+// Refused returns the selected Secrets that are no member, by name (the
+// name of their cluster), with the reason: the error the Fleet's Status
+// of the cluster reports (wrapping ErrNotAllowed for a kubeconfig that is
+// not allowed). A Secret leaves the list when it becomes a member, is
+// deleted or is no longer selected. It is empty before Run; it is safe to
+// call from any goroutine, and the map is the caller's.
+func (p *Provider) Refused() map[string]error { return p.reported.Refused() }
+
 // set reports the cluster of a Secret, if its kubeconfig changed.
 func (p *Provider) set(ctx context.Context, m multicluster.Members, recorder record.EventRecorderLogger, s *corev1.Secret) {
-	if _, labelled := s.Labels[Label]; !labelled {
-		// A watch by label reports a Secret that lost the label as
-		// deleted; checking again keeps other sources of events honest.
+	if !p.cfg.Selector.Matches(labels.Set(s.Labels)) {
+		// A watch by label reports a Secret that is no longer
+		// selected as deleted; checking again keeps other sources of
+		// events honest.
 		p.reported.Delete(m, s.Name)
 		return
 	}
-	// Set returns a refusal once: the same one again is not logged or
-	// recorded again.
-	if err := p.reported.Set(m, s.Name, s.Data[DataKey]); err != nil {
-		klog.FromContext(ctx).Error(err, "A Secret is no member", "secret", s.Name)
-		reason := ReasonInvalidKubeconfig
-		if errors.Is(err, ErrNotAllowed) {
-			reason = ReasonNotAllowed
-		}
-		recorder.Eventf(s, corev1.EventTypeWarning, reason, "Cluster %s is not a member: data key %q: %v", s.Name, DataKey, err)
+	// Set and Refuse return a refusal once: the same one again is not
+	// logged or recorded again.
+	var err error
+	data, ok := s.Data[p.cfg.DataKey]
+	if ok {
+		err = p.reported.Set(m, s.Name, data)
+	} else {
+		err = p.reported.Refuse(m, s.Name, fmt.Errorf("the Secret has no data key %q", p.cfg.DataKey))
+	}
+	if err == nil {
+		return
+	}
+	klog.FromContext(ctx).Error(err, "A Secret is no member", "secret", s.Name)
+	reason := ReasonInvalidKubeconfig
+	if errors.Is(err, ErrNotAllowed) {
+		reason = ReasonNotAllowed
+	}
+	if ok {
+		recorder.Eventf(s, corev1.EventTypeWarning, reason, "Cluster %s is not a member: data key %q: %v", s.Name, p.cfg.DataKey, err)
+	} else {
+		recorder.Eventf(s, corev1.EventTypeWarning, reason, "Cluster %s is not a member: %v", s.Name, err)
 	}
 }

@@ -24,11 +24,12 @@ type Kubeconfigs struct {
 }
 
 // outcome is what a member was last reported as: set with kubeconfig, or
-// refused with the message refusal.
+// refused with err, whose message is refusal.
 type outcome struct {
 	kubeconfig []byte
 	refused    bool
 	refusal    string
+	err        error
 }
 
 // Set reports name to m with the config of kubeconfig, unless it was last
@@ -69,7 +70,7 @@ func (k *Kubeconfigs) Refuse(m multicluster.Members, name string, err error) err
 	if ok && prev.refused && prev.refusal == msg {
 		return nil
 	}
-	k.remember(name, outcome{refused: true, refusal: msg})
+	k.remember(name, outcome{refused: true, refusal: msg, err: err})
 	if r, ok := m.(multicluster.Refuser); ok {
 		r.Refuse(name, err)
 		return err
@@ -84,6 +85,20 @@ func (k *Kubeconfigs) Delete(m multicluster.Members, name string) {
 	delete(k.last, name)
 	k.mu.Unlock()
 	m.Delete(name)
+}
+
+// Refused returns the members whose last report was a refusal, by name,
+// with the error they were refused with.
+func (k *Kubeconfigs) Refused() map[string]error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	refused := map[string]error{}
+	for name, o := range k.last {
+		if o.refused {
+			refused[name] = o.err
+		}
+	}
+	return refused
 }
 
 // remember keeps o as name's last report.

@@ -59,3 +59,33 @@ func TestKubeconfigs(t *testing.T) {
 		assert.Equal(t, step.want, got, step.name)
 	}
 }
+
+// Refused lists the members whose last report was a refusal, with the
+// error they were refused with; a member set or deleted leaves it.
+func TestRefused(t *testing.T) {
+	var k Kubeconfigs
+	m := &members{}
+	assert.Empty(t, k.Refused())
+	noAccess := errors.New("no access")
+	assert.Error(t, k.Refuse(m, "a", noAccess))
+	assert.Error(t, k.Set(m, "b", []byte("{not json")))
+	assert.Error(t, k.Refuse(m, "c", noAccess))
+	assert.NoError(t, k.Set(m, "d", kubeconfig("https://d")))
+	refused := k.Refused()
+	assert.Len(t, refused, 3)
+	assert.Same(t, noAccess, refused["a"])
+	assert.ErrorContains(t, refused["b"], "cannot read the kubeconfig")
+
+	assert.NoError(t, k.Set(m, "a", kubeconfig("https://a")))
+	k.Delete(m, "c")
+	refused["x"] = noAccess // the map is the caller's
+	assert.Equal(t, []string{"b"}, keys(k.Refused()))
+}
+
+func keys(m map[string]error) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
