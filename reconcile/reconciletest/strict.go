@@ -167,13 +167,16 @@ const resourceVersionBase = 1000
 //     counter all the same); the fake's watch channels hold 100
 //     events, so a long cascade needs a watcher that reads.
 //
-// Objects given to a clientset's constructor are stored as given: they
-// keep the resourceVersion, uid and generation they were given (none, if
-// none) until they are first written. Give them a resourceVersion (any,
-// such as "1"): an update of one without it carries none, which is
-// unconditional for most built-in kinds and refused for the others and
-// for custom resources.
-// Give them a uid if their dependents must be collected.
+// Objects given to a clientset's constructor (and to Tracker's Add) that
+// carry no resourceVersion get one from the counter, as every object an
+// API server stores has one, by the time a request sees them: the first
+// request for their resource stamps all of them at once, before its first
+// watch starts, so no watcher sees a stamp as a change (but one a test
+// starts on cs.Tracker() itself, which bypasses these rules). Reading one
+// and updating it then works as for a created object. One given a
+// resourceVersion keeps it until it is first written. They keep the uid,
+// creationTimestamp and generation they were given (none, if none): give
+// them a uid if their dependents must be collected.
 type StrictAPI struct {
 	mu       sync.Mutex
 	clock    clock.PassiveClock
@@ -203,7 +206,7 @@ type listScope struct {
 func Strict(clientsets ...FakeClientset) *StrictAPI {
 	api := &StrictAPI{clock: clock.RealClock{}, version: resourceVersionBase, byFake: make(map[FakeClientset]*strictTracker, len(clientsets))}
 	for _, cs := range clientsets {
-		t := &strictTracker{api: api, base: cs.Tracker(), kinds: make(map[schema.GroupVersionResource]string), lists: make(map[listScope][]listed)}
+		t := &strictTracker{api: api, base: cs.Tracker(), kinds: make(map[schema.GroupVersionResource]string), lists: make(map[listScope][]listed), stamped: make(map[schema.GroupVersionResource]bool)}
 		api.trackers = append(api.trackers, t)
 		api.byFake[cs] = t
 		cs.PrependReactor("*", "*", t.react)
@@ -241,9 +244,9 @@ func (a *StrictAPI) now() metav1.Time {
 // the clientset). Create, Update, Patch, Apply and Delete act as the
 // corresponding requests for the main resource (Update and Patch keep the
 // stored status; Patch takes the patched object); Get, List and Watch read
-// cs's tracker; Add stores an object as given, as a clientset's
-// constructor does. It is safe for concurrent use. Tracker panics if cs
-// was not given to Strict.
+// cs's tracker; Add stores an object as a clientset's constructor does,
+// with a resourceVersion from the counter if it carries none. It is safe
+// for concurrent use. Tracker panics if cs was not given to Strict.
 func (a *StrictAPI) Tracker(cs FakeClientset) k8stesting.ObjectTracker {
 	t, ok := a.byFake[cs]
 	if !ok {
@@ -262,6 +265,9 @@ type strictTracker struct {
 	// lists holds the latest lists of each resource and namespace, at
 	// most keptLists, oldest first.
 	lists map[listScope][]listed
+	// stamped are the resources whose objects given to the clientset's
+	// constructor all carry a resourceVersion (see stampSeeded).
+	stamped map[schema.GroupVersionResource]bool
 }
 
 // keptLists bounds the lists of a resource and namespace kept for the
@@ -274,6 +280,9 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 	defer t.api.mu.Unlock()
 	gvr, ns, sub := action.GetResource(), action.GetNamespace(), action.GetSubresource()
 	if err := refuseTrimmed(action); err != nil {
+		return true, nil, err
+	}
+	if err := t.stampSeeded(gvr, ns, actionName(action), actionKind(action)); err != nil {
 		return true, nil, err
 	}
 	switch a := action.(type) {
@@ -313,6 +322,127 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 		return true, list, t.keepList(listScope{gvr, ns}, a.GetKind(), list)
 	}
 	return false, nil, nil
+}
+
+// actionName is the name of the object action is for, when it names one.
+func actionName(action k8stesting.Action) string {
+	switch a := action.(type) {
+	case k8stesting.GetActionImpl:
+		return a.GetName()
+	case k8stesting.DeleteActionImpl:
+		return a.GetName()
+	case k8stesting.PatchActionImpl:
+		return a.GetName()
+	case k8stesting.CreateActionImpl:
+		if a.GetSubresource() != "" {
+			return a.Name
+		}
+	case k8stesting.UpdateActionImpl:
+		if m, err := meta.Accessor(a.GetObject()); err == nil {
+			return m.GetName()
+		}
+	}
+	return ""
+}
+
+// actionKind is the kind of the objects of action's resource, when the
+// action tells it.
+func actionKind(action k8stesting.Action) string {
+	switch a := action.(type) {
+	case k8stesting.ListActionImpl:
+		return a.GetKind().Kind
+	case k8stesting.CreateActionImpl:
+		if a.GetSubresource() == "" {
+			return kindOf(a.GetObject())
+		}
+	}
+	return ""
+}
+
+// stampSeeded gives every object of gvr stored without a resourceVersion
+// (the objects given to the clientset's constructor) one from the
+// counter, the first time a request for gvr tells the kind of its
+// objects: by kind, or by the stored object named name in namespace ns.
+// No watcher sees the stamps as changes: stampBeforeWatch runs before
+// each watch, and leaves gvr unstamped only for a watch of a namespace
+// that holds none of these objects. Objects whose kind cannot be listed
+// are left as they are.
+func (t *strictTracker) stampSeeded(gvr schema.GroupVersionResource, ns, name, kind string) error {
+	if t.stamped[gvr] {
+		return nil
+	}
+	if kind == "" && name != "" {
+		if obj, err := t.base.Get(gvr, ns, name); err == nil {
+			kind = kindOf(obj)
+		}
+	}
+	if kind == "" {
+		return nil
+	}
+	list, err := t.base.List(gvr, gvr.GroupVersion().WithKind(kind), metav1.NamespaceAll)
+	if err != nil {
+		return nil // not a kind the tracker lists: the request meets that itself
+	}
+	objects, err := byName(list)
+	if err != nil {
+		return err
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(objects), compareNames) {
+		obj := objects[key]
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		if m.GetResourceVersion() != "" {
+			continue
+		}
+		t.stamp(m)
+		if err := t.base.Update(gvr, obj, key.Namespace); err != nil {
+			return err
+		}
+	}
+	t.stamped[gvr] = true
+	return nil
+}
+
+// stampBeforeWatch runs stampSeeded before the first watch of scope's
+// resource. When no request told the kind of its objects yet, a probe
+// watch on the fake's tracker, stopped at once, replays the objects of
+// the scope and tells it (the fake's own watch of the scope replays the
+// same objects). When the scope holds none, a watch of one namespace
+// cannot see the objects of the others stamped later, and a watch of all
+// namespaces has none to see.
+func (t *strictTracker) stampBeforeWatch(scope listScope) error {
+	if t.stamped[scope.gvr] {
+		return nil
+	}
+	if kind := t.kinds[scope.gvr]; kind != "" {
+		return t.stampSeeded(scope.gvr, "", "", kind)
+	}
+	probe, err := t.base.Watch(scope.gvr, scope.ns, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	defer probe.Stop()
+	kind := ""
+replay: // sent before the watch is returned
+	for kind == "" {
+		select {
+		case ev := <-probe.ResultChan():
+			if ev.Object != nil {
+				kind = kindOf(ev.Object)
+			}
+		default:
+			break replay
+		}
+	}
+	if kind == "" {
+		if scope.ns == metav1.NamespaceAll {
+			t.stamped[scope.gvr] = true
+		}
+		return nil
+	}
+	return t.stampSeeded(scope.gvr, "", "", kind)
 }
 
 // keepList stamps list with the current resourceVersion and keeps a copy
@@ -374,6 +504,9 @@ func (t *strictTracker) reactWatch(action k8stesting.Action) (bool, watch.Interf
 	defer t.api.mu.Unlock()
 	w, ok := action.(k8stesting.WatchActionImpl)
 	scope := listScope{action.GetResource(), action.GetNamespace()}
+	if err := t.stampBeforeWatch(scope); err != nil {
+		return true, nil, err
+	}
 	lists := t.lists[scope]
 	i := slices.IndexFunc(lists, func(l listed) bool { return ok && l.resourceVersion == w.ListOptions.ResourceVersion })
 	if i < 0 {
@@ -545,11 +678,19 @@ func (l lockedTracker) lock() func() {
 
 func (l lockedTracker) Add(obj runtime.Object) error {
 	defer l.lock()()
+	if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() == "" {
+		obj = obj.DeepCopyObject()
+		m, _ = meta.Accessor(obj)
+		l.t.stamp(m)
+	}
 	return l.t.base.Add(obj)
 }
 
 func (l lockedTracker) Get(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.GetOptions) (runtime.Object, error) {
 	defer l.lock()()
+	if err := l.t.stampSeeded(gvr, ns, name, ""); err != nil {
+		return nil, err
+	}
 	obj, err := l.t.base.Get(gvr, ns, name, opts...)
 	if err == nil {
 		l.t.remember(gvr, obj)
@@ -559,24 +700,36 @@ func (l lockedTracker) Get(gvr schema.GroupVersionResource, ns, name string, opt
 
 func (l lockedTracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
 	defer l.lock()()
+	if err := l.t.stampSeeded(gvr, ns, "", kindOf(obj)); err != nil {
+		return err
+	}
 	_, err := l.t.create(gvr, obj, ns, first(opts))
 	return err
 }
 
 func (l lockedTracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
 	defer l.lock()()
+	if err := l.t.stampSeeded(gvr, ns, "", kindOf(obj)); err != nil {
+		return err
+	}
 	_, err := l.t.update(false, gvr, obj, ns, "", first(opts).FieldManager)
 	return err
 }
 
 func (l lockedTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
 	defer l.lock()()
+	if err := l.t.stampSeeded(gvr, ns, "", kindOf(obj)); err != nil {
+		return err
+	}
 	_, err := l.t.update(true, gvr, obj, ns, "", first(opts).FieldManager)
 	return err
 }
 
 func (l lockedTracker) Apply(gvr schema.GroupVersionResource, cfg runtime.Object, ns string, opts ...metav1.PatchOptions) error {
 	defer l.lock()()
+	if err := l.t.stampSeeded(gvr, ns, "", kindOf(cfg)); err != nil {
+		return err
+	}
 	_, err := l.t.apply(gvr, cfg, ns, "", first(opts))
 	return err
 }
@@ -586,15 +739,25 @@ func (l lockedTracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVer
 	if gvk.Kind != "" {
 		l.t.kinds[gvr] = gvk.Kind
 	}
+	if err := l.t.stampSeeded(gvr, ns, "", gvk.Kind); err != nil {
+		return nil, err
+	}
 	return l.t.base.List(gvr, gvk, ns, opts...)
 }
 
 func (l lockedTracker) Delete(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.DeleteOptions) error {
 	defer l.lock()()
+	if err := l.t.stampSeeded(gvr, ns, name, ""); err != nil {
+		return err
+	}
 	return l.t.delete(gvr, ns, name, first(opts))
 }
 
 func (l lockedTracker) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
+	defer l.lock()()
+	if err := l.t.stampBeforeWatch(listScope{gvr, ns}); err != nil {
+		return nil, err
+	}
 	return l.t.base.Watch(gvr, ns, opts...)
 }
 

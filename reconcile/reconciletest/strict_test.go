@@ -1805,3 +1805,157 @@ func TestStrictBuiltinStatusWrites(t *testing.T) {
 	_, err = e.deployments().Get(ctx, "web", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 }
+
+// TestStrictSeededObjects gives the constructors objects without a
+// resourceVersion, as tests usually write them, and checks they are served
+// with versions from the counter, updated like created objects, and that
+// no watcher sees the versions arrive as a change.
+func TestStrictSeededObjects(t *testing.T) {
+	ctx := context.Background()
+	cm := func(namespace, name, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv}}
+	}
+	kube := kubefake.NewClientset(newLease("lease"), cm("a", "x", ""), cm("b", "y", ""), cm("b", "given", "7"))
+	foos := foofake.NewClientset(newFoo("foo"))
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "spec": map[string]any{"size": int64(1)}}}
+	widget.SetNamespace(ns)
+	widget.SetName("w")
+	dynamic := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{widgets: "WidgetList"}, widget)
+	api := reconciletest.Strict(kube, foos, dynamic)
+	version := func(t *testing.T, rv string) int64 {
+		t.Helper()
+		v, err := strconv.ParseInt(rv, 10, 64)
+		require.NoError(t, err, "resourceVersion %q", rv)
+		require.Greater(t, v, int64(1000), "a version of the counter")
+		return v
+	}
+	next := func(t *testing.T, w watch.Interface) watch.Event {
+		t.Helper()
+		select {
+		case ev := <-w.ResultChan():
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event")
+			return watch.Event{}
+		}
+	}
+	noEvent := func(t *testing.T, w watch.Interface) {
+		t.Helper()
+		select {
+		case ev := <-w.ResultChan():
+			m, _ := meta.Accessor(ev.Object)
+			t.Fatalf("unexpected %s of %s at %s", ev.Type, m.GetName(), m.GetResourceVersion())
+		default:
+		}
+	}
+
+	t.Run("a custom resource watched first", func(t *testing.T) {
+		w, err := foos.SamplecontrollerV1alpha1().Foos(ns).Watch(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		defer w.Stop()
+		ev := next(t, w)
+		require.Equal(t, watch.Added, ev.Type)
+		added := version(t, ev.Object.(*samplev1alpha1.Foo).ResourceVersion)
+
+		got, err := foos.SamplecontrollerV1alpha1().Foos(ns).Get(ctx, "foo", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, added, version(t, got.ResourceVersion), "the version the watch saw")
+		noEvent(t, w)
+		got.Spec.Replicas = ptr.To[int32](2)
+		updated, err := foos.SamplecontrollerV1alpha1().Foos(ns).Update(ctx, got, metav1.UpdateOptions{})
+		require.NoError(t, err, "an update of what was read")
+		assert.Greater(t, version(t, updated.ResourceVersion), added)
+		ev = next(t, w)
+		assert.Equal(t, watch.Modified, ev.Type)
+		assert.Equal(t, updated.ResourceVersion, ev.Object.(*samplev1alpha1.Foo).ResourceVersion)
+		noEvent(t, w)
+	})
+
+	t.Run("unstructured, watched first", func(t *testing.T) {
+		res := dynamic.Resource(widgets).Namespace(ns)
+		w, err := res.Watch(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		defer w.Stop()
+		ev := next(t, w)
+		require.Equal(t, watch.Added, ev.Type)
+		added := version(t, ev.Object.(*unstructured.Unstructured).GetResourceVersion())
+		got, err := res.Get(ctx, "w", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, added, version(t, got.GetResourceVersion()))
+		got.Object["spec"] = map[string]any{"size": int64(2)}
+		_, err = res.Update(ctx, got, metav1.UpdateOptions{})
+		require.NoError(t, err, "an update of what was read")
+		assert.Equal(t, watch.Modified, next(t, w).Type)
+		noEvent(t, w)
+	})
+
+	t.Run("added through the tracker, watched through it first", func(t *testing.T) {
+		secrets := corev1.SchemeGroupVersion.WithResource("secrets")
+		tracker := api.Tracker(kube)
+		w, err := tracker.Watch(secrets, ns)
+		require.NoError(t, err)
+		defer w.Stop()
+		require.NoError(t, tracker.Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"}}))
+		ev := next(t, w)
+		require.Equal(t, watch.Added, ev.Type)
+		added := version(t, ev.Object.(*corev1.Secret).ResourceVersion)
+		got, err := kube.CoreV1().Secrets(ns).Get(ctx, "s", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, added, version(t, got.ResourceVersion))
+		noEvent(t, w)
+	})
+
+	t.Run("a conditional built-in kind", func(t *testing.T) {
+		leases := kube.CoordinationV1().Leases(ns)
+		got, err := leases.Get(ctx, "lease", metav1.GetOptions{})
+		require.NoError(t, err)
+		before := version(t, got.ResourceVersion)
+		assert.Empty(t, got.ManagedFields, "the version is all a stamp writes")
+		got.Spec.HolderIdentity = ptr.To("me")
+		updated, err := leases.Update(ctx, got, metav1.UpdateOptions{})
+		require.NoError(t, err, "an update of what was read")
+		assert.Greater(t, version(t, updated.ResourceVersion), before)
+		_, err = leases.Update(ctx, got, metav1.UpdateOptions{})
+		assert.True(t, apierrors.IsConflict(err), "the read copy is stale now: %v", err)
+	})
+
+	t.Run("listed by an informer", func(t *testing.T) {
+		factory := kubeinformers.NewSharedInformerFactory(kube, 0)
+		informer := factory.Core().V1().ConfigMaps().Informer()
+		var mu sync.Mutex
+		var changes []string
+		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) {
+				mu.Lock()
+				defer mu.Unlock()
+				changes = append(changes, obj.(*corev1.ConfigMap).Name)
+			},
+		})
+		require.NoError(t, err)
+		reconciletest.StartInformers(t, factory)
+		versions := map[string]string{}
+		for _, obj := range informer.GetStore().List() {
+			c := obj.(*corev1.ConfigMap)
+			versions[c.Name] = c.ResourceVersion
+		}
+		require.Len(t, versions, 3)
+		assert.Equal(t, "7", versions["given"], "a version given is kept")
+		assert.NotEqual(t, version(t, versions["x"]), version(t, versions["y"]), "each object has its own")
+
+		cached, err := factory.Core().V1().ConfigMaps().Lister().ConfigMaps("a").Get("x")
+		require.NoError(t, err)
+		fresh := cached.DeepCopy()
+		fresh.Data = map[string]string{"k": "v"}
+		updated, err := kube.CoreV1().ConfigMaps("a").Update(ctx, fresh, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Equal(changes, []string{"x"})
+		}, 10*time.Second, time.Millisecond, "the informer sees the update, and nothing else, as a change")
+		_, err = kube.CoreV1().ConfigMaps("a").Update(ctx, cached, metav1.UpdateOptions{})
+		assert.True(t, apierrors.IsConflict(err), "the cached copy is stale now: %v", err)
+		assert.Greater(t, version(t, updated.ResourceVersion), version(t, cached.ResourceVersion))
+	})
+}
