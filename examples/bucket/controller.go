@@ -51,7 +51,7 @@ func newController(ctx context.Context, st *store.Client, client versioned.Inter
 	b := &buckets{store: st, client: client.StorageV1().Buckets(), objects: objects,
 		ready: condition.New(objects, recorder, func(b *storagev1.Bucket) *[]metav1.Condition { return &b.Status.Conditions },
 			condition.WithObservedGeneration(func(b *storagev1.Bucket) *int64 { return &b.Status.ObservedGeneration }))}
-	r := finalizer.Reconciler(storagev1.Finalizer, b.objects, b.bucketsClient, finalizer.Funcs[*storagev1.Bucket]{
+	r := finalizer.Reconciler(storagev1.Finalizer, b.objects, finalizer.ClusterScoped(b.client), finalizer.Funcs[*storagev1.Bucket]{
 		Apply: b.apply, Cleanup: b.cleanup,
 	})
 	ctrl, err := queue.New("buckets", r, opts...)
@@ -62,9 +62,6 @@ func newController(ctx context.Context, st *store.Client, client versioned.Inter
 		queue.Channel(ctrl, st.Changes(ctx), informer.NamesIn("")),
 		queue.Periodic(ctrl, resync, informer.AllKeys(bucketInformer.TypedInformer()), queue.AtStart(), queue.LowPriority(), queue.Jitter(0.1)))
 }
-
-// bucketsClient is the typed client of Buckets, which are cluster-scoped.
-func (b *buckets) bucketsClient(string) bucketclient.BucketInterface { return b.client }
 
 // apply makes the storage service hold the bucket as bucket's spec asks,
 // owned by bucket's UID, and says so in the Ready condition. A bucket of

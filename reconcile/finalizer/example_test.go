@@ -66,3 +66,22 @@ func ExampleReconciler_scoped() {
 	})
 	var _ reconcile.Reconciler[cache.ObjectName] = r
 }
+
+// Namespaces are cluster-scoped: their typed client takes no namespace, and
+// ClusterScoped makes it what Reconciler takes.
+func ExampleClusterScoped() {
+	kube := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	var store externalStore // the external system's client
+
+	namespaces := write.New(factory.Core().V1().Namespaces().TypedInformer())
+	r := finalizer.Reconciler("example.com/tenant", namespaces, finalizer.ClusterScoped(kube.CoreV1().Namespaces()), finalizer.Funcs[*corev1.Namespace]{
+		Apply: func(ctx context.Context, ns *corev1.Namespace) (reconcile.Result, error) {
+			return reconcile.Result{}, store.Put(ctx, ns.Name, ns.Labels)
+		},
+		Cleanup: func(ctx context.Context, ns *corev1.Namespace) (reconcile.Result, error) {
+			return reconcile.Result{}, store.Delete(ctx, ns.Name)
+		},
+	})
+	var _ reconcile.Reconciler[cache.ObjectName] = r
+}

@@ -4,7 +4,8 @@
 // is removed only after the cleanup succeeded.
 //
 // Reconciler wraps a controller's two functions, Apply and Cleanup, into a
-// reconcile.Reconciler of object keys:
+// reconcile.Reconciler of object keys (of a cluster-scoped kind, its client
+// is given as ClusterScoped(kube.CoreV1().Namespaces())):
 //
 //	entries := write.New(factory.Core().V1().ConfigMaps().TypedInformer())
 //	r := finalizer.Reconciler("example.com/entry", entries, kube.CoreV1().ConfigMaps, finalizer.Funcs[*corev1.ConfigMap]{
@@ -271,6 +272,15 @@ type Funcs[T write.Object] struct {
 	KeepValue func(obj T) string
 }
 
+// ClusterScoped returns what Reconciler takes as the client of a
+// cluster-scoped kind, whose generated typed client is bound to no
+// namespace (kube.CoreV1().Namespaces(), or a cluster-scoped custom
+// resource's): a function that returns client for every namespace, as
+// the keys of cluster-scoped objects have none.
+func ClusterScoped[C any](client C) func(namespace string) C {
+	return func(string) C { return client }
+}
+
 // Reconciler returns a reconciler of the keys of objects of type T that
 // keeps the finalizer name on them and runs funcs:
 //
@@ -284,10 +294,13 @@ type Funcs[T write.Object] struct {
 //     does can outlive the object, or its leaving the scope, unnoticed.
 //
 // objects reads the objects from the cache and remembers the finalizer
-// patches; client gives the typed client of a namespace (for cluster-scoped
-// kinds it ignores its argument). Both funcs are required, and name must
-// be a valid finalizer name (see Validate): Reconciler panics otherwise, as
-// these are the program's constants.
+// patches; client gives the typed client of a key's namespace: for a
+// namespaced kind the generated clientset's method, as in
+// kube.CoreV1().ConfigMaps, for a cluster-scoped kind ClusterScoped of its
+// typed client, as in ClusterScoped(kube.CoreV1().Namespaces()). Both
+// funcs are required, and name must be a valid finalizer name (see
+// Validate): Reconciler panics otherwise, as these are the program's
+// constants.
 func Reconciler[T write.Object, C write.Client[T]](name string, objects *write.Objects[T], client func(namespace string) C, funcs Funcs[T]) reconcile.Reconciler[cache.ObjectName] {
 	if name == "" || objects == nil || client == nil || funcs.Apply == nil || funcs.Cleanup == nil {
 		panic("finalizer.Reconciler: name, objects, client, Apply and Cleanup are required")

@@ -477,3 +477,48 @@ func TestKeepGuards(t *testing.T) {
 	_, err = finalizer.Keep(ctx, e.objects, e.client(), kept, "not a name", "x")
 	require.Error(t, err)
 }
+
+// TestReconcilerClusterScoped finalizes Namespaces, a kind whose typed
+// client takes no namespace, through the strict fakes and an informer.
+func TestReconcilerClusterScoped(t *testing.T) {
+	ctx := reconciletest.Context(t)
+	kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+	reconciletest.Strict(kube)
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	inf := factory.Core().V1().Namespaces().TypedInformer()
+	objects := write.New(inf)
+	var applied, cleaned []string
+	r := finalizer.Reconciler(name, objects, finalizer.ClusterScoped(kube.CoreV1().Namespaces()), finalizer.Funcs[*corev1.Namespace]{
+		Apply: func(_ context.Context, ns *corev1.Namespace) (reconcile.Result, error) {
+			applied = append(applied, ns.Name)
+			return reconcile.Result{}, nil
+		},
+		Cleanup: func(_ context.Context, ns *corev1.Namespace) (reconcile.Result, error) {
+			cleaned = append(cleaned, ns.Name)
+			return reconcile.Result{}, nil
+		},
+	})
+	reconciletest.StartInformers(t, factory)
+	key := cache.ObjectName{Name: "team"}
+	cached := func(ok func(*corev1.Namespace) bool) func() bool {
+		return func() bool {
+			ns, found, err := objects.Get(key)
+			return err == nil && found && ok(ns)
+		}
+	}
+
+	out := reconciletest.Run(t, r, key, &kube.Fake)
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{"patch v1/namespaces /team"}, reconciletest.Describe(out.Writes), "the finalizer")
+	assert.Equal(t, []string{"team"}, applied)
+	require.Eventually(t, cached(func(ns *corev1.Namespace) bool { return finalizer.Contains(ns, name) }), 10*time.Second, time.Millisecond)
+
+	require.NoError(t, kube.CoreV1().Namespaces().Delete(ctx, "team", metav1.DeleteOptions{}))
+	require.Eventually(t, cached(func(ns *corev1.Namespace) bool { return ns.DeletionTimestamp != nil }), 10*time.Second, time.Millisecond)
+	out = reconciletest.Run(t, r, key, &kube.Fake)
+	require.NoError(t, out.Err)
+	assert.Equal(t, []string{"patch v1/namespaces /team"}, reconciletest.Describe(out.Writes), "the finalizer's removal")
+	assert.Equal(t, []string{"team"}, cleaned)
+	_, err := kube.CoreV1().Namespaces().Get(ctx, "team", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "released, the Namespace is gone: %v", err)
+}
