@@ -130,10 +130,11 @@ func TestSet(t *testing.T) {
 	assert.Empty(t, events(rec), "the same status and reason: no transition")
 }
 
-// The event of a transition is recorded once, before the status write: the
-// retries of a write that fails do not record it again, and a transition
-// to another reason, or back, does.
-func TestSetEventOncePerTransitionWhileWritesFail(t *testing.T) {
+// The event of a transition is recorded once, after the status write
+// that shows it succeeded: a write that fails records none, its retry
+// that succeeds records it, later retries do not, and a transition to
+// another reason, or back, records its own.
+func TestSetEventAfterTheWriteSucceeded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(reconciletest.Context(t), time.Minute)
 	defer cancel()
 	kube := fake.NewClientset()
@@ -146,21 +147,46 @@ func TestSetEventOncePerTransitionWhileWritesFail(t *testing.T) {
 	pdb, err := client.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.NoError(t, inf.GetIndexer().Add(pdb))
-	// Every status write fails, as with an API server in trouble.
+	// Status writes fail while failing is set, as with an API server in
+	// trouble; each write that goes through notes how many events were
+	// recorded before it.
+	failing := true
+	var before []int
 	kube.PrependReactor("update", "poddisruptionbudgets", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		return action.GetSubresource() == "status", nil, apierrors.NewInternalError(errors.New("etcd unavailable"))
+		if action.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		if failing {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd unavailable"))
+		}
+		before = append(before, len(rec.Events))
+		return false, nil, nil
 	})
+	set := func(reason, msg string) {
+		t.Helper()
+		updated, err := w.Set(ctx, client, pdb, ready(metav1.ConditionFalse, reason, msg), corev1.EventTypeWarning)
+		if failing {
+			require.Error(t, err)
+			return
+		}
+		require.NoError(t, err)
+		require.NoError(t, inf.GetIndexer().Update(updated))
+		pdb = updated
+	}
 
 	for range 3 {
-		_, err := w.Set(ctx, client, pdb, ready(metav1.ConditionFalse, "Broken", "x"), corev1.EventTypeWarning)
-		require.Error(t, err)
+		set("Broken", "x")
 	}
-	assert.Equal(t, []string{"Warning Broken x"}, events(rec), "once, however often the write is retried")
+	assert.Empty(t, events(rec), "no event while the status does not show the transition")
+	failing = false
+	set("Broken", "x")
+	assert.Equal(t, []string{"Warning Broken x"}, events(rec), "once the status shows it")
+	assert.Equal(t, []int{0}, before, "recorded after the write")
+	set("Broken", "x")
+	assert.Empty(t, events(rec), "the status says it already")
 
-	_, err = w.Set(ctx, client, pdb, ready(metav1.ConditionFalse, "Other", "y"), corev1.EventTypeWarning)
-	require.Error(t, err)
-	_, err = w.Set(ctx, client, pdb, ready(metav1.ConditionFalse, "Broken", "x"), corev1.EventTypeWarning)
-	require.Error(t, err)
+	set("Other", "y")
+	set("Broken", "x")
 	assert.Equal(t, []string{"Warning Other y", "Warning Broken x"}, events(rec), "each transition has its event")
 }
 
@@ -209,4 +235,121 @@ func TestSetStampsTheClocksTime(t *testing.T) {
 	assert.PanicsWithValue(t, "condition.New: WithClock of a nil clock", func() {
 		condition.New(write.New(inf), nil, conditionsOf, condition.WithClock[*policyv1.PodDisruptionBudget](nil))
 	})
+}
+
+// Update writes conditions together with the rest of the status, in one
+// status write, with the rules and events of Set.
+func TestUpdate(t *testing.T) {
+	ctx := reconciletest.Context(t)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	kube := fake.NewClientset(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 3}})
+	reconciletest.Strict(kube)
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	inf := factory.Policy().V1().PodDisruptionBudgets().TypedInformer()
+	rec := record.NewFakeRecorder(10)
+	w := condition.New(write.New(inf), rec, conditionsOf, condition.WithObservedGeneration(observedOf), condition.WithClock[*policyv1.PodDisruptionBudget](clk))
+	client := kube.PolicyV1().PodDisruptionBudgets("ns")
+	reconciletest.StartInformers(t, factory)
+	// Each status write notes how many events were recorded before it.
+	var before []int
+	kube.PrependReactor("update", "poddisruptionbudgets", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() == "status" {
+			before = append(before, len(rec.Events))
+		}
+		return false, nil, nil
+	})
+	pdb, err := client.Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	update := func(healthy int32, conds ...metav1.Condition) (*policyv1.PodDisruptionBudget, error) {
+		t.Helper()
+		kube.ClearActions()
+		before = nil
+		updated, err := w.Update(ctx, client, pdb, func(p *policyv1.PodDisruptionBudget, set condition.SetFunc) error {
+			p.Status.CurrentHealthy = healthy
+			for _, c := range conds {
+				eventType := corev1.EventTypeNormal
+				if c.Status == metav1.ConditionFalse {
+					eventType = corev1.EventTypeWarning
+				}
+				set(c, eventType)
+			}
+			return nil
+		})
+		if err == nil && updated != pdb {
+			require.NoError(t, inf.GetIndexer().Update(updated)) // as the informer will
+			pdb = updated
+		}
+		return updated, err
+	}
+	degraded := metav1.Condition{Type: "Degraded", Status: metav1.ConditionFalse, Reason: "AllHealthy", Message: "all members answer"}
+
+	// Counts and two conditions: one write, then one event per transition.
+	got, err := update(2, ready(metav1.ConditionFalse, "MembersUnreachable", "1 of 3 unreachable"), degraded)
+	require.NoError(t, err)
+	assert.Len(t, reconciletest.WriteActions(&kube.Fake), 1, "one status write")
+	assert.Equal(t, []int{0}, before, "events after the write")
+	assert.ElementsMatch(t, []string{"Warning MembersUnreachable 1 of 3 unreachable", "Warning AllHealthy all members answer"}, events(rec))
+	assert.Equal(t, int32(2), got.Status.CurrentHealthy)
+	assert.Equal(t, int64(3), got.Status.ObservedGeneration)
+	for _, c := range []string{"Ready", "Degraded"} {
+		require.NotNil(t, w.Get(got, c), c)
+		assert.Equal(t, int64(3), w.Get(got, c).ObservedGeneration)
+		assert.Equal(t, clk.Now(), w.Get(got, c).LastTransitionTime.Time.UTC())
+	}
+
+	// The same again: no write, no event.
+	same, err := update(2, ready(metav1.ConditionFalse, "MembersUnreachable", "1 of 3 unreachable"), degraded)
+	require.NoError(t, err)
+	assert.Same(t, pdb, same)
+	assert.Empty(t, reconciletest.WriteActions(&kube.Fake))
+	assert.Empty(t, events(rec))
+
+	// Another count, the same conditions: written, no event, times kept.
+	clk.Step(time.Minute)
+	got, err = update(1, ready(metav1.ConditionFalse, "MembersUnreachable", "2 of 3 unreachable"), degraded)
+	require.NoError(t, err)
+	assert.Len(t, reconciletest.WriteActions(&kube.Fake), 1)
+	assert.Empty(t, events(rec))
+	assert.Equal(t, clk.Now().Add(-time.Minute), w.Get(got, "Ready").LastTransitionTime.Time.UTC())
+	assert.Equal(t, "2 of 3 unreachable", w.Get(got, "Ready").Message)
+
+	// The rest of the status alone: the conditions stay as they are.
+	got, err = update(3)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), got.Status.CurrentHealthy)
+	assert.Len(t, got.Status.Conditions, 2)
+	assert.Empty(t, events(rec))
+
+	// A transition: its event, once.
+	got, err = update(3, ready(metav1.ConditionTrue, "AllMembersReady", "3 of 3"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Normal AllMembersReady 3 of 3"}, events(rec))
+	assert.Equal(t, clk.Now(), w.Get(got, "Ready").LastTransitionTime.Time.UTC())
+
+	// mutate's error: nothing written, no event.
+	kube.ClearActions()
+	boom := errors.New("boom")
+	_, err = w.Update(ctx, client, pdb, func(p *policyv1.PodDisruptionBudget, set condition.SetFunc) error {
+		set(ready(metav1.ConditionFalse, "Broken", ""), corev1.EventTypeWarning)
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	assert.Empty(t, reconciletest.WriteActions(&kube.Fake))
+	assert.Empty(t, events(rec))
+
+	// A failed write: no event; its retry that succeeds records it.
+	failNext := true
+	kube.PrependReactor("update", "poddisruptionbudgets", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() == "status" && failNext {
+			failNext = false
+			return true, nil, apierrors.NewInternalError(errors.New("etcd unavailable"))
+		}
+		return false, nil, nil
+	})
+	_, err = update(3, ready(metav1.ConditionFalse, "Broken", "x"))
+	require.Error(t, err)
+	assert.Empty(t, events(rec))
+	_, err = update(3, ready(metav1.ConditionFalse, "Broken", "x"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Warning Broken x"}, events(rec))
 }
