@@ -43,12 +43,16 @@ func TestQueueTokensAcrossAttempts(t *testing.T) {
 	type valueQueue struct{ informer.QueueFunc[Key] }
 	engage := func(cl *Cluster) []any {
 		var tokens []any
-		for range 2 {
-			tokens = append(tokens, cl.token(informer.QueueFunc[Key](func(Key) {})))
+		add := func(q informer.Queue[Key]) {
+			token, _ := cl.register(q)
+			tokens = append(tokens, token)
 		}
-		tokens = append(tokens, cl.token(informer.QueueFunc[Key](func(Key) {})))
-		tokens = append(tokens, cl.token(valueQueue{}))
-		tokens = append(tokens, cl.token(&queue.Controller[Key]{}))
+		for range 2 {
+			add(informer.QueueFunc[Key](func(Key) {}))
+		}
+		add(informer.QueueFunc[Key](func(Key) {}))
+		add(valueQueue{})
+		add(&queue.Controller[Key]{})
 		return tokens
 	}
 	first, second := engage(&Cluster{}), engage(&Cluster{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -138,4 +139,65 @@ func TestDeletedKeyOfANonPointerQueueSurvivesTheNextAttempt(t *testing.T) {
 	require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return st.Ready }, waitFor, time.Millisecond)
 	require.Eventually(t, func() bool { return h.count(doomed) == 2 }, 2*time.Second, time.Millisecond,
 		"the key of the object deleted during the drain is reconciled once the member is ready again")
+}
+
+// The keys held for a queue that is not a pointer (an informer.QueueFunc
+// made by each attempt's engage function) go to the queue of the attempt
+// that made the cluster ready, also when that attempt is of another
+// engagement than the attempts that held them (new credentials after
+// failed attempts): the queue of an engagement that is over gets none,
+// and is not kept.
+func TestHeldKeysAfterRotationReachTheReadyEngagementsQueue(t *testing.T) {
+	c := newClusters("a")
+	var mu sync.Mutex
+	got := map[string][]multicluster.Key{} // by the BearerToken of the engagement whose QueueFunc got the key
+	attempts := 0
+	engage := func(_ context.Context, cl *multicluster.Cluster, ctrl *queue.Controller[multicluster.Key]) (*member, error) {
+		token := cl.Config.BearerToken
+		fn := informer.QueueFunc[multicluster.Key](func(k multicluster.Key) {
+			mu.Lock()
+			got[token] = append(got[token], k)
+			mu.Unlock()
+			ctrl.Add(k)
+		})
+		cms := cl.Informers.Core().V1().ConfigMaps()
+		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(fn)), cache.HandlerOptions{}); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		attempts++
+		mu.Unlock()
+		if token == "one" {
+			// The old credentials may not list Secrets: its attempts
+			// fail once the ConfigMaps were listed.
+			cl.AddInformers(&oneInformer{inf: forbidden(), done: make(chan struct{})})
+		}
+		return &member{name: cl.Name, client: cl.Client}, nil
+	}
+	f := runFleet(t, engage, reconcileNothing, multicluster.WithClients(c.newClient),
+		multicluster.WithSyncTimeout(100*time.Millisecond))
+	one := c.config("a")
+	one.BearerToken = "one"
+	f.members.Set("a", one)
+	f.members.Synced()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return attempts >= 3 }, waitFor, time.Millisecond)
+
+	two := c.config("a")
+	two.BearerToken = "two"
+	f.members.Set("a", two)
+	f.ready(t, "a")
+	settings := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "settings")}
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(got["two"], settings) }, waitFor, time.Millisecond,
+		"the key reaches the queue of the engagement that made the cluster ready")
+	assert.Never(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got["one"]) > 0 }, 100*time.Millisecond, time.Millisecond,
+		"keys passed to the queue of an engagement that was never ready")
+}
+
+// forbidden returns an informer whose list and watch fail: it never
+// syncs.
+func forbidden() cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return nil, errors.New("forbidden") },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return nil, errors.New("forbidden") },
+	}, &corev1.Secret{}, 0, cache.Indexers{})
 }

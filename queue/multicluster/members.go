@@ -260,7 +260,7 @@ func (f *Fleet[T]) claim(ctx context.Context, key Key, token any, q queue.Enqueu
 			// ran out): the key is tried again later.
 			retry = true
 		} else {
-			f.keys.lockedHold(key.Cluster, token, 0, q, key.ObjectName, false)
+			f.keys.lockedHold(key.Cluster, token, nil, q, key.ObjectName, false)
 		}
 	}
 	f.mu.Unlock()
