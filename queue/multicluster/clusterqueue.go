@@ -162,10 +162,6 @@ func (k *keeper) lockedAdopt(cluster string, qs queues, take bool) {
 			kept = append(kept, h)
 			continue
 		}
-		if _, bySlot := h.token.(queueSlot); !bySlot {
-			kept = append(kept, h) // a pointer: its own queue
-			continue
-		}
 		token, q, ok := qs.resolve(h.token, *h.slot)
 		if !ok {
 			if !take {

@@ -1,16 +1,20 @@
 package multicluster
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/internal/engagement"
 )
 
 // The retries of one cluster spend its own budget: after a storm of
@@ -63,4 +67,43 @@ func TestQueueTokensAcrossAttempts(t *testing.T) {
 		}
 	}
 	assert.NotSame(t, first[4], second[4], "two controllers are two tokens")
+}
+
+// The keys held for the queues of earlier attempts are filed under the
+// queues of each new attempt once its engage function returned: a
+// pointer queue made anew at every attempt, like a queue that is not a
+// pointer, has one set of held keys, however many attempts failed; a
+// controller's own holds stay its own.
+func TestKeeperAdoptsTheQueuesOfEachAttempt(t *testing.T) {
+	set := engagement.New[*rest.Config](nil, func(a, b *rest.Config) bool { return a == b }, errors.New("left"))
+	set.Want("a", &rest.Config{})
+	k := &keeper{set: set}
+	type adder struct{ informer.QueueFunc[Key] }
+	var direct []Key
+	ctrl := &adder{QueueFunc: func(k Key) { direct = append(direct, k) }}
+	name := func(n string) cache.ObjectName { return cache.NewObjectName("ns", n) }
+	for attempt := range 3 {
+		cl := &Cluster{}
+		q := &adder{}
+		token, slot := cl.register(q)
+		k.lockedAdopt("a", cl.registered(), false)
+		k.lockedHold("a", token, &slot, q, name(fmt.Sprint("object-", attempt)), false)
+		k.lockedHold("a", token, &slot, q, name("shared"), true)
+		k.lockedHold("a", ctrl, nil, ctrl, name("direct"), false)
+		require.Len(t, k.held["a"], 2, "held sets after attempt %d: one for the adder, one for the controller", attempt)
+	}
+	for _, h := range k.held["a"] {
+		if h.slot == nil {
+			assert.Equal(t, []cache.ObjectName{name("direct")}, h.order)
+			continue
+		}
+		assert.Equal(t, []cache.ObjectName{name("object-0"), name("shared"), name("object-1"), name("object-2")}, h.order)
+		assert.Equal(t, map[cache.ObjectName]bool{name("object-0"): true, name("shared"): false, name("object-1"): true, name("object-2"): true}, h.pending)
+	}
+	// An attempt that passes no such queue makes the cluster ready: the
+	// set is dropped with its queue, the controller's kept.
+	release := k.lockedTake("a", (&Cluster{}).registered())
+	assert.Empty(t, k.held)
+	release()
+	assert.Equal(t, []Key{{Cluster: "a", ObjectName: name("direct")}}, direct)
 }

@@ -549,6 +549,12 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	if err != nil {
 		return stop, nil, fmt.Errorf("engage: %w", err)
 	}
+	// The keys held so far are filed under this attempt's queues: one
+	// set per queue however many attempts made their queues anew.
+	qs := cl.registered()
+	f.mu.Lock()
+	f.keys.lockedAdopt(m.name, qs, false)
+	f.mu.Unlock()
 	syncCtx, cancelSync := context.WithTimeout(actx, f.cfg.syncTimeout)
 	defer cancelSync()
 	factories := cl.informerFactories()
@@ -572,7 +578,7 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	}
 	m.value = value
 	m.status = Status{Ready: true, Since: time.Now()}
-	release := f.keys.lockedTake(m.name, cl.registered())
+	release := f.keys.lockedTake(m.name, qs)
 	f.mu.Unlock()
 	// Outside the lock: the controllers ask the Fleet whether it owns
 	// each key.

@@ -201,3 +201,69 @@ func forbidden() cache.SharedIndexInformer {
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return nil, errors.New("forbidden") },
 	}, &corev1.Secret{}, 0, cache.Indexers{})
 }
+
+// adapter is a queue that is a pointer but not the same one at every
+// attempt: a small wrapper an engage function builds around its
+// controller (to filter or count keys, say).
+type adapter struct{ add func(multicluster.Key) }
+
+func (a *adapter) Add(k multicluster.Key)            { a.add(k) }
+func (a *adapter) AddLowPriority(k multicluster.Key) { a.add(k) }
+
+// The keys held for a pointer queue that each attempt's engage function
+// makes anew (&adapter{...}) are one set, like those of a queue that is
+// not a pointer: a member whose attempts keep failing holds one copy of
+// its keys, not one per attempt, and once ready each key is passed on
+// once, to the queue of the attempt that made it ready.
+func TestHeldKeysOfAPerAttemptPointerQueueAreOneSet(t *testing.T) {
+	c := newClusters("a")
+	var mu sync.Mutex
+	adds := map[multicluster.Key]int{}
+	attempts := 0
+	failing := true
+	var last *adapter // the queue of the latest attempt
+	var byLast int    // the adds it got
+	engage := func(_ context.Context, cl *multicluster.Cluster, _ *queue.Controller[multicluster.Key]) (*member, error) {
+		q := &adapter{}
+		q.add = func(k multicluster.Key) {
+			mu.Lock()
+			defer mu.Unlock()
+			adds[k]++
+			if q == last {
+				byLast++
+			}
+		}
+		cms := cl.Informers.Core().V1().ConfigMaps()
+		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(q)), cache.HandlerOptions{}); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		attempts++
+		last = q
+		fail := failing
+		mu.Unlock()
+		if fail {
+			cl.AddInformers(&oneInformer{inf: forbidden(), done: make(chan struct{})})
+		}
+		return &member{name: cl.Name, client: cl.Client}, nil
+	}
+	f := runFleet(t, engage, reconcileNothing, multicluster.WithClients(c.newClient),
+		multicluster.WithSyncTimeout(50*time.Millisecond))
+	f.members.Set("a", c.config("a"))
+	f.members.Synced()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return attempts >= 4 }, waitFor, time.Millisecond)
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	f.ready(t, "a")
+	settings := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "settings")}
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return adds[settings] > 0 }, waitFor, time.Millisecond)
+	// Once as held, and at most once more from the ready attempt's own
+	// list, whose event may reach the handler after the caches synced.
+	assert.Never(t, func() bool { mu.Lock(); defer mu.Unlock(); return adds[settings] > 2 }, 100*time.Millisecond, time.Millisecond,
+		"a key held while the member was not ready is passed on once")
+	mu.Lock()
+	assert.Equal(t, adds[settings], byLast, "the key reaches the queue of the attempt that made the member ready (after %d attempts), only it", attempts)
+	mu.Unlock()
+	assert.NoError(t, f.stop(t, waitFor))
+}
