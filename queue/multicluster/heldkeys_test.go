@@ -20,6 +20,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // The keys held for a member that is not ready are held once per key: a
@@ -266,4 +267,112 @@ func TestHeldKeysOfAPerAttemptPointerQueueAreOneSet(t *testing.T) {
 	assert.Equal(t, adds[settings], byLast, "the key reaches the queue of the attempt that made the member ready (after %d attempts), only it", attempts)
 	mu.Unlock()
 	assert.NoError(t, f.stop(t, waitFor))
+}
+
+// The key of an object deleted while its member is engaged again, which
+// no informer of the next attempt lists, is reconciled once the member is
+// ready: the next attempt's informers start with the objects of the
+// previous attempt's, so that their first list reports the deletion, as
+// a single-cluster informer's relist does. With new credentials the old
+// engagement's informers stop before its drain ends; after failed probes
+// the drain shuts them down, and the object goes while the member is
+// retried.
+func TestObjectDeletedWhileEngagedAgainIsReconciled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// away makes member a not ready and returns a function that
+		// makes it ready again; the object is deleted in between.
+		away func(t *testing.T, f *fleetUnderTest, h *heldReconciles) (back func())
+	}{
+		{name: "new credentials", away: func(t *testing.T, f *fleetUnderTest, h *heldReconciles) func() {
+			// A reconcile in flight holds the old engagement in its
+			// drain meanwhile.
+			require.NoError(t, f.clusters.clients["a"].Tracker().Add(configMap("app", "slow", "a")))
+			h.waitStarted(t)
+			two := f.clusters.config("a")
+			two.BearerToken = "two"
+			f.members.Set("a", two)
+			require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return !st.Ready }, waitFor, time.Millisecond)
+			return func() {
+				close(h.release)
+				require.Eventually(t, func() bool { return f.clusters.tokenOf("a") == "two" }, waitFor, time.Millisecond)
+			}
+		}},
+		{name: "failed probes", away: func(t *testing.T, f *fleetUnderTest, h *heldReconciles) func() {
+			close(h.release)
+			f.clusters.down["a"].Store(true)
+			// Drained, and an attempt after the drain failed: the
+			// informers of the engagement that was ready are shut down.
+			require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return !st.Ready && st.Failures >= 2 }, waitFor, time.Millisecond)
+			return func() { f.clusters.down["a"].Store(false) }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClusters("a")
+			h := newHeldReconciles()
+			f := startFleet(t, c, h.reconcile, multicluster.WithProbeInterval(10*time.Millisecond), multicluster.WithSyncTimeout(100*time.Millisecond))
+			tracker := c.clients["a"].Tracker()
+			cm := configMap("app", "doomed", "a")
+			cm.Annotations = map[string]string{"reconciled-for": "a"} // its reconcile writes nothing
+			require.NoError(t, tracker.Add(cm))
+			one := c.config("a")
+			one.BearerToken = "one"
+			f.members.Set("a", one)
+			f.members.Synced()
+			doomed := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "doomed")}
+			require.Eventually(t, func() bool { return h.count(doomed) == 1 }, waitFor, time.Millisecond)
+
+			back := tc.away(t, f, h)
+			require.NoError(t, tracker.Delete(configMaps, "app", "doomed"))
+			back()
+			require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return st.Ready }, waitFor, time.Millisecond)
+			require.Eventually(t, func() bool { return h.count(doomed) == 2 }, waitFor, time.Millisecond,
+				"the key of the object deleted while the member was engaged again is reconciled once it is ready (informer events seen for it: %d)",
+				c.saw("a", "app", "doomed"))
+			assert.Equal(t, 2, c.saw("a", "app", "doomed"), "informer events for the object: its add and its deletion")
+		})
+	}
+}
+
+// A reconcile cancelled because its member is engaged again (new
+// credentials) rather than gone runs again once the member is ready,
+// whatever the informers report: here its key names no object.
+func TestReconcileCancelledByRotationRunsAgain(t *testing.T) {
+	c := newClusters("a")
+	started := make(chan struct{}, 1)
+	var mu sync.Mutex
+	runs := map[string]int{} // by the bearer token of the member's client
+	r := func(ctx context.Context, m *member, key multicluster.Key) (reconcile.Result, error) {
+		if key.Name != "job" {
+			return reconcile.Result{}, nil
+		}
+		mu.Lock()
+		runs[c.tokenOf("a")]++
+		first := len(runs) == 1 && runs["one"] == 1
+		mu.Unlock()
+		if first {
+			started <- struct{}{}
+			<-ctx.Done()
+			return reconcile.Result{}, ctx.Err()
+		}
+		return reconcile.Result{}, nil
+	}
+	f := startFleet(t, c, r)
+	one := c.config("a")
+	one.BearerToken = "one"
+	f.members.Set("a", one)
+	f.members.Synced()
+	require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return st.Ready }, waitFor, time.Millisecond)
+	job := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "job")}
+	f.ctrl.Add(job)
+	select {
+	case <-started:
+	case <-time.After(waitFor):
+		t.Fatal("the reconcile did not start")
+	}
+	two := c.config("a")
+	two.BearerToken = "two"
+	f.members.Set("a", two)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return runs["two"] == 1 }, waitFor, time.Millisecond,
+		"the key whose reconcile the rotation cancelled runs with the new credentials")
 }
