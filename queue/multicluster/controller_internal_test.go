@@ -1,13 +1,17 @@
 package multicluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -106,4 +110,38 @@ func TestKeeperAdoptsTheQueuesOfEachAttempt(t *testing.T) {
 	assert.Empty(t, k.held)
 	release()
 	assert.Equal(t, []Key{{Cluster: "a", ObjectName: name("direct")}}, direct)
+}
+
+// idle is a Provider that reports no member.
+type idle struct{}
+
+func (idle) Run(ctx context.Context, _ Members) error { <-ctx.Done(); return nil }
+
+// An attempt of a member told to leave before it began (its backoff and
+// the leave ending together) builds no client and calls no engage
+// function.
+func TestAttemptOfALeavingMemberBuildsNothing(t *testing.T) {
+	var calls atomic.Int32
+	f, err := New("test", idle{}, func(context.Context, *Cluster) (struct{}, error) {
+		calls.Add(1)
+		return struct{}{}, nil
+	}, WithClients(func(context.Context, string, *rest.Config) (kubernetes.Interface, error) {
+		calls.Add(1)
+		return fake.NewClientset(), nil
+	}))
+	require.NoError(t, err)
+	f.set.Want("a", &rest.Config{Host: "https://a"})
+	started, _ := f.set.Converge(context.Background())
+	require.Len(t, started, 1)
+	m := &member{name: "a", e: started[0], mu: &f.mu, keys: f.keys, done: make(chan struct{})}
+	f.mu.Lock()
+	started[0].Leave()
+	f.mu.Unlock()
+	stop, client, err := f.attempt(started[0].Context(), m)
+	stop()
+	f.building.Wait()
+	f.engaging.Wait()
+	require.ErrorIs(t, err, ErrLeft)
+	assert.Nil(t, client)
+	assert.Zero(t, calls.Load(), "client constructor and engage calls")
 }

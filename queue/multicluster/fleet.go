@@ -544,12 +544,21 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	actx, cancel := context.WithCancel(ctx)
 	f.mu.Lock()
 	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m}
+	leaving := m.e.Leaving()
 	f.mu.Unlock()
 	stop = func() {
 		cancel()
 		for _, fac := range cl.informerFactories() {
 			fac.Shutdown()
 		}
+	}
+	if leaving {
+		// Told to leave (or to stop) before this attempt began, as its
+		// backoff ended: no client is built, no engage function called.
+		if err := context.Cause(ctx); err != nil {
+			return stop, nil, err
+		}
+		return stop, nil, ErrLeft
 	}
 	cl.Client, err = f.buildClient(ctx, m.name, cl.Config)
 	switch {
