@@ -109,8 +109,11 @@ func (c *Cluster) informerFactories() []informer.Factory {
 // deleted meanwhile reaches the handlers as a deletion
 // (cache.DeletedFinalStateUnknown), one still there as an update. An
 // object that no informer of the cluster ever listed (created and
-// deleted while the cluster was not ready) has no key: cleanup that must
-// happen for every object belongs behind a finalizer.
+// deleted while the cluster was not ready) has no key, nor has a deletion
+// that arrives as an attempt's informers are shut down (client-go drops
+// the notifications it has not handed out yet, its store already
+// updated): cleanup that must happen for every object belongs behind a
+// finalizer.
 //
 // The keys held for one q are one set across every attempt to engage the
 // cluster (with every config it had meanwhile), passed on once, to the q
