@@ -16,19 +16,13 @@ import (
 type clusterQueue struct {
 	m *member
 	q informer.Queue[Key]
-	// token files the keys held for q, the same for the queues of every
-	// attempt that stand for one queue (see Cluster.Queue).
+	// token files the keys held for q; slot is where the engage function
+	// passed q to Cluster.Queue (see Cluster.Queue).
 	token any
-	// attempt is the member's attempt whose engage function made this
-	// queue.
-	attempt int
+	slot  queueSlot
 }
 
 var _ informer.Queue[cache.ObjectName] = (*clusterQueue)(nil)
-
-func newClusterQueue(m *member, attempt int, token any, q informer.Queue[Key]) *clusterQueue {
-	return &clusterQueue{m: m, q: q, token: token, attempt: attempt}
-}
 
 // Add implements informer.Queue.
 func (c *clusterQueue) Add(name cache.ObjectName) { c.add(name, false) }
@@ -40,7 +34,7 @@ func (c *clusterQueue) add(name cache.ObjectName, low bool) {
 	m := c.m
 	m.mu.Lock()
 	if !m.lockedReady() {
-		m.keys.lockedHold(m.name, c.token, c.attempt, c.q, name, low)
+		m.keys.lockedHold(m.name, c.token, &c.slot, c.q, name, low)
 		m.mu.Unlock()
 		return
 	}
@@ -51,6 +45,29 @@ func (c *clusterQueue) add(name cache.ObjectName, low bool) {
 	} else {
 		c.q.Add(key)
 	}
+}
+
+// queues are the queues one attempt's engage function passed to
+// Cluster.Queue.
+type queues struct {
+	byToken map[any]informer.Queue[Key]
+	bySlot  map[queueSlot]any // the token of the queue passed in each slot
+}
+
+// resolve returns the token and queue of this attempt that stand for the
+// queue filed under token, which was passed to Cluster.Queue in slot by
+// an earlier attempt: the same queue if this attempt passed it too (a
+// pointer, or a queue that is not one, filed by its slot), otherwise the
+// pointer this attempt passed in the same slot. ok is false if this
+// attempt passed none.
+func (qs queues) resolve(token any, slot queueSlot) (any, informer.Queue[Key], bool) {
+	if q, ok := qs.byToken[token]; ok {
+		return token, q, true
+	}
+	if t, ok := qs.bySlot[slot]; ok {
+		return t, qs.byToken[t], true
+	}
+	return nil, nil, false
 }
 
 // keeper holds the keys that arrive for a cluster that is this replica's
@@ -65,15 +82,24 @@ type keeper struct {
 	gate     *shard.Gate[string] // nil without sharding
 	stopping bool                // the Fleet stops: nothing is held
 	held     map[string][]*heldKeys
+	// informers are, per cluster whose keys are held, the informer
+	// factories of its latest attempt that started them (of this
+	// engagement or the one before, whose config changed): their caches
+	// seed the informers of the next attempt (seedInformers).
+	informers map[string][]informer.Factory
 }
 
 // heldKeys are the keys held for one queue of one cluster.
 type heldKeys struct {
 	token any
-	// q is the queue of the latest attempt that held a key, which the
-	// keys are passed to.
-	q       informer.Queue[Key]
-	attempt int
+	// slot is where the queue was passed to Cluster.Queue, nil for the
+	// keys a controller holds itself (the controller is their queue in
+	// every attempt).
+	slot *queueSlot
+	// q is the queue the keys are passed to: for a queue of
+	// Cluster.Queue, the one of the latest attempt that passed it, set
+	// anew by each attempt (lockedAdopt).
+	q informer.Queue[Key]
 	// pending is true for the keys added at least once with Add (not
 	// AddLowPriority); order is the order of their first add.
 	pending map[cache.ObjectName]bool
@@ -87,9 +113,10 @@ func (k *keeper) lockedHolds(cluster string) bool {
 	return !k.stopping && k.set.IsWanted(cluster) && (k.gate == nil || k.gate.Owns(cluster))
 }
 
-// lockedHold holds the key name of cluster for q (filed under token), if
-// the keys of cluster are held; it reports whether it did.
-func (k *keeper) lockedHold(cluster string, token any, attempt int, q informer.Queue[Key], name cache.ObjectName, low bool) bool {
+// lockedHold holds the key name of cluster for q (filed under token; slot
+// is where q was passed to Cluster.Queue, nil for a controller's own
+// holds), if the keys of cluster are held; it reports whether it did.
+func (k *keeper) lockedHold(cluster string, token any, slot *queueSlot, q informer.Queue[Key], name cache.ObjectName, low bool) bool {
 	if !k.lockedHolds(cluster) {
 		return false
 	}
@@ -101,28 +128,77 @@ func (k *keeper) lockedHold(cluster string, token any, attempt int, q informer.Q
 		}
 	}
 	if h == nil {
-		h = &heldKeys{token: token, q: q, attempt: attempt, pending: map[cache.ObjectName]bool{}}
+		h = &heldKeys{token: token, slot: slot, q: q, pending: map[cache.ObjectName]bool{}}
 		if k.held == nil {
 			k.held = map[string][]*heldKeys{}
 		}
 		k.held[cluster] = append(k.held[cluster], h)
 	}
-	if attempt > h.attempt {
-		h.q, h.attempt = q, attempt
-	}
-	fresh, seen := h.pending[name]
-	if !seen {
-		h.order = append(h.order, name)
-	}
-	h.pending[name] = fresh || !low
+	h.lockedAdd(name, !low)
 	return true
 }
 
-// lockedTake takes the keys held for cluster, once it is ready: the
-// function returned passes them to their queues, and must be called
-// without the Fleet's mu (a controller asks the Fleet whether it owns
-// each key).
-func (k *keeper) lockedTake(cluster string) (release func()) {
+// lockedAdd holds name, pending if fresh.
+func (h *heldKeys) lockedAdd(name cache.ObjectName, fresh bool) {
+	was, seen := h.pending[name]
+	if !seen {
+		h.order = append(h.order, name)
+	}
+	h.pending[name] = was || fresh
+}
+
+// lockedAdopt files the keys held for cluster's queues of Cluster.Queue
+// under the queues of an attempt whose engage function passed qs: each
+// set under the queue of that attempt that stands for its own (see
+// queues.resolve), two sets that now stand for one queue merged into one.
+// A set for which the attempt passed no queue is kept (a later attempt
+// may pass one) unless take is set: then the attempt makes the cluster
+// ready, and the set, meant for a queue of an attempt that is over, is
+// dropped. The keys a controller holds itself stay as they are.
+func (k *keeper) lockedAdopt(cluster string, qs queues, take bool) {
+	held := k.held[cluster]
+	if len(held) == 0 {
+		return
+	}
+	kept := held[:0]
+	byToken := map[any]*heldKeys{}
+	for _, h := range held {
+		if h.slot == nil {
+			kept = append(kept, h)
+			continue
+		}
+		token, q, ok := qs.resolve(h.token, *h.slot)
+		if !ok {
+			if !take {
+				kept = append(kept, h)
+			}
+			continue
+		}
+		if x := byToken[token]; x != nil {
+			for _, name := range h.order {
+				x.lockedAdd(name, h.pending[name])
+			}
+			continue
+		}
+		h.token, h.q = token, q
+		byToken[token] = h
+		kept = append(kept, h)
+	}
+	clear(held[len(kept):])
+	if len(kept) == 0 {
+		delete(k.held, cluster)
+		return
+	}
+	k.held[cluster] = kept
+}
+
+// lockedTake takes the keys held for cluster, once an attempt whose
+// engage function passed qs to Cluster.Queue has made it ready: the
+// function returned passes them to their queues (those of that attempt,
+// see lockedAdopt), and must be called without the Fleet's mu (a
+// controller asks the Fleet whether it owns each key).
+func (k *keeper) lockedTake(cluster string, qs queues) (release func()) {
+	k.lockedAdopt(cluster, qs, true)
 	held := k.held[cluster]
 	delete(k.held, cluster)
 	return func() {
@@ -139,12 +215,31 @@ func (k *keeper) lockedTake(cluster string) (release func()) {
 	}
 }
 
-// lockedPrune drops the keys held for the clusters whose keys are no
-// longer held.
+// lockedKeepInformers keeps the informer factories of cluster's attempt
+// that starts them, in place of those of the attempt before, if the keys
+// of cluster are held.
+func (k *keeper) lockedKeepInformers(cluster string, factories []informer.Factory) {
+	if !k.lockedHolds(cluster) {
+		delete(k.informers, cluster)
+		return
+	}
+	if k.informers == nil {
+		k.informers = map[string][]informer.Factory{}
+	}
+	k.informers[cluster] = factories
+}
+
+// lockedPrune drops the keys held, and the informer factories kept, for
+// the clusters whose keys are no longer held.
 func (k *keeper) lockedPrune() {
 	for cluster := range k.held {
 		if !k.lockedHolds(cluster) {
 			delete(k.held, cluster)
+		}
+	}
+	for cluster := range k.informers {
+		if !k.lockedHolds(cluster) {
+			delete(k.informers, cluster)
 		}
 	}
 }

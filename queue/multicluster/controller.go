@@ -31,7 +31,9 @@ type ReconcileFunc[T any] func(ctx context.Context, cluster T, key Key) (reconci
 // waits for them. The keys added for a cluster that is this replica's
 // member but not ready (engaging, engaged again after failed probes or
 // with new credentials), by any source, are held and queued again once
-// it is ready; those of a cluster that is no member here are dropped.
+// it is ready, as is the key of a reconcile cancelled because its cluster
+// was engaged again; those of a cluster that is no member here are
+// dropped.
 // opts are applied after these (a queue.WithRateLimiter among them
 // replaces the per-cluster one).
 func NewController[T any](f *Fleet[T], name string, r ReconcileFunc[T], opts ...queue.Option) (*queue.Controller[Key], error) {

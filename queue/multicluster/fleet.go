@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -56,19 +57,28 @@ type Cluster struct {
 	// Recorder records events in the cluster, as the fleet's component.
 	Recorder record.EventRecorderLogger
 
-	m       *member
-	attempt int // the member's attempt this Cluster is of
-	// mu guards factories and slots: an engage function the attempt
-	// stopped waiting for may still add to them.
+	m *member
+	// mu guards factories, slots and queues: an engage function the
+	// attempt stopped waiting for may still add to them.
 	mu        sync.Mutex
 	factories []informer.Factory
-	slots     map[queueSlot]int // queues passed to Queue so far, per slot
+	slots     map[queueSlot]int // queues passed to Queue so far, per slot without its n
+	queues    queues            // the queues passed to Queue
 }
 
 // AddInformers makes the Fleet start f with the cluster's own factory and
 // wait for its caches before the cluster's keys run, and shut it down
 // when the cluster leaves: for the informer factories of generated
 // clientsets built from Config. Call it from the engage function.
+//
+// Each informer of an attempt that engages the cluster again starts with
+// the objects of the previous attempt's informer of the same type in the
+// factory of the same type and place (Informers first, then those added
+// here, in order), if the factory has client-go's InformerFor method, as
+// client-go's and code-generator's factories do (see Queue). Those
+// objects are kept from one attempt to the next, also across a change of
+// config, while the cluster is this replica's member, and dropped once
+// the next attempt's informers start with them.
 func (c *Cluster) AddInformers(f informer.Factory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -88,52 +98,80 @@ func (c *Cluster) informerFactories() []informer.Factory {
 // arrive before the cluster's caches have synced are held and passed on
 // once they have, so no key of the initial list is lost. The same holds
 // whenever the cluster is not ready while it is this replica's member:
-// engaged again after failed probes, or with new credentials (the keys of
-// its deleted objects, which the next list does not show, are kept too).
-// Keys that arrive after the cluster left (or moved to another replica),
-// or once the Fleet stops, are dropped.
+// engaged again after failed probes, or with new credentials. Keys that
+// arrive after the cluster left (or moved to another replica), or once
+// the Fleet stops, are dropped.
+//
+// An attempt that engages the cluster again starts its informers with
+// the objects of the informers of the previous attempt (see
+// AddInformers), so their first list reports what changed while no
+// informer watched, as a single-cluster informer's relist does: an object
+// deleted meanwhile reaches the handlers as a deletion
+// (cache.DeletedFinalStateUnknown), one still there as an update. An
+// object that no informer of the cluster ever listed (created and
+// deleted while the cluster was not ready) has no key, nor has a deletion
+// that arrives as an attempt's informers are shut down (client-go drops
+// the notifications it has not handed out yet, its store already
+// updated): cleanup that must happen for every object belongs behind a
+// finalizer.
 //
 // The keys held for one q are one set across every attempt to engage the
-// cluster, passed on once to the q of the attempt that made the cluster
-// ready. A q that is a pointer (a controller) is the same q in every
-// attempt; any other q (such as an informer.QueueFunc) is taken for the
-// one an earlier attempt passed in the same place: the n-th q of its type
-// (and, for a function, of its code) that the engage function passes to
-// Queue, so an engage function that makes its queues in the same order at
-// every attempt has its keys reach the queue meant for them.
+// cluster (with every config it had meanwhile), passed on once, to the q
+// of the attempt that made the cluster ready. That q stands for a q of an
+// earlier attempt if it is the same pointer (a controller), or else if
+// the engage function passed it in the same place: as the n-th q of its
+// type (and, for a function, of its code) that it passes to Queue. An
+// engage function that makes its queues anew at every attempt (an
+// informer.QueueFunc, a wrapper around a controller) in the same order
+// has its keys reach the queue meant for them; the keys held for a queue
+// for which the attempt that made the cluster ready passed none are
+// dropped.
 func (c *Cluster) Queue(q informer.Queue[Key]) informer.Queue[cache.ObjectName] {
-	return newClusterQueue(c.m, c.attempt, c.token(q), q)
+	token, slot := c.register(q)
+	return &clusterQueue{m: c.m, q: q, token: token, slot: slot}
 }
 
-// queueSlot names a queue that is not a pointer across the attempts to
-// engage a cluster: the n-th queue of its type and code passed to
-// Cluster.Queue by one attempt's engage function.
+// queueSlot names a queue across the attempts to engage a cluster: the
+// n-th queue of its type and code passed to Cluster.Queue by one
+// attempt's engage function.
 type queueSlot struct {
 	typ  reflect.Type
 	code uintptr // a function's code; 0 for other kinds
 	n    int
 }
 
-// token returns what the keys held for q are filed under: q itself when it
-// is a pointer, otherwise its queueSlot.
-func (c *Cluster) token(q informer.Queue[Key]) any {
+// register notes that the engage function passed q to Queue, and returns
+// what the keys held for q are filed under (q itself when it is a
+// pointer, otherwise its slot) and its slot.
+func (c *Cluster) register(q informer.Queue[Key]) (token any, slot queueSlot) {
 	v := reflect.ValueOf(q)
-	if v.Kind() == reflect.Pointer && !v.IsNil() {
-		return q
-	}
-	s := queueSlot{typ: v.Type()}
+	slot = queueSlot{typ: v.Type()}
 	if v.Kind() == reflect.Func && !v.IsNil() {
-		s.code = v.Pointer()
+		slot.code = v.Pointer()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.slots == nil {
 		c.slots = map[queueSlot]int{}
+		c.queues = queues{byToken: map[any]informer.Queue[Key]{}, bySlot: map[queueSlot]any{}}
 	}
-	n := c.slots[s]
-	c.slots[s] = n + 1
-	s.n = n
-	return s
+	n := c.slots[slot]
+	c.slots[slot] = n + 1
+	slot.n = n
+	token = slot
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		token = q
+	}
+	c.queues.byToken[token] = q
+	c.queues.bySlot[slot] = token
+	return token, slot
+}
+
+// registered returns the queues passed to Queue so far.
+func (c *Cluster) registered() queues {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return queues{byToken: maps.Clone(c.queues.byToken), bySlot: maps.Clone(c.queues.bySlot)}
 }
 
 // EngageFunc prepares a joining cluster: it registers handlers on the
@@ -222,8 +260,6 @@ type member struct {
 	// stopProbe ends the probes of the ready cluster, when the Fleet
 	// stops; nil while the cluster is not ready.
 	stopProbe context.CancelFunc
-	// attempt counts the attempts to engage the cluster.
-	attempt int
 	// inflight holds the contexts of the reconciles holding a claim on
 	// the cluster, as their controllers gave them.
 	inflight map[*struct{}]context.Context
@@ -510,14 +546,22 @@ func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Du
 func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client kubernetes.Interface, err error) {
 	actx, cancel := context.WithCancel(ctx)
 	f.mu.Lock()
-	m.attempt++
-	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m, attempt: m.attempt}
+	cl := &Cluster{Name: m.name, Config: m.e.Config(), m: m}
+	leaving := m.e.Leaving()
 	f.mu.Unlock()
 	stop = func() {
 		cancel()
 		for _, fac := range cl.informerFactories() {
 			fac.Shutdown()
 		}
+	}
+	if leaving {
+		// Told to leave (or to stop) before this attempt began, as its
+		// backoff ended: no client is built, no engage function called.
+		if err := context.Cause(ctx); err != nil {
+			return stop, nil, err
+		}
+		return stop, nil, ErrLeft
 	}
 	cl.Client, err = f.buildClient(ctx, m.name, cl.Config)
 	switch {
@@ -536,9 +580,28 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	if err != nil {
 		return stop, nil, fmt.Errorf("engage: %w", err)
 	}
+	// The keys held so far are filed under this attempt's queues: one
+	// set per queue however many attempts made their queues anew.
+	qs := cl.registered()
+	f.mu.Lock()
+	f.keys.lockedAdopt(m.name, qs, false)
+	f.mu.Unlock()
 	syncCtx, cancelSync := context.WithTimeout(actx, f.cfg.syncTimeout)
 	defer cancelSync()
 	factories := cl.informerFactories()
+	// The informers start with the objects of the previous attempt's
+	// (shut down): their first list reports the objects deleted since as
+	// deletions. Then this attempt's are kept for the next, in their
+	// stead.
+	f.mu.Lock()
+	previous := f.keys.informers[m.name]
+	f.mu.Unlock()
+	if n := seedInformers(previous, factories); n > 0 {
+		klog.FromContext(ctx).V(4).Info("Informers start with the objects of the previous attempt", "informers", n)
+	}
+	f.mu.Lock()
+	f.keys.lockedKeepInformers(m.name, factories)
+	f.mu.Unlock()
 	for _, fac := range factories {
 		fac.Start(actx.Done())
 	}
@@ -559,7 +622,7 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	}
 	m.value = value
 	m.status = Status{Ready: true, Since: time.Now()}
-	release := f.keys.lockedTake(m.name)
+	release := f.keys.lockedTake(m.name, qs)
 	f.mu.Unlock()
 	// Outside the lock: the controllers ask the Fleet whether it owns
 	// each key.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
 // The keys held for a member that is not ready are held once per key: a
@@ -138,4 +140,239 @@ func TestDeletedKeyOfANonPointerQueueSurvivesTheNextAttempt(t *testing.T) {
 	require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return st.Ready }, waitFor, time.Millisecond)
 	require.Eventually(t, func() bool { return h.count(doomed) == 2 }, 2*time.Second, time.Millisecond,
 		"the key of the object deleted during the drain is reconciled once the member is ready again")
+}
+
+// The keys held for a queue that is not a pointer (an informer.QueueFunc
+// made by each attempt's engage function) go to the queue of the attempt
+// that made the cluster ready, also when that attempt is of another
+// engagement than the attempts that held them (new credentials after
+// failed attempts): the queue of an engagement that is over gets none,
+// and is not kept.
+func TestHeldKeysAfterRotationReachTheReadyEngagementsQueue(t *testing.T) {
+	c := newClusters("a")
+	var mu sync.Mutex
+	got := map[string][]multicluster.Key{} // by the BearerToken of the engagement whose QueueFunc got the key
+	attempts := 0
+	engage := func(_ context.Context, cl *multicluster.Cluster, ctrl *queue.Controller[multicluster.Key]) (*member, error) {
+		token := cl.Config.BearerToken
+		fn := informer.QueueFunc[multicluster.Key](func(k multicluster.Key) {
+			mu.Lock()
+			got[token] = append(got[token], k)
+			mu.Unlock()
+			ctrl.Add(k)
+		})
+		cms := cl.Informers.Core().V1().ConfigMaps()
+		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(fn)), cache.HandlerOptions{}); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		attempts++
+		mu.Unlock()
+		if token == "one" {
+			// The old credentials may not list Secrets: its attempts
+			// fail once the ConfigMaps were listed.
+			cl.AddInformers(&oneInformer{inf: forbidden(), done: make(chan struct{})})
+		}
+		return &member{name: cl.Name, client: cl.Client}, nil
+	}
+	f := runFleet(t, engage, reconcileNothing, multicluster.WithClients(c.newClient),
+		multicluster.WithSyncTimeout(100*time.Millisecond))
+	one := c.config("a")
+	one.BearerToken = "one"
+	f.members.Set("a", one)
+	f.members.Synced()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return attempts >= 3 }, waitFor, time.Millisecond)
+
+	two := c.config("a")
+	two.BearerToken = "two"
+	f.members.Set("a", two)
+	f.ready(t, "a")
+	settings := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "settings")}
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(got["two"], settings) }, waitFor, time.Millisecond,
+		"the key reaches the queue of the engagement that made the cluster ready")
+	assert.Never(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got["one"]) > 0 }, 100*time.Millisecond, time.Millisecond,
+		"keys passed to the queue of an engagement that was never ready")
+}
+
+// forbidden returns an informer whose list and watch fail: it never
+// syncs.
+func forbidden() cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return nil, errors.New("forbidden") },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return nil, errors.New("forbidden") },
+	}, &corev1.Secret{}, 0, cache.Indexers{})
+}
+
+// adapter is a queue that is a pointer but not the same one at every
+// attempt: a small wrapper an engage function builds around its
+// controller (to filter or count keys, say).
+type adapter struct{ add func(multicluster.Key) }
+
+func (a *adapter) Add(k multicluster.Key)            { a.add(k) }
+func (a *adapter) AddLowPriority(k multicluster.Key) { a.add(k) }
+
+// The keys held for a pointer queue that each attempt's engage function
+// makes anew (&adapter{...}) are one set, like those of a queue that is
+// not a pointer: a member whose attempts keep failing holds one copy of
+// its keys, not one per attempt, and once ready each key is passed on
+// once, to the queue of the attempt that made it ready.
+func TestHeldKeysOfAPerAttemptPointerQueueAreOneSet(t *testing.T) {
+	c := newClusters("a")
+	var mu sync.Mutex
+	adds := map[multicluster.Key]int{}
+	attempts := 0
+	failing := true
+	var last *adapter // the queue of the latest attempt
+	var byLast int    // the adds it got
+	engage := func(_ context.Context, cl *multicluster.Cluster, _ *queue.Controller[multicluster.Key]) (*member, error) {
+		q := &adapter{}
+		q.add = func(k multicluster.Key) {
+			mu.Lock()
+			defer mu.Unlock()
+			adds[k]++
+			if q == last {
+				byLast++
+			}
+		}
+		cms := cl.Informers.Core().V1().ConfigMaps()
+		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(q)), cache.HandlerOptions{}); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		attempts++
+		last = q
+		fail := failing
+		mu.Unlock()
+		if fail {
+			cl.AddInformers(&oneInformer{inf: forbidden(), done: make(chan struct{})})
+		}
+		return &member{name: cl.Name, client: cl.Client}, nil
+	}
+	f := runFleet(t, engage, reconcileNothing, multicluster.WithClients(c.newClient),
+		multicluster.WithSyncTimeout(50*time.Millisecond))
+	f.members.Set("a", c.config("a"))
+	f.members.Synced()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return attempts >= 4 }, waitFor, time.Millisecond)
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	f.ready(t, "a")
+	settings := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "settings")}
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return adds[settings] > 0 }, waitFor, time.Millisecond)
+	// Once as held, and at most once more from the ready attempt's own
+	// list, whose event may reach the handler after the caches synced.
+	assert.Never(t, func() bool { mu.Lock(); defer mu.Unlock(); return adds[settings] > 2 }, 100*time.Millisecond, time.Millisecond,
+		"a key held while the member was not ready is passed on once")
+	mu.Lock()
+	assert.Equal(t, adds[settings], byLast, "the key reaches the queue of the attempt that made the member ready (after %d attempts), only it", attempts)
+	mu.Unlock()
+	assert.NoError(t, f.stop(t, waitFor))
+}
+
+// The key of an object deleted while its member is engaged again, which
+// no informer of the next attempt lists, is reconciled once the member is
+// ready: the next attempt's informers start with the objects of the
+// previous attempt's, so that their first list reports the deletion, as
+// a single-cluster informer's relist does. With new credentials the old
+// engagement's informers stop before its drain ends; after failed probes
+// the drain shuts them down, and the object goes while the member is
+// retried.
+func TestObjectDeletedWhileEngagedAgainIsReconciled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// away makes member a not ready and returns a function that
+		// makes it ready again; the object is deleted in between.
+		away func(t *testing.T, f *fleetUnderTest, h *heldReconciles) (back func())
+	}{
+		{name: "new credentials", away: func(t *testing.T, f *fleetUnderTest, h *heldReconciles) func() {
+			// A reconcile in flight holds the old engagement in its
+			// drain meanwhile.
+			require.NoError(t, f.clusters.clients["a"].Tracker().Add(configMap("app", "slow", "a")))
+			h.waitStarted(t)
+			two := f.clusters.config("a")
+			two.BearerToken = "two"
+			f.members.Set("a", two)
+			require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return !st.Ready }, waitFor, time.Millisecond)
+			return func() {
+				close(h.release)
+				require.Eventually(t, func() bool { return f.clusters.tokenOf("a") == "two" }, waitFor, time.Millisecond)
+			}
+		}},
+		{name: "failed probes", away: func(t *testing.T, f *fleetUnderTest, h *heldReconciles) func() {
+			close(h.release)
+			f.clusters.down["a"].Store(true)
+			// Drained, and an attempt after the drain failed: the
+			// informers of the engagement that was ready are shut down.
+			require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return !st.Ready && st.Failures >= 2 }, waitFor, time.Millisecond)
+			return func() { f.clusters.down["a"].Store(false) }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClusters("a")
+			h := newHeldReconciles()
+			f := startFleet(t, c, h.reconcile, multicluster.WithProbeInterval(10*time.Millisecond), multicluster.WithSyncTimeout(100*time.Millisecond))
+			tracker := c.clients["a"].Tracker()
+			cm := configMap("app", "doomed", "a")
+			cm.Annotations = map[string]string{"reconciled-for": "a"} // its reconcile writes nothing
+			require.NoError(t, tracker.Add(cm))
+			one := c.config("a")
+			one.BearerToken = "one"
+			f.members.Set("a", one)
+			f.members.Synced()
+			doomed := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "doomed")}
+			require.Eventually(t, func() bool { return h.count(doomed) == 1 }, waitFor, time.Millisecond)
+
+			back := tc.away(t, f, h)
+			require.NoError(t, tracker.Delete(configMaps, "app", "doomed"))
+			back()
+			require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return st.Ready }, waitFor, time.Millisecond)
+			require.Eventually(t, func() bool { return h.count(doomed) == 2 }, waitFor, time.Millisecond,
+				"the key of the object deleted while the member was engaged again is reconciled once it is ready (informer events seen for it: %d)",
+				c.saw("a", "app", "doomed"))
+			assert.Equal(t, 2, c.saw("a", "app", "doomed"), "informer events for the object: its add and its deletion")
+		})
+	}
+}
+
+// A reconcile cancelled because its member is engaged again (new
+// credentials) rather than gone runs again once the member is ready,
+// whatever the informers report: here its key names no object.
+func TestReconcileCancelledByRotationRunsAgain(t *testing.T) {
+	c := newClusters("a")
+	started := make(chan struct{}, 1)
+	var mu sync.Mutex
+	runs := map[string]int{} // by the bearer token of the member's client
+	r := func(ctx context.Context, m *member, key multicluster.Key) (reconcile.Result, error) {
+		if key.Name != "job" {
+			return reconcile.Result{}, nil
+		}
+		mu.Lock()
+		runs[c.tokenOf("a")]++
+		first := len(runs) == 1 && runs["one"] == 1
+		mu.Unlock()
+		if first {
+			started <- struct{}{}
+			<-ctx.Done()
+			return reconcile.Result{}, ctx.Err()
+		}
+		return reconcile.Result{}, nil
+	}
+	f := startFleet(t, c, r)
+	one := c.config("a")
+	one.BearerToken = "one"
+	f.members.Set("a", one)
+	f.members.Synced()
+	require.Eventually(t, func() bool { st, _ := f.fleet.Status("a"); return st.Ready }, waitFor, time.Millisecond)
+	job := multicluster.Key{Cluster: "a", ObjectName: cacheName("app", "job")}
+	f.ctrl.Add(job)
+	select {
+	case <-started:
+	case <-time.After(waitFor):
+		t.Fatal("the reconcile did not start")
+	}
+	two := c.config("a")
+	two.BearerToken = "two"
+	f.members.Set("a", two)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return runs["two"] == 1 }, waitFor, time.Millisecond,
+		"the key whose reconcile the rotation cancelled runs with the new credentials")
 }

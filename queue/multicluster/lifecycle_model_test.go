@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -36,11 +37,16 @@ var (
 // engaged again), rotate their credentials, leave and come back, while
 // objects are created, updated and deleted in them (informer events) and
 // keys are added directly, at every step; then every member answers
-// again and the Fleet stops. It checks that nothing panics, that no key
-// added for a cluster that has been a member ever since is lost, that no
-// key is reconciled in a cluster after it left, that a reconcile gets its
-// own cluster's value, and that the stop lets a reconcile in flight
-// finish. A seed fixes the schedule of steps (goroutines still interleave
+// again and the Fleet stops. The handlers' queue is, by seed, the
+// controller itself, an informer.QueueFunc or a wrapper pointer made anew
+// by each attempt's engage function, which drops the keys it gets once
+// a later attempt has begun (as a queue built over that attempt's caches
+// would). It checks that nothing panics, that no key added for a cluster
+// that has been a member ever since is lost, nor the key of an object
+// deleted after an informer of the cluster saw its latest version (also
+// while the cluster was engaged again), that no key is reconciled in a
+// cluster after it left, that a reconcile gets its own cluster's value,
+// and that the stop lets a reconcile in flight finish. A seed fixes the schedule of steps (goroutines still interleave
 // as they will): a failure names its seed, and -fleet.lifecycle.seed
 // replays it.
 func TestFleetLifecycle(t *testing.T) {
@@ -77,7 +83,13 @@ type lifecycleWorld struct {
 	// cluster is deleted meanwhile.
 	owed []owedKey
 	// started is the seq of each key's latest reconcile.
-	started    map[multicluster.Key]uint64
+	started map[multicluster.Key]uint64
+	// written is the seq of each object's latest write (create, update,
+	// delete), seen that of the latest event of its key that a handler
+	// got, since its cluster joined.
+	written, seen map[multicluster.Key]uint64
+	// attempts counts the engage calls per cluster.
+	attempts   map[string]int
 	violations []string
 	final      chan error // the cause of the final reconcile's context at its end
 }
@@ -104,6 +116,31 @@ func (w *lifecycleWorld) owe(key multicluster.Key) {
 	if w.member[key.Cluster] {
 		w.owed = append(w.owed, owedKey{key: key, seq: w.seq.Add(1)})
 	}
+}
+
+// write writes the object of key with do (deletes it, if deleted) and
+// records the write if do succeeds. A deletion of an object whose latest
+// version an informer of its member saw is owed a reconcile if settled
+// (no informer of the member stops meanwhile): the running informer sees
+// it gone, or the next attempt's informers, which start with the objects
+// of the previous attempt's, report it. (An informer that stops drops
+// the notifications it has not handed out yet, its store updated: a
+// deletion in that moment reaches no handler.)
+func (w *lifecycleWorld) write(key multicluster.Key, deleted, settled bool, do func() error) error {
+	w.mu.Lock()
+	seq := w.seq.Add(1)
+	owed := deleted && settled && w.member[key.Cluster] && w.seen[key] > w.written[key]
+	w.mu.Unlock()
+	if err := do(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if owed {
+		w.owed = append(w.owed, owedKey{key: key, seq: seq})
+	}
+	w.written[key] = seq
+	return nil
 }
 
 func (w *lifecycleWorld) reconcile(ctx context.Context, m *member, key multicluster.Key) (reconcile.Result, error) {
@@ -175,14 +212,18 @@ func (r recoverQueue) do(name cache.ObjectName, add func(cache.ObjectName)) {
 				r.w.seed, r.w.seed, r.cluster, name, v))
 		}
 	}()
-	r.w.owe(multicluster.Key{Cluster: r.cluster, ObjectName: name})
+	key := multicluster.Key{Cluster: r.cluster, ObjectName: name}
+	r.w.owe(key)
+	r.w.mu.Lock()
+	r.w.seen[key] = r.w.seq.Add(1)
+	r.w.mu.Unlock()
 	add(name)
 }
 
 func runLifecycle(t *testing.T, seed uint64) {
 	names := []string{"a", "b", "c"}
 	w := &lifecycleWorld{seed: seed, clusters: newClusters(names...), member: map[string]bool{}, gone: map[string]bool{},
-		started: map[multicluster.Key]uint64{}, final: make(chan error, 1)}
+		started: map[multicluster.Key]uint64{}, written: map[multicluster.Key]uint64{}, seen: map[multicluster.Key]uint64{}, attempts: map[string]int{}, final: make(chan error, 1)}
 	rnd := rand.New(rand.NewPCG(seed, 61))
 	failf := func(format string, args ...any) {
 		t.Helper()
@@ -193,7 +234,28 @@ func runLifecycle(t *testing.T, seed uint64) {
 	var ctrl *queue.Controller[multicluster.Key]
 	engage := func(ctx context.Context, cl *multicluster.Cluster) (*member, error) {
 		cms := cl.Informers.Core().V1().ConfigMaps()
-		cq := recoverQueue{w: w, cluster: cl.Name, q: cl.Queue(ctrl)}
+		var q informer.Queue[multicluster.Key] = ctrl
+		// A queue of this attempt only: it drops what it gets once a
+		// later attempt has begun (after this one's informers stopped).
+		w.mu.Lock()
+		w.attempts[cl.Name]++
+		attempt := w.attempts[cl.Name]
+		w.mu.Unlock()
+		add := func(k multicluster.Key) {
+			w.mu.Lock()
+			current := w.attempts[k.Cluster] == attempt
+			w.mu.Unlock()
+			if current {
+				ctrl.Add(k)
+			}
+		}
+		switch seed % 3 {
+		case 1:
+			q = informer.QueueFunc[multicluster.Key](add)
+		case 2:
+			q = &adapter{add: add}
+		}
+		cq := recoverQueue{w: w, cluster: cl.Name, q: cl.Queue(q)}
 		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cq), cache.HandlerOptions{}); err != nil {
 			return nil, err
 		}
@@ -284,6 +346,9 @@ func runLifecycle(t *testing.T, seed uint64) {
 				if poll(waitFor, func() bool { _, held := fleet.Status(name); return !held }) {
 					w.mu.Lock()
 					w.gone[name] = !w.member[name]
+					// What its informers saw goes with it (they have
+					// stopped).
+					maps.DeleteFunc(w.seen, func(k multicluster.Key, _ uint64) bool { return k.Cluster == name })
 					w.mu.Unlock()
 				} else {
 					failf("%s did not leave", name)
@@ -322,8 +387,11 @@ func runLifecycle(t *testing.T, seed uint64) {
 			w.clusters.down[name].Store(true)
 			poll(time.Second, func() bool { return !ready(name) })
 			cm := configMap("app", fmt.Sprint("object-", rnd.IntN(6)), name)
-			if err := w.clusters.clients[name].Tracker().Add(cm); err != nil {
-				_ = w.clusters.clients[name].Tracker().Delete(configMaps, "app", cm.Name)
+			tracker := w.clusters.clients[name].Tracker()
+			key := multicluster.Key{Cluster: name, ObjectName: cacheName("app", cm.Name)}
+			if err := w.write(key, false, false, func() error { return tracker.Add(cm) }); err != nil {
+				// During the drain: its informers may stop at once.
+				_ = w.write(key, true, false, func() error { return tracker.Delete(configMaps, "app", cm.Name) })
 			}
 			direct := multicluster.Key{Cluster: name, ObjectName: cacheName("app", "direct-stall")}
 			w.owe(direct)
@@ -332,14 +400,21 @@ func runLifecycle(t *testing.T, seed uint64) {
 			cm := configMap("app", fmt.Sprint("object-", rnd.IntN(6)), name)
 			cm.Data["n"] = fmt.Sprint(rnd.Int())
 			tracker := w.clusters.clients[name].Tracker()
-			if err := tracker.Add(cm); err != nil { // exists: update it
-				err = tracker.Update(configMaps, cm, "app")
+			key := multicluster.Key{Cluster: name, ObjectName: cacheName("app", cm.Name)}
+			if err := w.write(key, false, false, func() error { return tracker.Add(cm) }); err != nil { // exists: update it
+				err = w.write(key, false, false, func() error { return tracker.Update(configMaps, cm, "app") })
 				require.NoError(t, err)
 			}
 			step = "write " + name + "/" + cm.Name
 		case op < 64:
 			cmName := fmt.Sprint("object-", rnd.IntN(6))
-			_ = w.clusters.clients[name].Tracker().Delete(configMaps, "app", cmName) // NotFound is a step too
+			key := multicluster.Key{Cluster: name, ObjectName: cacheName("app", cmName)}
+			// Settled: ready and answering (no drain starts: this
+			// goroutine makes the steps), or retried after a drain
+			// whose informers have stopped.
+			st, _ := fleet.Status(name)
+			settled := (st.Ready && !w.clusters.down[name].Load()) || (!st.Ready && st.Failures > 0)
+			_ = w.write(key, true, settled, func() error { return w.clusters.clients[name].Tracker().Delete(configMaps, "app", cmName) }) // NotFound is a step too
 			step = "delete " + name + "/" + cmName
 		case op < 84:
 			keyName := fmt.Sprint("direct-", rnd.IntN(4))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -241,15 +242,22 @@ func (f *Fleet[T]) claim(ctx context.Context, key Key, token any, q queue.Enqueu
 	if m != nil {
 		if sub, rel, ok := m.e.Claim(ctx); ok {
 			value := m.value
-			token := new(struct{})
+			ref := new(struct{})
 			if m.inflight == nil {
 				m.inflight = map[*struct{}]context.Context{}
 			}
-			m.inflight[token] = ctx
+			m.inflight[ref] = ctx
 			f.mu.Unlock()
-			return f.claimContext(ctx, sub, func() {
-				delete(m.inflight, token)
+			return f.claimContext(ctx, sub, func(cancelled bool) {
+				delete(m.inflight, ref)
 				rel()
+				if cancelled && q != nil {
+					// The cluster stopped being ready under the
+					// reconcile: if it is engaged again (new
+					// credentials, failed probes) rather than gone,
+					// the key runs again once it is ready.
+					f.keys.lockedHold(key.Cluster, token, nil, q, key.ObjectName, false)
+				}
 			}, value)
 		}
 	}
@@ -260,7 +268,7 @@ func (f *Fleet[T]) claim(ctx context.Context, key Key, token any, q queue.Enqueu
 			// ran out): the key is tried again later.
 			retry = true
 		} else {
-			f.keys.lockedHold(key.Cluster, token, 0, q, key.ObjectName, false)
+			f.keys.lockedHold(key.Cluster, token, nil, q, key.ObjectName, false)
 		}
 	}
 	f.mu.Unlock()
@@ -281,9 +289,11 @@ type claimedKey struct{}
 // of ctx, and its release: a context of ctx that carries value, and that
 // is cancelled when sub is, for another reason than ctx's end, with a
 // cause wrapping ErrLeft (the shard's cause of a cluster that moved is
-// its own).
-func (f *Fleet[T]) claimContext(ctx, sub context.Context, rel func(), value any) (context.Context, func(), bool) {
+// its own). The release calls rel with the Fleet's mu held, telling it
+// whether sub cancelled the context.
+func (f *Fleet[T]) claimContext(ctx, sub context.Context, rel func(cancelled bool), value any) (context.Context, func(), bool) {
 	claimCtx, cancel := context.WithCancelCause(ctx)
+	var cancelled atomic.Bool
 	stop := context.AfterFunc(sub, func() {
 		if ctx.Err() != nil {
 			return // claimCtx ends with ctx, with ctx's cause
@@ -292,6 +302,7 @@ func (f *Fleet[T]) claimContext(ctx, sub context.Context, rel func(), value any)
 		if !errors.Is(cause, ErrLeft) {
 			cause = fmt.Errorf("%w: %w", ErrLeft, cause)
 		}
+		cancelled.Store(true)
 		cancel(cause)
 	})
 	return context.WithValue(claimCtx, claimedKey{}, value), func() {
@@ -299,7 +310,7 @@ func (f *Fleet[T]) claimContext(ctx, sub context.Context, rel func(), value any)
 		cancel(context.Canceled)
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		rel()
+		rel(cancelled.Load())
 	}, true
 }
 
@@ -322,7 +333,7 @@ func (f *Fleet[T]) stopAll(ctx context.Context) error {
 	f.mu.Lock()
 	f.keys.stopping = true
 	close(f.stopping)
-	f.keys.held = nil
+	f.keys.held, f.keys.informers = nil, nil
 	ms := make([]*member, 0, len(f.members))
 	for _, m := range f.members {
 		ms = append(ms, m)
