@@ -62,7 +62,7 @@ func TestEngageIgnoringItsContext(t *testing.T) {
 // the process with every member in it. Run in a child process: the
 // panic kills the test binary.
 func TestEngagePanics(t *testing.T) {
-	if os.Getenv("REVIEW_ENGAGE_PANICS") == "1" {
+	if os.Getenv("ENGAGE_PANICS_CHILD") == "1" {
 		c := newClusters("a", "b")
 		var mu sync.Mutex
 		calls := 0
@@ -88,7 +88,7 @@ func TestEngagePanics(t *testing.T) {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEngagePanics$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "REVIEW_ENGAGE_PANICS=1")
+	cmd.Env = append(os.Environ(), "ENGAGE_PANICS_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		panicLine := ""
