@@ -1327,7 +1327,10 @@ func (s *sim) checkSettled() string {
 // a claim is backed by every list its Lease may show; and, once the
 // faults stop, that every key is owned by exactly one live replica and
 // reconciled by it within simSettle, and that only the live members'
-// Leases are left.
+// Leases are left. In the schedules of mild faults it also checks that
+// no replica gives up its Lease and that no key moves once the group has
+// settled; every simWallReplayEvery-th schedule runs again with other
+// wall clocks and must make the same claims.
 func TestSimulation(t *testing.T) {
 	t.Parallel()
 	// The schedules allocate much and keep little: collecting less often
