@@ -37,12 +37,12 @@ import (
 // mild faults, those Lease-based ownership exists to ride out, under
 // which no replica may lose its Lease and no key may move once the group
 // settled; and every simWallReplayEvery-th schedule runs again with other
-// wall clocks, and must make the same claims at the same times. The protocol code it runs is
-// Membership.Run's loop (the driver), the replicas' core, Membership.apply
-// and refreshed, mayGain, Gate (Claim, restrict, scan) and the sharded
-// caches; only the goroutines and the client of Membership.Run are
-// replaced by events, and the reflector and queue of the sharded
-// informers by those of simcache_test.go. A failing seed replays exactly
+// wall clocks, and must make the same claims at the same times. The
+// protocol code it runs is Membership.Run's loop (the driver), the
+// replicas' core, Membership.apply and refreshed, mayGain, Gate (Claim,
+// restrict, scan) and the sharded caches; only the goroutines and the
+// client of Membership.Run are replaced by events, and the reflector and
+// queue of the sharded informers by those of simcache_test.go. A failing seed replays exactly
 // with -shard.sim.seed.
 var (
 	simSchedules = flag.Int("shard.sim.schedules", 0, "schedules the simulation explores (0: 5000, or 100 under the race detector)")
