@@ -109,6 +109,20 @@ var mutants = []mutant{
 		old:  "c.hold = now + c.renewDeadline",
 		new:  "c.hold = now",
 		what: "a process taking over its identity's Lease claims at once, before the former one stopped"},
+	// Durations read from the wall clock (the RenewTime in the Leases)
+	// instead of the monotonic one: wrong once clocks disagree or step.
+	{name: "gone-by-renew-time", class: classClock, file: "queue/shard/membership.go",
+		old:  "err := m.core.observe(l, m.now())",
+		new:  "err := m.core.observe(l, m.now()-m.wall().Sub(l.Spec.RenewTime.Time))",
+		what: "a member's Lease counts as renewed when its RenewTime says, against this replica's wall clock: a clock ahead or a step makes live members look gone, or dead ones live"},
+	{name: "valid-by-renew-time", class: classClock, file: "queue/shard/driver.go",
+		old:  "res = c.step(now)",
+		new:  "if l := c.own; l != nil && l.Spec.RenewTime != nil && c.echoSeq > 0 {\n\t\t\tc.echo = now - d.m.wall().Sub(l.Spec.RenewTime.Time)\n\t\t}\n\t\tres = c.step(now)",
+		what: "claims stay valid until RenewDeadline after the RenewTime of the replica's Lease, against its wall clock: a step back keeps them after the renewals stopped, a step forward loses the Lease"},
+	{name: "takeover-hold-by-renew-time", class: classClock, file: "queue/shard/driver.go",
+		old:  "m.withCore(func(c *core) { c.tookOverLease(got, m.now()) })",
+		new:  "m.withCore(func(c *core) {\n\t\t\tc.tookOverLease(got, m.now())\n\t\t\tc.hold = m.now() + c.renewDeadline - m.wall().Sub(got.Spec.RenewTime.Time)\n\t\t})",
+		what: "a process taking over its identity's Lease claims RenewDeadline after the former process's RenewTime, against its own wall clock"},
 
 	// The core's rules 1 to 3.
 	{name: "claim-ignores-in-flight", class: classRules, file: "queue/shard/core.go",

@@ -153,13 +153,29 @@
 // referred to when its relist was taken, and once the faults stop holds
 // exactly what the keys it wants refer to. The scheduler chooses every
 // request's latency and outcome (errors, conflicts, answers lost after the
-// write landed, timeouts before it did, writes that land after the client
-// gave up), watch, informer-queue and handler delays, watch stalls longer
+// write landed, timeouts before it did), requests that hang until the
+// timeout the driver gave them and land later or never, an API server
+// that answers one process, or all, late but within the timeout for a
+// while, watch, informer-queue and handler delays, watch stalls longer
 // than a relist, references that move, objects moving between keys while
-// events of them are still queued, partitions, pauses, clock steps and
-// rates, kill -9, restarts under the same identity (also while the former
-// process still runs), a live member's Lease deleted by hand, joins and
-// normal stops.
+// events of them are still queued, partitions, pauses, steps of each
+// process's wall clock (milliseconds to days, forward and back) while its
+// monotonic clock goes on, the rates of the monotonic clocks, kill -9,
+// restarts under the same identity (also while the former process still
+// runs), a live member's Lease deleted by hand, joins and normal stops.
+//
+// One schedule in five has only the faults a Lease exists to ride out: a
+// process's lone hung requests (at most one in any RenewDeadline), a
+// slow API server (answers within half their timeout), wall clock steps
+// and clock rates, with fast watches. There no replica may give up its
+// Lease, and once the group has settled no key or member cluster may
+// move and every replica keeps seeing the same members: a request
+// timeout that lets one hung renewal use up the renew deadline, or a
+// duration read from the wall clock, fails these at once. Every 50th
+// schedule also runs again with every wall clock running backwards from
+// another date, and must make the same claims at the same times: the
+// wall clock is read only for the RenewTime and AcquireTime that the
+// Leases show people.
 //
 // Each process also holds the member clusters of a fleet as
 // multicluster.Fleet does, with the same code: a second Gate of its
@@ -178,6 +194,9 @@
 // two engagements of one cluster; and, once the faults stop, that every
 // member is engaged and ready with its current credentials in its owner
 // alone, its keys reconciled by it, and no cluster that left is held.
+// Attempts to engage a member also hang until the sync timeout now and
+// then. The engagements read no clock: they hold their clusters under
+// the Gate's claims, which the Lease faults above reach.
 //
 // make mutants plants plausible bugs in this package and in the fleet's
 // engagements, one at a time, and reports which the simulation alone and

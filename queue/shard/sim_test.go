@@ -27,15 +27,22 @@ import (
 
 // The simulation drives replicas of a group through schedules chosen by a
 // seeded random scheduler on a simulated clock: every Lease request's
-// latency and outcome, every watch delivery's delay, process pauses,
-// partitions, clock steps and rate differences, kill -9, restarts under
-// the same identity, joins and normal stops, and the objects' writes,
-// deletions and moves between keys. The protocol code it runs is
-// Membership.Run's loop (the driver), the replicas' core, Membership.apply
-// and refreshed, mayGain, Gate (Claim, restrict, scan) and the sharded
-// caches; only the goroutines and the client of Membership.Run are
-// replaced by events, and the reflector and queue of the sharded
-// informers by those of simcache_test.go. A failing seed replays exactly
+// latency and outcome (requests that hang until the client's timeout and
+// land later or never, and a slow API server that answers one process, or
+// every one, late but within the timeout), every watch delivery's delay,
+// process pauses, partitions, steps of each process's wall clock and
+// rate differences of its monotonic clock, kill -9, restarts under the
+// same identity, joins and normal stops, and the objects' writes,
+// deletions and moves between keys. One schedule in simMildEvery has only
+// mild faults, those Lease-based ownership exists to ride out, under
+// which no replica may lose its Lease and no key may move once the group
+// settled; and every simWallReplayEvery-th schedule runs again with other
+// wall clocks, and must make the same claims at the same times. The
+// protocol code it runs is Membership.Run's loop (the driver), the
+// replicas' core, Membership.apply and refreshed, mayGain, Gate (Claim,
+// restrict, scan) and the sharded caches; only the goroutines and the
+// client of Membership.Run are replaced by events, and the reflector and
+// queue of the sharded informers by those of simcache_test.go. A failing seed replays exactly
 // with -shard.sim.seed.
 var (
 	simSchedules = flag.Int("shard.sim.schedules", 0, "schedules the simulation explores (0: 5000, or 100 under the race detector)")
@@ -72,6 +79,13 @@ const (
 	// a process holding a claim may be paused: together well inside
 	// LeaseDuration - RenewDeadline.
 	simMargin = (simLease - simRenew) / 4
+	// simMildEvery: the schedules whose seed is 2 modulo simMildEvery
+	// have only mild faults (see sim.mild).
+	simMildEvery = 5
+	// simWallReplayEvery: every schedule whose seed is a multiple of it
+	// runs a second time with wall clocks that run backwards from
+	// another date (sim.wallWarp): the claims must be the same.
+	simWallReplayEvery = 50
 )
 
 type simEvent struct {
@@ -147,9 +161,31 @@ type sim struct {
 	calmAt         time.Duration
 	faulting       bool
 
-	// The current fault settings.
-	errRate, conflictRate, lostAnswerRate float64
-	maxLatency, maxWatchDelay             time.Duration
+	// The current fault settings. hungRate is the chance that a request
+	// hangs until the client's timeout; while slowUntil is ahead, every
+	// request answers late, taking up to slowShare of its timeout (each
+	// process may have a slow period of its own).
+	errRate, conflictRate, lostAnswerRate, hungRate float64
+	maxLatency, maxWatchDelay                       time.Duration
+	slowUntil                                       time.Duration
+	slowShare                                       float64
+
+	// mild: the schedule's faults are only those a Lease protocol must
+	// ride out without anyone noticing: a process's lone hung requests
+	// (at most one in any RenewDeadline, so that at most one request of
+	// a retry in a row hangs), an API server slow for a while (answers
+	// within half their timeout), steps of the wall clocks, rate
+	// differences of the monotonic clocks, watches within 100ms, and the
+	// fleet's own faults. No replica may then lose its Lease, and once the
+	// group has settled (settled holds its members), no key or cluster may
+	// move and every replica must keep seeing the same members.
+	mild    bool
+	settled []string
+	// wallWarp: every wall clock runs backwards from another date. The
+	// protocol must not notice: digest, which sums up every claim (who,
+	// what, when), must be that of the schedule with the usual clocks.
+	wallWarp bool
+	digest   uint64
 
 	// The fleet's world (simfleet_test.go).
 	fleet *simFleetWorld
@@ -160,6 +196,14 @@ type sim struct {
 type simStats struct {
 	events, claims, handoffs, kills, restarts, joins, leaves, pauses, partitions, steps, lost, relists, writes int
 	engagements, engaged, clusterClaims, drains                                                                int
+	// hung: requests that hung until the client's timeout; slow: slow
+	// periods of the API server; clockSteps: wall clock steps; mild and
+	// wallReplays: schedules of mild faults, and those replayed with
+	// other wall clocks.
+	hung, slow, clockSteps, mild, wallReplays int
+	// fleetHung: attempts to engage a member that hung until their
+	// timeout.
+	fleetHung int
 }
 
 // simProc is one process of a replica: an incarnation of an identity.
@@ -187,10 +231,18 @@ type simProc struct {
 	gateLast         *view
 	pausedUntil      time.Duration
 	partitionedUntil time.Duration
-	rate             float64 // of its monotonic clock against the simulation's
-	monoAt           time.Duration
-	monoBase         time.Duration
-	wallOffset       time.Duration
+	// slowUntil: the API server answers this process late until then,
+	// each request taking up to slowShare of its timeout.
+	slowUntil time.Duration
+	slowShare float64
+	// hungAt is when its latest request that hung was sent; hung says
+	// whether it has had one.
+	hungAt     time.Duration
+	hung       bool
+	rate       float64 // of its monotonic clock against the simulation's
+	monoAt     time.Duration
+	monoBase   time.Duration
+	wallOffset time.Duration
 
 	watcher *simWatcher
 	synced  bool // the informer delivered its initial list
@@ -231,6 +283,7 @@ func (p *simProc) after(d time.Duration) time.Duration {
 
 func newSim(t testing.TB, seed uint64, verbose bool) *sim {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), verbose: verbose, transforms: seed%4 != 0,
+		mild:   seed%simMildEvery == 2,
 		leases: map[string]*coordinationv1.Lease{}, holder: map[string]*simProc{}, calmReconciles: map[string][]*simProc{},
 		objects: map[string]*corev1.ConfigMap{}, writtenAt: map[string]time.Duration{}, lastWriter: map[string]*simProc{},
 		refObjects: map[string]*corev1.ConfigMap{}, refCreatedAt: map[string]time.Duration{}, refOf: map[string]string{}}
@@ -396,8 +449,10 @@ func (w *simWatcher) pump() {
 
 // request runs fn on the server after a latency, unless the process is
 // partitioned or the request fails before it lands, and answers the
-// process after another latency, unless the answer is lost; or the client
-// times out while the server applies fn only later.
+// process after another latency, unless the answer is lost; or the
+// request hangs: the client times out while the server applies fn only
+// later, or never. While the API server is slow for the process, the
+// latencies add up to a share of the timeout.
 func (s *sim) request(p *simProc, what string, timeout time.Duration, fn func() (*coordinationv1.Lease, error), answer func(*coordinationv1.Lease, error)) {
 	fail := func(err error) {
 		s.after(timeout, p, what+" timed out", func() { answer(nil, err) })
@@ -406,20 +461,32 @@ func (s *sim) request(p *simProc, what string, timeout time.Duration, fn func() 
 		fail(apierrors.NewTimeoutError("partitioned", 1))
 		return
 	}
+	if s.hangs(p) {
+		// The client gives up at its timeout; the server applies the
+		// request later (and refuses a write if the Lease changed
+		// meanwhile), or never.
+		s.stats.hung++
+		p.hung, p.hungAt = true, s.now
+		s.logf("%s's %s hangs", p.identity, what)
+		fail(apierrors.NewTimeoutError("hung", 1))
+		if s.chance(0.5) {
+			s.after(timeout+s.dur(0, timeout), nil, "", func() { _, _ = fn() })
+		}
+		return
+	}
 	if s.chance(s.errRate) {
 		s.after(s.dur(0, s.maxLatency), p, what+" failed", func() {
 			answer(nil, apierrors.NewInternalError(fmt.Errorf("injected")))
 		})
 		return
 	}
-	if s.chance(s.lostAnswerRate / 2) {
-		// The client gives up first; the server applies the write
-		// later, or refuses it if the Lease changed meanwhile.
-		fail(apierrors.NewTimeoutError("slow server", 1))
-		s.after(timeout+s.dur(0, timeout), nil, "", func() { _, _ = fn() })
-		return
+	lat, back := s.dur(0, s.maxLatency), s.dur(0, s.maxLatency)
+	if share := s.slowFor(p); share > 0 {
+		// Late, but within the timeout.
+		total := s.dur(time.Duration(share*float64(timeout))/2, time.Duration(share*float64(timeout)))
+		lat = s.dur(0, total)
+		back = total - lat
 	}
-	lat := s.dur(0, s.maxLatency)
 	if lat >= timeout {
 		lat = timeout - time.Millisecond
 	}
@@ -429,13 +496,53 @@ func (s *sim) request(p *simProc, what string, timeout time.Duration, fn func() 
 			fail(apierrors.NewTimeoutError("answer lost", 1))
 			return
 		}
-		back := s.dur(0, s.maxLatency)
 		if lat+back >= timeout {
 			fail(apierrors.NewTimeoutError("slow", 1))
 			return
 		}
 		s.after(back, p, what+" answered", func() { answer(l, err) })
 	})
+}
+
+// hangs decides whether p's next request hangs. In a schedule of mild
+// faults a process's requests hang at most once in any RenewDeadline: a
+// request that hangs is followed by its retry, which answers.
+func (s *sim) hangs(p *simProc) bool {
+	if s.mild && p.hung && s.now < p.hungAt+simRenew {
+		return false
+	}
+	return s.hungRate > 0 && s.chance(s.hungRate)
+}
+
+// slowFor returns the share of a request's timeout that the API server
+// takes to answer p while it is slow for p (0: it is not).
+func (s *sim) slowFor(p *simProc) float64 {
+	switch {
+	case p.slowUntil > s.now:
+		return p.slowShare
+	case s.slowUntil > s.now:
+		return s.slowShare
+	}
+	return 0
+}
+
+// slowDown makes the API server slow for p (nil: for every process) for
+// a while: each answer takes up to a share of its timeout, at most half
+// in a schedule of mild faults, else nearly all of it.
+func (s *sim) slowDown(p *simProc) {
+	s.stats.slow++
+	share := 0.5
+	if !s.mild && s.chance(0.5) {
+		share = 0.99
+	}
+	until := min(s.now+s.dur(0, 2*simLease), s.calmAt)
+	if p == nil {
+		s.slowUntil, s.slowShare = until, share
+		s.logf("the API server is slow (%.0f%%) until %s", 100*share, until)
+		return
+	}
+	p.slowUntil, p.slowShare = until, share
+	s.logf("the API server is slow (%.0f%%) for %s until %s", 100*share, p.identity, until)
 }
 
 var leaseResource = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
@@ -500,7 +607,13 @@ func (s *sim) identity() string {
 // start starts a process of identity.
 func (s *sim) start(identity string) *simProc {
 	p := &simProc{s: s, identity: identity, rate: 1 + (s.rng.Float64()-0.5)*0.004, monoBase: s.dur(0, time.Hour), monoAt: s.now,
-		wallOffset: s.dur(0, time.Hour), queued: map[string]bool{}, workers: 2, active: map[string]*simReconcile{}, inFlight: map[uint64]published{}}
+		queued: map[string]bool{}, workers: 2, active: map[string]*simReconcile{}, inFlight: map[uint64]published{}}
+	// Most hosts' clocks agree within milliseconds; some are off by up to
+	// an hour.
+	p.wallOffset = s.dur(0, 50*time.Millisecond)
+	if s.chance(0.3) {
+		p.wallOffset = s.dur(0, time.Hour)
+	}
 	cfg := Config{Client: &kubernetes.Clientset{}, Namespace: "ops", Group: "g", Identity: identity,
 		LeaseDuration: simLease, RenewDeadline: simRenew, RetryPeriod: simRetry, Metrics: simMetrics{s: s}}
 	m, err := New(cfg)
@@ -603,8 +716,30 @@ func (p *simProc) answered(r request, l *coordinationv1.Lease, err error) {
 	p.kick()
 }
 
+// wall reads p's wall clock: the simulation's time plus p's offset,
+// which steps; with the wall clocks warped, the same readings run
+// backwards from another date.
 func (p *simProc) wall() time.Time {
+	if p.s.wallWarp {
+		return time.Date(2091, 7, 1, 0, 0, 0, 0, time.UTC).Add(-3 * (p.s.now + p.wallOffset))
+	}
 	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(p.s.now + p.wallOffset)
+}
+
+// stepWall steps p's wall clock forward or back (an NTP correction, a
+// VM resumed, an administrator), while its monotonic clock goes on.
+func (p *simProc) stepWall() {
+	s := p.s
+	span := []time.Duration{2 * time.Second, 10 * time.Minute, 48 * time.Hour}[s.rng.IntN(3)]
+	step := time.Duration(s.rng.Int64N(int64(2*span))) - span
+	p.wallOffset += step
+	s.stats.clockSteps++
+	s.logf("%s's wall clock steps by %s", p.identity, step)
+}
+
+// setRate changes the rate of p's monotonic clock from now on.
+func (p *simProc) setRate(rate float64) {
+	p.monoBase, p.monoAt, p.rate = p.mono(), p.s.now, rate
 }
 
 func (p *simProc) withCore(fn func(c *core)) {
@@ -681,6 +816,9 @@ func (p *simProc) afterTurn() {
 		p.left = true
 	}
 	p.stopping = p.d.stopping()
+	if p.stopping && !p.stopAsked && p.s.mild {
+		p.s.fail("%s gave up its Lease under mild faults only: %v", p.identity, p.d.result)
+	}
 	if done, err := p.d.done(); done {
 		p.exited(err)
 		return
@@ -827,6 +965,10 @@ func (p *simProc) reconcile(key string) {
 		}
 	}
 	s.checkFresh(p, key)
+	if s.settled != nil && Assign(s.settled, key) != p.name {
+		s.fail("%s claimed %s under mild faults only, after the group %v settled with its owner %s", p.identity, key, s.settled, Assign(s.settled, key))
+	}
+	s.note(p, key)
 	s.holder[key] = p
 	r := &simReconcile{key: key, ctx: ctx, release: release, cached: s.current(p, key)}
 	p.active[key] = r
@@ -887,6 +1029,13 @@ func (p *simProc) kill() {
 	}
 }
 
+// note adds a claim to the schedule's digest.
+func (s *sim) note(p *simProc, key string) {
+	for _, x := range []uint64{uint64(s.now), hashKey(p.core.incarnation), hashKey(key)} {
+		s.digest = (s.digest ^ x) * 1099511628211
+	}
+}
+
 func (s *sim) reconciled(p *simProc, key string) {
 	if !s.faulting {
 		s.calmReconciles[key] = append(s.calmReconciles[key], p)
@@ -910,6 +1059,85 @@ func (s *sim) randomSettings() {
 	s.errRate = []float64{0, 0.05, 0.2}[s.rng.IntN(3)]
 	s.conflictRate = []float64{0, 0.05}[s.rng.IntN(2)]
 	s.lostAnswerRate = []float64{0, 0.05}[s.rng.IntN(2)]
+	s.hungRate = []float64{0, 0.03, 0.1}[s.rng.IntN(3)]
+}
+
+// mildSettings picks the network's behaviour for a schedule of mild
+// faults: fast watches, no errors, conflicts or lost answers, and
+// requests that hang now and then.
+func (s *sim) mildSettings() {
+	s.maxLatency = []time.Duration{time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}[s.rng.IntN(3)]
+	s.maxWatchDelay = []time.Duration{time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond}[s.rng.IntN(3)]
+	s.hungRate = []float64{0.02, 0.1, 0.3}[s.rng.IntN(3)]
+	s.errRate, s.conflictRate, s.lostAnswerRate = 0, 0, 0
+}
+
+// mildFault injects one mild fault chosen at random.
+func (s *sim) mildFault() {
+	live := s.live()
+	if len(live) == 0 {
+		return
+	}
+	p := live[s.rng.IntN(len(live))]
+	switch s.rng.IntN(5) {
+	case 0, 1:
+		p.stepWall()
+	case 2:
+		if s.chance(0.3) {
+			p = nil
+		}
+		s.slowDown(p)
+	case 3:
+		p.setRate(1 + (s.rng.Float64()-0.5)*0.004)
+	default:
+		s.mildSettings()
+	}
+}
+
+// watchSettling checks a schedule of mild faults every 250ms: until the
+// group has settled, whether it has (every replica sees every live
+// process as a member, and every key is owned by its owner under them);
+// then, that every replica still sees those members.
+func (s *sim) watchSettling() {
+	if s.failure != "" {
+		return
+	}
+	live := s.live()
+	var names []string
+	for _, p := range live {
+		names = append(names, p.name)
+	}
+	slices.Sort(names)
+	if s.settled != nil {
+		for _, p := range live {
+			if got := p.m.Members(); !slices.Equal(got, s.settled) {
+				s.fail("%s sees members %v under mild faults only, after the group %v settled", p.identity, got, s.settled)
+				return
+			}
+		}
+	} else if s.isSettled(live, names) {
+		s.settled = names
+		s.logf("the group %v settled", names)
+	} else if s.now >= s.calmAt {
+		s.fail("the group did not settle in %s of mild faults only", s.calmAt)
+		return
+	}
+	s.after(250*time.Millisecond, nil, "", s.watchSettling)
+}
+
+func (s *sim) isSettled(live []*simProc, names []string) bool {
+	for _, p := range live {
+		if !p.m.HasSynced() || !slices.Equal(p.m.Members(), names) {
+			return false
+		}
+	}
+	for _, key := range s.keys {
+		owner := Assign(names, key)
+		if !slices.ContainsFunc(live, func(p *simProc) bool { return p.name == owner && p.gate.Owns(key) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // fault injects one fault chosen at random.
@@ -923,7 +1151,11 @@ func (s *sim) fault() {
 		}
 	}
 	pick := func() *simProc { return live[s.rng.IntN(len(live))] }
-	switch n := s.rng.IntN(13); {
+	if s.mild {
+		s.mildFault()
+		return
+	}
+	switch n := s.rng.IntN(15); {
 	case n == 0 && len(live) < 6:
 		s.stats.joins++
 		s.start(s.identity())
@@ -959,9 +1191,7 @@ func (s *sim) fault() {
 		p.watcher.stalledUntil = max(p.watcher.stalledUntil, p.partitionedUntil)
 		s.logf("%s cut off until %s", p.identity, p.partitionedUntil)
 	case n == 6 && len(live) > 0:
-		p := pick()
-		p.wallOffset += time.Duration(s.rng.Int64N(int64(2*time.Hour))) - time.Hour
-		s.logf("%s's wall clock steps", p.identity)
+		pick().stepWall()
 	case n == 7 && len(live) > 0:
 		p := pick()
 		p.watcher.stalledUntil = max(p.watcher.stalledUntil, min(s.now+s.dur(0, 2*time.Second), s.calmAt))
@@ -993,6 +1223,14 @@ func (s *sim) fault() {
 		p := pick()
 		s.logf("%s's Lease is deleted by hand", p.identity)
 		_ = s.delete(p.name, "", "")
+	case n == 11 && len(live) > 0:
+		p := pick()
+		if s.chance(0.3) {
+			p = nil
+		}
+		s.slowDown(p)
+	case n == 12 && len(live) > 0:
+		pick().setRate(1 + (s.rng.Float64()-0.5)*0.004)
 	default:
 		s.randomSettings()
 	}
@@ -1012,10 +1250,22 @@ func (s *sim) scheduleFaults() {
 // violated invariant, or "".
 func (s *sim) runSchedule() string {
 	s.randomSettings()
+	if s.mild {
+		s.stats.mild++
+		s.mildSettings()
+	}
 	s.faulting = true
 	s.calmAt = simFaults
+	if s.mild {
+		// The group settles within a few seconds; half the time of
+		// faults gives every process dozens of renewals after that.
+		s.calmAt = simFaults / 2
+	}
 	for range 3 + s.rng.IntN(4) {
 		s.start(s.identity())
+	}
+	if s.mild {
+		s.watchSettling()
 	}
 	s.scheduleFaults()
 	s.scheduleFleetFaults()
@@ -1027,7 +1277,7 @@ func (s *sim) runSchedule() string {
 	}
 	s.faulting = false
 	s.maxLatency, s.maxWatchDelay = 5*time.Millisecond, 5*time.Millisecond
-	s.errRate, s.conflictRate, s.lostAnswerRate = 0, 0, 0
+	s.errRate, s.conflictRate, s.lostAnswerRate, s.hungRate = 0, 0, 0, 0
 	if len(s.live()) == 0 {
 		s.start(s.identity())
 	}
@@ -1082,7 +1332,10 @@ func (s *sim) checkSettled() string {
 // a claim is backed by every list its Lease may show; and, once the
 // faults stop, that every key is owned by exactly one live replica and
 // reconciled by it within simSettle, and that only the live members'
-// Leases are left.
+// Leases are left. In the schedules of mild faults it also checks that
+// no replica gives up its Lease and that no key moves once the group has
+// settled; every simWallReplayEvery-th schedule runs again with other
+// wall clocks and must make the same claims.
 func TestSimulation(t *testing.T) {
 	t.Parallel()
 	// The schedules allocate much and keep little: collecting less often
@@ -1112,15 +1365,37 @@ func TestSimulation(t *testing.T) {
 		}
 		s := newSim(t, seed, *simVerbose && *simSeed != 0)
 		failure := s.runSchedule()
+		if failure == "" && seed%simWallReplayEvery == 0 {
+			failure = s.replayWarped()
+		}
 		explored++
 		if failure != "" {
 			t.Fatalf("seed %d: %s\nreplay: go test ./queue/shard -run 'TestSimulation$' -shard.sim.seed=%d -shard.sim.verbose -v", seed, failure, seed)
 		}
 		total.add(s.stats)
 	}
-	t.Logf("%d schedules from seed %d, %d events, %d steps, %d claims, %d writes, %d publications, %d relists; faults: %d joins, %d stops, %d kills, %d restarts, %d pauses, %d partitions; %d replicas gave up their Lease; fleet: %d engagements, %d engaged, %d reconciles, %d drains",
-		explored, first, total.events, total.steps, total.claims, total.writes, total.handoffs, total.relists, total.joins, total.leaves, total.kills, total.restarts, total.pauses, total.partitions, total.lost,
-		total.engagements, total.engaged, total.clusterClaims, total.drains)
+	t.Logf("%d schedules from seed %d (%d of mild faults only, %d replayed with other wall clocks), %d events, %d steps, %d claims, %d writes, %d publications, %d relists; faults: %d joins, %d stops, %d kills, %d restarts, %d pauses, %d partitions, %d hung requests, %d slow periods, %d wall clock steps; %d replicas gave up their Lease; fleet: %d engagements, %d engaged, %d hung attempts, %d reconciles, %d drains",
+		explored, first, total.mild, total.wallReplays, total.events, total.steps, total.claims, total.writes, total.handoffs, total.relists,
+		total.joins, total.leaves, total.kills, total.restarts, total.pauses, total.partitions, total.hung, total.slow, total.clockSteps, total.lost,
+		total.engagements, total.engaged, total.fleetHung, total.clusterClaims, total.drains)
+}
+
+// replayWarped runs the schedule of s again with every wall clock
+// running backwards from another date, and reports a difference in what
+// was claimed, when and by whom: the protocol may read the wall clock
+// only for the times it writes into the Leases for people.
+func (s *sim) replayWarped() string {
+	s.stats.wallReplays++
+	w := newSim(s.t, s.seed, false)
+	w.wallWarp = true
+	if failure := w.runSchedule(); failure != "" {
+		return "with the wall clocks warped: " + failure
+	}
+	if w.digest != s.digest || w.stats.claims != s.stats.claims {
+		return fmt.Sprintf("with the wall clocks warped, the schedule made other claims (%d, digest %x) than with the usual ones (%d, digest %x): a decision reads the wall clock",
+			w.stats.claims, w.digest, s.stats.claims, s.digest)
+	}
+	return ""
 }
 
 func (a *simStats) add(b simStats) {
@@ -1141,6 +1416,12 @@ func (a *simStats) add(b simStats) {
 	a.engaged += b.engaged
 	a.clusterClaims += b.clusterClaims
 	a.drains += b.drains
+	a.hung += b.hung
+	a.slow += b.slow
+	a.clockSteps += b.clockSteps
+	a.mild += b.mild
+	a.wallReplays += b.wallReplays
+	a.fleetHung += b.fleetHung
 }
 
 // TestSimulationRegressions runs the seeds on which the simulation found

@@ -19,7 +19,8 @@ import (
 // Only what Fleet.Run's goroutines do around them is simulated (simRun):
 // the provider, which tells each process of members joining, leaving and
 // rotating their credentials after delays of its own; the attempts to
-// engage a member (failing while it is unreachable), the probes that
+// engage a member (failing while it is unreachable, or hanging until the
+// sync timeout while its API server does not answer), the probes that
 // notice a member that stopped answering, the backoff between attempts;
 // and the reconciles, which honour a cancelled context within simMargin.
 //
@@ -29,7 +30,11 @@ import (
 // engagement has not ended; once the faults have stopped, every member is
 // engaged and ready in its owner and held by no other process, every
 // cluster that left is held by none, and each member's keys have been
-// reconciled by its owner. The fleet's world draws from a random source
+// reconciled by its owner. In a schedule of mild faults (see sim.mild),
+// no cluster's keys are reconciled outside its owner once the group has
+// settled. The engagements read no clock: their timing is that of the
+// claims they hold from the Gate, which expire on the membership's
+// monotonic clock, so the Lease faults reach them through the Gate. The fleet's world draws from a random source
 // of its own, so that it leaves the other draws of a schedule as they
 // were.
 
@@ -38,6 +43,10 @@ const (
 	// simProbeFailed is how long after a member stops answering an
 	// engaged process gives up on it (three probes).
 	simProbeFailed = 1500 * time.Millisecond
+	// simSyncTimeout is how long an attempt to engage a member waits for
+	// its caches before it gives up: an attempt whose requests hang
+	// takes that long.
+	simSyncTimeout = 2 * time.Second
 	simRetryBase   = 200 * time.Millisecond
 	simRetryMax    = 2 * time.Second
 	// simFleetSettle is what settling the fleet may take beyond simSettle:
@@ -322,17 +331,24 @@ func (r *simRun) next(d time.Duration, name string, fn func()) {
 }
 
 // attempt builds the client, engages and waits for the caches, which
-// fails while the member is unreachable or, now and then, for no reason
-// the fleet can tell.
+// fails while the member is unreachable, when the member's API server
+// leaves its requests hanging until the sync timeout (during the faults),
+// or, now and then, for no reason the fleet can tell.
 func (r *simRun) attempt() {
-	w := r.f.p.s.fleet
+	s, w := r.f.p.s, r.f.p.s.fleet
 	r.state = runAttempting
-	r.next(w.dur(10*time.Millisecond, time.Second), "attempt ends", func() {
+	took := w.dur(10*time.Millisecond, time.Second)
+	hung := s.faulting && w.chance(0.03)
+	if hung {
+		s.stats.fleetHung++
+		took = simSyncTimeout
+	}
+	r.next(took, "attempt ends", func() {
 		if r.e.Context().Err() != nil {
 			r.stop()
 			return
 		}
-		if w.downUntil[r.e.Name()] > r.f.p.s.now || w.chance(0.05) {
+		if hung || w.downUntil[r.e.Name()] > r.f.p.s.now || w.chance(0.05) {
 			r.backoff()
 			return
 		}
@@ -487,6 +503,10 @@ func (f *simFleet) reconcile(key string) {
 			s.fail("%s reconciles in %s, which its Lease's list %v (on the server or on its way) does not give it", f.p.identity, cluster, pub)
 		}
 	}
+	if s.settled != nil && Assign(s.settled, cluster) != f.p.name {
+		s.fail("%s reconciles in %s under mild faults only, after the group %v settled with its owner %s", f.p.identity, cluster, s.settled, Assign(s.settled, cluster))
+	}
+	s.note(f.p, key)
 	if w.working[cluster] == nil {
 		w.working[cluster] = map[*simProc]int{}
 	}
