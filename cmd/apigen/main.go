@@ -17,7 +17,8 @@
 //     and +kubebuilder:webhookconfiguration markers (controller-tools), the
 //     Service they call, and, from +ctrlkit:conversionwebhook markers, a
 //     kustomize patch that makes a CRD's conversion a webhook (a marker
-//     without a Service namespace calls the Service in -deploy-namespace,
+//     without a Service name calls <-rbac-role>-webhooks, one without a
+//     Service namespace calls the Service in -deploy-namespace,
 //     and configurations without a name are named after the operator;
 //     what is generated is checked to agree, and refused if it does not); with them,
 //     zz_generated.webhooks.go in the markers' package: a constant for each

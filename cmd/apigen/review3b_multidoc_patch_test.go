@@ -35,7 +35,7 @@ spec:
 apiVersion: v1
 kind: Service
 metadata:
-  name: webhook-service
+  name: things-operator-webhooks
   namespace: things-system
 spec:
   ports:

@@ -63,11 +63,11 @@ func TestReviewNamespaceOverlayKeepsTheDeploymentInItsNamespace(t *testing.T) {
 		args = append(args, a)
 	}
 	require.Equal(t, "things-prod", dep.Namespace, "the overlay moved the Deployment")
-	assert.Contains(t, args, "--webhook-cert-secret=things-prod/webhook-service-certs",
+	assert.Contains(t, args, "--webhook-cert-secret=things-prod/things-operator-webhooks-certs",
 		"the Deployment's certificate Secret follows the overlay's namespace (its Role did): %q", args)
 	assert.NotContains(t, args, "--leader-elect-namespace=things-system",
 		"the Deployment's Lease follows the overlay's namespace (its Role did): %q", args)
 	assert.Contains(t, args, "--leader-elect-namespace=things-prod", "the Lease in the overlay's namespace: %q", args)
-	assert.Contains(t, args, "--webhook-cert-hosts=webhook-service.things-prod.svc",
+	assert.Contains(t, args, "--webhook-cert-hosts=things-operator-webhooks.things-prod.svc",
 		"the certificate is issued for the host of the Service the overlay moved: %q", args)
 }

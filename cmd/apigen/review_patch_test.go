@@ -28,7 +28,7 @@ func TestReviewCheckSeesTheUsersPatchOfTheWebhookService(t *testing.T) {
 		"deploy/patches/webhook-service.yaml": `apiVersion: v1
 kind: Service
 metadata:
-  name: webhook-service
+  name: things-operator-webhooks
   namespace: things-system
 spec:
   ports:
