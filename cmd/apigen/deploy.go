@@ -82,14 +82,21 @@ func expandPodNamespace(container any, namespace string) []string {
 // each file in patches/, a strategic-merge patch (an object) or a JSON
 // patch of the Deployment (a list of operations).
 func generateDeploy(root string, st *stage, d deployment) error {
+	// Without +kubebuilder:rbac markers (an operator that only serves
+	// webhooks) controller-gen writes no role.yaml: no roles to bind but
+	// those of what the Deployment makes the operator do.
 	rolesFile := filepath.Join(st.path(d.rbacDir), "role.yaml")
+	var roles []map[string]any
 	data, err := os.ReadFile(rolesFile)
-	if err != nil {
+	hasRoles := err == nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return fmt.Errorf("-deploy: reading the roles: %w", err)
-	}
-	roles, err := readDocs(rolesFile, data)
-	if err != nil {
-		return fmt.Errorf("-deploy: reading the roles: %w", err)
+	default:
+		if roles, err = readDocs(filepath.Join(d.rbacDir, "role.yaml"), data); err != nil {
+			return fmt.Errorf("-deploy: reading the roles: %w", err)
+		}
 	}
 	dir := st.path(d.dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -139,7 +146,7 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		}
 		bindings = append(bindings, binding)
 	}
-	if len(bindings) == 0 {
+	if hasRoles && len(bindings) == 0 {
 		return errors.New("-deploy: the run's role.yaml has no ClusterRole or Role to bind the operator to")
 	}
 	own := deploymentRoles(d)
@@ -201,8 +208,10 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		}
 	}
 	resources = append(resources, "namespace.yaml", "serviceaccount.yaml")
-	if err := add(path.Join(d.rbacDir, "role.yaml")); err != nil {
-		return err
+	if hasRoles {
+		if err := add(path.Join(d.rbacDir, "role.yaml")); err != nil {
+			return err
+		}
 	}
 	resources = append(resources, "rbac.yaml", "deployment.yaml")
 	if d.webhookDir != "" {

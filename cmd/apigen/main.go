@@ -26,8 +26,10 @@
 //     for operator.Flags (see docs/webhooks.md);
 //   - optionally the rest of the operator's deploy manifests (-deploy, with
 //     -rbac in the same run): its namespace (only its own: those of its
-//     Roles must exist) and ServiceAccount, bindings to the generated roles and roles of what the
-//     Deployment makes it do, its Deployment (-deploy-image), and a
+//     Roles must exist) and ServiceAccount, bindings to the generated roles
+//     (none without +kubebuilder:rbac markers, as for an operator that
+//     only serves webhooks) and roles of what the Deployment makes it do,
+//     its Deployment (-deploy-image), and a
 //     kustomization that lists them with the CRDs, roles and webhooks, and
 //     the user's patches in the patches directory beside it (see
 //     docs/new-api.md).
