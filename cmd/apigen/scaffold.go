@@ -112,6 +112,13 @@ func (s *scaffold) complete(api string) error {
 			return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (apis/%s/%s, and the generated clients' %s/%s), and %s: choose a group whose first label is another word",
 				api, s.GroupDir, s.GroupDir, s.Version, s.GroupDir, s.Version, reason)
 		}
+		// The API package's import name in the generated clients and the
+		// scaffold is <label><version>: one they give another package
+		// makes them declare a name twice.
+		if other := importedAs(s.GroupDir + s.Version); other != "" {
+			return fmt.Errorf("-api %q: the generated clients and the scaffold import the API's packages as %s%s, the name under which they import %s too: choose a group whose first label is another word",
+				api, s.GroupDir, s.Version, other)
+		}
 		s.Lower = strings.ToLower(s.Kind[:1]) + s.Kind[1:]
 		// The CRD's plural is controller-gen's; the types get markers
 		// that make the CRD and the generated client use it both.
@@ -152,6 +159,37 @@ func unimportable(dir string) string {
 		return "the go command ignores a " + dir + " directory's packages"
 	case token.IsKeyword(dir):
 		return "it is a Go keyword, which cannot name a package"
+	}
+	return ""
+}
+
+// generatedImports are the import names that client-gen, lister-gen and
+// informer-gen give packages other than the API's in the code they
+// generate for a group, by the package they name.
+var generatedImports = map[string]string{
+	"metav1": "k8s.io/apimachinery/pkg/apis/meta/v1",
+}
+
+var importLine = regexp.MustCompile(`(?m)^\s+(?:([a-z][a-z0-9_]*) )?"([^"]+)"$`)
+
+// importedAs returns the package that the generated code or a scaffold
+// template imports under the name alias (its own alias, or the last
+// element of its path), or "".
+func importedAs(alias string) string {
+	if p, ok := generatedImports[alias]; ok {
+		return p
+	}
+	templates, _ := fs.Glob(scaffoldTemplates, "scaffold/*.tmpl")
+	for _, name := range templates {
+		data, err := scaffoldTemplates.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		for _, m := range importLine.FindAllStringSubmatch(string(data), -1) {
+			if m[1] == alias || m[1] == "" && path.Base(m[2]) == alias {
+				return m[2]
+			}
+		}
 	}
 	return ""
 }
