@@ -138,7 +138,8 @@
 // generates as generate.go's go:generate line says and runs go mod tidy
 // (see docs/new-api.md). It refuses, writing nothing, if any of those
 // files or of the manifests it generates by name (the deploy manifests,
-// role.yaml, the API's CRD) exists, and an init that fails at a later
+// role.yaml, the API's CRD, with -webhooks webhook.yaml and
+// zz_generated.webhooks.go) exists, and an init that fails at a later
 // step (or is stopped by SIGINT or SIGTERM) undoes what it wrote: it
 // writes back the files it replaced or removed (the generated code of
 // API packages already in the module, say), then removes the files and

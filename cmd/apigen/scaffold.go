@@ -233,6 +233,11 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) (err error) {
 	if s.API {
 		generated = append(generated, path.Join(initCRDDir, s.Group+"_"+s.Plural+".yaml"))
 	}
+	if s.Webhooks {
+		// The webhooks' manifests beside the roles, and their Go file
+		// beside webhooks.go.
+		generated = append(generated, path.Join(initDeployDir, webhookFile), webhookGoFile)
+	}
 	for _, rel := range generated {
 		if _, err := os.Lstat(filepath.Join(mod.root, filepath.FromSlash(rel))); err == nil {
 			taken = append(taken, rel)
