@@ -145,9 +145,17 @@
 // API packages already in the module, say), then removes the files and
 // directories it created.
 //
-// The go commands apigen runs run in process groups of their own: a
-// signal that stops apigen kills them with what they started (on Linux,
-// so does the death of apigen by SIGKILL).
+// SIGINT and SIGTERM stop apigen with every process of the run: the go
+// commands it runs, each in a process group of its own, are killed with
+// their groups, and, on Linux, where apigen is the child subreaper of
+// what it starts, every other process below it too (the go list commands
+// that golang.org/x/tools/go/packages starts, and what a killed process
+// started, which apigen adopts). A SIGKILL of apigen cannot be handled:
+// on Linux the kernel then kills the go commands that apigen itself
+// started (the parent-death signal), but not the go list commands of the
+// package loads nor what any go command started (go run's program, the
+// compiler, a process a wrapper of the go command starts): those run to
+// their end, orphaned. On other systems a SIGKILL kills none of them.
 //
 // With -verify nothing is written in the module: apigen exits with status
 // 1 and lists every file that a run would change, add or remove.
@@ -168,11 +176,12 @@ func main() {
 	if percent, ok := gcPercent(os.Getenv); ok {
 		debug.SetGCPercent(percent)
 	}
+	becomeSubreaper()
 	ctx, cancel := context.WithCancel(context.Background())
 	handleSignals(cancel)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	cancel()
-	os.Exit(code)
+	exit(code)
 }
 
 // lazyGC is the GOGC of apigen unless the user sets one. A run loads the
