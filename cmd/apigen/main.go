@@ -32,7 +32,11 @@
 //     its Deployment (-deploy-image), and a
 //     kustomization that lists them with the CRDs, roles and webhooks, and
 //     the user's patches in the patches directory beside it (see
-//     docs/new-api.md).
+//     docs/new-api.md); an overlay of it may set another namespace,
+//     labels, annotations, images and patches, but not, with webhooks, a
+//     namePrefix or nameSuffix, which renames the Service and the
+//     configurations but not the certificate's host and the CA's targets
+//     (see docs/webhooks.md).
 //
 // Add it to a module as a tool and run it from anywhere in the module:
 //
