@@ -39,6 +39,7 @@ func TestInitRefusals(t *testing.T) {
 		{name: "an API group whose first label and version name apimachinery's metav1", args: []string{"init", "-name", "op", "-api", "meta.example.com/v1/Widget"}, wantCode: 2, wantErr: "import the API's packages as metav1, the name under which they import k8s.io/apimachinery/pkg/apis/meta/v1 too"},
 		{name: "an API group whose first label and version name the scaffold's corev1", args: []string{"init", "-name", "op", "-api", "core.example.com/v1/Widget"}, wantCode: 2, wantErr: "import the API's packages as corev1, the name under which they import k8s.io/api/core/v1 too"},
 		{name: "a module with a main.go", args: []string{"init", "-name", "op"}, existing: "main.go", wantCode: 1, wantErr: "the module already has controller.go, main.go"},
+		{name: "a module with a hand-written webhook manifest", args: []string{"init", "-name", "op", "-api", "example.com/v1/Widget", "-webhooks"}, existing: "deploy/webhook.yaml", wantCode: 1, wantErr: "deploy/webhook.yaml"},
 		{name: "a module with the API's types", args: []string{"init", "-name", "op", "-api", "example.com/v1/Thing"}, existing: "apis/example/v1/types.go", wantCode: 1, wantErr: "the module already has apis/example/v1/types.go, controller.go"},
 	}
 	for _, tt := range tests {
