@@ -222,7 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.webhookDir, "webhook", "", "Directory of the generated webhook.yaml and crd-conversion.yaml (from +kubebuilder:webhook and +ctrlkit:conversionwebhook markers); empty skips them.")
 	fs.StringVar(&webhookPaths, "webhook-paths", "./...", "Space-separated package patterns, in the module, of which one holds the webhook markers; it gets zz_generated.webhooks.go.")
 	fs.StringVar(&cfg.deployDir, "deploy", "", "Directory of the generated deploy manifests (kustomization, namespace, ServiceAccount, role bindings, Deployment); empty skips them. Needs -rbac in the same run.")
-	fs.StringVar(&cfg.deployNamespace, "deploy-namespace", "", "The operator's namespace (required with -deploy); also the namespace of the webhook Service where the markers name none (else controller-gen's \"system\").")
+	fs.StringVar(&cfg.deployNamespace, "deploy-namespace", "", "The operator's namespace (required with -deploy), which the kustomization creates and kubectl delete -k deletes with everything in it: one of its own, not a shared one; also the namespace of the webhook Service where the markers name none (else controller-gen's \"system\").")
 	fs.StringVar(&cfg.deployImage, "deploy-image", "", "The operator's image (required with -deploy).")
 	fs.StringVar(&cfg.header, "header", "", "File whose text heads every generated Go file (a license, say), anywhere; none if empty.")
 	fs.BoolVar(&cfg.verify, "verify", false, "Write nothing; exit 1 and list the files a run would change if any is out of date.")

@@ -52,7 +52,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var s scaffold
 	var api string
 	fs.StringVar(&s.Name, "name", "", "The operator's name: of its Deployment, ServiceAccount, roles and Lease (required).")
-	fs.StringVar(&s.Namespace, "namespace", "", "The operator's namespace (default NAME-system).")
+	fs.StringVar(&s.Namespace, "namespace", "", "The operator's namespace (default NAME-system), which its kustomization creates and kubectl delete -k deletes with everything in it: one of its own, not a shared one.")
 	fs.StringVar(&s.Image, "image", "", "The operator's image (default NAME:dev).")
 	fs.StringVar(&api, "api", "", "A new API to reconcile, GROUP/VERSION/KIND (example.com/v1/Widget); without it, the controller reconciles ConfigMaps.")
 	fs.BoolVar(&s.Webhooks, "webhooks", false, "With -api: a validating webhook of the API's kind too (webhooks.go), served with a certificate the operator issues itself.")
