@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"go/format"
+	"go/parser"
 	"go/token"
 	"io"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"unicode"
@@ -112,13 +114,6 @@ func (s *scaffold) complete(api string) error {
 			return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (apis/%s/%s, and the generated clients' %s/%s), and %s: choose a group whose first label is another word",
 				api, s.GroupDir, s.GroupDir, s.Version, s.GroupDir, s.Version, reason)
 		}
-		// The API package's import name in the generated clients and the
-		// scaffold is <label><version>: one they give another package
-		// makes them declare a name twice.
-		if other := importedAs(s.GroupDir + s.Version); other != "" {
-			return fmt.Errorf("-api %q: the generated clients and the scaffold import the API's packages as %s%s, the name under which they import %s too: choose a group whose first label is another word",
-				api, s.GroupDir, s.Version, other)
-		}
 		s.Lower = strings.ToLower(s.Kind[:1]) + s.Kind[1:]
 		// The CRD's plural is controller-gen's; the types get markers
 		// that make the CRD and the generated client use it both.
@@ -145,6 +140,19 @@ func (s *scaffold) complete(api string) error {
 		args = append(args, "-webhook deploy", "-webhook-paths .")
 	}
 	s.GenerateArgs = strings.Join(args, " ")
+	if s.API {
+		// The API package's import name in the generated clients and the
+		// scaffold is <label><version>: one they give another package
+		// makes them declare a name twice.
+		other, err := s.importedAs(s.Alias)
+		if err != nil {
+			return err
+		}
+		if other != "" {
+			return fmt.Errorf("-api %q: the generated clients and the scaffold import the API's packages as %s, the name under which they import %s too: choose a group whose first label is another word",
+				api, s.Alias, other)
+		}
+	}
 	return nil
 }
 
@@ -170,28 +178,40 @@ var generatedImports = map[string]string{
 	"metav1": "k8s.io/apimachinery/pkg/apis/meta/v1",
 }
 
-var importLine = regexp.MustCompile(`(?m)^\s+(?:([a-z][a-z0-9_]*) )?"([^"]+)"$`)
-
-// importedAs returns the package that the generated code or a scaffold
-// template imports under the name alias (its own alias, or the last
-// element of its path), or "".
-func importedAs(alias string) string {
-	if p, ok := generatedImports[alias]; ok {
-		return p
-	}
-	templates, _ := fs.Glob(scaffoldTemplates, "scaffold/*.tmpl")
-	for _, name := range templates {
-		data, err := scaffoldTemplates.ReadFile(name)
-		if err != nil {
+// importedAs returns the package, other than the API's, that the
+// generated code or a Go file of the scaffold in package main imports
+// under the name alias, or "".
+func (s *scaffold) importedAs(alias string) (string, error) {
+	data := *s
+	data.Module = "example.invalid/module"
+	api := data.Module + "/" + data.APIDir
+	for name, used := range map[string]bool{"main.go.tmpl": true, "controller.go.tmpl": true, "controller_test.go.tmpl": true, "webhooks.go.tmpl": s.Webhooks} {
+		if !used {
 			continue
 		}
-		for _, m := range importLine.FindAllStringSubmatch(string(data), -1) {
-			if m[1] == alias || m[1] == "" && path.Base(m[2]) == alias {
-				return m[2]
+		t, err := template.ParseFS(scaffoldTemplates, "scaffold/"+name)
+		if err != nil {
+			return "", err
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, &data); err != nil {
+			return "", err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, b.Bytes(), parser.ImportsOnly)
+		if err != nil {
+			return "", err
+		}
+		for _, imp := range f.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err != nil || p == api {
+				continue
+			}
+			if imp.Name != nil && imp.Name.Name == alias || imp.Name == nil && path.Base(p) == alias {
+				return p, nil
 			}
 		}
 	}
-	return ""
+	return generatedImports[alias], nil
 }
 
 func upperFirst(s string) string {
