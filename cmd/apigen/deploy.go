@@ -529,7 +529,7 @@ func readPatch(file string, data []byte) (userPatch, error) {
 	for _, doc := range docs {
 		m, ok := doc.(map[string]any)
 		if !ok {
-			return userPatch{}, fmt.Errorf("-deploy: the patch %s is neither objects (strategic-merge patches) nor one list of operations (a JSON patch)", file)
+			return userPatch{}, fmt.Errorf("-deploy: the patch %s is neither objects, one a document (strategic-merge patches), nor one list of operations (a JSON patch)", file)
 		}
 		p.objects = append(p.objects, m)
 	}
