@@ -88,7 +88,7 @@ func TestWebhooksInTheDeployNamespace(t *testing.T) {
 	assert.NotContains(t, files["deploy/crd-conversion.yaml"], "namespace: system\n")
 
 	goFile := files["webhooks/zz_generated.webhooks.go"]
-	assert.Contains(t, goFile, `var webhookCertHosts = []string{"webhook-service.things-system.svc"}`)
+	assert.Contains(t, goFile, `var webhookCertHosts = []string{"things-operator-webhooks.things-system.svc"}`)
 	assert.Contains(t, goFile, `MutatingWebhookConfigurations:   []string{"things-operator"}`)
 	assert.Contains(t, goFile, `ValidatingWebhookConfigurations: []string{"things-operator"}`)
 
@@ -102,7 +102,7 @@ func TestWebhooksInTheDeployNamespace(t *testing.T) {
 
 	var d appsv1.Deployment
 	require.NoError(t, yaml.UnmarshalStrict([]byte(files["deploy/deployment.yaml"]), &d))
-	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--webhook-cert-secret=$(POD_NAMESPACE)/webhook-service-certs", "the certificate's Secret in the pod's namespace")
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--webhook-cert-secret=$(POD_NAMESPACE)/things-operator-webhooks-certs", "the certificate's Secret in the pod's namespace")
 	for rel, content := range files {
 		if strings.HasPrefix(rel, "deploy/") {
 			assert.NotContains(t, content, "namespace: system\n", "%s names controller-gen's namespace", rel)
@@ -203,8 +203,8 @@ func TestDeployGrantsWhatTheDeploymentDoes(t *testing.T) {
 		{"things-system", "coordination.k8s.io", "leases", "create", ""},
 		{"things-system", "coordination.k8s.io", "leases", "update", "things-operator"},
 		{"things-system", "", "secrets", "create", ""},
-		{"things-system", "", "secrets", "get", "webhook-service-certs"},
-		{"things-system", "", "secrets", "update", "webhook-service-certs"},
+		{"things-system", "", "secrets", "get", "things-operator-webhooks-certs"},
+		{"things-system", "", "secrets", "update", "things-operator-webhooks-certs"},
 		{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get", "things-operator"},
 		{"", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update", "things-operator"},
 		{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "get", "things-operator"},

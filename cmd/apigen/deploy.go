@@ -82,14 +82,21 @@ func expandPodNamespace(container any, namespace string) []string {
 // each file in patches/, a strategic-merge patch (an object) or a JSON
 // patch of the Deployment (a list of operations).
 func generateDeploy(root string, st *stage, d deployment) error {
+	// Without +kubebuilder:rbac markers (an operator that only serves
+	// webhooks) controller-gen writes no role.yaml: no roles to bind but
+	// those of what the Deployment makes the operator do.
 	rolesFile := filepath.Join(st.path(d.rbacDir), "role.yaml")
+	var roles []map[string]any
 	data, err := os.ReadFile(rolesFile)
-	if err != nil {
+	hasRoles := err == nil
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return fmt.Errorf("-deploy: reading the roles: %w", err)
-	}
-	roles, err := readDocs(rolesFile, data)
-	if err != nil {
-		return fmt.Errorf("-deploy: reading the roles: %w", err)
+	default:
+		if roles, err = readDocs(filepath.Join(d.rbacDir, "role.yaml"), data); err != nil {
+			return fmt.Errorf("-deploy: reading the roles: %w", err)
+		}
 	}
 	dir := st.path(d.dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -139,7 +146,7 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		}
 		bindings = append(bindings, binding)
 	}
-	if len(bindings) == 0 {
+	if hasRoles && len(bindings) == 0 {
 		return errors.New("-deploy: the run's role.yaml has no ClusterRole or Role to bind the operator to")
 	}
 	own := deploymentRoles(d)
@@ -201,8 +208,10 @@ func generateDeploy(root string, st *stage, d deployment) error {
 		}
 	}
 	resources = append(resources, "namespace.yaml", "serviceaccount.yaml")
-	if err := add(path.Join(d.rbacDir, "role.yaml")); err != nil {
-		return err
+	if hasRoles {
+		if err := add(path.Join(d.rbacDir, "role.yaml")); err != nil {
+			return err
+		}
 	}
 	resources = append(resources, "rbac.yaml", "deployment.yaml")
 	if d.webhookDir != "" {
@@ -452,10 +461,14 @@ func deploymentManifest(d deployment) map[string]any {
 type userPatch struct {
 	name string
 	json bool // a JSON patch (a list of operations), not a strategic-merge one
+	// ops are the JSON patch's operations; objects the strategic-merge
+	// patches, one a document of the file.
+	ops     []map[string]any
+	objects []map[string]any
 }
 
 // readPatches lists the YAML files of dir, sorted, each with its kind of
-// patch; none if dir does not exist.
+// patch and what it holds; none if dir does not exist.
 func readPatches(dir string) ([]userPatch, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -473,20 +486,66 @@ func readPatches(dir string) ([]userPatch, error) {
 		if err != nil {
 			return nil, err
 		}
-		var doc any
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, fmt.Errorf("-deploy: the patch %s: %w", filepath.Join(dir, e.Name()), err)
+		p, err := readPatch(filepath.Join(dir, e.Name()), data)
+		if err != nil {
+			return nil, err
 		}
-		switch doc.(type) {
-		case []any:
-			out = append(out, userPatch{name: e.Name(), json: true})
-		case map[string]any:
-			out = append(out, userPatch{name: e.Name()})
-		default:
-			return nil, fmt.Errorf("-deploy: the patch %s is neither an object (a strategic-merge patch) nor a list of operations (a JSON patch)", filepath.Join(dir, e.Name()))
-		}
+		p.name = e.Name()
+		out = append(out, p)
 	}
 	return out, nil
+}
+
+// readPatch decodes a patch file, read from file: one document that is a
+// list of operations (a JSON patch), or one or more documents that are
+// each an object (strategic-merge patches, which kustomize applies each to
+// its object).
+func readPatch(file string, data []byte) (userPatch, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var docs []any
+	for {
+		var doc any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return userPatch{}, fmt.Errorf("-deploy: the patch %s: %w", file, err)
+		}
+		if doc != nil {
+			docs = append(docs, doc)
+		}
+	}
+	if ops, ok := onlyDoc(docs).([]any); ok {
+		p := userPatch{json: true}
+		for _, op := range ops {
+			m, ok := op.(map[string]any)
+			if !ok {
+				return userPatch{}, fmt.Errorf("-deploy: the patch %s: an operation of the JSON patch is not an object", file)
+			}
+			p.ops = append(p.ops, m)
+		}
+		return p, nil
+	}
+	var p userPatch
+	for _, doc := range docs {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return userPatch{}, fmt.Errorf("-deploy: the patch %s is neither objects, one a document (strategic-merge patches), nor one list of operations (a JSON patch)", file)
+		}
+		p.objects = append(p.objects, m)
+	}
+	if len(p.objects) == 0 {
+		return userPatch{}, fmt.Errorf("-deploy: the patch %s is empty", file)
+	}
+	return p, nil
+}
+
+// onlyDoc returns the one document of docs, or nil if there are more or
+// none.
+func onlyDoc(docs []any) any {
+	if len(docs) != 1 {
+		return nil
+	}
+	return docs[0]
 }
 
 // readDocs decodes the YAML documents of data, read from p, into maps.

@@ -541,17 +541,34 @@ func commit(root string, cfg config, old, generated files, leftovers []string) (
 		}
 		checkpoint(fmt.Sprintf("remove:%d", removed))
 		cfg.journal.replacing(filepath.Join(root, filepath.FromSlash(rel)), old[rel])
-		if err := os.Remove(filepath.Join(root, filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := removeStale(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
 			return written, err
 		}
 		removed++
 	}
 	if cfg.out != "" {
-		for _, d := range generatedClientDirs {
-			removeEmptyDirs(filepath.Join(root, cfg.out, d))
-		}
+		// With temps.mu held, as removeStale: not after a signal's undo
+		// made a directory again for a file it wrote back.
+		temps.locked(func() {
+			for _, d := range generatedClientDirs {
+				removeEmptyDirs(filepath.Join(root, cfg.out, d))
+			}
+		})
 	}
 	return written, nil
+}
+
+// removeStale removes the stale file p, which the journal, if any, has
+// recorded, with temps.mu held: a signal's handler, which holds it from
+// its undo until the process exits, writes p back either after the
+// removal or with no removal to follow.
+func removeStale(p string) error {
+	var err error
+	temps.locked(func() { err = os.Remove(p) })
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // writeFile writes data to a new file p with mode, synced to disk.

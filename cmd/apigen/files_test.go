@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -184,4 +185,24 @@ func TestOnDisk(t *testing.T) {
 
 	_, err = onDisk(mod, []string{"./docs/..."}, "generated")
 	assert.ErrorContains(t, err, "match no package with Go files")
+}
+
+// A stale file is removed with the temporaries' lock held: while a
+// signal's handler holds it (undoing the run, writing back the files it
+// replaced or removed, until the process exits), no removal happens after
+// the file was written back.
+func TestRemoveStaleWaitsForTheSignalHandler(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "stale.go")
+	require.NoError(t, os.WriteFile(p, []byte("package stale\n"), 0o644))
+	exists := func() bool { _, err := os.Lstat(p); return err == nil }
+
+	temps.mu.Lock()
+	done := make(chan error, 1)
+	go func() { done <- removeStale(p) }()
+	require.Never(t, func() bool { return !exists() }, 200*time.Millisecond, 10*time.Millisecond,
+		"removed while the handler holds the lock")
+	temps.mu.Unlock()
+	require.NoError(t, <-done)
+	assert.False(t, exists(), "removed once the lock is free")
+	assert.NoError(t, removeStale(p), "a file already gone is no error")
 }

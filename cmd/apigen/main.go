@@ -17,7 +17,8 @@
 //     and +kubebuilder:webhookconfiguration markers (controller-tools), the
 //     Service they call, and, from +ctrlkit:conversionwebhook markers, a
 //     kustomize patch that makes a CRD's conversion a webhook (a marker
-//     without a Service namespace calls the Service in -deploy-namespace,
+//     without a Service name calls <-rbac-role>-webhooks, one without a
+//     Service namespace calls the Service in -deploy-namespace,
 //     and configurations without a name are named after the operator;
 //     what is generated is checked to agree, and refused if it does not); with them,
 //     zz_generated.webhooks.go in the markers' package: a constant for each
@@ -25,11 +26,17 @@
 //     for operator.Flags (see docs/webhooks.md);
 //   - optionally the rest of the operator's deploy manifests (-deploy, with
 //     -rbac in the same run): its namespace (only its own: those of its
-//     Roles must exist) and ServiceAccount, bindings to the generated roles and roles of what the
-//     Deployment makes it do, its Deployment (-deploy-image), and a
+//     Roles must exist) and ServiceAccount, bindings to the generated roles
+//     (none without +kubebuilder:rbac markers, as for an operator that
+//     only serves webhooks) and roles of what the Deployment makes it do,
+//     its Deployment (-deploy-image), and a
 //     kustomization that lists them with the CRDs, roles and webhooks, and
 //     the user's patches in the patches directory beside it (see
-//     docs/new-api.md).
+//     docs/new-api.md); an overlay of it may set another namespace,
+//     labels, annotations, images and patches, but not, with webhooks, a
+//     namePrefix or nameSuffix, which renames the Service and the
+//     configurations but not the certificate's host and the CA's targets
+//     (see docs/webhooks.md).
 //
 // Add it to a module as a tool and run it from anywhere in the module:
 //
@@ -135,15 +142,24 @@
 // generates as generate.go's go:generate line says and runs go mod tidy
 // (see docs/new-api.md). It refuses, writing nothing, if any of those
 // files or of the manifests it generates by name (the deploy manifests,
-// role.yaml, the API's CRD) exists, and an init that fails at a later
+// role.yaml, the API's CRD, with -webhooks webhook.yaml and
+// zz_generated.webhooks.go) exists, and an init that fails at a later
 // step (or is stopped by SIGINT or SIGTERM) undoes what it wrote: it
 // writes back the files it replaced or removed (the generated code of
 // API packages already in the module, say), then removes the files and
 // directories it created.
 //
-// The go commands apigen runs run in process groups of their own: a
-// signal that stops apigen kills them with what they started (on Linux,
-// so does the death of apigen by SIGKILL).
+// SIGINT and SIGTERM stop apigen with every process of the run: the go
+// commands it runs, each in a process group of its own, are killed with
+// their groups, and, on Linux, where apigen is the child subreaper of
+// what it starts, every other process below it too (the go list commands
+// that golang.org/x/tools/go/packages starts, and what a killed process
+// started, which apigen adopts). A SIGKILL of apigen cannot be handled:
+// on Linux the kernel then kills the go commands that apigen itself
+// started (the parent-death signal), but not the go list commands of the
+// package loads nor what any go command started (go run's program, the
+// compiler, a process a wrapper of the go command starts): those run to
+// their end, orphaned. On other systems a SIGKILL kills none of them.
 //
 // With -verify nothing is written in the module: apigen exits with status
 // 1 and lists every file that a run would change, add or remove.
@@ -164,11 +180,12 @@ func main() {
 	if percent, ok := gcPercent(os.Getenv); ok {
 		debug.SetGCPercent(percent)
 	}
+	becomeSubreaper()
 	ctx, cancel := context.WithCancel(context.Background())
 	handleSignals(cancel)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	cancel()
-	os.Exit(code)
+	exit(code)
 }
 
 // lazyGC is the GOGC of apigen unless the user sets one. A run loads the
@@ -205,7 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.webhookDir, "webhook", "", "Directory of the generated webhook.yaml and crd-conversion.yaml (from +kubebuilder:webhook and +ctrlkit:conversionwebhook markers); empty skips them.")
 	fs.StringVar(&webhookPaths, "webhook-paths", "./...", "Space-separated package patterns, in the module, of which one holds the webhook markers; it gets zz_generated.webhooks.go.")
 	fs.StringVar(&cfg.deployDir, "deploy", "", "Directory of the generated deploy manifests (kustomization, namespace, ServiceAccount, role bindings, Deployment); empty skips them. Needs -rbac in the same run.")
-	fs.StringVar(&cfg.deployNamespace, "deploy-namespace", "", "The operator's namespace (required with -deploy); also the namespace of the webhook Service where the markers name none (else controller-gen's \"system\").")
+	fs.StringVar(&cfg.deployNamespace, "deploy-namespace", "", "The operator's namespace (required with -deploy), which the kustomization creates and kubectl delete -k deletes with everything in it: one of its own, not a shared one; also the namespace of the webhook Service where the markers name none (else controller-gen's \"system\").")
 	fs.StringVar(&cfg.deployImage, "deploy-image", "", "The operator's image (required with -deploy).")
 	fs.StringVar(&cfg.header, "header", "", "File whose text heads every generated Go file (a license, say), anywhere; none if empty.")
 	fs.BoolVar(&cfg.verify, "verify", false, "Write nothing; exit 1 and list the files a run would change if any is out of date.")

@@ -28,7 +28,7 @@ func TestCheckSeesTheUsersPatchOfTheWebhookService(t *testing.T) {
 		"deploy/patches/webhook-service.yaml": `apiVersion: v1
 kind: Service
 metadata:
-  name: webhook-service
+  name: things-operator-webhooks
   namespace: things-system
 spec:
   ports:

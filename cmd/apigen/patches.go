@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"sigs.k8s.io/yaml"
 )
 
 // applyUserPatches applies the user's patches of the deploy kustomization,
@@ -28,51 +26,50 @@ func applyUserPatches(o *webhookOutput, dir string) error {
 	}
 	for _, p := range patches {
 		file := filepath.Join(dir, p.name)
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return err
-		}
 		if p.json {
 			if o.deployment == nil {
 				continue
 			}
-			var ops []map[string]any
-			if err := yaml.Unmarshal(data, &ops); err != nil {
-				return fmt.Errorf("-deploy: the patch %s: %w", file, err)
-			}
-			if o.deployment, err = applyJSONPatch(o.deployment, ops); err != nil {
+			if o.deployment, err = applyJSONPatch(o.deployment, p.ops); err != nil {
 				return fmt.Errorf("-deploy: the patch %s of the Deployment: %w", file, err)
 			}
 			continue
 		}
-		var patch map[string]any
-		if err := yaml.Unmarshal(data, &patch); err != nil {
-			return fmt.Errorf("-deploy: the patch %s: %w", file, err)
-		}
-		targets := []struct {
-			obj    *map[string]any
-			schema any
-		}{{&o.service, corev1.Service{}}, {&o.deployment, appsv1.Deployment{}}}
-		for i := range o.configurations {
-			var schema any = admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if o.configurations[i]["kind"] == "MutatingWebhookConfiguration" {
-				schema = admissionregistrationv1.MutatingWebhookConfiguration{}
-			}
-			targets = append(targets, struct {
-				obj    *map[string]any
-				schema any
-			}{&o.configurations[i], schema})
-		}
-		for _, t := range targets {
-			if *t.obj == nil || !patchTargets(patch, *t.obj) {
-				continue
-			}
-			patched, err := strategicpatch.StrategicMergeMapPatch(*t.obj, patch, t.schema)
-			if err != nil {
+		for _, patch := range p.objects {
+			if err := applyStrategicPatch(o, patch); err != nil {
 				return fmt.Errorf("-deploy: the patch %s: %w", file, err)
 			}
-			*t.obj = patched
 		}
+	}
+	return nil
+}
+
+// applyStrategicPatch applies a strategic-merge patch to the object of o
+// it targets, if o holds it.
+func applyStrategicPatch(o *webhookOutput, patch map[string]any) error {
+	targets := []struct {
+		obj    *map[string]any
+		schema any
+	}{{&o.service, corev1.Service{}}, {&o.deployment, appsv1.Deployment{}}}
+	for i := range o.configurations {
+		var schema any = admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if o.configurations[i]["kind"] == "MutatingWebhookConfiguration" {
+			schema = admissionregistrationv1.MutatingWebhookConfiguration{}
+		}
+		targets = append(targets, struct {
+			obj    *map[string]any
+			schema any
+		}{&o.configurations[i], schema})
+	}
+	for _, t := range targets {
+		if *t.obj == nil || !patchTargets(patch, *t.obj) {
+			continue
+		}
+		patched, err := strategicpatch.StrategicMergeMapPatch(*t.obj, patch, t.schema)
+		if err != nil {
+			return err
+		}
+		*t.obj = patched
 	}
 	return nil
 }

@@ -97,3 +97,36 @@ func TestApplyJSONPatch(t *testing.T) {
 		})
 	}
 }
+
+// A patch file is one JSON patch (a list of operations) or one or more
+// strategic-merge patches, one a document; anything else is refused.
+func TestReadPatch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		data        string
+		wantJSON    bool
+		wantObjects int
+		wantErr     string
+	}{
+		{name: "one object", data: "kind: Service\n", wantObjects: 1},
+		{name: "objects in several documents", data: "kind: Deployment\n---\nkind: Service\n---\n", wantObjects: 2},
+		{name: "a JSON patch", data: "- op: add\n  path: /spec/replicas\n  value: 2\n", wantJSON: true},
+		{name: "a JSON patch and an object", data: "- op: add\n  path: /a\n  value: 2\n---\nkind: Service\n", wantErr: "is neither objects"},
+		{name: "an empty file", data: "", wantErr: "is empty"},
+		{name: "a scalar", data: "text\n", wantErr: "is neither objects"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := readPatch("p.yaml", []byte(tt.data))
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantJSON, p.json)
+			assert.Len(t, p.objects, tt.wantObjects)
+		})
+	}
+}

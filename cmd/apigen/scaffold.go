@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"go/format"
+	"go/parser"
 	"go/token"
 	"io"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"unicode"
@@ -52,7 +54,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var s scaffold
 	var api string
 	fs.StringVar(&s.Name, "name", "", "The operator's name: of its Deployment, ServiceAccount, roles and Lease (required).")
-	fs.StringVar(&s.Namespace, "namespace", "", "The operator's namespace (default NAME-system).")
+	fs.StringVar(&s.Namespace, "namespace", "", "The operator's namespace (default NAME-system), which its kustomization creates and kubectl delete -k deletes with everything in it: one of its own, not a shared one.")
 	fs.StringVar(&s.Image, "image", "", "The operator's image (default NAME:dev).")
 	fs.StringVar(&api, "api", "", "A new API to reconcile, GROUP/VERSION/KIND (example.com/v1/Widget); without it, the controller reconciles ConfigMaps.")
 	fs.BoolVar(&s.Webhooks, "webhooks", false, "With -api: a validating webhook of the API's kind too (webhooks.go), served with a certificate the operator issues itself.")
@@ -138,6 +140,19 @@ func (s *scaffold) complete(api string) error {
 		args = append(args, "-webhook deploy", "-webhook-paths .")
 	}
 	s.GenerateArgs = strings.Join(args, " ")
+	if s.API {
+		// The API package's import name in the generated clients and the
+		// scaffold is <label><version>: one they give another package
+		// makes them declare a name twice.
+		other, err := s.importedAs(s.Alias)
+		if err != nil {
+			return err
+		}
+		if other != "" {
+			return fmt.Errorf("-api %q: the generated clients and the scaffold import the API's packages as %s, the name under which they import %s too: choose a group whose first label is another word",
+				api, s.Alias, other)
+		}
+	}
 	return nil
 }
 
@@ -154,6 +169,49 @@ func unimportable(dir string) string {
 		return "it is a Go keyword, which cannot name a package"
 	}
 	return ""
+}
+
+// generatedImports are the import names that client-gen, lister-gen and
+// informer-gen give packages other than the API's in the code they
+// generate for a group, by the package they name.
+var generatedImports = map[string]string{
+	"metav1": "k8s.io/apimachinery/pkg/apis/meta/v1",
+}
+
+// importedAs returns the package, other than the API's, that the
+// generated code or a Go file of the scaffold in package main imports
+// under the name alias, or "".
+func (s *scaffold) importedAs(alias string) (string, error) {
+	data := *s
+	data.Module = "example.invalid/module"
+	api := data.Module + "/" + data.APIDir
+	for name, used := range map[string]bool{"main.go.tmpl": true, "controller.go.tmpl": true, "controller_test.go.tmpl": true, "webhooks.go.tmpl": s.Webhooks} {
+		if !used {
+			continue
+		}
+		t, err := template.ParseFS(scaffoldTemplates, "scaffold/"+name)
+		if err != nil {
+			return "", err
+		}
+		var b bytes.Buffer
+		if err := t.Execute(&b, &data); err != nil {
+			return "", err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, b.Bytes(), parser.ImportsOnly)
+		if err != nil {
+			return "", err
+		}
+		for _, imp := range f.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err != nil || p == api {
+				continue
+			}
+			if imp.Name != nil && imp.Name.Name == alias || imp.Name == nil && path.Base(p) == alias {
+				return p, nil
+			}
+		}
+	}
+	return generatedImports[alias], nil
 }
 
 func upperFirst(s string) string {
@@ -194,6 +252,11 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) (err error) {
 	}
 	if s.API {
 		generated = append(generated, path.Join(initCRDDir, s.Group+"_"+s.Plural+".yaml"))
+	}
+	if s.Webhooks {
+		// The webhooks' manifests beside the roles, and their Go file
+		// beside webhooks.go.
+		generated = append(generated, path.Join(initDeployDir, webhookFile), webhookGoFile)
 	}
 	for _, rel := range generated {
 		if _, err := os.Lstat(filepath.Join(mod.root, filepath.FromSlash(rel))); err == nil {

@@ -36,7 +36,9 @@ func TestInitRefusals(t *testing.T) {
 		{name: "an API group whose first label is testdata", args: []string{"init", "-name", "op", "-api", "testdata.example.com/v1/Widget"}, wantCode: 2, wantErr: "ignores a testdata directory's packages"},
 		{name: "an API group whose first label is vendor", args: []string{"init", "-name", "op", "-api", "vendor.example.com/v1/Widget"}, wantCode: 2, wantErr: "ignores a vendor directory's packages"},
 		{name: "an API group whose first label is a keyword", args: []string{"init", "-name", "op", "-api", "func.example.com/v1/Widget"}, wantCode: 2, wantErr: "it is a Go keyword"},
+		{name: "an API group whose first label and version name apimachinery's metav1", args: []string{"init", "-name", "op", "-api", "meta.example.com/v1/Widget"}, wantCode: 2, wantErr: "import the API's packages as metav1, the name under which they import k8s.io/apimachinery/pkg/apis/meta/v1 too"},
 		{name: "a module with a main.go", args: []string{"init", "-name", "op"}, existing: "main.go", wantCode: 1, wantErr: "the module already has controller.go, main.go"},
+		{name: "a module with a hand-written webhook manifest", args: []string{"init", "-name", "op", "-api", "example.com/v1/Widget", "-webhooks"}, existing: "deploy/webhook.yaml", wantCode: 1, wantErr: "deploy/webhook.yaml"},
 		{name: "a module with the API's types", args: []string{"init", "-name", "op", "-api", "example.com/v1/Thing"}, existing: "apis/example/v1/types.go", wantCode: 1, wantErr: "the module already has apis/example/v1/types.go, controller.go"},
 	}
 	for _, tt := range tests {
@@ -171,4 +173,24 @@ func TestInitInWorkspace(t *testing.T) {
 	assert.Contains(t, got["controller.go"], ".Quizes(key.Namespace)", "client-gen's method")
 	assert.Regexp(t, `apigen: the workspace cannot resolve an import of [^\n]*\(.*(no required module provides|cannot find module providing|from implicitly required module|missing go.sum entry)[^\n]*\): [^\n]*outside the workspace \(GOWORK=off\)`, stderr,
 		"the fallback outside the workspace says why, in one line")
+}
+
+// The import names init checks the API's alias against are those of the
+// Go files it writes, as rendered for the API (the API package's own
+// import aside), and those of the generated clients.
+func TestInitImportedAs(t *testing.T) {
+	t.Parallel()
+	s := &scaffold{Name: "op", Webhooks: true}
+	require.NoError(t, s.complete("example.com/v1/Widget"))
+	for alias, want := range map[string]string{
+		"cache":     "k8s.io/client-go/tools/cache",
+		"field":     "k8s.io/apimachinery/pkg/util/validation/field",
+		"metav1":    "k8s.io/apimachinery/pkg/apis/meta/v1",
+		"examplev1": "",
+		"corev1":    "", // only without -api
+	} {
+		got, err := s.importedAs(alias)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, alias)
+	}
 }

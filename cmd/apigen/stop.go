@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // stopEnv names the environment variable with which tests stop a run at a
@@ -168,9 +169,30 @@ func (c *children) killAll() {
 	}
 }
 
+// stopping is closed when a signal stops the run, before anything is
+// cancelled or killed.
+var stopping = make(chan struct{})
+
+// exit ends the process with code, unless a signal is stopping the run:
+// then the run ended because the signal handler cancelled it or killed
+// its children, and the handler ends the process, with its own status,
+// once it has killed them all and undone the run.
+func exit(code int) {
+	select {
+	case <-stopping:
+		select {}
+	default:
+		os.Exit(code)
+	}
+}
+
 // handleSignals makes SIGINT and SIGTERM end the process promptly, even
 // while a generator runs: cancel is called, the process groups of the
 // children (the go commands apigen runs, and what they run) are killed,
+// and, on Linux, every other process below apigen (the go list commands
+// that libraries start, what they start, and the processes orphaned by
+// those killed, which apigen adopts as their subreaper: see
+// becomeSubreaper),
 // the journal of the run, if any, is undone and the other temporaries are
 // removed (see temporaries.removeAll), and the process exits with status
 // 128 plus the signal's number.
@@ -179,8 +201,10 @@ func handleSignals(cancel func()) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		sig := <-sigs
+		close(stopping)
 		cancel()
 		running.killAll()
+		killDescendants(5 * time.Second)
 		undoErr := temps.removeAll()
 		code := 130
 		if sig == syscall.SIGTERM {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"syscall"
+	"time"
 )
 
 // childAttributes has no process groups to set up on Windows.
@@ -16,3 +17,9 @@ func killGroup(pid int) error {
 	}
 	return p.Kill()
 }
+
+// becomeSubreaper does nothing: only Linux has child subreapers.
+func becomeSubreaper() bool { return false }
+
+// killDescendants does nothing on Windows.
+func killDescendants(time.Duration) {}

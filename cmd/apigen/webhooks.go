@@ -37,7 +37,8 @@ type ConversionWebhook struct {
 	// Path is where the operator serves the conversion.
 	Path string `marker:"path"`
 	// ServiceName, ServiceNamespace and ServicePort are the Service's, as
-	// in +kubebuilder:webhook (defaults webhook-service, system and 443).
+	// in +kubebuilder:webhook (defaults <operator>-webhooks, the
+	// operator's namespace and 443).
 	ServiceName      string `marker:"serviceName,optional"`
 	ServiceNamespace string `marker:"serviceNamespace,optional"`
 	ServicePort      *int32 `marker:"servicePort,optional"`
@@ -47,11 +48,13 @@ type ConversionWebhook struct {
 
 var conversionDefinition = markers.Must(markers.MakeDefinition("ctrlkit:conversionwebhook", markers.DescribesPackage, ConversionWebhook{}))
 
-// The Service of a marker that names none, as controller-gen's defaults;
-// a run with -deploy-namespace puts it in that namespace instead of
-// controller-gen's "system".
+// The Service of a marker that names none: named after the operator
+// (<operator> + serviceSuffix, not controller-gen's "webhook-service",
+// which every operator in a namespace would share), in the namespace of
+// -deploy-namespace or controller-gen's "system" without one, at
+// controller-gen's port.
 const (
-	defaultServiceName      = "webhook-service"
+	serviceSuffix           = "-webhooks"
 	defaultServiceNamespace = "system"
 	defaultServicePort      = 443
 )
@@ -71,12 +74,12 @@ type webhookService struct {
 }
 
 // serviceOf is the Service of a marker's fields, with the defaults for
-// those it leaves empty: defaultServiceName, the namespace defaultNamespace
-// and defaultServicePort.
-func serviceOf(name, namespace string, port *int32, defaultNamespace string) webhookService {
+// those it leaves empty: the operator's name with serviceSuffix, the
+// namespace defaultNamespace and defaultServicePort.
+func serviceOf(name, namespace string, port *int32, operator, defaultNamespace string) webhookService {
 	s := webhookService{name: name, namespace: namespace, port: defaultServicePort}
 	if s.name == "" {
-		s.name = defaultServiceName
+		s.name = operator + serviceSuffix
 	}
 	if s.namespace == "" {
 		s.namespace = defaultNamespace
@@ -169,7 +172,7 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 			if c.Path == "" {
 				return fmt.Errorf("package %s: +kubebuilder:webhook %s has neither a path nor a url", root.PkgPath, c.Name)
 			}
-			services = append(services, serviceOf(c.ServiceName, c.ServiceNamespace, c.ServicePort, g.namespace))
+			services = append(services, serviceOf(c.ServiceName, c.ServiceNamespace, c.ServicePort, g.name, g.namespace))
 			found.paths = append(found.paths, c.Path)
 		}
 		for _, m := range conversions {
@@ -183,7 +186,7 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 			if slices.ContainsFunc(found.conversions, func(o ConversionWebhook) bool { return o.CRD == c.CRD }) {
 				return fmt.Errorf("package %s: two +ctrlkit:conversionwebhook markers for %s", root.PkgPath, c.CRD)
 			}
-			services = append(services, serviceOf(c.ServiceName, c.ServiceNamespace, c.ServicePort, g.namespace))
+			services = append(services, serviceOf(c.ServiceName, c.ServiceNamespace, c.ServicePort, g.name, g.namespace))
 			found.paths = append(found.paths, c.Path)
 			found.conversions = append(found.conversions, c)
 		}
@@ -249,9 +252,9 @@ func (g webhookGenerator) Generate(ctx *genall.GenerationContext) error {
 //     be one): a constant for each path, and the certificate's host names
 //     and the objects that get its CA, for operator.Flags.
 //
-// A marker that names no Service namespace names namespace (the
-// operator's, -deploy-namespace), or controller-gen's "system" if that is
-// empty; every webhook of the configurations calls the one Service of the
+// A marker that names no Service names <name>-webhooks, and one that
+// names no Service namespace names namespace (the operator's,
+// -deploy-namespace), or controller-gen's "system" if that is empty; every webhook of the configurations calls the one Service of the
 // markers. A configuration without a +kubebuilder:webhookconfiguration
 // marker is named name, the operator's, not with controller-gen's
 // placeholder that every operator generated so would share.

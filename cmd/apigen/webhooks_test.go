@@ -366,7 +366,7 @@ func TestDeploy(t *testing.T) {
 			wantErr  string
 		}{
 			{name: "without roles", args: []string{"-out", "", "-crd", "", "-rbac-role", "x", "-deploy", "deploy", "-deploy-namespace", "n", "-deploy-image", "i"}, wantCode: 2, wantErr: "-deploy needs -rbac"},
-			{name: "a patch that is neither an object nor operations", args: deployArgs, patch: "just a string\n", wantCode: 1, wantErr: "is neither an object"},
+			{name: "a patch that is neither an object nor operations", args: deployArgs, patch: "just a string\n", wantCode: 1, wantErr: "is neither objects, one a document (strategic-merge patches), nor one list of operations"},
 			{name: "roles outside the deploy directory", args: append(slices.Clone(deployArgs), "-rbac", "config/rbac"), wantCode: 1, wantErr: "config/rbac/role.yaml is outside deploy"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {

@@ -128,7 +128,7 @@ egressSelections:
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, controlplane.WriteKubeconfig(kubeconfig, cfg, iwName))
 	args := deploymentArgs(t, filepath.Join(deploy, "deployment.yaml"))
-	assert.Contains(t, args, "--webhook-cert-secret="+iwNamespace+"/webhook-service-certs", "the certificate's Secret in the operator's namespace")
+	assert.Contains(t, args, "--webhook-cert-secret="+iwNamespace+"/"+iwName+"-webhooks-certs", "the certificate's Secret in the operator's namespace")
 	metricsAddr, healthAddr := freeAddress(t), freeAddress(t)
 	args = append(withAddresses(t, args, map[string]string{
 		"--metrics-bind-address": metricsAddr, "--health-probe-bind-address": healthAddr, "--webhook-bind-address": webhookAddr,
