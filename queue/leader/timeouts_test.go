@@ -22,11 +22,11 @@ import (
 
 // hangConfig has timings short enough for a test and long enough that a
 // busy machine's delays do not cost the leader its Lease: a request may
-// take lease.RequestTimeout(3s, 2s, 250ms) = 875ms.
+// take lease.RequestTimeout(4s, 3s, 250ms) = 1s.
 func hangConfig(client *leaseClient, identity string) leader.Config {
 	return leader.Config{
 		Client: client, Namespace: ns, Name: lease, Identity: identity,
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond,
 	}
 }
 

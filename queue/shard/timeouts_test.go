@@ -24,11 +24,11 @@ import (
 
 // timeoutConfig has timings short enough for a test and long enough that a
 // busy machine's delays do not cost the replica its Lease: a write of its
-// Lease may take lease.RequestTimeout(3s, 2s, 250ms) = 875ms, every other
+// Lease may take lease.RequestTimeout(4s, 3s, 250ms) = 1s, every other
 // request RetryPeriod.
 func timeoutConfig(client *hangingClient, identity string) Config {
 	return Config{Client: client, Namespace: "ops", Group: "g", Identity: identity,
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
+		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}
 }
 
 // expectedTimeouts are the longest a request of each verb may take under
@@ -308,10 +308,10 @@ func keepsClaim(t *testing.T, done <-chan error, claimCtx context.Context, ok fu
 	}
 }
 
-// TestHungRequestKeepsTheKeys: a request of the replica's own Lease that
+// TestHangingRequestKeepsTheKeys: a request of the replica's own Lease that
 // hangs until its context ends is abandoned in time for the replica to
 // join, or to renew within the renew deadline and keep its claims.
-func TestHungRequestKeepsTheKeys(t *testing.T) {
+func TestHangingRequestKeepsTheKeys(t *testing.T) {
 	self := LeaseName("g", "pod-0")
 	for _, tc := range []struct {
 		name string
