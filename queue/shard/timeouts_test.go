@@ -293,12 +293,13 @@ func runTimedMember(t *testing.T, client *hangingClient) *timedMember {
 
 // keepsClaim waits until ok holds, failing if Run returns or the claim is
 // cancelled first.
-func keepsClaim(t *testing.T, done <-chan error, claimCtx context.Context, ok func() bool, what string) {
+func keepsClaim(t *testing.T, done chan error, claimCtx context.Context, ok func() bool, what string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !ok() {
 		select {
 		case err := <-done:
+			done <- err // for the cleanup's stop
 			t.Fatalf("%s: Run returned: %v", what, err)
 		case <-claimCtx.Done():
 			t.Fatalf("%s: the claim was cancelled: %v", what, context.Cause(claimCtx))
