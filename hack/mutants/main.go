@@ -3,7 +3,10 @@
 // (and into queue/internal/engagement, whose engagements of a fleet's
 // clusters the package's simulation runs too), one at a time, and reports
 // which of them the package's tests catch, and which the seeded
-// simulation (TestSimulation) catches on its own.
+// simulation (TestSimulation) catches on its own. A mutant may name
+// another package whose tests are to catch it (queue/leader and
+// queue/internal/lease, for the timeouts of Lease requests): it runs only
+// that package's tests, which have no simulation.
 //
 // Run it from the module's root (make mutants does):
 //
@@ -19,11 +22,13 @@
 // once in its file is stale, and the command stops before running
 // anything.
 //
-// First the unmutated snapshot must pass both runs below. Then, for each
-// mutant, the package must compile with it (otherwise the mutant is
-// reported invalid, never caught), and two runs follow: the simulation
-// alone (go test -run '^TestSimulation$', 5,000 schedules) and all of the
-// package's tests. A run catches the mutant when it fails, also by timing
+// First the unmutated snapshot must pass the runs below, for each package
+// whose tests the selected mutants name. Then, for each mutant, its
+// package must compile with it (otherwise the mutant is reported invalid,
+// never caught), and, for a mutant of queue/shard's tests, two runs
+// follow: the simulation alone (go test -run '^TestSimulation$', 5,000
+// schedules) and all of the package's tests; for one of another package,
+// all of that package's tests. A run catches the mutant when it fails, also by timing
 // out. A mutant the simulation catches is caught by the package's tests,
 // which include the same run, so they do not run again; for one it does
 // not catch, the package's other tests run. The command prints a Markdown table and the scores, writes them and every run's
@@ -52,13 +57,15 @@ import (
 	"time"
 )
 
-// pkgDir is the package under test, relative to the module root.
+// pkgDir is the package whose tests catch a mutant that names none,
+// relative to the module root; its tests include the simulation.
 const pkgDir = "queue/shard"
 
-// snapDirs are the packages whose code the mutants change: the package
-// under test, and the engagements of multicluster.Fleet, which its
-// simulation runs too.
-var snapDirs = []string{pkgDir, "queue/internal/engagement"}
+// snapDirs are the packages whose code the mutants change and whose tests
+// may catch them: the package under test, the engagements of
+// multicluster.Fleet, which its simulation runs too, leader election, and
+// the rule of the Lease requests' timeouts, which both share.
+var snapDirs = []string{pkgDir, "queue/internal/engagement", "queue/leader", "queue/internal/lease"}
 
 // snapName is the name of a module-relative file's copy in the snapshot's
 // directory.
@@ -84,7 +91,7 @@ func main() {
 	run := flag.String("run", "", "run only the mutants whose names match this regular expression")
 	flag.IntVar(&o.jobs, "j", 2, "mutants tested at once")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "timeout of each go test run")
-	flag.StringVar(&o.rev, "rev", "", "test "+pkgDir+" as of this git revision instead of the work tree")
+	flag.StringVar(&o.rev, "rev", "", "test the packages ("+strings.Join(snapDirs, ", ")+") as of this git revision instead of the work tree")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "exit 0 even if a mutant survives")
 	flag.BoolVar(&o.check, "check", false, "only check that every mutant applies and compiles")
 	flag.BoolVar(&o.list, "list", false, "print the mutants and exit")
@@ -115,7 +122,7 @@ func runMain(ctx context.Context, o options) int {
 	}
 	if o.list {
 		for _, m := range selected {
-			fmt.Printf("%-28s %-16s %s: %s\n", m.name, m.class, m.file, m.what)
+			fmt.Printf("%-38s %-17s %-20s %s: %s\n", m.name, m.class, m.testPkg(), m.file, m.what)
 		}
 		return 0
 	}
@@ -158,21 +165,12 @@ func runMain(ctx context.Context, o options) int {
 	r := &runner{o: o, root: root, snap: snap, logs: logs, tmp: tmp}
 
 	start := time.Now()
-	fmt.Printf("mutation test of %s at %s: %d mutants, %d at once\n", pkgDir, snap.desc, len(selected), o.jobs)
+	pkgs := testedPkgs(selected)
+	fmt.Printf("mutation test of %s at %s: %d mutants, %d at once\n", strings.Join(pkgs, ", "), snap.desc, len(selected), o.jobs)
 	if !o.check {
-		fmt.Println("the unmutated package first: the simulation alone and all tests")
-		var sim, all runResult
-		var wg sync.WaitGroup
-		wg.Go(func() { sim = r.goTest(ctx, nil, simTest, "", "baseline.sim") })
-		wg.Go(func() { all = r.goTest(ctx, nil, "", "", "baseline.all") })
-		wg.Wait()
-		if ctx.Err() != nil {
-			return fail("interrupted")
+		if code := r.baseline(ctx, pkgs); code != 0 {
+			return code
 		}
-		if sim.failed || all.failed {
-			return fail("the unmutated package fails its tests (see %s/baseline.*.log); mutants mean nothing until it passes", logs)
-		}
-		fmt.Printf("  passes: simulation %s, all tests %s\n", sim.took.Round(time.Second), all.took.Round(time.Second))
 	}
 
 	results := make([]result, len(selected))
@@ -204,7 +202,7 @@ func runMain(ctx context.Context, o options) int {
 	}
 
 	var report bytes.Buffer
-	code := writeReport(&report, o, snap.desc, results, time.Since(start))
+	code := writeReport(&report, o, strings.Join(pkgs, ", "), snap.desc, results, time.Since(start))
 	os.Stdout.Write(report.Bytes())
 	if err := os.WriteFile(filepath.Join(logs, "report.md"), report.Bytes(), 0o644); err != nil {
 		return fail("%v", err)
@@ -212,8 +210,73 @@ func runMain(ctx context.Context, o options) int {
 	return code
 }
 
-// checkTable refuses a table with duplicate names or edits that change
-// nothing.
+// baseline runs the tests of the unmutated snapshot that the mutants'
+// runs repeat: for pkgDir the simulation alone and all tests, for another
+// package all its tests. It returns the exit code, 0 if they pass.
+func (r *runner) baseline(ctx context.Context, pkgs []string) int {
+	type run struct{ pkg, pattern, log, what string }
+	var runs []run
+	for _, pkg := range pkgs {
+		if pkg == pkgDir {
+			runs = append(runs, run{pkg, simTest, "baseline.sim", "the simulation"})
+		}
+		runs = append(runs, run{pkg, "", "baseline.all", "all tests"})
+	}
+	for i := range runs {
+		if runs[i].pkg != pkgDir {
+			runs[i].log = "baseline." + snapName(runs[i].pkg)
+			runs[i].what += " of " + runs[i].pkg
+		}
+	}
+	fmt.Println("the unmutated packages first:", strings.Join(pkgs, ", "))
+	results := make([]runResult, len(runs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(2, r.o.jobs) {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = r.goTest(ctx, runs[i].pkg, nil, runs[i].pattern, "", runs[i].log)
+			}
+		})
+	}
+	for i := range runs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "mutants: interrupted")
+		return 2
+	}
+	var took []string
+	for i, res := range results {
+		if res.failed {
+			fmt.Fprintf(os.Stderr, "mutants: the unmutated snapshot fails %s (see %s/%s.log); mutants mean nothing until it passes\n", runs[i].what, r.logs, runs[i].log)
+			return 2
+		}
+		took = append(took, fmt.Sprintf("%s %s", runs[i].what, res.took.Round(time.Second)))
+	}
+	fmt.Printf("  passes: %s\n", strings.Join(took, ", "))
+	return 0
+}
+
+// testedPkgs returns the packages whose tests the mutants run, pkgDir
+// first.
+func testedPkgs(ms []mutant) []string {
+	var pkgs []string
+	for _, dir := range snapDirs {
+		for _, m := range ms {
+			if m.testPkg() == dir {
+				pkgs = append(pkgs, dir)
+				break
+			}
+		}
+	}
+	return pkgs
+}
+
+// checkTable refuses a table with duplicate names, edits that change
+// nothing, or a mutant outside the snapshot.
 func checkTable() error {
 	seen := map[string]bool{}
 	for _, m := range mutants {
@@ -224,6 +287,10 @@ func checkTable() error {
 			return fmt.Errorf("mutant %s changes nothing", m.name)
 		case !slices.Contains(classes, m.class):
 			return fmt.Errorf("mutant %s has an unknown class %q", m.name, m.class)
+		case !slices.Contains(snapDirs, m.testPkg()):
+			return fmt.Errorf("mutant %s names package %s, which is not among %s", m.name, m.testPkg(), strings.Join(snapDirs, ", "))
+		case !slices.Contains(snapDirs, filepath.ToSlash(filepath.Dir(m.file))):
+			return fmt.Errorf("mutant %s changes %s, which is not in %s", m.name, m.file, strings.Join(snapDirs, ", "))
 		}
 		seen[m.name] = true
 	}
@@ -294,11 +361,11 @@ func takeSnapshot(ctx context.Context, root, rev, dir string) (*snapshot, error)
 		}
 		s.desc = "commit " + head
 		if changed, err := git(ctx, root, append([]string{"status", "--porcelain", "--"}, snapDirs...)...); err == nil && strings.TrimSpace(changed) != "" {
-			s.desc += " with the work tree's changes to " + strings.Join(snapDirs, " and ")
+			s.desc += " with the work tree's changes to " + strings.Join(snapDirs, ", ")
 		}
 	}
 	if len(s.files) == 0 {
-		return nil, fmt.Errorf("no Go files in %s at %s", pkgDir, s.desc)
+		return nil, fmt.Errorf("no Go files in %s at %s", strings.Join(snapDirs, ", "), s.desc)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -389,12 +456,13 @@ var (
 	runningLine = regexp.MustCompile(`(?m)^\t\t(Test\S*) \(`)
 )
 
-// goTest runs go test on the snapshot with replace, and -run pattern
-// unless it is empty; a pattern of "^$" compiles and runs nothing.
-func (r *runner) goTest(ctx context.Context, replace map[string]string, pattern, skip, logName string) runResult {
+// goTest runs go test of package pkg on the snapshot with replace, and
+// -run pattern unless it is empty; a pattern of "^$" compiles and runs
+// nothing.
+func (r *runner) goTest(ctx context.Context, pkg string, replace map[string]string, pattern, skip, logName string) runResult {
 	for range 3 {
 		before := r.treeFiles()
-		res := r.goTestOnce(ctx, replace, pattern, skip, logName)
+		res := r.goTestOnce(ctx, pkg, replace, pattern, skip, logName)
 		// A file added to the work tree while go read the package is in
 		// neither the snapshot nor the overlay: run again without it.
 		if slices.Equal(before, r.treeFiles()) || ctx.Err() != nil {
@@ -404,7 +472,7 @@ func (r *runner) goTest(ctx context.Context, replace map[string]string, pattern,
 	return runResult{failed: true, err: errors.New("the package's files in the work tree keep changing")}
 }
 
-func (r *runner) goTestOnce(ctx context.Context, replace map[string]string, pattern, skip, logName string) runResult {
+func (r *runner) goTestOnce(ctx context.Context, pkg string, replace map[string]string, pattern, skip, logName string) runResult {
 	ov, err := r.overlay(replace, logName)
 	if err != nil {
 		return runResult{failed: true, err: err}
@@ -416,7 +484,7 @@ func (r *runner) goTestOnce(ctx context.Context, replace map[string]string, patt
 	if skip != "" {
 		args = append(args, "-skip="+skip)
 	}
-	args = append(args, "./"+pkgDir+"/")
+	args = append(args, "./"+pkg+"/")
 	// go test's own -timeout ends a hung test binary; this only backs it.
 	runCtx, cancel := context.WithTimeout(ctx, r.o.timeout+2*time.Minute)
 	defer cancel()
@@ -459,6 +527,7 @@ type result struct {
 	m        mutant
 	invalid  string // why the mutant does not build, if it does not
 	sim, all runResult
+	tested   bool // the tests ran (not with -check)
 }
 
 func (r *runner) test(ctx context.Context, m mutant) result {
@@ -474,7 +543,8 @@ func (r *runner) test(ctx context.Context, m mutant) result {
 		return res
 	}
 	replace := map[string]string{m.file: mutated}
-	if build := r.goTest(ctx, replace, "^$", "", m.name+".build"); build.failed {
+	pkg := m.testPkg()
+	if build := r.goTest(ctx, pkg, replace, "^$", "", m.name+".build"); build.failed {
 		res.invalid = fmt.Sprintf("does not build or vet (see %s.build.log)", m.name)
 		if build.err != nil {
 			res.invalid = build.err.Error()
@@ -484,14 +554,20 @@ func (r *runner) test(ctx context.Context, m mutant) result {
 	if r.o.check || ctx.Err() != nil {
 		return res
 	}
-	res.sim = r.goTest(ctx, replace, simTest, "", m.name+".sim")
+	res.tested = true
+	if pkg != pkgDir {
+		// No simulation: all the package's tests.
+		res.all = r.goTest(ctx, pkg, replace, "", "", m.name+".all")
+		return res
+	}
+	res.sim = r.goTest(ctx, pkg, replace, simTest, "", m.name+".sim")
 	if res.sim.failed && res.sim.err == nil {
 		// The package's tests include this very run.
 		res.all = runResult{failed: true, failing: []string{"TestSimulation"}}
 		return res
 	}
 	// The package's tests are the simulation, which passed, and the rest.
-	res.all = r.goTest(ctx, replace, "", simTest, m.name+".rest")
+	res.all = r.goTest(ctx, pkg, replace, "", simTest, m.name+".rest")
 	return res
 }
 
@@ -504,10 +580,14 @@ func (res result) line() string {
 	switch {
 	case res.invalid != "":
 		return fmt.Sprintf("%s: INVALID: %s", res.m.name, res.invalid)
-	case res.sim.took == 0:
+	case !res.tested:
 		return res.m.name + ": applies and builds"
 	}
 	plain := func(s string) string { return strings.Trim(s, "*") }
+	if !res.m.simulated() {
+		return fmt.Sprintf("%s: all tests of %s %s (%s)", res.m.name, res.m.testPkg(),
+			plain(res.all.verdict(false)), res.all.took.Round(time.Second))
+	}
 	return fmt.Sprintf("%s: simulation %s (%s), all tests %s (%s)", res.m.name,
 		plain(res.sim.verdict(true)), res.sim.took.Round(time.Second), plain(res.all.verdict(false)), res.all.took.Round(time.Second))
 }
@@ -531,9 +611,9 @@ func (r runResult) verdict(sim bool) string {
 	return "caught"
 }
 
-func writeReport(w io.Writer, o options, desc string, results []result, took time.Duration) int {
+func writeReport(w io.Writer, o options, pkgs, desc string, results []result, took time.Duration) int {
 	fmt.Fprintf(w, "\nMutation test of %s at %s (%s, %s/%s, %d CPUs, %d mutants at once): %s.\n\n",
-		pkgDir, desc, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), o.jobs, took.Round(time.Second))
+		pkgs, desc, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), o.jobs, took.Round(time.Second))
 	var invalid, survivors []string
 	for _, res := range results {
 		if res.invalid != "" {
@@ -554,6 +634,10 @@ func writeReport(w io.Writer, o options, desc string, results []result, took tim
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, res := range results {
 		sim, all := res.sim.verdict(true), res.all.verdict(false)
+		if !res.m.simulated() {
+			sim = "-"
+			all += " (" + res.m.testPkg() + ")"
+		}
 		if res.invalid != "" {
 			sim, all = "invalid", "invalid"
 		}
@@ -571,11 +655,16 @@ func writeReport(w io.Writer, o options, desc string, results []result, took tim
 			}
 		}
 		if s.valid > 0 {
-			fmt.Fprintf(w, "| %s | %d | %d | %d |\n", class, s.valid, s.sim, s.all)
-			total.sim, total.all, total.valid = total.sim+s.sim, total.all+s.all, total.valid+s.valid
+			sim := "-"
+			if s.simulated > 0 {
+				sim = fmt.Sprint(s.sim)
+			}
+			fmt.Fprintf(w, "| %s | %d | %s | %d |\n", class, s.valid, sim, s.all)
+			total.sim, total.all, total.valid, total.simulated = total.sim+s.sim, total.all+s.all, total.valid+s.valid, total.simulated+s.simulated
 		}
 	}
-	fmt.Fprintf(w, "| **all** | **%d** | **%d (%s)** | **%d (%s)** |\n\n", total.valid, total.sim, pct(total.sim, total.valid), total.all, pct(total.all, total.valid))
+	// The simulation's share is of the mutants it ran against.
+	fmt.Fprintf(w, "| **all** | **%d** | **%d (%s)** | **%d (%s)** |\n\n", total.valid, total.sim, pct(total.sim, total.simulated), total.all, pct(total.all, total.valid))
 	if len(survivors) > 0 {
 		fmt.Fprintf(w, "Survived both (caught by no test): %s.\n", strings.Join(survivors, ", "))
 	} else {
@@ -591,13 +680,18 @@ func writeReport(w io.Writer, o options, desc string, results []result, took tim
 	return 0
 }
 
-type score struct{ valid, sim, all int }
+// score counts a class's valid mutants, those the simulation ran against,
+// and those each run caught.
+type score struct{ valid, simulated, sim, all int }
 
 func (s *score) add(res result) {
 	if res.invalid != "" {
 		return
 	}
 	s.valid++
+	if res.m.simulated() {
+		s.simulated++
+	}
 	if res.sim.failed {
 		s.sim++
 	}

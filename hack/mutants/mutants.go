@@ -10,22 +10,39 @@ const (
 	classFilter    = "cache filter"
 	classView      = "view"
 	classFleet     = "fleet engagements"
+	classRequests  = "lease requests"
 )
 
-var classes = []string{classRunLoop, classClock, classRules, classGate, classFreshness, classFilter, classView, classFleet}
+var classes = []string{classRunLoop, classClock, classRules, classGate, classFreshness, classFilter, classView, classFleet, classRequests}
 
 // mutant is one planted bug: old must occur exactly once in file (a path
-// relative to the module root), and is replaced by new.
+// relative to the module root), and is replaced by new. The tests of pkg
+// (a directory relative to the module root; default queue/shard) are to
+// catch it.
 type mutant struct {
 	name, class, file string
 	old, new          string
 	what              string
+	pkg               string
 }
+
+// testPkg is the package whose tests are to catch m.
+func (m mutant) testPkg() string {
+	if m.pkg == "" {
+		return pkgDir
+	}
+	return m.pkg
+}
+
+// simulated reports whether m's package tests include the simulation.
+func (m mutant) simulated() bool { return m.testPkg() == pkgDir }
 
 // mutants are plausible slips, each a small edit of queue/shard's non-test
 // code that breaks a rule of the package documentation, or of the
 // engagements of queue/internal/engagement that multicluster.Fleet holds
-// its clusters with, which the simulation runs too. Keep each old
+// its clusters with, which the simulation runs too, or of the timeouts
+// of the Lease requests of queue/leader, queue/internal/lease and
+// queue/shard, which each package's own tests catch. Keep each old
 // snippet short, and unique in its file: a refactor that changes one makes
 // the run fail as stale, and the snippet is then updated here.
 var mutants = []mutant{
@@ -284,4 +301,47 @@ var mutants = []mutant{
 		old:  "forgotten = s.Forget()\n",
 		new:  "",
 		what: "converging does not forget the engagements that ended: a cluster that moved back, or whose credentials changed, is never engaged again"},
+
+	// How long a Lease request may take: one that hangs must be
+	// abandoned in time for another attempt within the renew deadline.
+	{name: "lease-timeout-lease-minus-renew", class: classRequests, file: "queue/internal/lease/lease.go", pkg: "queue/internal/lease",
+		old:  "return min(leaseDuration-renewDeadline, (renewDeadline-retryPeriod)/2)",
+		new:  "return leaseDuration - renewDeadline",
+		what: "a Lease request may take LeaseDuration - RenewDeadline, which with a long Lease leaves no time to retry a hung renewal"},
+	{name: "lease-timeout-renew-deadline", class: classRequests, file: "queue/internal/lease/lease.go", pkg: "queue/internal/lease",
+		old:  "return min(leaseDuration-renewDeadline, (renewDeadline-retryPeriod)/2)",
+		new:  "return renewDeadline",
+		what: "a Lease request may take the whole renew deadline"},
+	{name: "leader-timeout-renew-deadline", class: classRequests, file: "queue/leader/leader.go", pkg: "queue/leader",
+		old:  "return lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)",
+		new:  "_ = lease.RequestTimeout\n\treturn cfg.RenewDeadline",
+		what: "leader election's Lease requests may take the whole renew deadline: one hung renewal loses the Lease"},
+	{name: "leader-timeout-dropped", class: classRequests, file: "queue/leader/leader.go", pkg: "queue/leader",
+		old:  "return context.WithTimeout(ctx, l.timeout)",
+		new:  "return context.WithCancel(ctx)",
+		what: "leader election's Lease requests have no timeout of their own: a hung renewal loses the Lease, a hung acquire never ends"},
+	{name: "leader-elector-untimed", class: classRequests, file: "queue/leader/leader.go", pkg: "queue/leader",
+		old:  "Lock:          lock,",
+		new:  "Lock:          lock.Interface,",
+		what: "the elector gets the Lease lock without the request timeout: acquiring and renewing are untimed, only the release is"},
+	{name: "leader-release-untimed", class: classRequests, file: "queue/leader/leader.go", pkg: "queue/leader",
+		old:  "release(ctx, cfg, lock) }",
+		new:  "release(ctx, cfg, lock.Interface) }",
+		what: "the release's requests may take the whole renew deadline"},
+	{name: "shard-write-timeout-renew-deadline", class: classRequests, file: "queue/shard/driver.go",
+		old:  "return lease.RequestTimeout(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)",
+		new:  "_ = lease.RequestTimeout\n\treturn c.RenewDeadline",
+		what: "a write of the replica's own Lease may take the whole renew deadline: one hung renewal costs it the Lease and every key"},
+	{name: "shard-requests-untimed", class: classRequests, file: "queue/shard/membership.go",
+		old:  "ctx, cancel := context.WithTimeout(e.ctx, r.Timeout)",
+		new:  "ctx, cancel := context.WithCancel(e.ctx)",
+		what: "no Lease request has a timeout: a hung create never joins, a hung renewal costs the Lease"},
+	{name: "shard-refresh-timeout-renew-deadline", class: classRequests, file: "queue/shard/driver.go",
+		old:  "d.out.send(request{Kind: reqRefresh, Timeout: m.cfg.RetryPeriod})",
+		new:  "d.out.send(request{Kind: reqRefresh, Timeout: m.cfg.RenewDeadline})",
+		what: "the read after a renewal's conflict may take the whole renew deadline, while no renewal is sent"},
+	{name: "shard-takeover-timeout-renew-deadline", class: classRequests, file: "queue/shard/driver.go",
+		old:  "d.out.send(request{Kind: reqTakeOver, Timeout: m.cfg.RetryPeriod})",
+		new:  "d.out.send(request{Kind: reqTakeOver, Timeout: m.cfg.RenewDeadline})",
+		what: "the read of the Lease a former process left may take the whole renew deadline"},
 }

@@ -33,6 +33,14 @@
 // honour their context. The bound assumes the replicas' clocks advance at
 // the same rate; they need not agree on the time of day.
 //
+// Every request of the Lease (each read, create and update that acquires,
+// renews or releases it) is abandoned after min(LeaseDuration -
+// RenewDeadline, (RenewDeadline - RetryPeriod) / 2), 4s with the defaults.
+// client-go's elector gives all the attempts of one renewal a single
+// context that ends after RenewDeadline; with this timeout, a request that
+// hangs fails in time for another attempt within it, so one slow or hung
+// request to the API server does not cost the leader its Lease.
+//
 // # RBAC
 //
 // The identity needs get, create and update on leases in the Lease's
@@ -55,6 +63,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/queue/internal/lease"
 )
 
 // Defaults of Config's durations, those of client-go's components.
@@ -152,11 +162,15 @@ func Run(ctx context.Context, cfg Config, rs ...Runnable) error {
 	}
 	logger := klog.FromContext(ctx).WithValues("lease", klog.KRef(cfg.Namespace, cfg.Name), "identity", cfg.Identity)
 	ctx = klog.NewContext(ctx, logger)
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metaOf(cfg),
-		Client:     cfg.Client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	lock := &timedLock{
+		Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metaOf(cfg),
+			Client:     cfg.Client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+		},
+		timeout: requestTimeout(cfg),
 	}
+	giveUp := func() { release(ctx, cfg, lock) }
 	// The election outlives ctx: while the Runnables drain after a normal
 	// stop, the Lease is still renewed.
 	electCtx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
@@ -199,7 +213,7 @@ func Run(ctx context.Context, cfg Config, rs ...Runnable) error {
 		stopElection()
 		select {
 		case <-leading: // won just as ctx ended: run nothing, give the Lease back
-			release(ctx, cfg, lock)
+			giveUp()
 		default:
 		}
 		return nil
@@ -211,7 +225,7 @@ func Run(ctx context.Context, cfg Config, rs ...Runnable) error {
 		logger.Info("Lost the Lease; every runnable has stopped")
 		return errors.Join(append([]error{ErrLeaseLost}, errs...)...)
 	}
-	release(ctx, cfg, lock)
+	giveUp()
 	return errors.Join(errs...)
 }
 
@@ -253,8 +267,9 @@ func runWhileLeading(ctx, leaderCtx context.Context, rs []Runnable) (errs []erro
 }
 
 // release gives the Lease up if this replica still holds it, so that a
-// standby replica takes over without waiting for it to expire.
-func release(ctx context.Context, cfg Config, lock *resourcelock.LeaseLock) {
+// standby replica takes over without waiting for it to expire. Each of its
+// two requests is abandoned after the request timeout of lock.
+func release(ctx context.Context, cfg Config, lock resourcelock.Interface) {
 	logger := klog.FromContext(ctx)
 	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.RenewDeadline)
 	defer cancel()
@@ -278,6 +293,48 @@ func release(ctx context.Context, cfg Config, lock *resourcelock.LeaseLock) {
 		return
 	}
 	logger.Info("Released the Lease")
+}
+
+// requestTimeout is how long one request of the Lease may take: one that
+// hangs is abandoned in time for another attempt within RenewDeadline.
+func requestTimeout(cfg Config) time.Duration {
+	return lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+}
+
+// timedLock is a resource lock whose every request of the Lease is
+// abandoned after timeout. client-go's elector gives all the attempts of
+// a renewal one context that ends with RenewDeadline: without a timeout
+// of its own, one request that hangs would use it up, and the leader
+// would lose the Lease though a retry would have renewed it.
+type timedLock struct {
+	resourcelock.Interface
+	timeout time.Duration
+}
+
+// request is the context of one request sent within ctx.
+func (l *timedLock) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.timeout)
+}
+
+// Get reads the Lease, abandoning the request after the timeout.
+func (l *timedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	ctx, cancel := l.request(ctx)
+	defer cancel()
+	return l.Interface.Get(ctx)
+}
+
+// Create creates the Lease, abandoning the request after the timeout.
+func (l *timedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	ctx, cancel := l.request(ctx)
+	defer cancel()
+	return l.Interface.Create(ctx, ler)
+}
+
+// Update writes the Lease, abandoning the request after the timeout.
+func (l *timedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	ctx, cancel := l.request(ctx)
+	defer cancel()
+	return l.Interface.Update(ctx, ler)
 }
 
 func metaOf(cfg Config) metav1.ObjectMeta {
