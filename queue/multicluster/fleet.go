@@ -73,9 +73,9 @@ type Cluster struct {
 //
 // Each informer of an attempt that engages the cluster again starts with
 // the objects of the previous attempt's informer of the same type in the
-// factory of the same type and place (Informers first, then those added
-// here, in order), if the factory has client-go's InformerFor method, as
-// client-go's and code-generator's factories do (see Queue). Those
+// factory that lists the same (of the same type, namespace and list
+// options function, with no other such factory), if the factory is
+// client-go's or code-generator's (see Queue). Those
 // objects are kept from one attempt to the next, also across a change of
 // config, while the cluster is this replica's member, and dropped once
 // the next attempt's informers start with them.
@@ -107,8 +107,12 @@ func (c *Cluster) informerFactories() []informer.Factory {
 // AddInformers), so their first list reports what changed while no
 // informer watched, as a single-cluster informer's relist does: an object
 // deleted meanwhile reaches the handlers as a deletion
-// (cache.DeletedFinalStateUnknown), one still there as an update. An
-// object that no informer of the cluster ever listed (created and
+// (cache.DeletedFinalStateUnknown), one still there as an update. Unlike
+// a relist, the first list of a new informer may be answered from an API
+// server's watch cache that is behind (where the member does not serve
+// watch-list streams): an object created just before is then reported
+// deleted, and added again once the watch catches up. An object that no
+// informer of the cluster ever listed (created and
 // deleted while the cluster was not ready) has no key, nor has a deletion
 // that arrives as an attempt's informers are shut down (client-go drops
 // the notifications it has not handed out yet, its store already

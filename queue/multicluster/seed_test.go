@@ -15,9 +15,10 @@ import (
 )
 
 // The informers of a new attempt start with the objects of the informer
-// of the same type and place of the previous attempt; seeding makes no
-// informer the new factory did not have, and leaves alone the factories
-// of another type or place.
+// of the same type of the previous attempt's factory that lists the same
+// (same type, namespace and list options), wherever it stood; seeding
+// makes no informer the new factory did not have, and leaves alone
+// factories with no twin or more than one.
 func TestSeedInformers(t *testing.T) {
 	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "settings"}})
 	old := informers.NewSharedInformerFactory(client, 0)
@@ -43,8 +44,16 @@ func TestSeedInformers(t *testing.T) {
 	next.Shutdown()
 	assert.Len(t, next.WaitForCacheSync(closed), 1, "seeding made no informer")
 
-	other := informers.NewSharedInformerFactory(client, 0)
-	other.Core().V1().ConfigMaps().Informer()
-	assert.Zero(t, seedInformers([]informer.Factory{nil, old}, []informer.Factory{other}), "a factory at another place")
+	moved := informers.NewSharedInformerFactory(client, 0)
+	moved.Core().V1().ConfigMaps().Informer()
+	assert.Equal(t, 1, seedInformers([]informer.Factory{nil, old}, []informer.Factory{moved}), "the twin at another place")
+	inNamespace := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("app"))
+	inNamespace.Core().V1().ConfigMaps().Informer()
+	assert.Zero(t, seedInformers([]informer.Factory{old}, []informer.Factory{inNamespace}), "a factory of another namespace")
+	second := informers.NewSharedInformerFactory(client, 0)
+	second.Core().V1().ConfigMaps().Informer()
+	third := informers.NewSharedInformerFactory(client, 0)
+	third.Core().V1().ConfigMaps().Informer()
+	assert.Zero(t, seedInformers([]informer.Factory{old}, []informer.Factory{second, third}), "two factories that list the same")
 	assert.Zero(t, seedInformers([]informer.Factory{old}, []informer.Factory{old}), "the same factory")
 }
