@@ -1,0 +1,32 @@
+package main
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// init refuses a group whose first label makes packages or names the
+// operator cannot compile (internal, Go keywords, a name the generated
+// code gives another package). The first label is also the name of the
+// informer factory's method for the group (informer-gen's <Group>()), and
+// the factory has methods Start and Shutdown of its own: a group
+// start.example.com or shutdown.example.com makes a factory interface
+// with a duplicate method. init must refuse it up front, as it refuses
+// internal, or make an operator that builds.
+func TestReviewInitGroupNamedAfterAFactoryMethod(t *testing.T) {
+	t.Parallel()
+	dir := operatorModule(t, t.TempDir())
+	code, stdout, stderr := apigenIn(t, dir, nil, "init", "-name", "op", "-api", "start.example.com/v1/Widget")
+	if code == 2 {
+		return // refused up front, writing nothing
+	}
+	if code != 0 {
+		t.Fatalf("init accepted -api start.example.com/v1/Widget and failed later (exit %d):\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	build := exec.Command("go", "build", "./...")
+	build.Dir = dir
+	out, err := build.CombinedOutput()
+	assert.NoError(t, err, "init made an operator that does not build:\n%s", out)
+}
