@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // webhookOutput is what a run generated for an operator's webhooks, read
@@ -102,6 +104,10 @@ func checkWebhooks(o webhookOutput) error {
 			fail("the webhook Service %s/%s has %d ports, not one", svcNamespace, svcName, len(ports))
 		} else {
 			svcPort = num(ports[0], "port")
+		}
+		if problems := validation.IsDNS1035Label(svcName); len(problems) > 0 {
+			fail("the webhook Service name %q is not one the API server takes (%s): name the Service in the webhook markers (serviceName), or give the operator a name (-rbac-role) that starts with a letter and has at most %d characters",
+				svcName, strings.Join(problems, "; "), validation.DNS1035LabelMaxLength-len(serviceSuffix))
 		}
 		host := svcName + "." + svcNamespace + ".svc"
 		if !slices.Contains(o.certHosts, host) {

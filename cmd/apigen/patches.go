@@ -61,8 +61,15 @@ func applyStrategicPatch(o *webhookOutput, patch map[string]any) error {
 			schema any
 		}{&o.configurations[i], schema})
 	}
+	var sameKind []string
 	for _, t := range targets {
-		if *t.obj == nil || !patchTargets(patch, *t.obj) {
+		if *t.obj == nil {
+			continue
+		}
+		if str(*t.obj, "kind") == str(patch, "kind") {
+			sameKind = append(sameKind, str(*t.obj, "metadata", "namespace")+"/"+str(*t.obj, "metadata", "name"))
+		}
+		if !patchTargets(patch, *t.obj) {
 			continue
 		}
 		patched, err := strategicpatch.StrategicMergeMapPatch(*t.obj, patch, t.schema)
@@ -70,6 +77,14 @@ func applyStrategicPatch(o *webhookOutput, patch map[string]any) error {
 			return err
 		}
 		*t.obj = patched
+		return nil
+	}
+	if len(sameKind) > 0 {
+		// kustomize fails on a patch without its object: say so now,
+		// with the names there are (a Service renamed since the patch
+		// was written, say).
+		return fmt.Errorf("it patches the %s %s/%s, which the kustomization does not hold (its %ss: %s)",
+			str(patch, "kind"), str(patch, "metadata", "namespace"), str(patch, "metadata", "name"), str(patch, "kind"), strings.Join(sameKind, ", "))
 	}
 	return nil
 }

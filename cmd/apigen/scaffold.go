@@ -23,6 +23,7 @@ import (
 	"text/template"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/gengo/v2/namer"
 	"k8s.io/gengo/v2/types"
 )
@@ -129,6 +130,9 @@ func (s *scaffold) complete(api string) error {
 	if s.Webhooks && !s.API {
 		return errors.New("-webhooks needs -api: the webhook validates the API's kind")
 	}
+	if service := s.Name + serviceSuffix; s.Webhooks && len(validation.IsDNS1035Label(service)) > 0 {
+		return fmt.Errorf("-name %q with -webhooks makes the webhook Service %q, which is not a Service name: the name must start with a letter", s.Name, service)
+	}
 	args := []string{"-rbac deploy", "-rbac-role " + s.Name, "-rbac-paths .",
 		"-deploy deploy", "-deploy-namespace " + s.Namespace, "-deploy-image " + s.Image}
 	if s.API {
@@ -156,11 +160,13 @@ func (s *scaffold) complete(api string) error {
 	return nil
 }
 
-// unimportable says why a directory of that name makes packages that the
-// operator's main package cannot import, or names a package Go cannot
-// compile, or returns "".
+// unimportable says why a group directory of that name makes packages
+// that the operator's main package cannot import, or generated code Go
+// cannot compile, or returns "".
 func unimportable(dir string) string {
 	switch {
+	case slices.Contains(informerFactoryMethods, upperFirst(dir)):
+		return "the generated informer factory's method for the group would be " + upperFirst(dir) + "(), a method the factory has already"
 	case dir == "internal":
 		return "the go command lets only the packages beside an internal directory import those in it"
 	case dir == "testdata" || dir == "vendor":
@@ -170,6 +176,10 @@ func unimportable(dir string) string {
 	}
 	return ""
 }
+
+// informerFactoryMethods are the methods of informer-gen's shared
+// informer factory other than its groups' (<Group>()).
+var informerFactoryMethods = []string{"Start", "Shutdown", "WaitForCacheSync", "ForResource", "InformerFor", "InternalInformerFor"}
 
 // generatedImports are the import names that client-gen, lister-gen and
 // informer-gen give packages other than the API's in the code they

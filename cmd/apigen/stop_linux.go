@@ -23,12 +23,25 @@ const prSetChildSubreaper = 36
 // process of the run whose parent dies (what a killed go command started)
 // becomes apigen's child instead of init's, so that killDescendants finds
 // it. It reports whether the kernel agreed.
+//
+// The processes already below apigen when it starts (a script's
+// background job, handed over by a shell that execs apigen) are not the
+// run's: killDescendants leaves them, and what they start, alone.
 func becomeSubreaper() bool {
+	inherited = map[int]bool{}
+	for _, pid := range descendants(os.Getpid(), nil) {
+		inherited[pid] = true
+	}
 	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	return errno == 0
 }
 
+// inherited are the processes below apigen when it started, set once by
+// becomeSubreaper before the signal handler starts.
+var inherited map[int]bool
+
 // killDescendants kills every live process below apigen in the process
+// (but those it inherited, see becomeSubreaper)
 // tree: the children it started itself or through a library (the go list
 // commands of golang.org/x/tools/go/packages), what they started, and,
 // apigen being their subreaper (see becomeSubreaper), the processes
@@ -37,7 +50,7 @@ func becomeSubreaper() bool {
 func killDescendants(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for {
-		pids := descendants(os.Getpid())
+		pids := descendants(os.Getpid(), inherited)
 		if len(pids) == 0 || time.Now().After(deadline) {
 			return
 		}
@@ -51,8 +64,9 @@ func killDescendants(timeout time.Duration) {
 }
 
 // descendants returns the live processes (not zombies) below pid in the
-// process tree, from /proc.
-func descendants(pid int) []int {
+// process tree, from /proc, but for those of spare and what is below
+// them.
+func descendants(pid int, spare map[int]bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -90,6 +104,9 @@ func descendants(pid int) []int {
 		p := queue[0]
 		queue = queue[1:]
 		for _, c := range children[p] {
+			if spare[c] {
+				continue
+			}
 			if !zombie[c] {
 				out = append(out, c)
 			}

@@ -20,7 +20,7 @@ import (
 // Before the Service was named after the operator, these operators got
 // controller-gen's webhook-service and applied; now kubectl apply -k
 // fails on the Service, and apigen does not refuse.
-func TestReviewWebhookServiceNameIsAServiceName(t *testing.T) {
+func TestWebhookServiceNameIsAServiceName(t *testing.T) {
 	t.Parallel()
 	for _, role := range []string{
 		"3scale-operator",
@@ -56,7 +56,7 @@ func TestReviewWebhookServiceNameIsAServiceName(t *testing.T) {
 // 3scale-operator (a name of its Deployment, roles and namespace
 // 3scale-operator-system), and with -webhooks its deploy/webhook.yaml
 // holds a Service that the API server refuses.
-func TestReviewInitWebhookServiceNameIsAServiceName(t *testing.T) {
+func TestInitWebhookServiceNameIsAServiceName(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
 	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "3scale-operator", "-api", "example.com/v1/Widget", "-webhooks")

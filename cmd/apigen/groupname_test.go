@@ -15,7 +15,7 @@ import (
 // start.example.com or shutdown.example.com makes a factory interface
 // with a duplicate method. init must refuse it up front, as it refuses
 // internal, or make an operator that builds.
-func TestReviewInitGroupNamedAfterAFactoryMethod(t *testing.T) {
+func TestInitGroupNamedAfterAFactoryMethod(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
 	code, stdout, stderr := apigenIn(t, dir, nil, "init", "-name", "op", "-api", "start.example.com/v1/Widget")

@@ -25,7 +25,7 @@ import (
 // the run started (its children's process groups, its package loads, and
 // the orphans it adopted after it became the subreaper) are apigen's to
 // kill.
-func TestReviewStopKillsOnlyProcessesOfTheRun(t *testing.T) {
+func TestStopKillsOnlyProcessesOfTheRun(t *testing.T) {
 	t.Parallel()
 	dir := fixture(t)
 	exe, err := os.Executable()

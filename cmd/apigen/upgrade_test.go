@@ -16,7 +16,7 @@ import (
 // to check the webhooks, and skips one whose object is missing); it
 // should refuse, naming the patch and the Service's new name, or the
 // upgrade notes should say so.
-func TestReviewUpgradeUserPatchOfTheOldWebhookService(t *testing.T) {
+func TestUpgradeUserPatchOfTheOldWebhookService(t *testing.T) {
 	t.Parallel()
 	kubectl := testKubectl(t)
 	dir := fixture(t)
