@@ -25,21 +25,24 @@
 //
 // # Timing
 //
-// A leader gives up at most RetryPeriod + RenewDeadline after its last
-// successful renewal; a candidate takes over no sooner than LeaseDuration
-// after it saw that renewal. Run therefore requires LeaseDuration >
-// RenewDeadline + RetryPeriod, and the difference is the time an aborted
-// Runnable has to return before another replica may start: reconcilers must
-// honour their context. The bound assumes the replicas' clocks advance at
-// the same rate; they need not agree on the time of day.
-//
-// Every request of the Lease (each read, create and update that acquires,
-// renews or releases it) is abandoned after min(LeaseDuration -
-// RenewDeadline, (RenewDeadline - RetryPeriod) / 2), 4s with the defaults.
-// client-go's elector gives all the attempts of one renewal a single
-// context that ends after RenewDeadline; with this timeout, a request that
-// hangs fails in time for another attempt within it, so one slow or hung
-// request to the API server does not cost the leader its Lease.
+// A leader gives up at most RetryPeriod + RenewDeadline after the answer
+// to its last successful renewal; a candidate takes over no sooner than
+// LeaseDuration after it saw that renewal land. Run therefore requires
+// LeaseDuration > RenewDeadline + RetryPeriod, and the difference, the
+// margin, covers two things: how long after it landed a renewal's answer
+// may come, and the time an aborted Runnable has to return before another
+// replica may start (reconcilers must honour their context). Each request
+// of the Lease (each read, create and update that acquires, renews or
+// releases it) is abandoned after min(half the margin, LeaseDuration -
+// RenewDeadline, (RenewDeadline - RetryPeriod) / 2), 1.5s with the
+// defaults, so an answer that comes late takes at most half the margin,
+// and a request that hangs fails in time for another attempt within the
+// renew deadline (client-go's elector gives all the attempts of one
+// renewal a single context that ends after RenewDeadline): one slow or
+// hung request to the API server does not cost the leader its Lease. An
+// API server that answers every Lease request slower than that does. The
+// bound assumes the replicas' clocks advance at the same rate; they need
+// not agree on the time of day.
 //
 // # RBAC
 //
@@ -296,9 +299,15 @@ func release(ctx context.Context, cfg Config, lock resourcelock.Interface) {
 }
 
 // requestTimeout is how long one request of the Lease may take: one that
-// hangs is abandoned in time for another attempt within RenewDeadline.
+// hangs is abandoned in time for another attempt within RenewDeadline,
+// and one answered late leaves half the margin past RetryPeriod +
+// RenewDeadline to the Runnables. The elector counts a renewal from its
+// answer, the candidates from when they saw it land: a renewal answered
+// later than the margin would keep this replica leading after another
+// took over.
 func requestTimeout(cfg Config) time.Duration {
-	return lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+	margin := cfg.LeaseDuration - cfg.RenewDeadline - cfg.RetryPeriod
+	return min(margin/2, lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod))
 }
 
 // timedLock is a resource lock whose every request of the Lease is

@@ -82,11 +82,6 @@ type keeper struct {
 	gate     *shard.Gate[string] // nil without sharding
 	stopping bool                // the Fleet stops: nothing is held
 	held     map[string][]*heldKeys
-	// informers are, per cluster whose keys are held, the informer
-	// factories of its latest attempt that started them (of this
-	// engagement or the one before, whose config changed): their caches
-	// seed the informers of the next attempt (seedInformers).
-	informers map[string][]informer.Factory
 }
 
 // heldKeys are the keys held for one queue of one cluster.
@@ -215,31 +210,12 @@ func (k *keeper) lockedTake(cluster string, qs queues) (release func()) {
 	}
 }
 
-// lockedKeepInformers keeps the informer factories of cluster's attempt
-// that starts them, in place of those of the attempt before, if the keys
-// of cluster are held.
-func (k *keeper) lockedKeepInformers(cluster string, factories []informer.Factory) {
-	if !k.lockedHolds(cluster) {
-		delete(k.informers, cluster)
-		return
-	}
-	if k.informers == nil {
-		k.informers = map[string][]informer.Factory{}
-	}
-	k.informers[cluster] = factories
-}
-
-// lockedPrune drops the keys held, and the informer factories kept, for
-// the clusters whose keys are no longer held.
+// lockedPrune drops the keys held for the clusters whose keys are no
+// longer held.
 func (k *keeper) lockedPrune() {
 	for cluster := range k.held {
 		if !k.lockedHolds(cluster) {
 			delete(k.held, cluster)
-		}
-	}
-	for cluster := range k.informers {
-		if !k.lockedHolds(cluster) {
-			delete(k.informers, cluster)
 		}
 	}
 }

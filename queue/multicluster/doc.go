@@ -26,11 +26,11 @@
 // have synced; keys its handlers produce before that are held, not lost,
 // as are the keys added to a controller of NewController meanwhile, and
 // the same whenever the cluster is not ready again (engaged again after
-// failed probes, or with new credentials). The informers of such an
-// attempt start with the objects of the previous attempt's, so that an
-// object deleted meanwhile reaches the handlers as a deletion, and a
-// reconcile cancelled because the cluster is engaged again runs again
-// once it is ready.
+// failed probes, or with new credentials), and a reconcile cancelled
+// because the cluster is engaged again runs again once it is ready. The
+// informers of such an attempt are new: an object deleted while the
+// cluster was not ready is not in their list and reaches no handler, as
+// after a restart of a single-cluster operator (see Cluster.Queue).
 // A cluster that leaves, or whose config changes, is stopped: its waiting
 // keys are dropped when their turn comes, the contexts of its reconciles
 // in flight are cancelled (with ErrLeft) and awaited, and only then are

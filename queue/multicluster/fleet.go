@@ -70,15 +70,6 @@ type Cluster struct {
 // wait for its caches before the cluster's keys run, and shut it down
 // when the cluster leaves: for the informer factories of generated
 // clientsets built from Config. Call it from the engage function.
-//
-// Each informer of an attempt that engages the cluster again starts with
-// the objects of the previous attempt's informer of the same type in the
-// factory that lists the same (of the same type, namespace and list
-// options function, with no other such factory), if the factory is
-// client-go's or code-generator's (see Queue). Those
-// objects are kept from one attempt to the next, also across a change of
-// config, while the cluster is this replica's member, and dropped once
-// the next attempt's informers start with them.
 func (c *Cluster) AddInformers(f informer.Factory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -102,22 +93,16 @@ func (c *Cluster) informerFactories() []informer.Factory {
 // arrive after the cluster left (or moved to another replica), or once
 // the Fleet stops, are dropped.
 //
-// An attempt that engages the cluster again starts its informers with
-// the objects of the informers of the previous attempt (see
-// AddInformers), so their first list reports what changed while no
-// informer watched, as a single-cluster informer's relist does: an object
-// deleted meanwhile reaches the handlers as a deletion
-// (cache.DeletedFinalStateUnknown), one still there as an update. Unlike
-// a relist, the first list of a new informer may be answered from an API
-// server's watch cache that is behind (where the member does not serve
-// watch-list streams): an object created just before is then reported
-// deleted, and added again once the watch catches up. An object that no
-// informer of the cluster ever listed (created and
-// deleted while the cluster was not ready) has no key, nor has a deletion
-// that arrives as an attempt's informers are shut down (client-go drops
-// the notifications it has not handed out yet, its store already
-// updated): cleanup that must happen for every object belongs behind a
-// finalizer.
+// An attempt that engages the cluster again makes new informers, whose
+// first list shows the cluster as it is: an object deleted while no
+// informer of the cluster watched (while the cluster was not ready:
+// engaged again after failed probes, or with new credentials, whose old
+// informers stop when the old engagement leaves) is not in it and reaches
+// no handler, as after a restart of a single-cluster operator; nor does a
+// deletion that arrives as an attempt's informers are shut down (client-go
+// drops the notifications it has not handed out yet). Cleanup that must
+// happen for every deleted object belongs behind a finalizer, which holds
+// the deletion until a reconcile removes it.
 //
 // The keys held for one q are one set across every attempt to engage the
 // cluster (with every config it had meanwhile), passed on once, to the q
@@ -593,19 +578,6 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	syncCtx, cancelSync := context.WithTimeout(actx, f.cfg.syncTimeout)
 	defer cancelSync()
 	factories := cl.informerFactories()
-	// The informers start with the objects of the previous attempt's
-	// (shut down): their first list reports the objects deleted since as
-	// deletions. Then this attempt's are kept for the next, in their
-	// stead.
-	f.mu.Lock()
-	previous := f.keys.informers[m.name]
-	f.mu.Unlock()
-	if n := seedInformers(previous, factories); n > 0 {
-		klog.FromContext(ctx).V(4).Info("Informers start with the objects of the previous attempt", "informers", n)
-	}
-	f.mu.Lock()
-	f.keys.lockedKeepInformers(m.name, factories)
-	f.mu.Unlock()
 	for _, fac := range factories {
 		fac.Start(actx.Done())
 	}

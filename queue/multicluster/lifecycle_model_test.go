@@ -121,11 +121,9 @@ func (w *lifecycleWorld) owe(key multicluster.Key) {
 // write writes the object of key with do (deletes it, if deleted) and
 // records the write if do succeeds. A deletion of an object whose latest
 // version an informer of its member saw is owed a reconcile if settled
-// (no informer of the member stops meanwhile): the running informer sees
-// it gone, or the next attempt's informers, which start with the objects
-// of the previous attempt's, report it. (An informer that stops drops
-// the notifications it has not handed out yet, its store updated: a
-// deletion in that moment reaches no handler.)
+// (the member is ready and answers: its running informer sees it gone).
+// A deletion while the member is not ready is not owed: the next
+// attempt's informers list without the object and have no key for it.
 func (w *lifecycleWorld) write(key multicluster.Key, deleted, settled bool, do func() error) error {
 	w.mu.Lock()
 	seq := w.seq.Add(1)
@@ -413,7 +411,7 @@ func runLifecycle(t *testing.T, seed uint64) {
 			// goroutine makes the steps), or retried after a drain
 			// whose informers have stopped.
 			st, _ := fleet.Status(name)
-			settled := (st.Ready && !w.clusters.down[name].Load()) || (!st.Ready && st.Failures > 0)
+			settled := st.Ready && !w.clusters.down[name].Load()
 			_ = w.write(key, true, settled, func() error { return w.clusters.clients[name].Tracker().Delete(configMaps, "app", cmName) }) // NotFound is a step too
 			step = "delete " + name + "/" + cmName
 		case op < 84:

@@ -333,7 +333,7 @@ func (f *Fleet[T]) stopAll(ctx context.Context) error {
 	f.mu.Lock()
 	f.keys.stopping = true
 	close(f.stopping)
-	f.keys.held, f.keys.informers = nil, nil
+	f.keys.held = nil
 	ms := make([]*member, 0, len(f.members))
 	for _, m := range f.members {
 		ms = append(ms, m)
