@@ -422,6 +422,12 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			return
 		default:
 			d.logger.V(2).Info("Could not renew the membership Lease", "err", err.Error())
+			if timedOut(err) {
+				// It hung for its whole timeout: the next attempt
+				// goes now, not a RetryPeriod after this one went,
+				// so that it still lands within the renew deadline.
+				d.writeNow = true
+			}
 		}
 		d.writing = false
 		d.renew()
@@ -522,4 +528,10 @@ func (r request) do(ctx context.Context, m *Membership) (*coordinationv1.Lease, 
 func (d *driver) writeTimeout() time.Duration {
 	c := d.m.cfg
 	return lease.RequestTimeout(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+}
+
+// timedOut reports whether err ends a request that took its whole
+// timeout.
+func timedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }

@@ -55,7 +55,11 @@ type Config struct {
 	// replica's Lease renewed before they take its keys.
 	LeaseDuration time.Duration
 	// RenewDeadline is how long this replica keeps trying to renew before
-	// it stops reconciling.
+	// it stops reconciling. A renewal that hangs is abandoned in time to
+	// try again within it (see docs/design.md); one that fails at once
+	// is tried again RetryPeriod after it went, so a RenewDeadline of
+	// less than twice RetryPeriod loses the Lease at the first failed
+	// renewal.
 	RenewDeadline time.Duration
 	// RetryPeriod is how often it renews.
 	RetryPeriod time.Duration

@@ -13,17 +13,12 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
 
-// TestReviewHungRenewalCostsTheKeysWithShortRenewDeadline: Config accepts
-// any RenewDeadline above RetryPeriod, and lease.RequestTimeout promises
-// that "one slow or hung request thus never costs the holder its Lease".
-// But after a renewal fails (here it hangs until its timeout of
-// (RenewDeadline-RetryPeriod)/2 = 1.5s), the driver sends the next one
-// only when it falls due, RetryPeriod after the failed one was sent: with
-// 20s, 8s, 5s the retry goes out 10s after the last renewal that came
-// back, past the 8s renew deadline, though the hung one was abandoned
-// 1.5s before it. One hung renewal costs the replica its Lease and every
-// key (so does one renewal answered with an error or a conflict).
-func TestReviewHungRenewalCostsTheKeysWithShortRenewDeadline(t *testing.T) {
+// A renewal that hangs until its timeout is tried again at once, not
+// RetryPeriod after it went: with 20s, 8s, 5s (a RenewDeadline under
+// three RetryPeriods, which Config accepts) the hung renewal is abandoned
+// after (RenewDeadline-RetryPeriod)/2 = 1.5s and its retry lands within
+// the renew deadline, so the replica keeps its Lease and its keys.
+func TestHungRenewalRetriedAtOnceKeepsTheKeys(t *testing.T) {
 	first := true
 	var mu sync.Mutex
 	client := newHangingClient(t, nil)
