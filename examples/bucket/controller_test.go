@@ -211,8 +211,12 @@ func TestDeletionWhileTheStoreIsDown(t *testing.T) {
 			require.True(t, found, "the Bucket stays while the cleanup fails")
 			assert.NotNil(t, b.DeletionTimestamp)
 			assert.Equal(t, []string{storagev1.Finalizer}, b.Finalizers, "the finalizer is held")
+			// The Warning is recorded once the status write succeeded,
+			// just after the condition is seen.
+			require.Eventually(t, func() bool {
+				return len(f.recorder.Find(corev1.EventTypeWarning, storagev1.ReasonStoreUnavailable)) > 0
+			}, waitFor, 5*time.Millisecond, "a Warning says the store is unavailable")
 			warnings := f.recorder.Find(corev1.EventTypeWarning, storagev1.ReasonStoreUnavailable)
-			require.NotEmpty(t, warnings)
 
 			tt.fail(f, false)
 			require.Eventually(t, func() bool { _, found := f.bucket(t, "logs"); return !found }, waitFor, 5*time.Millisecond,
