@@ -27,9 +27,10 @@ const (
 	// LeaseDuration-RenewDeadline and half of RenewDeadline-RetryPeriod.
 	lfRequestTimeout = min(shLeaseDuration-shRenewDeadline, (shRenewDeadline-shRetryPeriod)/2)
 	// lfSlow and lfSlower are the delays of the slow renewals: half the
-	// request timeout (1.5s), and all of it but half a second (2.5s).
+	// request timeout (1.5s), and all of it but a second (2s), which a
+	// loaded machine's TLS, proxy and etcd round trip fit in.
 	lfSlow   = lfRequestTimeout / 2
-	lfSlower = lfRequestTimeout - 500*time.Millisecond
+	lfSlower = lfRequestTimeout - time.Second
 	// lfEarly and lfLate bound how far before and after lfRequestTimeout
 	// the proxy may see the replica give up a hung renewal: the request
 	// reaches the proxy a little after the replica starts its clock, and
@@ -52,8 +53,8 @@ const (
 // every RetryPeriod (2s), or as soon as the renewal in flight ends if that
 // is later, and the proxy delays a renewal before the API server sees it,
 // so that it also comes back late. Back-to-back renewals of lfSlower each
-// leave the latest one back at most 2*lfSlower (5s) old, plus the watch's
-// delay: 3s to spare. The hung renewal goes out RetryPeriod after the one
+// leave the latest one back at most 2*lfSlower (4s) old, plus the watch's
+// delay: 4s to spare. The hung renewal goes out RetryPeriod after the one
 // before it (that one, lfSlow, ended earlier) and is abandoned after
 // lfRequestTimeout; its retry goes out at once and, lfSlow later, comes
 // back 2s+3s+1.5s = 6.5s after the last renewal that came back was sent:
