@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,4 +49,26 @@ func TestNamespacelessPatchOfNamespacedServiceIsRefused(t *testing.T) {
 		err = checkWebhooks(o)
 	}
 	assert.Error(t, err, "apigen accepted a patch of the Service things-webhook without a namespace, which kustomize matches to no resource (the kustomization's Service is things-system/things-webhook): kubectl apply -k fails")
+}
+
+// The kustomization's resources are not only the Service, Deployment and
+// configurations apigen generates: CRDs generated outside the deploy
+// directory are listed as their kustomization (docs/new-api.md), which
+// may hold a Service of the operator's own (its metrics Service, say).
+// kubectl kustomize applies a patch of that Service; apigen refuses it as
+// a patch of a Service "the kustomization does not hold", listing only
+// the webhook Service.
+func TestPatchOfAnotherServiceOfTheKustomization(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	writeFiles(t, dir, map[string]string{
+		"webhooks/webhooks.go":          kubebuilderWebhooks,
+		"config/crd/kustomization.yaml": "resources:\n- metrics.yaml\n",
+		"config/crd/metrics.yaml":       "apiVersion: v1\nkind: Service\nmetadata: {name: things-metrics, namespace: things-system}\nspec: {selector: {app.kubernetes.io/name: things-operator}, ports: [{port: 8080}]}\n",
+		"deploy/patches/metrics.yaml":   "apiVersion: v1\nkind: Service\nmetadata: {name: things-metrics, namespace: things-system}\nspec: {ports: [{port: 8443, name: https}]}\n",
+	})
+	args := slices.Clone(kubebuilderDeployArgs)
+	args[slices.Index(args, "-crd")+1] = "config/crd"
+	code, stdout, stderr := apigen(t, dir, args...)
+	assert.Equal(t, 0, code, "apigen refused a patch of the Service things-system/things-metrics, which the kustomization holds (through ../config/crd):\nstdout: %s\nstderr: %s", stdout, stderr)
 }
