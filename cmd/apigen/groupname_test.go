@@ -30,3 +30,27 @@ func TestInitGroupNamedAfterAFactoryMethod(t *testing.T) {
 	out, err := build.CombinedOutput()
 	assert.NoError(t, err, "init made an operator that does not build:\n%s", out)
 }
+
+// informer-gen writes the factory's internal interfaces into the package
+// informers/externalversions/internalinterfaces, and a group's informers
+// into informers/externalversions/<first label>: a group
+// internalinterfaces.example.com puts the group's interface.go (which
+// imports internalinterfaces) into the internalinterfaces package. The
+// change refuses groups whose first label clashes with the factory's
+// methods but not this one; init must refuse it up front or make an
+// operator that builds.
+func TestInitGroupNamedInternalInterfaces(t *testing.T) {
+	t.Parallel()
+	dir := operatorModule(t, t.TempDir())
+	code, stdout, stderr := apigenIn(t, dir, nil, "init", "-name", "op", "-api", "internalinterfaces.example.com/v1/Widget")
+	if code == 2 {
+		return // refused up front, writing nothing
+	}
+	if code != 0 {
+		t.Fatalf("init accepted -api internalinterfaces.example.com/v1/Widget and failed later (exit %d):\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	build := exec.Command("go", "build", "./...")
+	build.Dir = dir
+	out, err := build.CombinedOutput()
+	assert.NoError(t, err, "init made an operator that does not build:\n%s", out)
+}

