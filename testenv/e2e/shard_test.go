@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/foo"
@@ -449,10 +450,17 @@ func (g *shardGroup) changeAll(names []string) time.Time {
 	changed := time.Now()
 	foos := g.r.foos.SamplecontrollerV1alpha1().Foos(g.ns)
 	for _, name := range names {
-		f, err := foos.Get(g.t.Context(), name, metav1.GetOptions{})
-		require.NoError(g.t, err)
-		f.Spec.Replicas = ptr.To(1 - *f.Spec.Replicas)
-		_, err = foos.Update(g.t.Context(), f, metav1.UpdateOptions{})
+		// The owner writes the Foo's status meanwhile: read it again
+		// after a conflict.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			f, err := foos.Get(g.t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			f.Spec.Replicas = ptr.To(1 - *f.Spec.Replicas)
+			_, err = foos.Update(g.t.Context(), f, metav1.UpdateOptions{})
+			return err
+		})
 		require.NoError(g.t, err)
 	}
 	return changed
