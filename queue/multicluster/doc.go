@@ -28,9 +28,9 @@
 // the same whenever the cluster is not ready again (engaged again after
 // failed probes, or with new credentials), and a reconcile cancelled
 // because the cluster is engaged again runs again once it is ready. The
-// informers of such an attempt are new: an object deleted while the
-// cluster was not ready is not in their list and reaches no handler, as
-// after a restart of a single-cluster operator (see Cluster.Queue).
+// informers of such an attempt are new: an object deleted after the old
+// ones stopped is not in their list and reaches no handler, as after a
+// restart of a single-cluster operator (see Cluster.Queue).
 // A cluster that leaves, or whose config changes, is stopped: its waiting
 // keys are dropped when their turn comes, the contexts of its reconciles
 // in flight are cancelled (with ErrLeft) and awaited, and only then are

@@ -94,11 +94,11 @@ func (c *Cluster) informerFactories() []informer.Factory {
 // the Fleet stops, are dropped.
 //
 // An attempt that engages the cluster again makes new informers, whose
-// first list shows the cluster as it is: an object deleted while no
-// informer of the cluster watched (while the cluster was not ready:
-// engaged again after failed probes, or with new credentials, whose old
-// informers stop when the old engagement leaves) is not in it and reaches
-// no handler, as after a restart of a single-cluster operator; nor does a
+// first list shows the cluster as it is. A deletion the old informers
+// still see (they run on while a cluster whose probes failed drains) is
+// held and reconciled once the cluster is ready; an object deleted after
+// they stopped (during the backoff, or once the engagement of old
+// credentials left) is not in the new list and reaches no handler, as after a restart of a single-cluster operator; nor does a
 // deletion that arrives as an attempt's informers are shut down (client-go
 // drops the notifications it has not handed out yet). Cleanup that must
 // happen for every deleted object belongs behind a finalizer, which holds
@@ -312,9 +312,9 @@ func (f *Fleet[T]) Name() string { return f.name }
 // them once their shutdown timeout has passed, see queue.WithShutdownTimeout)
 // and Run waits for them before it shuts the clusters' informers down.
 // The Provider (and, with WithSharding, the membership's view) keeps
-// running until every cluster has stopped: only a cluster that leaves or
-// moves meanwhile (the Provider deletes it, say) has its reconciles
-// cancelled at once, with ErrLeft. A reconcile
+// running until every cluster has stopped: only a cluster that leaves,
+// moves or gets a new config meanwhile (the Provider deletes or changes
+// it, say) has its reconciles cancelled at once, with ErrLeft. A reconcile
 // that ignores its context is waited for at most one second after its
 // controller cancelled it: then Run shuts its cluster down all the same,
 // leaves it behind and returns an error naming the cluster. It returns
@@ -753,6 +753,7 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	}
 	drained, final := m.e.Drain()
 	m.status.Ready = false
+	m.value = nil // not handed out until ready again: its caches may go
 	m.status.Since = time.Now()
 	f.mu.Unlock()
 	// No claim starts once drained; each ends when its reconcile

@@ -23,7 +23,7 @@ import (
 // while it is not ready) for as long as its attempts fail, up to hours
 // with a 5m backoff: the value holds the listers, so the whole old caches
 // of the member stay in memory, as the seeding's kept factories did.
-func TestReviewOldAttemptsValueIsNotKeptWhileNotReady(t *testing.T) {
+func TestOldAttemptsValueIsNotKeptWhileNotReady(t *testing.T) {
 	c := newClusters("a")
 	var mu sync.Mutex
 	var first weak.Pointer[member]
