@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
@@ -69,19 +70,41 @@ func applyStrategicPatch(o *webhookOutput, patch map[string]any) error {
 		if err != nil {
 			return err
 		}
+		if len(patched) == 0 {
+			// $patch: delete. The operator still serves what the
+			// object configures, and publishes its CA into it.
+			return fmt.Errorf("it deletes the %s %s, which the operator's webhooks need: remove the webhook's marker instead",
+				str(*t.obj, "kind"), str(*t.obj, "metadata", "name"))
+		}
 		*t.obj = patched
 	}
 	return nil
 }
 
+// generatedAPIVersions are the apiVersions of the kinds of webhookOutput.
+var generatedAPIVersions = map[string]string{
+	"Service":                        "v1",
+	"Deployment":                     "apps/v1",
+	"ValidatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
+	"MutatingWebhookConfiguration":   "admissionregistration.k8s.io/v1",
+}
+
 // patchTargets reports whether the strategic-merge patch is one of obj, as
-// kustomize finds it: the same kind and name, and, for a namespaced
+// kustomize finds it: the same kind and name (and apiVersion, if the patch
+// names one), and, for a namespaced
 // object, the same namespace, where a patch that names none stands for
 // the default namespace. A patch that targets nothing here is left to
 // kustomize, which fails on it if the kustomization holds no such object.
 func patchTargets(patch, obj map[string]any) bool {
 	if str(patch, "kind") != str(obj, "kind") || str(patch, "metadata", "name") != str(obj, "metadata", "name") {
 		return false
+	}
+	ov := str(obj, "apiVersion")
+	if ov == "" {
+		ov = generatedAPIVersions[str(obj, "kind")]
+	}
+	if v := str(patch, "apiVersion"); v != "" && ov != "" && v != ov {
+		return false // a kind of the same name in another group or version
 	}
 	switch str(obj, "kind") {
 	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
@@ -126,6 +149,7 @@ func applyJSONPatch(doc map[string]any, ops []map[string]any) (map[string]any, e
 			if err != nil {
 				return nil, fmt.Errorf("%s from %s: %w", name, from, err)
 			}
+			v = runtime.DeepCopyJSONValue(v) // the copy is changed apart from the original
 			if name == "move" {
 				if root, _, err = removePointer(root, from); err != nil {
 					return nil, fmt.Errorf("move from %s: %w", from, err)
