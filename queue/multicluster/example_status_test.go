@@ -191,6 +191,14 @@ func (s *site) apply(ctx context.Context, src *corev1.ConfigMap) (string, error)
 
 var _ = (*propagator).reconcileEverywhere
 
+// watchMembers is the example of OnMembers' documentation.
+func watchMembers(fleet *multicluster.Fleet[*site], hub *queue.Controller[cache.ObjectName], allHubKeys func() []cache.ObjectName) error {
+	err := hub.Watch(multicluster.OnMembers(fleet, hub, func(multicluster.MemberChange) []cache.ObjectName { return allHubKeys() }))
+	return err
+}
+
+var _ = watchMembers
+
 // The overall condition of a hub object's members: one member is not
 // ready, and the condition names it.
 func ExampleAggregate() {
