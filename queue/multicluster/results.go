@@ -245,7 +245,7 @@ func (r *Results[K, V]) Status(hub K, generation int64, clusters []string) ([]Me
 		st, held := r.fleet.Status(name)
 		switch {
 		case !held:
-			e.Ready, e.Reason, e.Message = false, ReasonNotHeld, "not held by this replica"
+			e.Ready, e.Reason, e.Message = false, ReasonNotHeld, "not engaged here: joining, or another replica's"
 		case !st.Ready:
 			e.Ready, e.Reason, e.Message = false, ReasonUnreachable, "not engaged yet"
 			if st.Err != nil {

@@ -53,8 +53,10 @@ type MemberChange struct {
 //     nothing is added; a change whose keys were not added is kept for
 //     the next run. The Watch starts no goroutine of its own.
 //
-// Give the Watch to one controller. A Watch whose fleet, queue or keys
-// function is nil is refused by Controller.Watch.
+// Give the Watch to one controller. Each call registers with f for as
+// long as f lives: call it when wiring the controllers, not per
+// reconcile. A Watch whose fleet, queue or keys function is nil is
+// refused by Controller.Watch.
 func OnMembers[T any, K comparable](f *Fleet[T], q queue.Enqueuer[K], keys func(MemberChange) []K) queue.Watch {
 	if f == nil || q == nil || keys == nil {
 		return queue.Feed(nil)
