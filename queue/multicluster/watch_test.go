@@ -223,3 +223,60 @@ func (f *fleetUnderTest) ready(t *testing.T, cluster string) {
 	t.Helper()
 	require.Eventually(t, func() bool { st, _ := f.fleet.Status(cluster); return st.Ready }, waitFor, time.Millisecond, "cluster %s ready", cluster)
 }
+
+// A change whose keys are computed as the controller stops is not added,
+// and is kept: the next run of the Watch delivers it.
+func TestOnMembersAddsNothingOnceStopped(t *testing.T) {
+	c := newClusters("a")
+	f := startFleet(t, c, newRecorder().copyCluster)
+	q := newAdds()
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	var calls int
+	var mu sync.Mutex
+	watch := multicluster.OnMembers(f.fleet, q, func(ch multicluster.MemberChange) []cache.ObjectName {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			close(entered)
+			<-unblock
+		}
+		return []cache.ObjectName{cacheName("hub", ch.Cluster)}
+	})
+	run := func(ctx context.Context) <-chan error {
+		ctrl, err := queue.New("hub", reconcile.Func[cache.ObjectName](func(context.Context, cache.ObjectName) (reconcile.Result, error) {
+			return reconcile.Result{}, nil
+		}))
+		require.NoError(t, err)
+		require.NoError(t, ctrl.Watch(watch))
+		done := make(chan error, 1)
+		go func() { done <- ctrl.Run(ctx) }()
+		return done
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := run(ctx)
+	f.members.Set("a", c.config("a"))
+	select {
+	case <-entered:
+	case <-time.After(waitFor):
+		t.Fatal("the change was not delivered")
+	}
+	cancel()
+	close(unblock)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("the controller did not stop")
+	}
+	assert.Zero(t, q.count(cacheName("hub", "a")), "keys added once the controller's context ended")
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	done = run(ctx)
+	require.Eventually(t, func() bool { return q.count(cacheName("hub", "a")) > 0 }, waitFor, time.Millisecond,
+		"the change is delivered by the next run")
+	cancel()
+	require.NoError(t, <-done)
+}
