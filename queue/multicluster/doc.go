@@ -40,6 +40,20 @@
 // reported by Status and Metrics, while the others go on. A cluster whose
 // config its Provider refuses (Refuser) is no member, and Status says why.
 //
+// # Status across members
+//
+// A fleet operator usually applies an object of the management cluster
+// (a hub object) to every member and reports, in its status, where it
+// stands in each. OnMembers is a Watch of the members' changes (joined,
+// ready, not ready, refused, left, moved) for the hub controller, with
+// no polling. Results keeps the result of each member's reconcile of a
+// hub object (Set), re-queues the hub key when one changes, drops a
+// member's results when it leaves or moves, and builds the per-member
+// status list and one Ready condition in one call (Status), listing the
+// members that are not ready as Unreachable. Fleet.Each walks the
+// members for a hub-centric reconcile, one member's trouble bounded by a
+// timeout and reported as its error.
+//
 // # Member configs are untrusted
 //
 // A member's config comes from whoever may write a Secret or a

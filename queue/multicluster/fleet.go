@@ -221,15 +221,18 @@ type Fleet[T any] struct {
 	set *engagement.Set[*rest.Config]
 	// keys holds the keys of the clusters that are not ready.
 	keys      *keeper
-	members   map[string]*member // one per engagement set holds
-	synced    bool               // the Provider reported its first list
-	tried     map[string]bool    // members tried at least once, until hasSynced
-	first     []string           // the names of that list, until hasSynced
-	hasSynced bool               // HasSynced returned true
-	onLeave   []func(cluster string)
-	refused   map[string]Status // why the Provider refused a member, until it is Set or Deleted
-	started   bool
-	kick      chan struct{}
+	members   map[string]*member     // one per engagement set holds
+	synced    bool                   // the Provider reported its first list
+	tried     map[string]bool        // members tried at least once, until hasSynced
+	first     []string               // the names of that list, until hasSynced
+	hasSynced bool                   // HasSynced returned true
+	onLeave   []func(cluster string) // called once f.mu is released, with the names forgotten
+	// watchers are told of every change of a member's Status (OnMembers,
+	// Results).
+	watchers []*memberWatch
+	refused  map[string]Status // why the Provider refused a member, until it is Set or Deleted
+	started  bool
+	kick     chan struct{}
 	// stopping is closed when the Fleet starts to stop (stopAll).
 	stopping chan struct{}
 }
@@ -391,27 +394,44 @@ func (f *Fleet[T]) Run(ctx context.Context) error {
 // current.
 func (f *Fleet[T]) converge(ctx context.Context) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	started, forgotten := f.set.Converge(ctx)
-	f.forget(forgotten)
+	leave := f.lockedForget(forgotten)
 	f.keys.lockedPrune()
 	for _, e := range started {
 		m := &member{name: e.Name(), e: e, mu: &f.mu, keys: f.keys, done: make(chan struct{})}
 		f.members[m.name] = m
+		f.lockedNote(m.name) // joined
 		go f.runMember(m)
 	}
+	f.mu.Unlock()
+	leave()
 }
 
-// forget drops the members that have stopped, with what was kept for
-// them: their metrics series and the controllers' retry limiters. f.mu is
-// held.
-func (f *Fleet[T]) forget(names []string) {
+// lockedForget drops the members that have stopped, with what was kept
+// for them: their metrics series, and, in the function it returns, which
+// the caller calls once f.mu is released, the controllers' retry limiters
+// and the results of Results. f.mu is held.
+func (f *Fleet[T]) lockedForget(names []string) (leave func()) {
 	for _, name := range names {
 		delete(f.members, name)
 		f.cfg.metrics.ForgetCluster(f.name, name)
-		for _, fn := range f.onLeave {
-			fn(name)
+		f.lockedNote(name) // left
+	}
+	hooks := slices.Clone(f.onLeave)
+	return func() {
+		for _, name := range names {
+			for _, fn := range hooks {
+				fn(name)
+			}
 		}
+	}
+}
+
+// lockedNote tells the watchers that the Status of cluster changed. f.mu
+// is held.
+func (f *Fleet[T]) lockedNote(cluster string) {
+	for _, w := range f.watchers {
+		w.note(cluster)
 	}
 }
 
@@ -460,6 +480,9 @@ func (f *Fleet[T]) runMember(m *member) {
 		f.cfg.metrics.IncEngageFailures(f.name, m.name)
 		f.mu.Lock()
 		m.status.Failures++
+		if !sameErr(m.status.Err, err) {
+			f.lockedNote(m.name) // a new reason
+		}
 		m.status.Err = err
 		m.status.Since = time.Now()
 		failures := m.status.Failures
@@ -598,6 +621,7 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	}
 	m.value = value
 	m.status = Status{Ready: true, Since: time.Now()}
+	f.lockedNote(m.name) // ready
 	release := f.keys.lockedTake(m.name, qs)
 	f.mu.Unlock()
 	// Outside the lock: the controllers ask the Fleet whether it owns
@@ -752,6 +776,9 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 		m.e.Leave()
 	}
 	drained, final := m.e.Drain()
+	if m.status.Ready {
+		f.lockedNote(m.name) // not ready
+	}
 	m.status.Ready = false
 	m.value = nil // not handed out until ready again: its caches may go
 	m.status.Since = time.Now()

@@ -29,7 +29,7 @@ func (m members[T]) Set(name string, cfg *rest.Config) {
 	}
 	f := m.f
 	f.mu.Lock()
-	delete(f.refused, name)
+	f.lockedUnrefuse(name)
 	f.set.Want(name, cfg)
 	f.mu.Unlock()
 	signal(f.kick)
@@ -38,7 +38,7 @@ func (m members[T]) Set(name string, cfg *rest.Config) {
 func (m members[T]) Delete(name string) {
 	f := m.f
 	f.mu.Lock()
-	delete(f.refused, name)
+	f.lockedUnrefuse(name)
 	f.set.Unwant(name)
 	f.mu.Unlock()
 	signal(f.kick)
@@ -57,6 +57,9 @@ func (m members[T]) Refuse(name string, err error) {
 	if prev, ok := f.refused[name]; ok && sameErr(prev.Err, err) {
 		since = prev.Since
 	}
+	if prev, ok := f.refused[name]; !ok || !sameErr(prev.Err, err) {
+		f.lockedNote(name) // refused, or for another reason
+	}
 	f.refused[name] = Status{Err: err, Since: since}
 	f.set.Unwant(name)
 	f.keys.lockedPrune()
@@ -72,6 +75,14 @@ func (m members[T]) Synced() {
 		f.first = f.set.Wanted()
 	}
 	f.mu.Unlock()
+}
+
+// lockedUnrefuse forgets why name was refused, if it was. f.mu is held.
+func (f *Fleet[T]) lockedUnrefuse(name string) {
+	if _, ok := f.refused[name]; ok {
+		delete(f.refused, name)
+		f.lockedNote(name)
+	}
 }
 
 // sameErr reports whether a and b say the same: both nil, or the same
@@ -356,8 +367,9 @@ func (f *Fleet[T]) stopAll(ctx context.Context) error {
 		}
 	}
 	f.set.CancelAll()
-	f.forget(f.set.Forget())
+	leave := f.lockedForget(f.set.Forget())
 	f.mu.Unlock()
+	leave()
 	if len(abandoned) == 0 {
 		return nil
 	}

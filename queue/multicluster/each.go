@@ -1,0 +1,83 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// ErrNotReady is what Fleet.Each reports for a member it holds that is
+// not ready: errors.Is(err, ErrNotReady) holds, and the error wraps the
+// Status's Err when there is one.
+var ErrNotReady = errors.New("the cluster is not ready")
+
+// eachParallel is how many members Each walks at once.
+const eachParallel = 16
+
+// Each calls fn for every member this replica holds that is ready, with
+// the value engage returned for it, for a reconcile of a hub object that
+// walks the members (a hub-centric reconcile), and returns one entry per
+// member it holds (Clusters): fn's error, nil if it returned nil, or an
+// error wrapping ErrNotReady for a member that is not ready (fn is not
+// called for it).
+//
+// One member does not hold up the others: up to 16 members are walked at
+// once, each call's context ends after timeout (when positive) with a
+// cause naming the member and the timeout, and a panic in fn is recovered
+// and reported as the member's error. Each call holds the member as a
+// reconcile of NewController does: the member does not finish leaving
+// until fn returns, and fn's context is cancelled with a cause wrapping
+// ErrLeft when it starts to leave, moves to another replica or stops
+// answering, so nothing is written to a member after it left. Each
+// returns once every call has returned.
+func (f *Fleet[T]) Each(ctx context.Context, timeout time.Duration, fn func(ctx context.Context, cluster string, v T) error) map[string]error {
+	clusters := f.Clusters()
+	errs := make(map[string]error, len(clusters))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, eachParallel)
+	for _, cluster := range clusters {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			err := f.eachOne(ctx, timeout, cluster, fn)
+			mu.Lock()
+			errs[cluster] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// eachOne is Each's call for one cluster.
+func (f *Fleet[T]) eachOne(ctx context.Context, timeout time.Duration, cluster string, fn func(ctx context.Context, cluster string, v T) error) (err error) {
+	claimCtx, release, ok := f.claim(ctx, Key{Cluster: cluster}, nil, nil)
+	if !ok {
+		st, _ := f.Status(cluster)
+		if st.Err != nil {
+			return fmt.Errorf("%w: %w", ErrNotReady, st.Err)
+		}
+		return ErrNotReady
+	}
+	defer release()
+	value, _ := claimCtx.Value(claimedKey{}).(T)
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		claimCtx, cancel = context.WithTimeoutCause(claimCtx, timeout, fmt.Errorf("cluster %q: no answer within %s", cluster, timeout))
+		defer cancel()
+	}
+	logger := klog.FromContext(ctx).WithValues("cluster", cluster)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster %q: panic: %v", cluster, r)
+			logger.Error(err, "Panic in a walk of the fleet's members", "stack", string(debug.Stack()))
+		}
+	}()
+	return fn(klog.NewContext(claimCtx, logger), cluster, value)
+}

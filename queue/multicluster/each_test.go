@@ -1,0 +1,101 @@
+package multicluster_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+)
+
+// Each walks the members held, ready or not: a member that is not ready
+// is reported without calling fn, one that hangs is cut off by the
+// timeout, one that panics is reported, and none holds up the others.
+func TestEach(t *testing.T) {
+	c := newClusters("ok", "fails", "hangs", "panics", "down")
+	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond))
+	for _, name := range []string{"ok", "fails", "hangs", "panics", "down"} {
+		f.members.Set(name, c.config(name))
+	}
+	f.members.Synced()
+	for _, name := range []string{"ok", "fails", "hangs", "panics", "down"} {
+		f.ready(t, name)
+	}
+	c.down["down"].Store(true)
+	require.Eventually(t, func() bool { st, _ := f.fleet.Status("down"); return !st.Ready && st.Err != nil }, waitFor, time.Millisecond)
+
+	errFailed := errors.New("failed")
+	var calls atomic.Int32
+	const timeout = 50 * time.Millisecond
+	errs := f.fleet.Each(context.Background(), timeout, func(ctx context.Context, cluster string, m *member) error {
+		calls.Add(1)
+		if m == nil || m.name != cluster {
+			return errors.New("not the member's value")
+		}
+		switch cluster {
+		case "fails":
+			return errFailed
+		case "hangs":
+			<-ctx.Done()
+			return context.Cause(ctx)
+		case "panics":
+			panic("boom")
+		}
+		return nil
+	})
+	assert.Equal(t, int32(4), calls.Load(), "fn is called for the ready members only")
+	require.Len(t, errs, 5)
+	tests := []struct {
+		cluster string
+		check   func(t *testing.T, err error)
+	}{
+		{"ok", func(t *testing.T, err error) { assert.NoError(t, err) }},
+		{"fails", func(t *testing.T, err error) { assert.ErrorIs(t, err, errFailed) }},
+		{"hangs", func(t *testing.T, err error) { assert.ErrorContains(t, err, `cluster "hangs": no answer within 50ms`) }},
+		{"panics", func(t *testing.T, err error) { assert.ErrorContains(t, err, "panic: boom") }},
+		{"down", func(t *testing.T, err error) {
+			assert.ErrorIs(t, err, multicluster.ErrNotReady)
+			assert.ErrorIs(t, err, errDown)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cluster, func(t *testing.T) { tt.check(t, errs[tt.cluster]) })
+	}
+}
+
+// A member that leaves while Each calls fn for it cancels fn's context
+// with ErrLeft, and does not finish leaving before fn returns.
+func TestEachMemberLeaves(t *testing.T) {
+	c := newClusters("a")
+	f := startFleet(t, c, newRecorder().copyCluster)
+	f.members.Set("a", c.config("a"))
+	f.members.Synced()
+	f.ready(t, "a")
+	started := make(chan struct{})
+	var stillHeld atomic.Bool
+	done := make(chan map[string]error, 1)
+	go func() {
+		done <- f.fleet.Each(context.Background(), 0, func(ctx context.Context, cluster string, _ *member) error {
+			close(started)
+			<-ctx.Done()
+			_, held := f.fleet.Status(cluster)
+			stillHeld.Store(held)
+			return context.Cause(ctx)
+		})
+	}()
+	<-started
+	f.members.Delete("a")
+	var errs map[string]error
+	select {
+	case errs = <-done:
+	case <-time.After(waitFor):
+		t.Fatal("Each did not return")
+	}
+	assert.ErrorIs(t, errs["a"], multicluster.ErrLeft)
+	assert.True(t, stillHeld.Load(), "the member was held until fn returned")
+}
