@@ -3,15 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/kustomize/kyaml/yaml/merge2"
+	"sigs.k8s.io/yaml"
 )
 
 // applyUserPatches applies the user's patches of the deploy kustomization,
@@ -48,37 +48,93 @@ func applyUserPatches(o *webhookOutput, dir string) error {
 // applyStrategicPatch applies a strategic-merge patch to the object of o
 // it targets, if o holds it.
 func applyStrategicPatch(o *webhookOutput, patch map[string]any) error {
-	targets := []struct {
-		obj    *map[string]any
-		schema any
-	}{{&o.service, corev1.Service{}}, {&o.deployment, appsv1.Deployment{}}}
+	targets := []*map[string]any{&o.service, &o.deployment}
 	for i := range o.configurations {
-		var schema any = admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if o.configurations[i]["kind"] == "MutatingWebhookConfiguration" {
-			schema = admissionregistrationv1.MutatingWebhookConfiguration{}
-		}
-		targets = append(targets, struct {
-			obj    *map[string]any
-			schema any
-		}{&o.configurations[i], schema})
+		targets = append(targets, &o.configurations[i])
 	}
 	for _, t := range targets {
-		if *t.obj == nil || !patchTargets(patch, *t.obj) {
+		if *t == nil || !patchTargets(patch, *t) {
 			continue
 		}
-		patched, err := strategicpatch.StrategicMergeMapPatch(*t.obj, patch, t.schema)
+		patched, err := kustomizeMerge(*t, patch)
 		if err != nil {
 			return err
 		}
-		if len(patched) == 0 {
+		if patched == nil {
 			// $patch: delete. The operator still serves what the
 			// object configures, and publishes its CA into it.
 			return fmt.Errorf("it deletes the %s %s, which the operator's webhooks need: remove the webhook's marker instead",
-				str(*t.obj, "kind"), str(*t.obj, "metadata", "name"))
+				str(*t, "kind"), str(*t, "metadata", "name"))
 		}
-		*t.obj = patched
+		*t = patched
 	}
 	return nil
+}
+
+// kustomizeMerge returns obj with the strategic-merge patch applied as
+// kustomize's patch transformer applies it (kubectl kustomize and kubectl
+// apply -k): kyaml's merge, which takes the list merge keys and strategies
+// of the object's kind from kyaml's built-in Kubernetes OpenAPI schema
+// (container and Service ports, for instance, are keyed by port and
+// protocol), honours the $patch directives and prepends the patch's new
+// list elements; the object keeps its kind, name and namespace. It returns
+// nil if the patch deletes the object. obj and patch are not changed.
+func kustomizeMerge(obj, patch map[string]any) (map[string]any, error) {
+	// kyaml finds the schema by the object's apiVersion and kind, which
+	// the generated files name; name them where obj (a test's) does not.
+	dest := maps.Clone(obj)
+	addedVersion := false
+	if str(dest, "apiVersion") == "" {
+		if v := generatedAPIVersions[str(dest, "kind")]; v != "" {
+			dest["apiVersion"], addedVersion = v, true
+		}
+	}
+	destNode, err := toRNode(dest)
+	if err != nil {
+		return nil, err
+	}
+	patchNode, err := toRNode(patch)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := merge2.Merge(patchNode, destNode, kyaml.MergeOptions{ListIncreaseDirection: kyaml.MergeOptionsListPrepend})
+	if err != nil {
+		return nil, err
+	}
+	if merged.IsNilOrEmpty() {
+		return nil, nil
+	}
+	merged.SetKind(str(obj, "kind"))
+	if err := merged.SetName(str(obj, "metadata", "name")); err != nil {
+		return nil, err
+	}
+	if err := merged.SetNamespace(str(obj, "metadata", "namespace")); err != nil {
+		return nil, err
+	}
+	data, err := merged.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	if addedVersion && str(out, "apiVersion") == dest["apiVersion"] {
+		delete(out, "apiVersion")
+	}
+	return out, nil
+}
+
+// toRNode returns the kyaml node of a JSON object, in YAML's block
+// style, as kustomize reads the files: the merge keeps the style of the
+// patched object's scalars (a JSON document's strings are all quoted, and
+// a number merged into one would become a string).
+func toRNode(m map[string]any) (*kyaml.RNode, error) {
+	data, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return kyaml.Parse(string(data))
 }
 
 // generatedAPIVersions are the apiVersions of the kinds of webhookOutput.
