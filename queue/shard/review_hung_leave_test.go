@@ -1,0 +1,41 @@
+package shard
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestReviewOneHungLeaveKeepsTheKeysFromMoving: the package doc says a
+// replica that stops normally publishes that it left and deletes its
+// Lease, "so its keys move at once", and docs/design.md gives the update
+// publishing it the request timeout so that one hung request leaves time
+// to try again. But when that update hangs until its timeout, driver
+// gives up at once ("Could not publish that this replica left; the Lease
+// expires") without trying again, though a retry of the update is as safe
+// as the one after a conflict (it is based on a resourceVersion): one hung
+// request leaves the Lease of a live member behind, and its keys go
+// unreconciled until the others count it gone, LeaseDuration later.
+func TestReviewOneHungLeaveKeepsTheKeysFromMoving(t *testing.T) {
+	var hungOnce atomic.Bool
+	client := newHangingClient(t, func(r sentRequest) reqFate {
+		if r.leave && hungOnce.CompareAndSwap(false, true) {
+			return reqHangs
+		}
+		return reqAnswered
+	})
+	r := runTimedMember(t, client)
+	keepsClaim(t, r.done, context.Background(), r.m.HasSynced, "joining")
+	require.NoError(t, r.stop())
+	require.True(t, hungOnce.Load(), "the leave hung")
+	l, err := client.Clientset.CoordinationV1().Leases("ops").Get(context.Background(), r.m.Name(), metav1.GetOptions{})
+	if err == nil {
+		if p, _ := parsePublished(l.Annotations[AnnotationView]); !p.left {
+			t.Errorf("after one hung leave, Run returned and left its Lease publishing %q, a live member's: its keys move only after LeaseDuration (%s)",
+				l.Annotations[AnnotationView], timeoutConfig(client, "pod-0").LeaseDuration)
+		}
+	}
+}
