@@ -49,15 +49,12 @@ func (l lateAcquireLeases) Create(ctx context.Context, o *coordinationv1.Lease, 
 	return nil, ctx.Err()
 }
 
-// TestReviewStopDuringAbandonedAcquireKeepsTheLease: a replica stopped
+// TestStopDuringAbandonedAcquireReleasesTheLease: a replica stopped
 // while its acquiring create, which the API server applied, waits for its
-// answer returns nil and leaves the Lease held in its name: Run only
-// gives the Lease back when it knows it won ("won just as ctx ended: run
-// nothing, give the Lease back"), so a standby waits a whole
-// LeaseDuration for a replica that is gone, though the package doc says
-// a stopping replica releases the Lease so that a standby takes over at
-// once.
-func TestReviewStopDuringAbandonedAcquireKeepsTheLease(t *testing.T) {
+// answer runs nothing, returns nil and gives the Lease back, though it
+// never learnt that it won: a standby takes over at once instead of
+// waiting LeaseDuration for a replica that is gone.
+func TestStopDuringAbandonedAcquireReleasesTheLease(t *testing.T) {
 	c := &lateAcquireClient{Clientset: fake.NewClientset(), applied: make(chan struct{})}
 	cfg := leader.Config{Client: c, Namespace: ns, Name: lease, Identity: "me",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}
