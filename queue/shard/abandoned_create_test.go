@@ -45,14 +45,13 @@ func (l lateCreateLeases) Create(ctx context.Context, o *coordinationv1.Lease, o
 	return nil, ctx.Err()
 }
 
-// TestReviewStopWhileJoiningLeavesALiveMember: a replica stopped while its
-// create, which the API server applied, waits for its answer returns at
-// once ("stopped before joining the group") and leaves its Lease as a
-// live member's: the other members count it as live, move keys to it and
-// wait LeaseDuration before they take them back, though it never claims
-// anything. Run's doc says a stop publishes that the replica left and
-// deletes its Lease so that the others take its keys at once.
-func TestReviewStopWhileJoiningLeavesALiveMember(t *testing.T) {
+// TestStopWhileJoiningDeletesALandedCreate: a replica stopped while its
+// create, which the API server applied, waits for its answer reads its
+// Lease once the create has ended and, finding it written by this
+// process, deletes that version before Run returns: the others do not
+// count as a live member, for LeaseDuration, a replica that never claims
+// anything.
+func TestStopWhileJoiningDeletesALandedCreate(t *testing.T) {
 	c := &lateCreateClient{Clientset: fake.NewClientset(), applied: make(chan struct{})}
 	cfg := Config{Client: c, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}

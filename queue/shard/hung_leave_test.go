@@ -9,17 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestReviewOneHungLeaveKeepsTheKeysFromMoving: the package doc says a
-// replica that stops normally publishes that it left and deletes its
-// Lease, "so its keys move at once", and docs/design.md gives the update
-// publishing it the request timeout so that one hung request leaves time
-// to try again. But when that update hangs until its timeout, driver
-// gives up at once ("Could not publish that this replica left; the Lease
-// expires") without trying again, though a retry of the update is as safe
-// as the one after a conflict (it is based on a resourceVersion): one hung
-// request leaves the Lease of a live member behind, and its keys go
+// TestOneHungLeaveIsRetried: a replica that stops normally publishes
+// that it left and deletes its Lease, so its keys move at once. When the
+// update publishing it hangs until its timeout, it is sent again (as after
+// a conflict: it is based on a resourceVersion, so it either lands or
+// conflicts with the one that did), up to a bound: one hung request does
+// not leave a live member's Lease behind, whose keys would go
 // unreconciled until the others count it gone, LeaseDuration later.
-func TestReviewOneHungLeaveKeepsTheKeysFromMoving(t *testing.T) {
+func TestOneHungLeaveIsRetried(t *testing.T) {
 	var hungOnce atomic.Bool
 	client := newHangingClient(t, func(r sentRequest) reqFate {
 		if r.leave && hungOnce.CompareAndSwap(false, true) {

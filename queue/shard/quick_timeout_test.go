@@ -12,16 +12,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// TestReviewQuickTimeoutAnswerRetriedInALoop: driver.answered treats every
-// renewal that failed with a Timeout or ServerTimeout status (or a
-// context.DeadlineExceeded) as one that "hung for its whole timeout" and
-// sends the next one at once. docs/design.md and Config.RenewDeadline say
-// that only a renewal that hung is retried at once, and one that fails at
-// once is retried RetryPeriod after it went. An API server (or a proxy in
+// TestQuickTimeoutAnswerWaitsForRetryPeriod: only a renewal that hung
+// for (nearly) its whole timeout, measured on the membership's monotonic
+// clock, is tried again at once; one answered at once with an error is
+// tried again when the next renewal is due, RetryPeriod after it went,
+// even when the error is a Timeout status. An API server (or a proxy in
 // front of it) that answers 504 Timeout at once, here for half a second,
-// gets the renewals in a tight loop, with no RetryPeriod between them:
-// thousands of Lease updates instead of two or three.
-func TestReviewQuickTimeoutAnswerRetriedInALoop(t *testing.T) {
+// gets two or three renewals, not a tight loop of them.
+func TestQuickTimeoutAnswerWaitsForRetryPeriod(t *testing.T) {
 	client := newHangingClient(t, nil)
 	var refusing atomic.Bool
 	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
