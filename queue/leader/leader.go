@@ -27,8 +27,13 @@
 //
 // A leader gives up at most RetryPeriod + RenewDeadline after the answer
 // to its last successful renewal; a candidate takes over no sooner than
-// LeaseDuration after it saw that renewal land. Run therefore requires
-// LeaseDuration > RenewDeadline + RetryPeriod, and the difference, the
+// LeaseDuration after it saw that renewal land. The Lease records
+// LeaseDuration in whole seconds and candidates wait what it records, so
+// Run requires a LeaseDuration of a whole number of seconds, at least 1s.
+// It also requires LeaseDuration > RenewDeadline + RetryPeriod,
+// RenewDeadline > 1.2 x RetryPeriod, and a request timeout (below) of at
+// least 100ms. The difference LeaseDuration - RenewDeadline - RetryPeriod,
+// the
 // margin, covers two things: how long after it landed a renewal's answer
 // may come, and the time an aborted Runnable has to return before another
 // replica may start (reconcilers must honour their context). Each request
@@ -41,8 +46,17 @@
 // renewal a single context that ends after RenewDeadline): one slow or
 // hung request to the API server does not cost the leader its Lease. An
 // API server that answers every Lease request slower than that does. The
-// bound assumes the replicas' clocks advance at the same rate; they need
-// not agree on the time of day.
+// bound assumes the replicas' monotonic clocks advance at the same rate;
+// they need not agree on the time of day. A machine suspended and
+// resumed breaks it: its monotonic clock stood still, so a suspended
+// leader's Runnables run on after resume until its RenewDeadline, counted
+// from before the suspend, runs out, while a standby may lead already
+// (see docs/design.md).
+//
+// A stop releases the Lease if this replica holds it, also one that came
+// before the replica led (an acquiring request abandoned at the stop may
+// have landed); a release whose request hung or failed is tried again, a
+// few times within RenewDeadline.
 //
 // # RBAC
 //
