@@ -377,7 +377,10 @@ func (m *Membership) withCore(fn func(c *core)) {
 // ownership of keys up to date until ctx is cancelled; see the package
 // documentation for the protocol. On cancellation it revokes every claim,
 // waits until the claims are released, publishes that it left, deletes
-// its Lease so that the others take its keys at once, and returns nil. It
+// its Lease so that the others take its keys at once, and returns nil
+// (a cancellation before it joined: it waits for a create in flight,
+// deletes the Lease if a create of this process landed, and returns an
+// error saying it stopped before joining). It
 // returns an error wrapping leader.ErrLeaseLost if no renewal of the Lease
 // came back through the informer within RenewDeadline, or the Lease was
 // deleted or renewed by another process, after revoking every claim; the
