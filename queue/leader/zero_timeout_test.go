@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes/fake"
-
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
 
@@ -17,7 +15,7 @@ import (
 // context ended: Run refuses such a Config at once, naming the durations
 // to change.
 func TestConfigWithZeroRequestTimeoutIsRefused(t *testing.T) {
-	refusedAtOnce(t, leader.Config{Client: fake.NewClientset(), Namespace: ns, Name: lease, Identity: "me",
+	refusedAtOnce(t, leader.Config{Client: newLeaseClient(nil), Namespace: ns, Name: lease, Identity: "me",
 		LeaseDuration: 2 * time.Second, RenewDeadline: 1750 * time.Millisecond, RetryPeriod: 250*time.Millisecond - 1},
 		"lengthen the lease duration")
 }
