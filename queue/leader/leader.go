@@ -27,8 +27,13 @@
 //
 // A leader gives up at most RetryPeriod + RenewDeadline after the answer
 // to its last successful renewal; a candidate takes over no sooner than
-// LeaseDuration after it saw that renewal land. Run therefore requires
-// LeaseDuration > RenewDeadline + RetryPeriod, and the difference, the
+// LeaseDuration after it saw that renewal land. The Lease records
+// LeaseDuration in whole seconds and candidates wait what it records, so
+// Run requires a LeaseDuration of a whole number of seconds, at least 1s.
+// It also requires LeaseDuration > RenewDeadline + RetryPeriod,
+// RenewDeadline > 1.2 x RetryPeriod, and a request timeout (below) of at
+// least 100ms. The difference LeaseDuration - RenewDeadline - RetryPeriod,
+// the
 // margin, covers two things: how long after it landed a renewal's answer
 // may come, and the time an aborted Runnable has to return before another
 // replica may start (reconcilers must honour their context). Each request
@@ -41,8 +46,17 @@
 // renewal a single context that ends after RenewDeadline): one slow or
 // hung request to the API server does not cost the leader its Lease. An
 // API server that answers every Lease request slower than that does. The
-// bound assumes the replicas' clocks advance at the same rate; they need
-// not agree on the time of day.
+// bound assumes the replicas' monotonic clocks advance at the same rate;
+// they need not agree on the time of day. A machine suspended and
+// resumed breaks it: its monotonic clock stood still, so a suspended
+// leader's Runnables run on after resume until its RenewDeadline, counted
+// from before the suspend, runs out, while a standby may lead already
+// (see docs/design.md).
+//
+// A stop releases the Lease if this replica holds it, also one that came
+// before the replica led (an acquiring request abandoned at the stop may
+// have landed); a release whose request hung or failed is tried again, a
+// few times within RenewDeadline.
 //
 // # RBAC
 //
@@ -59,6 +73,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -135,9 +150,18 @@ func (c Config) complete() (Config, error) {
 	c.LeaseDuration = orDefault(c.LeaseDuration, DefaultLeaseDuration)
 	c.RenewDeadline = orDefault(c.RenewDeadline, DefaultRenewDeadline)
 	c.RetryPeriod = orDefault(c.RetryPeriod, DefaultRetryPeriod)
+	if c.LeaseDuration < time.Second || c.LeaseDuration%time.Second != 0 {
+		// The elector records int(LeaseDuration / time.Second) in the
+		// Lease, and the other replicas wait what the record says.
+		return c, fmt.Errorf("leader: lease duration (%s) must be a whole number of seconds, at least 1s: the Lease records it in whole seconds, and the other replicas wait what it records", c.LeaseDuration)
+	}
 	if c.LeaseDuration <= c.RenewDeadline+c.RetryPeriod || c.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(c.RetryPeriod)) {
 		return c, fmt.Errorf("leader: need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > %v x retry period",
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, leaderelection.JitterFactor)
+	}
+	if t := requestTimeout(c); t < lease.MinRequestTimeout {
+		return c, fmt.Errorf("leader: a Lease request may take only %s, less than %s, with lease duration %s, renew deadline %s and retry period %s: lengthen the lease duration or the renew deadline (the request timeout is the least of half of lease duration - renew deadline - retry period, lease duration - renew deadline, and half of renew deadline - retry period)",
+			t, lease.MinRequestTimeout, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 	}
 	return c, nil
 }
@@ -214,11 +238,11 @@ func Run(ctx context.Context, cfg Config, rs ...Runnable) error {
 	case leaderCtx = <-leading:
 	case <-ctx.Done():
 		stopElection()
-		select {
-		case <-leading: // won just as ctx ended: run nothing, give the Lease back
-			giveUp()
-		default:
-		}
+		// Run nothing, but give the Lease back if this replica holds it:
+		// it may have won just as ctx ended, or an acquiring request
+		// abandoned at the stop may have landed. release reads the Lease
+		// and writes it only if it is this replica's.
+		giveUp()
 		return nil
 	}
 	logger.Info("Became the leader")
@@ -269,33 +293,60 @@ func runWhileLeading(ctx, leaderCtx context.Context, rs []Runnable) (errs []erro
 	return errs, lost
 }
 
+// releaseAttempts bounds the attempts of a release: each reads the Lease
+// and, if this replica holds it, writes it released.
+const releaseAttempts = 3
+
 // release gives the Lease up if this replica still holds it, so that a
 // standby replica takes over without waiting for it to expire. Each of its
-// two requests is abandoned after the request timeout of lock.
+// requests is abandoned after the request timeout of lock; an attempt
+// that failed (a request that hung, a conflict, an error of the server)
+// is made again, up to releaseAttempts in all and within RenewDeadline.
+// Every attempt reads the Lease first, so a write that landed though its
+// answer was lost is not undone, and a Lease another replica took is left
+// alone.
 func release(ctx context.Context, cfg Config, lock resourcelock.Interface) {
 	logger := klog.FromContext(ctx)
 	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.RenewDeadline)
 	defer cancel()
-	rec, _, err := lock.Get(releaseCtx)
-	if err != nil {
-		logger.Error(err, "Could not read the Lease to release it")
-		return
+	var err error
+	for range releaseAttempts {
+		var rec *resourcelock.LeaderElectionRecord
+		rec, _, err = lock.Get(releaseCtx)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if err != nil {
+			err = fmt.Errorf("reading the Lease: %w", err)
+		} else {
+			if rec.HolderIdentity != cfg.Identity {
+				return
+			}
+			now := metaNow()
+			err = lock.Update(releaseCtx, resourcelock.LeaderElectionRecord{
+				LeaderTransitions:    rec.LeaderTransitions,
+				LeaseDurationSeconds: 1,
+				RenewTime:            now,
+				AcquireTime:          now,
+			})
+			if err == nil {
+				logger.Info("Released the Lease")
+				return
+			}
+		}
+		if releaseCtx.Err() != nil || !mayPass(err) {
+			break
+		}
+		logger.V(2).Info("Could not release the Lease; trying again", "err", err.Error())
 	}
-	if rec.HolderIdentity != cfg.Identity {
-		return
-	}
-	now := metaNow()
-	err = lock.Update(releaseCtx, resourcelock.LeaderElectionRecord{
-		LeaderTransitions:    rec.LeaderTransitions,
-		LeaseDurationSeconds: 1,
-		RenewTime:            now,
-		AcquireTime:          now,
-	})
-	if err != nil {
-		logger.Error(err, "Could not release the Lease; it expires on its own")
-		return
-	}
-	logger.Info("Released the Lease")
+	logger.Error(err, "Could not release the Lease; it expires on its own")
+}
+
+// mayPass reports whether a request that failed with err may succeed if
+// sent again: not when it was refused for its content or its permissions.
+func mayPass(err error) bool {
+	return !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) && !apierrors.IsInvalid(err) &&
+		!apierrors.IsBadRequest(err) && !apierrors.IsMethodNotSupported(err)
 }
 
 // requestTimeout is how long one request of the Lease may take: one that

@@ -34,7 +34,7 @@ const (
 func fastConfig(client *fake.Clientset, identity string) leader.Config {
 	return leader.Config{
 		Client: client, Namespace: ns, Name: lease, Identity: identity,
-		LeaseDuration: 800 * time.Millisecond, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond,
+		LeaseDuration: time.Second, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond,
 	}
 }
 

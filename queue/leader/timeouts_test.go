@@ -238,6 +238,19 @@ func when(cond bool, f fate) fate {
 	return answer
 }
 
+// firstOf returns a chooser that hangs the first request of verb it is
+// asked about and answers every other.
+func firstOf(verb string) chooser {
+	var once sync.Once
+	return func(v string, _ int) fate {
+		f := answer
+		if v == verb {
+			once.Do(func() { f = hang })
+		}
+		return f
+	}
+}
+
 // keepLeading waits until ok holds, failing if Run returns or a runnable
 // is aborted first.
 func keepLeading(t *testing.T, done <-chan error, a *abortable, ok func() bool, what string) {
@@ -286,7 +299,9 @@ func TestLeaseRequestTimeouts(t *testing.T) {
 		// stopping if atStop.
 		hang   chooser
 		atStop bool
-		objs   []*coordinationv1.Lease
+		// held: the Lease is still this replica's after Run returned.
+		held bool
+		objs []*coordinationv1.Lease
 	}{
 		{name: "nothing hangs"},
 		{name: "acquire: the read", hang: func(verb string, n int) fate { return when(verb == "get" && n == 1, hang) }},
@@ -303,7 +318,9 @@ func TestLeaseRequestTimeouts(t *testing.T) {
 			}
 			return answer
 		}},
-		{name: "release", atStop: true, hang: func(string, int) fate { return hang }},
+		{name: "release: the read", atStop: true, hang: firstOf("get")},
+		{name: "release: the update", atStop: true, hang: firstOf("update")},
+		{name: "release: every request", atStop: true, held: true, hang: func(string, int) fate { return hang }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -327,8 +344,8 @@ func TestLeaseRequestTimeouts(t *testing.T) {
 			cancel()
 			require.NoError(t, result(t, done), "no Lease lost")
 			assert.Nil(t, a.cause.Load(), "the runnable is not aborted")
-			if tc.atStop {
-				assert.Equal(t, "me", holder(t, client.Clientset), "the release was abandoned: the Lease expires")
+			if tc.held {
+				assert.Equal(t, "me", holder(t, client.Clientset), "every attempt to release hung: the Lease expires")
 			} else {
 				assert.Empty(t, holder(t, client.Clientset), "released")
 			}

@@ -209,7 +209,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.LeaderElectNamespace, "leader-elect-namespace", f.LeaderElectNamespace, "Namespace of the leader election Lease (default: the pod's namespace in a cluster, else \"default\").")
 	fs.StringVar(&f.Identity, "identity", f.Identity, "This replica's name in its Lease; with --sharded, a process restarted with the identity of one that is gone takes its Lease over at once. Use the pod name; never give two live processes the same one. Default: the host name and a random suffix.")
 	fs.StringVar(&f.LeaderElectID, "leader-elect-id", f.LeaderElectID, "Name of the leader election Lease; with --sharded, the group whose replicas share the keys (each on a Lease named after it).")
-	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", f.LeaseDuration, "How long a non-leader waits after the last renewal before taking over; with --sharded, how long a replica's keys stay its own after its last renewal.")
+	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", f.LeaseDuration, "How long a non-leader waits after the last renewal before taking over, a whole number of seconds (at least 1s: the Lease records it in seconds); with --sharded, how long a replica's keys stay its own after its last renewal.")
 	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", f.RenewDeadline, "How long the leader keeps retrying a renewal before giving up leadership; with --sharded, how long a replica keeps its keys without a renewal coming back.")
 	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", f.RetryPeriod, "How often candidates try to acquire or renew the Lease; with --sharded, how often each replica renews its own.")
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", f.MetricsAddr, "Address of the Prometheus /metrics endpoint; \"0\" disables it.")
@@ -265,6 +265,9 @@ func (f *Flags) Validate() error {
 	}
 	if f.LeaderElect && f.Sharded {
 		errs = append(errs, errors.New("--leader-elect and --sharded exclude each other"))
+	}
+	if f.LeaderElect && (f.LeaseDuration < time.Second || f.LeaseDuration%time.Second != 0) {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be a whole number of seconds, at least 1s: the Lease records it in whole seconds", f.LeaseDuration))
 	}
 	if f.LeaderElect || f.Sharded {
 		if f.LeaderElectID == "" {

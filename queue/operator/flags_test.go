@@ -102,6 +102,7 @@ func TestFlagsDefaultsAndValidation(t *testing.T) {
 		{name: "bad profiling address", args: []string{"--pprof-bind-address=localhost"}, wantErr: "--pprof-bind-address"},
 		{name: "no lease name", args: []string{"--leader-elect"}, wantErr: "--leader-elect-id must not be empty"},
 		{name: "bad lease timing", args: []string{"--leader-elect", "--leader-elect-id=x", "--leader-elect-lease-duration=1s"}, wantErr: "lease duration"},
+		{name: "fractional lease duration", args: []string{"--leader-elect", "--leader-elect-id=x", "--leader-elect-lease-duration=15500ms"}, wantErr: "whole number of seconds"},
 		{name: "sharded without a group", args: []string{"--sharded"}, wantErr: "--leader-elect-id must not be empty"},
 		{name: "sharded and leader election", args: []string{"--sharded", "--leader-elect", "--leader-elect-id=x"}, wantErr: "exclude each other"},
 		{name: "group not a label value", args: []string{"--sharded", "--leader-elect-id=foo/bar"}, wantErr: "names the shard group"},

@@ -87,21 +87,28 @@
 //     latest write that came back through its informer. No claim is made
 //     after that, and the replica then revokes every claim and Run returns
 //     an error wrapping leader.ErrLeaseLost: renewals that succeed but do
-//     not come back do not count, so a replica that wakes from a pause
-//     cannot claim keys from what it saw before the pause.
+//     not come back do not count, so a replica that wakes from a pause of
+//     its process cannot claim keys from what it saw before the pause.
+//     The monotonic clock of a machine suspended and resumed stands still
+//     meanwhile: such a replica's claims look valid to it for up to the
+//     rest of RenewDeadline after resume, though the others may have
+//     taken its keys (see docs/design.md).
 //   - The others count a member gone once its Lease has not changed for
 //     LeaseDuration, measured from when they saw the change up to the send
 //     time of their own latest write that came back: a watch that falls
 //     behind cannot make a live member look gone.
 //
-// Config requires LeaseDuration > RenewDeadline + RetryPeriod. The
-// difference, LeaseDuration - RenewDeadline, must cover the time a
+// Config requires LeaseDuration > RenewDeadline + RetryPeriod,
+// RenewDeadline > RetryPeriod, and a write timeout (see Config) of at
+// least 100ms. The difference, LeaseDuration - RenewDeadline, must cover the time a
 // cancelled reconcile takes to return, plus any pause of the process while
 // it holds a claim, plus the difference in the rates of the replicas'
 // clocks over one LeaseDuration. As with package leader, reconcilers must
 // honour their context; a process paused for longer than that margin while
-// it is in a reconcile (a stopped VM, say) may finish that reconcile when
-// it wakes, before it notices; it starts no new one.
+// it is in a reconcile may finish that reconcile when it wakes, before it
+// notices; it starts no new one, as its monotonic clock went on. A
+// machine suspended (or a VM paused, with some hypervisors) stops that
+// clock too: see docs/design.md for what such a replica does on resume.
 //
 // A replica that stops normally revokes its claims, waits for them,
 // publishes that it left and deletes its Lease (only the version that says

@@ -56,6 +56,10 @@ type driver struct {
 	leaveAt time.Duration
 	// leaveTries counts the writes publishing that this replica left.
 	leaveTries int
+	// stopJoin: stopped while joining; a create of this process may
+	// have landed, so its Lease is read, and deleted if it is this
+	// process's, before Run returns.
+	stopJoin bool
 	// result is what Run returns once the phase is driverDone.
 	result error
 	// refused is what Run returns after a normal stop: the replica left
@@ -87,7 +91,7 @@ type requestKind int
 
 const (
 	reqCreate       requestKind = iota // create this replica's Lease
-	reqTakeOver                        // read the Lease a former process left
+	reqTakeOver                        // read the Lease a former process left, or the own one at a stop while joining
 	reqRenew                           // update this replica's Lease
 	reqRefresh                         // read it after a renewal's conflict
 	reqLeave                           // update it to publish that this replica left
@@ -100,6 +104,15 @@ func (k requestKind) String() string {
 	return [...]string{"create", "get existing", "update", "get after conflict", "leave", "get after leave conflict", "delete own", "delete stale"}[k]
 }
 
+// maxLeaveTries bounds the writes publishing that this replica left: one
+// that conflicted is sent again on the version read after it, and one
+// that failed otherwise (it hung, or the server failed) on the version
+// this process knows, each within the write timeout.
+const maxLeaveTries = 3
+
+// errStoppedJoining is what Run returns after a stop before it joined.
+var errStoppedJoining = errors.New("shard: stopped before joining the group")
+
 // request is one request to the API server. create and update send Lease;
 // the reads name this replica's Lease; the deletes delete Stale in the
 // version named. The answer must come within Timeout.
@@ -109,6 +122,9 @@ type request struct {
 	Seq     uint64 // the write's sequence number, for create and update
 	Stale   staleLease
 	Timeout time.Duration
+	// Sent is when the driver sent it, on the membership's monotonic
+	// clock (set for the writes of the replica's own Lease).
+	Sent time.Duration
 }
 
 // effects carries out a driver's requests: the answer to each is handed
@@ -138,9 +154,46 @@ func (d *driver) start() { d.sendCreate() }
 func (d *driver) stop() {
 	switch d.phase {
 	case phaseJoining:
-		d.finish(errors.New("shard: stopped before joining the group"))
+		// A create sent before (abandoned on its timeout, or failed
+		// with the answer lost) or still in flight may have landed:
+		// the others would count this replica a live member for
+		// LeaseDuration. Once no request is in flight, read the Lease
+		// and delete it if this process wrote it.
+		if !d.stopJoin {
+			d.stopJoin = true
+			if !d.joining {
+				d.checkJoin()
+			}
+		}
 	case phaseRunning:
 		d.revoke(nil)
+	}
+}
+
+// checkJoin reads this replica's Lease after a stop while joining; the
+// answer goes to stoppedJoining.
+func (d *driver) checkJoin() {
+	d.joining = true
+	d.out.send(request{Kind: reqTakeOver, Timeout: d.m.cfg.RetryPeriod})
+}
+
+// stoppedJoining handles what a stop while joining found: l, the Lease
+// of this replica's name if err is nil.
+func (d *driver) stoppedJoining(l *coordinationv1.Lease, err error) {
+	var ours bool
+	if err == nil {
+		d.m.withCore(func(c *core) { ours = parseStamp(l.Annotations[annotationWriter]).incarnation == c.incarnation })
+	}
+	switch {
+	case ours:
+		// Deleted in the version this process wrote, and no other.
+		d.joining = true
+		d.deleteOwn(l)
+	case err != nil && !apierrors.IsNotFound(err):
+		d.logger.Info("Could not read the Lease at a stop while joining; if a create landed, it expires", "err", err.Error())
+		d.finish(errStoppedJoining)
+	default:
+		d.finish(errStoppedJoining)
 	}
 }
 
@@ -178,7 +231,7 @@ func (d *driver) turn() {
 	d.pollReleases()
 	switch d.phase {
 	case phaseJoining:
-		if !d.joining && now >= d.joinAt {
+		if !d.joining && !d.stopJoin && now >= d.joinAt {
 			d.sendCreate()
 		}
 	case phaseRunning:
@@ -222,7 +275,7 @@ func (d *driver) turn() {
 func (d *driver) wake() time.Duration {
 	switch d.phase {
 	case phaseJoining:
-		if !d.joining {
+		if !d.joining && !d.stopJoin {
 			return d.joinAt
 		}
 	case phaseRunning:
@@ -345,7 +398,7 @@ func (d *driver) sendUpdate(kind requestKind) {
 		l = c.nextWrite(d.m.now(), d.m.wall())
 		seq = c.seq
 	})
-	d.out.send(request{Kind: kind, Lease: l, Seq: seq, Timeout: d.writeTimeout()})
+	d.out.send(request{Kind: kind, Lease: l, Seq: seq, Timeout: d.writeTimeout(), Sent: d.m.now()})
 }
 
 func (d *driver) sendCreate() {
@@ -356,7 +409,7 @@ func (d *driver) sendCreate() {
 		seq = c.seq
 	})
 	d.joining = true
-	d.out.send(request{Kind: reqCreate, Lease: l, Seq: seq, Timeout: d.writeTimeout()})
+	d.out.send(request{Kind: reqCreate, Lease: l, Seq: seq, Timeout: d.writeTimeout(), Sent: d.m.now()})
 }
 
 func (d *driver) sendLeave() {
@@ -383,6 +436,14 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 		if d.phase != phaseJoining {
 			return
 		}
+		if d.stopJoin {
+			if err == nil {
+				d.stoppedJoining(got, nil)
+			} else {
+				d.checkJoin()
+			}
+			return
+		}
 		switch {
 		case err == nil:
 			m.withCore(func(c *core) { c.created(got) })
@@ -396,6 +457,10 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 	case reqTakeOver:
 		d.joining = false
 		if d.phase != phaseJoining {
+			return
+		}
+		if d.stopJoin {
+			d.stoppedJoining(got, err)
 			return
 		}
 		if apierrors.IsNotFound(err) {
@@ -422,10 +487,12 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			return
 		default:
 			d.logger.V(2).Info("Could not renew the membership Lease", "err", err.Error())
-			if timedOut(err) {
+			if d.tookWholeTimeout(r) {
 				// It hung for its whole timeout: the next attempt
 				// goes now, not a RetryPeriod after this one went,
 				// so that it still lands within the renew deadline.
+				// One answered sooner, whatever its error, waits for
+				// the next renewal due.
 				d.writeNow = true
 			}
 		}
@@ -444,8 +511,14 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			d.deleteOwn(got)
 		case apierrors.IsNotFound(err):
 			d.left() // deleted already
-		case apierrors.IsConflict(err) && d.leaveTries < 2:
+		case apierrors.IsConflict(err) && d.leaveTries < maxLeaveTries:
 			d.out.send(request{Kind: reqRefreshLeave, Timeout: m.cfg.RetryPeriod})
+		case mayPass(err) && d.leaveTries < maxLeaveTries:
+			// It hung, or the server failed: it may have landed or not.
+			// Sent again on the version this process knows, it either
+			// lands or conflicts with the one that did.
+			d.logger.V(2).Info("Could not publish that this replica left; trying again", "err", err.Error())
+			d.sendLeave()
 		default:
 			// The Lease is left as it is, to expire: deleting a version
 			// this process did not write could take it from another
@@ -471,6 +544,10 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 	case reqDeleteOwn:
 		if err != nil && !apierrors.IsNotFound(err) {
 			d.logger.Error(err, "Could not delete the membership Lease; it expires on its own")
+		}
+		if d.phase == phaseJoining {
+			d.finish(errStoppedJoining)
+			return
 		}
 		d.left()
 	case reqDeleteStale:
@@ -530,8 +607,9 @@ func (d *driver) writeTimeout() time.Duration {
 	return lease.RequestTimeout(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 }
 
-// timedOut reports whether err ends a request that took its whole
-// timeout.
-func timedOut(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+// tookWholeTimeout reports whether the write r took (nearly) its whole
+// timeout, on the membership's monotonic clock: a request that hung, not
+// one answered at once with an error, whatever the error says.
+func (d *driver) tookWholeTimeout(r request) bool {
+	return d.m.now()-r.Sent >= r.Timeout-r.Timeout/10
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/ctrlkit/ctrlkit/queue/internal/lease"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
 
@@ -37,7 +38,15 @@ const (
 var errMoved = errors.New("shard: the key moved to another replica")
 
 // Config describes a replica's membership. Zero durations select package
-// leader's defaults, and the same rules bind them.
+// leader's defaults. The rules that bind them are close to package
+// leader's, not the same: LeaseDuration > RenewDeadline + RetryPeriod,
+// RenewDeadline > RetryPeriod > 0 (leader asks for more than 1.2 x
+// RetryPeriod), and a write timeout, the lesser of LeaseDuration -
+// RenewDeadline and (RenewDeadline - RetryPeriod) / 2, of at least
+// 100ms. LeaseDuration need not be a whole number of seconds (leader
+// requires it): the Lease records it rounded up, but every member judges
+// the others' Leases by its own LeaseDuration, so every member of a
+// group must be given the same durations.
 type Config struct {
 	// Client reads and writes the Leases.
 	Client kubernetes.Interface
@@ -91,6 +100,9 @@ func (c Config) complete() (Config, error) {
 	if c.LeaseDuration <= c.RenewDeadline+c.RetryPeriod || c.RenewDeadline <= c.RetryPeriod || c.RetryPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > retry period > 0",
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod))
+	} else if t := lease.RequestTimeout(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); t < lease.MinRequestTimeout {
+		errs = append(errs, fmt.Errorf("a write of the Lease may take only %s, less than %s, with lease duration %s, renew deadline %s and retry period %s: lengthen the renew deadline relative to the retry period, or the lease duration relative to the renew deadline (the write timeout is the lesser of lease duration - renew deadline and half of renew deadline - retry period)",
+			t, lease.MinRequestTimeout, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod))
 	}
 	if c.Metrics == nil {
 		c.Metrics = noopMetrics{}
@@ -365,7 +377,10 @@ func (m *Membership) withCore(fn func(c *core)) {
 // ownership of keys up to date until ctx is cancelled; see the package
 // documentation for the protocol. On cancellation it revokes every claim,
 // waits until the claims are released, publishes that it left, deletes
-// its Lease so that the others take its keys at once, and returns nil. It
+// its Lease so that the others take its keys at once, and returns nil
+// (a cancellation before it joined: it waits for a create in flight,
+// deletes the Lease if a create of this process landed, and returns an
+// error saying it stopped before joining). It
 // returns an error wrapping leader.ErrLeaseLost if no renewal of the Lease
 // came back through the informer within RenewDeadline, or the Lease was
 // deleted or renewed by another process, after revoking every claim; the

@@ -137,8 +137,8 @@ func (f *lfFaults) rule(r *http.Request) requestFault {
 //
 //  1. Slow renewals: for about twenty seconds every renewal of its Lease
 //     reaches the API server late, each within the request timeout
-//     (lfSlowRenewals: 2.5s, 2.5s, 1.5s, then one that hangs until the
-//     replica abandons it, then 1.5s, 1.5s, 2.5s, 2.5s and 1.5s each until
+//     (lfSlowRenewals: 2s, 2s, 1.5s, then one that hangs until the
+//     replica abandons it, then 1.5s, 1.5s, 2s, 2s and 1.5s each until
 //     the period ends), and every Foo changes right after the hung renewal
 //     is abandoned. The replica keeps its keys: it abandons the hung
 //     renewal after the request timeout and waits for every slow one,

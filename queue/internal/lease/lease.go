@@ -4,6 +4,11 @@ package lease
 
 import "time"
 
+// MinRequestTimeout is the shortest request timeout a Config may lead
+// to: one shorter leaves a real API server no time to answer, so every
+// request would be abandoned and the Lease never taken nor kept.
+const MinRequestTimeout = 100 * time.Millisecond
+
 // RequestTimeout is how long one request that reads or writes a Lease may
 // take before it is abandoned, for a holder that must renew within
 // renewDeadline and retries every retryPeriod: no longer than the part of
