@@ -54,11 +54,22 @@ func TestCreate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { refused(t, tt.want, append([]string{"create"}, tt.args...)...) })
 	}
 
-	for _, args := range [][]string{
+	// The commands of docs/new-api.md, then a third version, which joins
+	// the conversion webhook's versions.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "new-api.md"))
+	require.NoError(t, err)
+	var steps [][]string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if cmd, ok := strings.CutPrefix(line, "    go tool apigen create "); ok {
+			steps = append(steps, append([]string{"create"}, strings.Fields(cmd)...))
+		}
+	}
+	require.Equal(t, [][]string{
 		{"create", "api", "-api", "example.com/v2/Widget"},
 		{"create", "webhook", "-kind", "Widget", "-defaulting", "-validation", "-conversion"},
 		{"create", "api", "-api", "example.com/v1/Gadget"},
-	} {
+	}, steps, "the commands of docs/new-api.md")
+	for _, args := range append(steps, []string{"create", "api", "-api", "example.com/v1beta1/Widget"}) {
 		code, stdout, stderr := apigenIn(t, dir, nil, args...)
 		require.Equal(t, 0, code, "%s\nstdout: %s\nstderr: %s", args, stdout, stderr)
 		assert.NotContains(t, stdout, "add these lines", "init's markers are all there")
@@ -87,12 +98,14 @@ func TestCreate(t *testing.T) {
 		{"main.go", "operator.WithWebhooks(webhooks)"},
 		{"webhooks.go", "defaultWidgetWebhook,\n\t\tvalidateWidgetWebhook,\n\t\tconvertWidgetWebhook,\n"},
 		{"widget_conversion_webhook.go", "examplev2.ConvertWidgetToV1"},
+		{"widget_conversion_webhook.go", "webhook.Spoke(examplev1beta1.SchemeGroupVersion.String(), examplev1beta1.ConvertWidgetToV1, examplev1beta1.ConvertWidgetFromV1),\n\t\t// +apigen:scaffold:versions"},
+		{"apis/example/v1beta1/widget_conversion.go", "func ConvertWidgetFromV1(src *examplev1.Widget, dst *Widget) error"},
 		{"generate.go", " -webhook deploy -webhook-paths .\n"},
 	} {
 		assert.Contains(t, files[f.file], f.want, f.file)
 	}
 
-	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}, {"test", "-count=1", "."}} {
+	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}, {"test", "-count=1", "./..."}} {
 		cmd := exec.CommandContext(t.Context(), "go", args...)
 		cmd.Dir = dir
 		cmd.Env = commandEnviron("GOWORK=off", "GOFLAGS=")

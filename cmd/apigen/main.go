@@ -149,6 +149,21 @@
 // API packages already in the module, say), then removes the files and
 // directories it created.
 //
+// "apigen create webhook -kind KIND [-group GROUP] [-defaulting]
+// [-validation] [-conversion]" and "apigen create api -api
+// GROUP/VERSION/KIND" add to an operator that init -api made: webhooks of
+// a kind (a file with the marker and skeleton and a test for each, their
+// server in main.go, -webhook in generate.go's line), a new version of a
+// kind (its types and the conversion functions of webhook.Spoke, the
+// existing version made the storage version), or a new kind (its types,
+// a controller and its test, started in main.go); then they generate as
+// generate.go's line says and run go mod tidy (see docs/new-api.md). They
+// write no file that exists, change the operator's files only by adding
+// lines above the "// +apigen:scaffold:..." marker comments that init and
+// create write (printing the lines to add where a marker is gone), check
+// their input before they write, and undo what they wrote if a later
+// step fails.
+//
 // SIGINT and SIGTERM stop apigen with every process of the run: the go
 // commands it runs, each in a process group of its own, are killed with
 // their groups, and, on Linux, where apigen is the child subreaper of
