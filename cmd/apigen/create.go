@@ -289,6 +289,8 @@ func scanKinds(root string) ([]kindVersion, error) {
 							case text == "+genclient":
 								genclient = true
 								k.genclient = fset.Position(line.End()).Offset
+							case strings.HasPrefix(text, "+genclient:nonNamespaced"):
+								genclient = true
 							case text == "+kubebuilder:storageversion":
 								k.storage = true
 							case strings.HasPrefix(text, "+kubebuilder:resource:"):
