@@ -649,6 +649,9 @@ func (op *operatorDir) planAPI(api string) (*createPlan, error) {
 		return nil, err
 	}
 	versions, hub, err := op.versionsOf(s.Kind, s.Group)
+	if err != nil && slices.ContainsFunc(op.kinds, func(k kindVersion) bool { return k.kind == s.Kind && k.group == s.Group }) {
+		return nil, err // versions without a storage version
+	}
 	if err == nil {
 		// A new version of a kind: a spoke of the hub, which becomes the
 		// storage version if it is not yet.
