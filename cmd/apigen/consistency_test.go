@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"text/template"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -230,7 +229,7 @@ func TestInitBinaryServesWhatItsDeploymentProbes(t *testing.T) {
 		api := tt.api
 		s := &scaffold{Name: "widget-operator", Module: "example.com/widgets", Webhooks: tt.webhooks}
 		require.NoError(t, s.complete(api))
-		tmpl, err := template.ParseFS(scaffoldTemplates, "scaffold/main.go.tmpl")
+		tmpl, err := parseScaffold("main.go.tmpl")
 		require.NoError(t, err)
 		var b bytes.Buffer
 		require.NoError(t, tmpl.Execute(&b, s))

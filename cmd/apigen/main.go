@@ -149,6 +149,21 @@
 // API packages already in the module, say), then removes the files and
 // directories it created.
 //
+// "apigen create webhook -kind KIND [-group GROUP] [-defaulting]
+// [-validation] [-conversion]" and "apigen create api -api
+// GROUP/VERSION/KIND" add to an operator that init -api made: webhooks of
+// a kind (a file with the marker and skeleton and a test for each, their
+// server in main.go, -webhook in generate.go's line), a new version of a
+// kind (its types and the conversion functions of webhook.Spoke, the
+// existing version made the storage version), or a new kind (its types,
+// a controller and its test, started in main.go); then they generate as
+// generate.go's line says and run go mod tidy (see docs/new-api.md). They
+// write no file that exists, change the operator's files only by adding
+// lines above the "// +apigen:scaffold:..." marker comments that init and
+// create write (printing the lines to add where a marker is gone), check
+// their input before they write, and undo what they wrote if a later
+// step fails.
+//
 // SIGINT and SIGTERM stop apigen with every process of the run: the go
 // commands it runs, each in a process group of its own, are killed with
 // their groups, and, on Linux, where apigen is the child subreaper of
@@ -210,8 +225,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "init" {
 		return runInit(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "create" {
+		return runCreate(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("apigen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	finish := bindConfig(fs)
+	fs.Usage = func() {
+		_, _ = fmt.Fprintln(stderr, "usage: apigen [flags] [API directory, default ./apis]")
+		_, _ = fmt.Fprintln(stderr, "       apigen init -name NAME [-api GROUP/VERSION/KIND] ... (a new operator; apigen init -h)")
+		_, _ = fmt.Fprintln(stderr, "       apigen create webhook -kind KIND -defaulting|-validation|-conversion (apigen create webhook -h)")
+		_, _ = fmt.Fprintln(stderr, "       apigen create api -api GROUP/VERSION/KIND (a new kind or version; apigen create api -h)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg, err := finish(fs.Args())
+	if err != nil {
+		_, _ = fmt.Fprintf(stderr, "apigen: %v\n", err)
+		return 2
+	}
+	err = generateAll(ctx, cfg, stdout)
+	var stale *staleError
+	switch {
+	case errors.As(err, &stale):
+		_, _ = fmt.Fprintln(stderr, err)
+		return 1
+	case err != nil:
+		_, _ = fmt.Fprintf(stderr, "apigen: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// bindConfig registers the flags of a generation on fs; the function it
+// returns makes the config of them and the arguments after them.
+func bindConfig(fs *flag.FlagSet) func(args []string) (config, error) {
 	var cfg config
 	var rbacPaths, webhookPaths string
 	fs.StringVar(&cfg.out, "out", "generated", "Directory of the generated clientset, listers, informers and apply configurations.")
@@ -226,48 +279,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.deployImage, "deploy-image", "", "The operator's image (required with -deploy).")
 	fs.StringVar(&cfg.header, "header", "", "File whose text heads every generated Go file (a license, say), anywhere; none if empty.")
 	fs.BoolVar(&cfg.verify, "verify", false, "Write nothing; exit 1 and list the files a run would change if any is out of date.")
-	fs.Usage = func() {
-		_, _ = fmt.Fprintln(stderr, "usage: apigen [flags] [API directory, default ./apis]")
-		_, _ = fmt.Fprintln(stderr, "       apigen init -name NAME [-api GROUP/VERSION/KIND] ... (a new operator; apigen init -h)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	return func(args []string) (config, error) {
+		switch len(args) {
+		case 0:
+			cfg.apis = "apis"
+		case 1:
+			cfg.apis = args[0]
+		default:
+			return cfg, fmt.Errorf("one API directory expected, got %q", args)
 		}
-		return 2
+		cfg.rbacPaths, cfg.webhookPaths = strings.Fields(rbacPaths), strings.Fields(webhookPaths)
+		switch {
+		case cfg.rbacDir != "" && cfg.rbacRole == "":
+			return cfg, errors.New("-rbac needs -rbac-role")
+		case cfg.webhookDir != "" && cfg.rbacRole == "":
+			return cfg, errors.New("-webhook needs -rbac-role, the operator's name, by which the webhook Service selects its pods")
+		case cfg.deployDir != "" && (cfg.rbacDir == "" || cfg.deployNamespace == "" || cfg.deployImage == ""):
+			return cfg, errors.New("-deploy needs -rbac, -rbac-role, -deploy-namespace and -deploy-image")
+		}
+		return cfg, nil
 	}
-	switch fs.NArg() {
-	case 0:
-		cfg.apis = "apis"
-	case 1:
-		cfg.apis = fs.Arg(0)
-	default:
-		_, _ = fmt.Fprintf(stderr, "apigen: one API directory expected, got %q\n", fs.Args())
-		return 2
+}
+
+// parseConfig returns the config of a generation's arguments, as a
+// go:generate line gives them.
+func parseConfig(args []string) (config, error) {
+	fs := flag.NewFlagSet("apigen", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	finish := bindConfig(fs)
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
 	}
-	cfg.rbacPaths, cfg.webhookPaths = strings.Fields(rbacPaths), strings.Fields(webhookPaths)
-	if cfg.rbacDir != "" && cfg.rbacRole == "" {
-		_, _ = fmt.Fprintln(stderr, "apigen: -rbac needs -rbac-role")
-		return 2
-	}
-	if cfg.webhookDir != "" && cfg.rbacRole == "" {
-		_, _ = fmt.Fprintln(stderr, "apigen: -webhook needs -rbac-role, the operator's name, by which the webhook Service selects its pods")
-		return 2
-	}
-	if cfg.deployDir != "" && (cfg.rbacDir == "" || cfg.deployNamespace == "" || cfg.deployImage == "") {
-		_, _ = fmt.Fprintln(stderr, "apigen: -deploy needs -rbac, -rbac-role, -deploy-namespace and -deploy-image")
-		return 2
-	}
-	err := generateAll(ctx, cfg, stdout)
-	var stale *staleError
-	switch {
-	case errors.As(err, &stale):
-		_, _ = fmt.Fprintln(stderr, err)
-		return 1
-	case err != nil:
-		_, _ = fmt.Fprintf(stderr, "apigen: %v\n", err)
-		return 1
-	}
-	return 0
+	return finish(fs.Args())
 }

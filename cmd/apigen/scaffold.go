@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -201,7 +200,7 @@ func (s *scaffold) importedAs(alias string) (string, error) {
 		if !used {
 			continue
 		}
-		t, err := template.ParseFS(scaffoldTemplates, "scaffold/"+name)
+		t, err := parseScaffold(name)
 		if err != nil {
 			return "", err
 		}
@@ -280,7 +279,7 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) (err error) {
 		if _, err := os.Lstat(filepath.Join(mod.root, filepath.FromSlash(rel))); err == nil {
 			taken = append(taken, rel)
 		}
-		t, err := template.ParseFS(scaffoldTemplates, "scaffold/"+name)
+		t, err := parseScaffold(name)
 		if err != nil {
 			return err
 		}
