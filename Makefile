@@ -31,7 +31,7 @@ help:
 	@echo "make bench            all benchmarks with their peers, written to BENCHMARKS.md (about 100 minutes)"
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
 	@echo "make bench-fleet      fleet benchmarks: a quiet cluster beside a busy one, memory per replica (a few minutes)"
-	@echo "make mutants          mutation test of queue/shard and the Lease requests' timeouts: which planted bugs the tests and the simulation catch (about an hour)"
+	@echo "make mutants          mutation test of queue/shard, the Lease requests' timeouts and the fleet's probe and sync timeouts: which planted bugs the tests and the simulation catch (about an hour)"
 
 # The steps of make test, in order; STAGE+STAGE runs stages side by side.
 # hack/test-stages.sh keeps each stage's output in _output/test-STAGE.log and
@@ -239,7 +239,8 @@ bench-queue:
 # cores): every bug listed in hack/mutants/mutants.go is planted in
 # turn, through go test -overlay, and the simulation alone and then all of
 # the package's tests run against it (for a bug in the timeouts of
-# queue/leader's or queue/internal/lease's Lease requests, that package's
+# queue/leader's or queue/internal/lease's Lease requests, or in the
+# probe and sync timeouts of queue/multicluster's Fleet, that package's
 # tests). Fails if a bug survives both, or a mutant no longer applies. MUTANTS_FLAGS adds flags: -report-only,
 # -run NAME, -check (apply and build only), -rev REV.
 mutants:

@@ -5,8 +5,9 @@
 // which of them the package's tests catch, and which the seeded
 // simulation (TestSimulation) catches on its own. A mutant may name
 // another package whose tests are to catch it (queue/leader and
-// queue/internal/lease, for the timeouts of Lease requests): it runs only
-// that package's tests, which have no simulation.
+// queue/internal/lease, for the timeouts of Lease requests;
+// queue/multicluster, for the Fleet's probe and sync timeouts): it runs
+// only that package's tests, which have no simulation.
 //
 // Run it from the module's root (make mutants does):
 //
@@ -63,9 +64,10 @@ const pkgDir = "queue/shard"
 
 // snapDirs are the packages whose code the mutants change and whose tests
 // may catch them: the package under test, the engagements of
-// multicluster.Fleet, which its simulation runs too, leader election, and
-// the rule of the Lease requests' timeouts, which both share.
-var snapDirs = []string{pkgDir, "queue/internal/engagement", "queue/leader", "queue/internal/lease"}
+// multicluster.Fleet, which its simulation runs too, leader election, the
+// rule of the Lease requests' timeouts, which both share, and the Fleet
+// itself (its probe and sync timeouts).
+var snapDirs = []string{pkgDir, "queue/internal/engagement", "queue/leader", "queue/internal/lease", "queue/multicluster"}
 
 // snapName is the name of a module-relative file's copy in the snapshot's
 // directory.

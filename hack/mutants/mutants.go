@@ -11,9 +11,10 @@ const (
 	classView      = "view"
 	classFleet     = "fleet engagements"
 	classRequests  = "lease requests"
+	classFleetTime = "fleet timeouts"
 )
 
-var classes = []string{classRunLoop, classClock, classRules, classGate, classFreshness, classFilter, classView, classFleet, classRequests}
+var classes = []string{classRunLoop, classClock, classRules, classGate, classFreshness, classFilter, classView, classFleet, classRequests, classFleetTime}
 
 // mutant is one planted bug: old must occur exactly once in file (a path
 // relative to the module root), and is replaced by new. The tests of pkg
@@ -42,7 +43,9 @@ func (m mutant) simulated() bool { return m.testPkg() == pkgDir }
 // engagements of queue/internal/engagement that multicluster.Fleet holds
 // its clusters with, which the simulation runs too, or of the timeouts
 // of the Lease requests of queue/leader, queue/internal/lease and
-// queue/shard, which each package's own tests catch. Keep each old
+// queue/shard, which each package's own tests catch, or of the timeouts of
+// multicluster.Fleet (queue/multicluster), which its package's tests
+// catch. Keep each old
 // snippet short, and unique in its file: a refactor that changes one makes
 // the run fail as stale, and the snippet is then updated here.
 var mutants = []mutant{
@@ -313,8 +316,8 @@ var mutants = []mutant{
 		new:  "return renewDeadline",
 		what: "a Lease request may take the whole renew deadline"},
 	{name: "leader-timeout-renew-deadline", class: classRequests, file: "queue/leader/leader.go", pkg: "queue/leader",
-		old:  "return lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)",
-		new:  "_ = lease.RequestTimeout\n\treturn cfg.RenewDeadline",
+		old:  "return min(margin/2, lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod))",
+		new:  "_, _ = margin, lease.RequestTimeout\n\treturn cfg.RenewDeadline",
 		what: "leader election's Lease requests may take the whole renew deadline: one hung renewal loses the Lease"},
 	{name: "leader-timeout-dropped", class: classRequests, file: "queue/leader/leader.go", pkg: "queue/leader",
 		old:  "return context.WithTimeout(ctx, l.timeout)",
@@ -332,9 +335,9 @@ var mutants = []mutant{
 		old:  "return lease.RequestTimeout(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)",
 		new:  "_ = lease.RequestTimeout\n\treturn c.RenewDeadline",
 		what: "a write of the replica's own Lease may take the whole renew deadline: one hung renewal costs it the Lease and every key"},
-	{name: "shard-requests-untimed", class: classRequests, file: "queue/shard/membership.go",
-		old:  "ctx, cancel := context.WithTimeout(e.ctx, r.Timeout)",
-		new:  "ctx, cancel := context.WithCancel(e.ctx)",
+	{name: "shard-requests-untimed", class: classRequests, file: "queue/shard/driver.go",
+		old:  "return context.WithTimeout(parent, r.Timeout)",
+		new:  "return context.WithCancel(parent)",
 		what: "no Lease request has a timeout: a hung create never joins, a hung renewal costs the Lease"},
 	{name: "shard-refresh-timeout-renew-deadline", class: classRequests, file: "queue/shard/driver.go",
 		old:  "d.out.send(request{Kind: reqRefresh, Timeout: m.cfg.RetryPeriod})",
@@ -344,4 +347,39 @@ var mutants = []mutant{
 		old:  "d.out.send(request{Kind: reqTakeOver, Timeout: m.cfg.RetryPeriod})",
 		new:  "d.out.send(request{Kind: reqTakeOver, Timeout: m.cfg.RenewDeadline})",
 		what: "the read of the Lease a former process left may take the whole renew deadline"},
+
+	// The Fleet's own timeouts (queue/multicluster), which its package's
+	// tests catch: the /version probe that declares a member unreachable,
+	// the sync timeout of an attempt and of its client constructor. The
+	// Fleet has no clock option: its durations are measured on the
+	// monotonic clock (time.Now, timers), which no test can step, so it
+	// has no mutant of a wall-clock reading.
+	{name: "fleet-probe-untimed", class: classFleetTime, file: "queue/multicluster/fleet.go", pkg: "queue/multicluster",
+		old:  "ctx, cancel := context.WithTimeout(ctx, timeout)",
+		new:  "ctx, cancel := context.WithCancel(ctx)",
+		what: "the /version probe has no timeout: a member whose API server hangs is never declared unreachable, its keys wait on it forever"},
+	{name: "fleet-probe-timeout-cap-only", class: classFleetTime, file: "queue/multicluster/fleet.go", pkg: "queue/multicluster",
+		old:  "min(f.cfg.probeInterval, probeTimeout)",
+		new:  "probeTimeout",
+		what: "a probe may take ten seconds whatever the probe interval: a hung member is declared unreachable only after three times that"},
+	{name: "fleet-probe-timeout-interval-x3", class: classFleetTime, file: "queue/multicluster/fleet.go", pkg: "queue/multicluster",
+		old:  "min(f.cfg.probeInterval, probeTimeout)",
+		new:  "min(probeFailures*f.cfg.probeInterval, probeTimeout)",
+		what: "a probe may take three probe intervals: the probes of a hung member overlap no more, but it is declared unreachable three times later"},
+	{name: "fleet-probe-throttled", class: classFleetTime, file: "queue/multicluster/fleet.go", pkg: "queue/multicluster",
+		old:  "rc.Get().Throttle(nil)",
+		new:  "rc.Get()",
+		what: "the probe waits on the member's client-side rate limiter: a member whose reconciles keep it busy is declared unreachable"},
+	{name: "fleet-sync-untimed", class: classFleetTime, file: "queue/multicluster/fleet.go", pkg: "queue/multicluster",
+		old:  "syncCtx, cancelSync := context.WithTimeout(actx, f.cfg.syncTimeout)",
+		new:  "syncCtx, cancelSync := context.WithCancel(actx)",
+		what: "the informers' sync has no timeout: a member whose caches never sync holds its attempt forever, neither ready nor failed"},
+	{name: "fleet-client-untimed", class: classFleetTime, file: "queue/multicluster/fleet.go", pkg: "queue/multicluster",
+		old:  "bctx, cancel := context.WithTimeoutCause(ctx, f.cfg.syncTimeout, fmt.Errorf(\"no client within the sync timeout (%s)\", f.cfg.syncTimeout))",
+		new:  "bctx, cancel := context.WithCancel(ctx)",
+		what: "the client constructor's context has no timeout: a constructor hung on a member that does not answer holds its attempt forever"},
+	{name: "fleet-client-detached", class: classFleetTime, file: "queue/multicluster/fleet.go", pkg: "queue/multicluster",
+		old:  "context.WithTimeoutCause(ctx, f.cfg.syncTimeout,",
+		new:  "context.WithTimeoutCause(context.WithoutCancel(ctx), f.cfg.syncTimeout,",
+		what: "the client constructor's context does not end when the member leaves, changes or the Fleet stops: it runs on until the sync timeout, and Run reports it left behind"},
 }

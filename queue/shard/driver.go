@@ -581,6 +581,13 @@ func (d *driver) joinFailed(err error) {
 	d.joinAt = d.m.now() + d.m.cfg.RetryPeriod
 }
 
+// context returns the context r is sent with: it ends with parent, or
+// once r.Timeout has passed, so that a request that hangs is abandoned in
+// time to send another.
+func (r request) context(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, r.Timeout)
+}
+
 // do sends r through leases and returns the answer.
 func (r request) do(ctx context.Context, m *Membership) (*coordinationv1.Lease, error) {
 	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)

@@ -483,7 +483,7 @@ type runEffects struct {
 
 func (e *runEffects) send(r request) {
 	e.requests.Go(func() {
-		ctx, cancel := context.WithTimeout(e.ctx, r.Timeout)
+		ctx, cancel := r.context(e.ctx)
 		l, err := r.do(ctx, e.m)
 		cancel()
 		select {

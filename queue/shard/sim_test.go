@@ -676,7 +676,7 @@ func (e simEffects) send(r request) {
 			delete(p.inFlight, req) // lost on the way: it never lands
 			p.answered(r, l, err)
 		}
-		s.request(p, r.Kind.String()+" "+strconv.FormatUint(r.Seq, 10), r.Timeout, fn, answer)
+		s.request(p, r.Kind.String()+" "+strconv.FormatUint(r.Seq, 10), simTimeout(r), fn, answer)
 		return
 	case reqTakeOver, reqRefresh, reqRefreshLeave:
 		fn = func() (*coordinationv1.Lease, error) { return s.get(p.name) }
@@ -685,13 +685,33 @@ func (e simEffects) send(r request) {
 			return nil, s.delete(r.Stale.name, r.Stale.uid, r.Stale.resourceVersion)
 		}
 	}
-	s.request(p, r.Kind.String(), r.Timeout, fn, func(l *coordinationv1.Lease, err error) {
+	s.request(p, r.Kind.String(), simTimeout(r), fn, func(l *coordinationv1.Lease, err error) {
 		if r.Kind == reqDeleteStale {
 			s.logf("%s deleted %s@%s: %v", p.identity, r.Stale.name, r.Stale.resourceVersion, err)
 		}
 		p.answered(r, l, err)
 	})
 }
+
+// simTimeout is how long the client waits for r's answer: until the
+// deadline of the context the Membership sends r with (request.context),
+// which is r.Timeout away; a context without a deadline waits for ever,
+// and a request that hangs or a slow API server then never answers.
+func simTimeout(r request) time.Duration {
+	ctx, cancel := r.context(context.Background())
+	defer cancel()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return simForever
+	}
+	// The simulated time ignores the real time the deadline was set in,
+	// so that schedules replay alike; a deadline further away than
+	// r.Timeout counts.
+	return max(r.Timeout, time.Until(deadline))
+}
+
+// simForever is a timeout that no schedule reaches.
+const simForever = 1000 * time.Hour
 
 // startInformer starts the Lease informer: it lists, then watches.
 func (e simEffects) startInformer() {
