@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -21,7 +20,6 @@ import (
 	"github.com/ctrlkit/ctrlkit/examples/configset/generated/clientset/versioned"
 	fleetclient "github.com/ctrlkit/ctrlkit/examples/configset/generated/clientset/versioned/typed/fleet/v1alpha1"
 	fleetinformers "github.com/ctrlkit/ctrlkit/examples/configset/generated/informers/externalversions/fleet/v1alpha1"
-	fleetlisters "github.com/ctrlkit/ctrlkit/examples/configset/generated/listers/fleet/v1alpha1"
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
@@ -51,7 +49,6 @@ type member struct {
 // reconcile of a ConfigSet walks the members and writes its status.
 type configSets struct {
 	client  fleetclient.FleetV1alpha1Interface
-	lister  fleetlisters.ConfigSetLister
 	fleet   *multicluster.Fleet[*member]
 	hub     *queue.Controller[cache.ObjectName]
 	results *multicluster.Results[cache.ObjectName, struct{}]
@@ -64,7 +61,7 @@ type configSets struct {
 func newConfigSets(client versioned.Interface, sets fleetinformers.TypedConfigSetInformer, recorder record.EventRecorder,
 	provider multicluster.Provider, fleetOpts []multicluster.Option, opts ...queue.Option) (*configSets, error) {
 	objects := write.New(sets.TypedInformer())
-	c := &configSets{client: client.FleetV1alpha1(), lister: sets.Lister(),
+	c := &configSets{client: client.FleetV1alpha1(),
 		ready: condition.New(objects, recorder, func(cs *fleetv1alpha1.ConfigSet) *[]metav1.Condition { return &cs.Status.Conditions },
 			condition.WithObservedGeneration(func(cs *fleetv1alpha1.ConfigSet) *int64 { return &cs.Status.ObservedGeneration }))}
 	var err error
@@ -78,18 +75,9 @@ func newConfigSets(client versioned.Interface, sets fleetinformers.TypedConfigSe
 	if c.results, err = multicluster.NewResults[struct{}](c.fleet, c.hub); err != nil {
 		return nil, err
 	}
+	all := informer.AllKeys(sets.TypedInformer())
 	return c, c.hub.Watch(queue.On(sets.TypedInformer(), informer.EnqueueHandler[*fleetv1alpha1.ConfigSet](c.hub)),
-		multicluster.OnMembers(c.fleet, c.hub, func(multicluster.MemberChange) []cache.ObjectName { return c.all() }))
-}
-
-// all lists the keys of every ConfigSet.
-func (c *configSets) all() []cache.ObjectName {
-	sets, _ := c.lister.List(labels.Everything())
-	keys := make([]cache.ObjectName, 0, len(sets))
-	for _, cs := range sets {
-		keys = append(keys, cache.MetaObjectToName(cs))
-	}
-	return keys
+		multicluster.OnMembers(c.fleet, c.hub, func(multicluster.MemberChange) []cache.ObjectName { keys, _ := all(context.Background()); return keys }))
 }
 
 // engage caches a member's ConfigMaps that the operator owns; a change of
@@ -191,28 +179,24 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 	return reconcile.Result{}, errors.Join(left...)
 }
 
-// apply makes the member hold cs's ConfigMap, creating its namespace if
-// it is missing.
+// apply makes the member hold cs's ConfigMap, creating its namespace
+// with it.
 func (m *member) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) error {
-	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: cs.Name,
-		Labels: map[string]string{fleetv1alpha1.LabelManagedBy: fleetv1alpha1.ManagedBy}}}
-	ensure := func() error {
-		_, _, err := m.configMaps.Ensure(ctx, m.client.CoreV1().ConfigMaps(cs.Namespace), want, func(cm *corev1.ConfigMap) error {
-			if cm.Labels[fleetv1alpha1.LabelManagedBy] != fleetv1alpha1.ManagedBy {
-				return errNotOurs
-			}
-			cm.Data = cs.Spec.Data
-			return nil
-		})
-		return err
-	}
-	err := ensure()
-	if apierrors.IsNotFound(err) { // its namespace
-		_, err = m.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cs.Namespace}}, metav1.CreateOptions{})
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			err = ensure()
+	if _, found, _ := m.configMaps.Get(cache.MetaObjectToName(cs)); !found {
+		_, err := m.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cs.Namespace}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
 		}
 	}
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: cs.Name,
+		Labels: map[string]string{fleetv1alpha1.LabelManagedBy: fleetv1alpha1.ManagedBy}}}
+	_, _, err := m.configMaps.Ensure(ctx, m.client.CoreV1().ConfigMaps(cs.Namespace), want, func(cm *corev1.ConfigMap) error {
+		if cm.Labels[fleetv1alpha1.LabelManagedBy] != fleetv1alpha1.ManagedBy {
+			return errNotOurs
+		}
+		cm.Data = cs.Spec.Data
+		return nil
+	})
 	return err
 }
 

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -51,7 +50,6 @@ type options struct {
 	operator.Flags
 	membersNamespace, membersSelector, membersDataKey string
 	workers                                           int
-	probeInterval                                     time.Duration
 }
 
 // bindFlags registers the flags on fs.
@@ -62,7 +60,6 @@ func bindFlags(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.membersSelector, "members-selector", kubeconfig.Label, "Label selector of the member clusters' Secrets.")
 	fs.StringVar(&o.membersDataKey, "members-data-key", kubeconfig.DataKey, "Key of the kubeconfig in a member cluster's Secret.")
 	fs.IntVar(&o.workers, "workers", 4, "Number of ConfigSets reconciled at once.")
-	fs.DurationVar(&o.probeInterval, "probe-interval", multicluster.DefaultProbeInterval, "How often every member cluster is asked for its version; three failures in a row and it is Unreachable until it answers.")
 	return o
 }
 
@@ -75,8 +72,8 @@ func run(args []string, stderr io.Writer) int {
 		if _, err := labels.Parse(o.membersSelector); err != nil {
 			return fmt.Errorf("--members-selector: %w", err)
 		}
-		if o.workers < 1 || o.probeInterval <= 0 {
-			return fmt.Errorf("--workers and --probe-interval must be positive, got %d and %s", o.workers, o.probeInterval)
+		if o.workers < 1 {
+			return fmt.Errorf("--workers must be positive, got %d", o.workers)
 		}
 		return nil
 	})
@@ -113,7 +110,7 @@ func (o *options) runOperator(ctx context.Context) error {
 		return externalversions.NewSharedInformerFactoryWithOptions(client, 0, externalversions.WithTransform(transform))
 	})
 	c, err := newConfigSets(client, factory.Fleet().V1alpha1().ConfigSets(), recorder, provider,
-		[]multicluster.Option{multicluster.WithMetrics(o.Metrics()), multicluster.WithProbeInterval(o.probeInterval)},
+		[]multicluster.Option{multicluster.WithMetrics(o.Metrics())},
 		append(o.ControllerOptions(), queue.WithWorkers(o.workers))...)
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ func TestFlags(t *testing.T) {
 	}{
 		{args: []string{"--help"}, wantCode: 0},
 		{args: []string{"--members-selector=a b"}, wantCode: 2, wantMsg: "--members-selector"},
-		{args: []string{"--workers=0"}, wantCode: 2, wantMsg: "--workers and --probe-interval must be positive"},
+		{args: []string{"--workers=0"}, wantCode: 2, wantMsg: "--workers must be positive"},
 		{args: []string{"--kubeconfig=/nonexistent", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, wantCode: 1, wantMsg: "loading --kubeconfig /nonexistent"},
 	}
 	for _, tt := range tests {
