@@ -82,7 +82,7 @@ generate: apigen
 	  -deploy examples/external/deploy -deploy-namespace external-system -deploy-image ctrlkit/external:dev
 	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out examples/configset/generated -crd examples/configset/deploy/crd \
 	  -rbac examples/configset/deploy -rbac-role configset-operator -rbac-paths ./examples/configset \
-	  -deploy examples/configset/deploy -deploy-namespace fleet-system -deploy-image ctrlkit/configset:dev examples/configset/apis
+	  -deploy examples/configset/deploy -deploy-namespace configset-system -deploy-image ctrlkit/configset:dev examples/configset/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/fleet/deploy -rbac-role configmap-copier -rbac-paths ./examples/fleet \
 	  -deploy examples/fleet/deploy -deploy-namespace fleet-system -deploy-image ctrlkit/fleet:dev
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .

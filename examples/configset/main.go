@@ -5,7 +5,7 @@
 // members are read from kubeconfigs in Secrets of the management cluster
 // (package queue/multicluster/kubeconfig).
 //
-//	go run ./examples/configset --kubeconfig ~/.kube/config --members-namespace fleet-system
+//	go run ./examples/configset --kubeconfig ~/.kube/config --members-namespace configset-system
 //
 // See README.md beside this file.
 package main
@@ -40,8 +40,8 @@ import (
 // +kubebuilder:rbac:groups=fleet.ctrlkit.io,resources=configsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=fleet.ctrlkit.io,resources=configsets/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",namespace=fleet-system,resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=fleet-system,resources=leases,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",namespace=configset-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=configset-system,resources=leases,verbs=get;list;watch;create;update
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
@@ -56,7 +56,7 @@ type options struct {
 func bindFlags(fs *flag.FlagSet) *options {
 	o := &options{Flags: operator.Flags{LeaderElectID: fleetName, MetricsAddr: ":8080", ProbeAddr: ":8081"}}
 	o.Bind(fs)
-	fs.StringVar(&o.membersNamespace, "members-namespace", "fleet-system", "Namespace of the Secrets of the member clusters' kubeconfigs.")
+	fs.StringVar(&o.membersNamespace, "members-namespace", "configset-system", "Namespace of the Secrets of the member clusters' kubeconfigs.")
 	fs.StringVar(&o.membersSelector, "members-selector", kubeconfig.Label, "Label selector of the member clusters' Secrets.")
 	fs.StringVar(&o.membersDataKey, "members-data-key", kubeconfig.DataKey, "Key of the kubeconfig in a member cluster's Secret.")
 	fs.IntVar(&o.workers, "workers", 4, "Number of ConfigSets reconciled at once.")
