@@ -149,7 +149,8 @@ IMAGE_ARCH ?= amd64
 IMAGES := $(CURDIR)/examples/foo=ctrlkit/foo-controller:dev \
 	$(CURDIR)/examples/bucket=ctrlkit/bucket:dev \
 	$(CURDIR)/examples/external=ctrlkit/external:dev \
-	$(CURDIR)/examples/fleet=ctrlkit/fleet:dev
+	$(CURDIR)/examples/fleet=ctrlkit/fleet:dev \
+	$(CURDIR)/examples/configset=ctrlkit/configset:dev
 image:
 	@cd $(CMD) && $(GO) run ./image -output $(CURDIR)/_output/images -arch $(IMAGE_ARCH) -go $(GO) $(IMAGES)
 
