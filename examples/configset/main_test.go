@@ -6,10 +6,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
 
 	"github.com/ctrlkit/ctrlkit/examples/internal/manifest"
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestFlags(t *testing.T) {
 	tests := []struct {
