@@ -80,6 +80,9 @@ generate: apigen
 	  -deploy examples/bucket/deploy -deploy-namespace bucket-system -deploy-image ctrlkit/bucket:dev examples/bucket/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/external/deploy -rbac-role external-targets -rbac-paths ./examples/external \
 	  -deploy examples/external/deploy -deploy-namespace external-system -deploy-image ctrlkit/external:dev
+	$(APIGEN) $(APIGEN_FLAGS) -header hack/boilerplate.go.txt -out examples/configset/generated -crd examples/configset/deploy/crd \
+	  -rbac examples/configset/deploy -rbac-role configset-operator -rbac-paths ./examples/configset \
+	  -deploy examples/configset/deploy -deploy-namespace configset-system -deploy-image ctrlkit/configset:dev examples/configset/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/fleet/deploy -rbac-role configmap-copier -rbac-paths ./examples/fleet \
 	  -deploy examples/fleet/deploy -deploy-namespace fleet-system -deploy-image ctrlkit/fleet:dev
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
@@ -146,7 +149,8 @@ IMAGE_ARCH ?= amd64
 IMAGES := $(CURDIR)/examples/foo=ctrlkit/foo-controller:dev \
 	$(CURDIR)/examples/bucket=ctrlkit/bucket:dev \
 	$(CURDIR)/examples/external=ctrlkit/external:dev \
-	$(CURDIR)/examples/fleet=ctrlkit/fleet:dev
+	$(CURDIR)/examples/fleet=ctrlkit/fleet:dev \
+	$(CURDIR)/examples/configset=ctrlkit/configset:dev
 image:
 	@cd $(CMD) && $(GO) run ./image -output $(CURDIR)/_output/images -arch $(IMAGE_ARCH) -go $(GO) $(IMAGES)
 

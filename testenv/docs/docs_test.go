@@ -35,7 +35,7 @@ type block struct {
 // skipDir reports directories whose Go files are not the project's own
 // writing: generated code, and hidden directories.
 func skipDir(rel string) bool {
-	for _, generated := range []string{"foo/generated", "examples/bucket/generated"} {
+	for _, generated := range []string{"foo/generated", "examples/bucket/generated", "examples/configset/generated"} {
 		if rel == generated || strings.HasPrefix(rel, generated+"/") {
 			return true
 		}

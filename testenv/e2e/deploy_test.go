@@ -46,6 +46,7 @@ func TestDeployKustomizations(t *testing.T) {
 		{name: "bucket", image: "ctrlkit/bucket:dev"},
 		{name: "external", image: "ctrlkit/external:dev"},
 		{name: "fleet", image: "ctrlkit/fleet:dev"},
+		{name: "configset", image: "ctrlkit/configset:dev"},
 	}
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {
