@@ -12,13 +12,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
 )
 
-// Review 62-a: Results.Status bounds the condition's message (1024
-// characters, 120 per member) but copies Fleet.Status's error into each
-// member's entry whole: one member whose error is long (an exec plugin's
-// or a webhook's output, a certificate chain) makes every write of the
-// hub object's status that long, for each such member, with no bound on
-// the object's size.
-func TestReview62aMemberEntryMessageBounded(t *testing.T) {
+// Results.Status bounds each member entry's message as it bounds the
+// condition's (1024 characters): a member whose error is long (an exec
+// plugin's or a webhook's output, a certificate chain) does not make every
+// write of the hub object's status that long.
+func TestMemberEntryMessageBounded(t *testing.T) {
 	c := newClusters("a")
 	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond))
 	results, err := multicluster.NewResults[string](f.fleet, newAdds())

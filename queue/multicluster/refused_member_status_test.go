@@ -12,16 +12,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
 )
 
-// Review 62-a: a member whose Provider refused its config (a Secret with
-// a kubeconfig that is not allowed) is a cluster of the fleet that holds
-// nothing of the hub object. ReasonUnreachable's doc says a member is
-// Unreachable when "refused by its Provider", doc.go says Status lists
-// "the members that are not ready as Unreachable", and the issue asks
-// for "an unusable member reported with a reason". With the call the
-// docs show (Status(key, generation, fleet.Members())), the refused
-// member is left out and the condition is True: the hub object says it
-// is everywhere while one member has nothing.
-func TestReview62aRefusedMemberListedInStatus(t *testing.T) {
+// A member its Provider refused (a Secret with a kubeconfig that is not
+// allowed) holds nothing of the hub object: with the call the docs show,
+// Status(key, generation, fleet.Members()), it is listed Unreachable with
+// the refusal, and the condition is not True.
+func TestRefusedMemberListedInStatus(t *testing.T) {
 	c := newClusters("a", "b")
 	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond))
 	q := newAdds()
@@ -38,11 +33,13 @@ func TestReview62aRefusedMemberListedInStatus(t *testing.T) {
 	hub := cacheName("app", "web")
 	results.Set(hub, "a", multicluster.MemberResult[string]{Ready: true, Reason: "Applied", ObservedGeneration: 1})
 
+	assert.Equal(t, []string{"a", "b"}, f.fleet.Members(), "Members lists the refused member")
 	statuses, cond := results.Status(hub, 1, f.fleet.Members())
 	var names []string
 	for _, e := range statuses {
 		names = append(names, e.Cluster)
 	}
-	assert.Contains(t, names, "b", "the refused member is listed (Unreachable, with the Provider's error)")
+	require.Contains(t, names, "b", "the refused member is listed (Unreachable, with the Provider's error)")
+	assert.Equal(t, multicluster.MemberStatus{Cluster: "b", Reason: multicluster.ReasonUnreachable, Message: st.Err.Error()}, statuses[1])
 	assert.Equal(t, metav1.ConditionFalse, cond.Status, "the condition is not True while a member is refused: %s", cond.Message)
 }

@@ -18,22 +18,19 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 )
 
-// Review 62-a: the documented per-member keys operator
-// (example_status_test.go, docs/multicluster.md) reports its hub object
-// Ready=True ("0 of 0 members ready") when its hub controller runs before
-// the Fleet's Provider has reported its members (HasSynced false): at
-// every start of the operator, every hub object goes True, then False
-// (members NotHeld/Pending), then True again, each a transition with its
-// event. Results.Status builds True from an empty member list without
-// knowing whether the Fleet knows its members yet.
-func TestReview62aHubNotReadyBeforeFleetKnowsMembers(t *testing.T) {
+// The documented per-member keys operator does not report its hub object
+// Ready while the Fleet's Provider has not listed its members yet
+// (HasSynced false): the condition is not True from an empty or partial
+// member list, which would make every hub object go True, False, True at
+// each start of the operator, each a transition with its event.
+func TestHubNotReadyBeforeFleetKnowsMembers(t *testing.T) {
 	c := newClusters("a")
 	mgmt := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web", Generation: 1}, Data: map[string]string{"v": "1"}})
 	factory := informers.NewSharedInformerFactory(mgmt, 0)
 	provider := &queuetest.Provider{}
 	p, err := newPropagator(provider, factory.Core().V1().ConfigMaps(), multicluster.WithClients(c.newClient))
 	require.NoError(t, err)
-	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus[string]{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
+	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
 	p.writeStatus = statuses.write
 	web := cacheName("app", "web")
 
@@ -43,6 +40,7 @@ func TestReview62aHubNotReadyBeforeFleetKnowsMembers(t *testing.T) {
 	factory.Start(ctx.Done())
 	wg.Go(func() { _ = p.fleet.Run(ctx) })
 	wg.Go(func() { _ = p.hub.Run(ctx) })
+	wg.Go(func() { _ = p.copies.Run(ctx) })
 	// The Provider has not listed its members yet (a Secret informer still
 	// syncing): member "a" exists, the Fleet does not know it yet.
 	require.Eventually(t, func() bool { return statuses.writesOf(web) > 0 }, waitFor, time.Millisecond, "the hub reconcile writes a status")
@@ -50,4 +48,45 @@ func TestReview62aHubNotReadyBeforeFleetKnowsMembers(t *testing.T) {
 	_, _, ready := statuses.entry(web, "a")
 	assert.NotEqual(t, metav1.ConditionTrue, ready.Status,
 		"the hub object is Ready before the Fleet knows its members: %s %s", ready.Reason, ready.Message)
+	assert.Equal(t, metav1.ConditionUnknown, ready.Status)
+	assert.Equal(t, multicluster.ReasonFleetNotSynced, ready.Reason)
+
+	// Once the Fleet knows its members, the status is theirs.
+	provider.Set("a", c.config("a"))
+	provider.Synced()
+	require.Eventually(t, func() bool {
+		e, ok, ready := statuses.entry(web, "a")
+		return ok && e.Ready && ready.Status == metav1.ConditionTrue
+	}, waitFor, time.Millisecond, "the hub object is Ready once the Fleet synced and a holds it")
+}
+
+// A hub key whose status was built before the Fleet synced (Unknown,
+// FleetNotSynced) is added to the hub controller when the Fleet syncs,
+// with no other event: its next status is the members'.
+func TestResultsAddWaitingHubKeysWhenFleetSyncs(t *testing.T) {
+	c := newClusters("a")
+	f := startFleet(t, c, newRecorder().copyCluster)
+	q := newAdds()
+	results, err := multicluster.NewResults[string](f.fleet, q)
+	require.NoError(t, err)
+	hub := cacheName("app", "web")
+
+	_, cond := results.Status(hub, 1, f.fleet.Members())
+	assert.Equal(t, metav1.ConditionUnknown, cond.Status)
+	assert.Equal(t, multicluster.ReasonFleetNotSynced, cond.Reason)
+	assert.Zero(t, q.count(hub))
+
+	f.members.Set("a", c.config("a"))
+	f.members.Synced()
+	require.Eventually(t, func() bool { return q.count(hub) == 1 }, waitFor, time.Millisecond, "the hub key is added when the fleet syncs")
+	require.True(t, f.fleet.HasSynced())
+	_, cond = results.Status(hub, 1, f.fleet.Members())
+	assert.Equal(t, metav1.ConditionFalse, cond.Status, "a is Pending: %s", cond.Message)
+	assert.Equal(t, multicluster.ReasonMembersNotReady, cond.Reason)
+
+	// Once synced, a Results made later does not wait.
+	later, err := multicluster.NewResults[string](f.fleet, q)
+	require.NoError(t, err)
+	_, cond = later.Status(cacheName("app", "other"), 1, nil)
+	assert.Equal(t, metav1.ConditionTrue, cond.Status)
 }
