@@ -362,20 +362,35 @@ func openAPISchema(ctx context.Context, mod module, st *stage, old files, inputs
 	return schemaFile, os.WriteFile(schemaFile, doc, 0o644)
 }
 
-// referencedAPIPackages lists the k8s.io/api packages the API packages
-// import: their types' definitions belong in the schema too.
+// referencedAPIPackages lists the packages the API packages import, directly
+// or not, whose types' definitions belong in the schema too: the k8s.io/api
+// packages, and the packages outside k8s.io whose package comment has
+// "+k8s:openapi-gen=true" (shared API types of another module, such as
+// ctrlkit's queue/multicluster/fleetv1).
 func referencedAPIPackages(ctx context.Context, mod module, inputs []string) ([]string, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := command(ctx, "go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, inputs...)...)
+	cmd := command(ctx, "go", append([]string{"list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}\t{{.Dir}}{{end}}"}, inputs...)...)
 	cmd.Dir = mod.root
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := runCommand(cmd); err != nil {
 		return nil, fmt.Errorf("listing the imports of the API packages: %w\n%s", err, stderr.String())
 	}
 	var refs []string
-	for _, p := range strings.Fields(stdout.String()) {
-		if strings.HasPrefix(p, "k8s.io/api/") {
+	for line := range strings.Lines(stdout.String()) {
+		p, dir, _ := strings.Cut(strings.TrimSpace(line), "\t")
+		switch {
+		case p == "":
+		case strings.HasPrefix(p, "k8s.io/api/"):
 			refs = append(refs, p)
+		case strings.HasPrefix(p, "k8s.io/") || dir == "":
+		default:
+			tags, err := packageTags(dir)
+			if err != nil {
+				return nil, fmt.Errorf("reading the package comment of %s: %w", p, err)
+			}
+			if tags["k8s:openapi-gen"] == "true" {
+				refs = append(refs, p)
+			}
 		}
 	}
 	return refs, nil

@@ -73,7 +73,10 @@
 // generated for every package in or under the API directory whose Go
 // files ask for them with "+k8s:deepcopy-gen" (shared types the API
 // packages import, say), with the OpenAPI definitions of those that have
-// "+k8s:openapi-gen=true".
+// "+k8s:openapi-gen=true". The OpenAPI schema also holds the definitions
+// of the packages of other modules the API packages import whose package
+// comment has "+k8s:openapi-gen=true" (github.com/ctrlkit/ctrlkit/queue/multicluster/fleetv1,
+// say); their types need deep copies of their own (DeepCopyInto).
 //
 // apigen owns only the files it generated, told apart as the upstream
 // generators' are:

@@ -48,11 +48,15 @@
 // ready, not ready, refused, left, moved) for the hub controller, with
 // no polling. Results keeps the result of each member's reconcile of a
 // hub object (Set), re-queues the hub key when one changes, drops a
-// member's results when it leaves or moves, and builds the per-member
-// status list and one Ready condition in one call (Status), listing the
-// members that are not ready as Unreachable. Fleet.Each walks the
-// members for a hub-centric reconcile, one member's trouble bounded by a
-// timeout and reported as its error.
+// member's results when it leaves, and builds the per-member status list
+// (fleetv1.MemberStatus entries, which an API type can declare) and one
+// Ready condition in one call (Status), listing the members that are not
+// ready or that their Provider refused as Unreachable, and Unknown while
+// the Fleet has not synced. A member that becomes not ready re-queues
+// the hub key through OnMembers, not through Results. Results needs every
+// member in one process: it refuses a Fleet with WithSharding. Fleet.Each
+// walks the members this replica holds for a hub-centric reconcile, one
+// member's trouble bounded by a timeout and reported as its error.
 //
 // # Member configs are untrusted
 //

@@ -35,6 +35,11 @@ const eachParallel = 16
 // ErrLeft when it starts to leave, moves to another replica or stops
 // answering, so nothing is written to a member after it left. Each
 // returns once every call has returned.
+//
+// With WithSharding, Each walks only the members this replica holds, not
+// the others': a reconcile that must reach every member (to build a
+// status across them, as Results does) needs a Fleet without sharding,
+// run leader-elected.
 func (f *Fleet[T]) Each(ctx context.Context, timeout time.Duration, fn func(ctx context.Context, cluster string, v T) error) map[string]error {
 	clusters := f.Clusters()
 	errs := make(map[string]error, len(clusters))

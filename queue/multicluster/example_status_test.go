@@ -33,7 +33,7 @@ type propagator struct {
 	results     *multicluster.Results[cache.ObjectName, string]
 	hub         *queue.Controller[cache.ObjectName]
 	copies      *queue.Controller[multicluster.Key]
-	writeStatus func(ctx context.Context, src *corev1.ConfigMap, members []multicluster.MemberStatus[string], ready metav1.Condition) error
+	writeStatus func(ctx context.Context, src *corev1.ConfigMap, members []multicluster.MemberStatus, ready metav1.Condition) error
 }
 
 // newPropagator wires the per-member keys shape: one controller over the
@@ -202,9 +202,9 @@ var _ = watchMembers
 // The overall condition of a hub object's members: one member is not
 // ready, and the condition names it.
 func ExampleAggregate() {
-	members := []multicluster.MemberStatus[string]{
-		{Cluster: "east", MemberResult: multicluster.MemberResult[string]{Ready: true, Reason: "Applied", ObservedGeneration: 3, Value: "rv-12"}},
-		{Cluster: "west", MemberResult: multicluster.MemberResult[string]{Reason: multicluster.ReasonUnreachable, Message: "not answering: connection refused"}},
+	members := []multicluster.MemberStatus{
+		{Cluster: "east", Ready: true, Reason: "Applied", ObservedGeneration: 3},
+		{Cluster: "west", Reason: multicluster.ReasonUnreachable, Message: "not answering: connection refused"},
 	}
 	ready := multicluster.Aggregate(3, members)
 	fmt.Println(ready.Type, ready.Status, ready.Reason)

@@ -227,8 +227,10 @@ type Fleet[T any] struct {
 	first     []string               // the names of that list, until hasSynced
 	hasSynced bool                   // HasSynced returned true
 	onLeave   []func(cluster string) // called once f.mu is released, with the names forgotten
-	// watchers are told of every change of a member's Status (OnMembers,
-	// Results).
+	onSynced  []func()               // called once, f.mu not held, when HasSynced is first seen true after a change (runSyncedHooks)
+	// watchers are told of every change of a member's Status: one per
+	// OnMembers Watch. (Results does not watch: it hears of the members
+	// that leave through onLeave.)
 	watchers []*memberWatch
 	refused  map[string]Status // why the Provider refused a member, until it is Set or Deleted
 	started  bool

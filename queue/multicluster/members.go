@@ -42,6 +42,7 @@ func (m members[T]) Delete(name string) {
 	f.set.Unwant(name)
 	f.mu.Unlock()
 	signal(f.kick)
+	f.runSyncedHooks() // a member of the first list that is gone is not waited for
 }
 
 func (m members[T]) Refuse(name string, err error) {
@@ -65,6 +66,7 @@ func (m members[T]) Refuse(name string, err error) {
 	f.keys.lockedPrune()
 	f.mu.Unlock()
 	signal(f.kick)
+	f.runSyncedHooks() // a member of the first list that is gone is not waited for
 }
 
 func (m members[T]) Synced() {
@@ -75,6 +77,7 @@ func (m members[T]) Synced() {
 		f.first = f.set.Wanted()
 	}
 	f.mu.Unlock()
+	f.runSyncedHooks()
 }
 
 // lockedUnrefuse forgets why name was refused, if it was. f.mu is held.
@@ -128,6 +131,26 @@ func (f *Fleet[T]) markTried(name string) {
 		f.tried[name] = true
 	}
 	f.mu.Unlock()
+	f.runSyncedHooks()
+}
+
+// runSyncedHooks calls, once, the functions waiting for the Fleet to sync
+// (onSynced), if it has synced. It is called after each change that can
+// make it sync, with f.mu not held.
+func (f *Fleet[T]) runSyncedHooks() {
+	f.mu.Lock()
+	pending := len(f.onSynced) > 0
+	f.mu.Unlock()
+	if !pending || !f.HasSynced() {
+		return
+	}
+	f.mu.Lock()
+	hooks := f.onSynced
+	f.onSynced = nil
+	f.mu.Unlock()
+	for _, fn := range hooks {
+		fn()
+	}
 }
 
 // HasSynced reports whether the Provider has reported its first list of
@@ -205,8 +228,19 @@ func (f *Fleet[T]) Status(cluster string) (s Status, ok bool) {
 }
 
 // Members returns, sorted, the names of every member the Provider
-// reports, held by this replica or not.
-func (f *Fleet[T]) Members() []string { return f.wantedNames() }
+// reports, held by this replica or not, and of those it refused (their
+// Status has Err the refusal): the members a status across the fleet
+// lists.
+func (f *Fleet[T]) Members() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names := f.set.Wanted()
+	for name := range f.refused {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
 
 // Clusters returns, sorted, the names of the clusters this replica holds:
 // ready, or being engaged.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/fleetv1"
 )
 
 // The condition type and reasons of Results.Status.
@@ -18,6 +19,9 @@ const (
 	// ConditionReady is the type of the overall condition: True when
 	// every member that should have the hub object is Ready.
 	ConditionReady = "Ready"
+	// ReasonFleetNotSynced: the condition is Unknown, the Fleet has not
+	// learnt its members from its Provider yet (Fleet.HasSynced).
+	ReasonFleetNotSynced = "FleetNotSynced"
 	// ReasonAllMembersReady: every member that should have it is Ready.
 	ReasonAllMembersReady = "AllMembersReady"
 	// ReasonMembersUnreachable: some member is Unreachable or NotHeld
@@ -31,9 +35,8 @@ const (
 	// have it ready (Fleet.Status): engaging, not answering, or refused
 	// by its Provider; the message is the Status's Err.
 	ReasonUnreachable = "Unreachable"
-	// ReasonNotHeld is a member's reason while this replica does not
-	// hold it: the Fleet has not engaged it yet, or, with WithSharding,
-	// it is another replica's.
+	// ReasonNotHeld is a member's reason while the Fleet does not hold
+	// it: it has not started to engage it yet.
 	ReasonNotHeld = "NotHeld"
 	// ReasonPending is a member's reason while it is ready but its
 	// reconcile has reported no result for the hub object's current
@@ -60,24 +63,17 @@ type MemberResult[V any] struct {
 	Value V `json:"value"`
 }
 
-// MemberStatus is one member's entry in a hub object's status: the
-// member's name and its result, or, where the Fleet does not have the
-// member ready, why not.
-//
-// It is one flat entry per member, named by the member, with a readiness,
-// a reason and a message, the observed generation and what the member
-// holds, under the overall condition that Results.Status builds: the
-// shape fleet operators give the per-member status of an object they
-// propagate, because it answers at a glance the two questions asked of
-// it (is it everywhere it should be; if not, where not and why) and it
-// keeps what the member reports, typed, beside it. A list sorted by
-// member name rather than a map keeps the status stable and lets an API
-// declare it as a list keyed by cluster.
-type MemberStatus[V any] struct {
-	// Cluster is the member's name.
-	Cluster string `json:"cluster"`
-	MemberResult[V]
-}
+// MemberStatus is one member's entry in a hub object's status, as
+// Results.Status builds it: the member's name, whether it is Ready, its
+// reason and message, and the hub object's generation its result is for.
+// It is fleetv1.MemberStatus, which an API type declares (see there): one
+// flat entry per member, in a list sorted by member name and keyed by
+// cluster, under the overall condition, the shape fleet operators give
+// the per-member status of an object they propagate (is it everywhere it
+// should be; if not, where not and why). The Value of a member's result
+// is not in it: the hub reconcile reads it with Results.Get, or an API
+// type's own entry embeds MemberStatus (`json:",inline"`) beside it.
+type MemberStatus = fleetv1.MemberStatus
 
 // Results keeps, for each hub key (K, the key of the hub object's
 // controller, usually a cache.ObjectName), the latest MemberResult of
@@ -86,26 +82,34 @@ type MemberStatus[V any] struct {
 //
 // A Set that changes a member's result adds the hub key to the hub
 // controller (an equal result adds nothing). A member's results are
-// dropped when it leaves the Fleet or moves to another replica (its hub
-// keys are added then too), not while it is merely not ready: Status
-// then reports it Unreachable, with the last result's Value and
-// ObservedGeneration. Forget drops a hub key's results, when its object
-// is gone.
+// dropped when it leaves the Fleet (its hub keys are added then too, and
+// those of a Status asked before the Fleet synced when it syncs),
+// not while it is merely not ready: Status then reports it Unreachable,
+// with the last result's ObservedGeneration. Nothing else adds a hub key:
+// a member that becomes not ready, or ready again, re-queues no hub key
+// through Results; give the hub controller an OnMembers Watch for that.
+// Forget drops a hub key's results, when its object is gone.
 //
-// The results live in this process: with WithSharding a replica knows
-// those of its own members only, and lists the other members NotHeld.
-// Results is safe for concurrent use.
+// The results live in this process, so the hub controller's status needs
+// every member held in one process: NewResults refuses a Fleet made with
+// WithSharding (run the Fleet unsharded, and the operator leader-elected
+// for several replicas). Results is safe for concurrent use.
 type Results[K comparable, V any] struct {
 	fleet  fleetView
 	q      queue.Enqueuer[K]
 	mu     sync.Mutex
 	byHub  map[K]map[string]MemberResult[V] // guarded by mu
 	byName map[string]map[K]struct{}        // the hub keys with a result of each member; guarded by mu
+	// waiting holds the hub keys whose Status was asked before the Fleet
+	// synced, added when it syncs; synced is set then. Guarded by mu.
+	waiting map[K]struct{}
+	synced  bool
 }
 
 // fleetView is what Results needs of a Fleet.
 type fleetView interface {
 	Status(cluster string) (Status, bool)
+	HasSynced() bool
 	// ifHeld calls fn with the Fleet's lock held if this replica holds
 	// cluster, and reports whether it did.
 	ifHeld(cluster string, fn func()) bool
@@ -115,15 +119,37 @@ type fleetView interface {
 // keys to q (the hub object's controller) when their results change.
 // The results' Value type V is given, the others inferred:
 // multicluster.NewResults[string](fleet, hub).
+//
+// A Fleet made with WithSharding is refused with an error: each replica
+// would hold the results of its own members only, and no replica could
+// build the status of a hub object over all of them.
 func NewResults[V any, T any, K comparable](f *Fleet[T], q queue.Enqueuer[K]) (*Results[K, V], error) {
 	if f == nil || q == nil {
 		return nil, errors.New("multicluster: NewResults needs a fleet and a queue")
 	}
-	r := &Results[K, V]{fleet: f, q: q, byHub: map[K]map[string]MemberResult[V]{}, byName: map[string]map[K]struct{}{}}
+	if f.gate != nil {
+		return nil, fmt.Errorf("multicluster: fleet %q is sharded (WithSharding): the status aggregated across members needs every member in one process; run the fleet unsharded, the operator leader-elected", f.name)
+	}
+	r := &Results[K, V]{fleet: f, q: q, byHub: map[K]map[string]MemberResult[V]{}, byName: map[string]map[K]struct{}{}, waiting: map[K]struct{}{}}
 	f.mu.Lock()
 	f.onLeave = append(f.onLeave, r.drop)
+	f.onSynced = append(f.onSynced, r.fleetSynced)
 	f.mu.Unlock()
+	f.runSyncedHooks() // at once if the Fleet has synced already
 	return r, nil
+}
+
+// fleetSynced adds the hub keys whose Status was Unknown because the
+// Fleet had not synced.
+func (r *Results[K, V]) fleetSynced() {
+	r.mu.Lock()
+	r.synced = true
+	hubs := r.waiting
+	r.waiting = nil
+	r.mu.Unlock()
+	for hub := range hubs {
+		r.q.Add(hub)
+	}
 }
 
 // ifHeld is fleetView's.
@@ -139,8 +165,8 @@ func (f *Fleet[T]) ifHeld(cluster string, fn func()) bool {
 
 // Set keeps res as cluster's result for hub, and adds hub to the hub
 // controller if it differs from the result kept before (compared with
-// equality.Semantic.DeepEqual). The result of a cluster this replica does
-// not hold (it left, or moved) is dropped.
+// equality.Semantic.DeepEqual). The result of a cluster the Fleet does
+// not hold (it left) is dropped.
 func (r *Results[K, V]) Set(hub K, cluster string, res MemberResult[V]) {
 	changed := false
 	r.fleet.ifHeld(cluster, func() {
@@ -208,17 +234,22 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 // Status builds the status of the hub object of key hub, at generation
 // (its metadata.generation; 0 accepts a result of any generation), over
 // clusters, the members that should have it (fleet.Members() for every
-// member): one MemberStatus per cluster, sorted by name, and the overall
-// condition.
+// member, those its Provider refused included): one MemberStatus per
+// cluster, sorted by name, and the overall condition.
 //
 // A member is Ready in the list when its result is Ready and for
-// generation. Otherwise its entry says why, with the result's Value and
+// generation. Otherwise its entry says why, with the result's
 // ObservedGeneration when one is kept: Unreachable (the Fleet does not
-// have it ready; the message is Fleet.Status's Err), NotHeld (not held by
-// this replica), Pending (no result for generation yet), or the result's
-// own Reason and Message.
+// have it ready, or its Provider refused it; the message is
+// Fleet.Status's Err), NotHeld (not held yet), Pending (no result for
+// generation yet), or the result's own Reason and Message. Each entry's
+// message is at most 1024 characters long, as the condition's.
 //
-// The condition is of type ConditionReady, for generation: True with
+// The condition is of type ConditionReady, for generation. While the
+// Fleet has not synced (Fleet.HasSynced false: it does not know all its
+// members yet), it is Unknown with ReasonFleetNotSynced, whatever the
+// entries say, and the hub key is added to the hub controller when the
+// Fleet syncs. Otherwise it is Aggregate's: True with
 // ReasonAllMembersReady when every member is Ready (also when clusters is
 // empty), False otherwise, with ReasonMembersUnreachable if a member is
 // Unreachable or NotHeld, else ReasonMembersNotReady, and a message
@@ -226,7 +257,15 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 // long. Its LastTransitionTime is left zero: set it with
 // meta.SetStatusCondition or a condition.Writer, which keep the time of
 // the last transition.
-func (r *Results[K, V]) Status(hub K, generation int64, clusters []string) ([]MemberStatus[V], metav1.Condition) {
+func (r *Results[K, V]) Status(hub K, generation int64, clusters []string) ([]MemberStatus, metav1.Condition) {
+	// The key waits for the Fleet to sync before HasSynced is asked, so
+	// that it is added when it syncs, whenever that is.
+	r.mu.Lock()
+	if !r.synced {
+		r.waiting[hub] = struct{}{}
+	}
+	r.mu.Unlock()
+	synced := r.fleet.HasSynced()
 	names := slices.Clone(clusters)
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -238,14 +277,14 @@ func (r *Results[K, V]) Status(hub K, generation int64, clusters []string) ([]Me
 		}
 	}
 	r.mu.Unlock()
-	entries := make([]MemberStatus[V], 0, len(names))
+	entries := make([]MemberStatus, 0, len(names))
 	for _, name := range names {
 		res, has := kept[name]
-		e := MemberStatus[V]{Cluster: name, MemberResult: res}
+		e := MemberStatus{Cluster: name, Ready: res.Ready, Reason: res.Reason, Message: res.Message, ObservedGeneration: res.ObservedGeneration}
 		st, held := r.fleet.Status(name)
 		switch {
 		case !held:
-			e.Ready, e.Reason, e.Message = false, ReasonNotHeld, "not engaged here: joining, or another replica's"
+			e.Ready, e.Reason, e.Message = false, ReasonNotHeld, "not engaged yet"
 		case !st.Ready:
 			e.Ready, e.Reason, e.Message = false, ReasonUnreachable, "not engaged yet"
 			if st.Err != nil {
@@ -257,9 +296,15 @@ func (r *Results[K, V]) Status(hub K, generation int64, clusters []string) ([]Me
 			e.Ready, e.Reason = false, ReasonPending
 			e.Message = fmt.Sprintf("generation %d not applied yet (last applied: %d)", generation, res.ObservedGeneration)
 		}
+		e.Message = cut(e.Message, maxConditionMessage)
 		entries = append(entries, e)
 	}
-	return entries, Aggregate(generation, entries)
+	cond := Aggregate(generation, entries)
+	if !synced {
+		cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonFleetNotSynced
+		cond.Message = "the fleet has not learnt its members from its provider yet"
+	}
+	return entries, cond
 }
 
 // maxConditionMessage bounds the message of the condition of Aggregate;
@@ -272,9 +317,9 @@ const (
 )
 
 // Aggregate returns the overall condition of entries for generation, as
-// Results.Status does (see there): for a hub reconcile that builds its
-// entries itself.
-func Aggregate[V any](generation int64, entries []MemberStatus[V]) metav1.Condition {
+// Results.Status does for a synced Fleet (see there): for a hub reconcile
+// that builds its entries itself.
+func Aggregate(generation int64, entries []MemberStatus) metav1.Condition {
 	cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: generation}
 	var failing []string
 	unreachable := false

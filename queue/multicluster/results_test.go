@@ -75,10 +75,10 @@ func TestResults(t *testing.T) {
 	assert.Equal(t, "rv-2", got.Value)
 
 	statuses, cond := results.Status(hub, 2, []string{"c", "b", "a", "a"})
-	assert.Equal(t, []multicluster.MemberStatus[string]{
-		{Cluster: "a", MemberResult: changed},
-		{Cluster: "b", MemberResult: multicluster.MemberResult[string]{Reason: multicluster.ReasonPending, Message: "generation 2 not applied yet (last applied: 1)", ObservedGeneration: 1, Value: "rv-0"}},
-		{Cluster: "c", MemberResult: multicluster.MemberResult[string]{Reason: multicluster.ReasonPending, Message: "no result yet"}},
+	assert.Equal(t, []multicluster.MemberStatus{
+		{Cluster: "a", Ready: changed.Ready, Reason: changed.Reason, Message: changed.Message, ObservedGeneration: changed.ObservedGeneration},
+		{Cluster: "b", Reason: multicluster.ReasonPending, Message: "generation 2 not applied yet (last applied: 1)", ObservedGeneration: 1},
+		{Cluster: "c", Reason: multicluster.ReasonPending, Message: "no result yet"},
 	}, statuses)
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
 	assert.Equal(t, multicluster.ReasonMembersNotReady, cond.Reason)
@@ -92,7 +92,10 @@ func TestResults(t *testing.T) {
 	assert.False(t, statuses[0].Ready)
 	assert.Equal(t, multicluster.ReasonUnreachable, statuses[0].Reason)
 	assert.Contains(t, statuses[0].Message, errDown.Error())
-	assert.Equal(t, "rv-2", statuses[0].Value, "the last result is kept while the member is not ready")
+	assert.Equal(t, changed.ObservedGeneration, statuses[0].ObservedGeneration, "the last result is kept while the member is not ready")
+	got, kept = results.Get(hub, "a")
+	require.True(t, kept, "the last result is kept while the member is not ready")
+	assert.Equal(t, "rv-2", got.Value)
 	assert.Equal(t, multicluster.ReasonMembersUnreachable, cond.Reason)
 	assert.Contains(t, cond.Message, "a (Unreachable: ")
 	c.down["a"].Store(false)
@@ -143,19 +146,19 @@ func TestNewResultsValidation(t *testing.T) {
 // The overall condition is Ready only when every member is; otherwise it
 // names the members that are not, within a bounded length.
 func TestAggregate(t *testing.T) {
-	ready := func(name string) multicluster.MemberStatus[int] {
-		return multicluster.MemberStatus[int]{Cluster: name, MemberResult: multicluster.MemberResult[int]{Ready: true}}
+	ready := func(name string) multicluster.MemberStatus {
+		return multicluster.MemberStatus{Cluster: name, Ready: true}
 	}
-	failed := func(name, reason, msg string) multicluster.MemberStatus[int] {
-		return multicluster.MemberStatus[int]{Cluster: name, MemberResult: multicluster.MemberResult[int]{Reason: reason, Message: msg}}
+	failed := func(name, reason, msg string) multicluster.MemberStatus {
+		return multicluster.MemberStatus{Cluster: name, Reason: reason, Message: msg}
 	}
-	many := make([]multicluster.MemberStatus[int], 0, 200)
+	many := make([]multicluster.MemberStatus, 0, 200)
 	for i := range 200 {
 		many = append(many, failed(fmt.Sprintf("member-%03d-%s", i, strings.Repeat("x", 200)), "Failed", strings.Repeat("no ", 100)))
 	}
 	tests := []struct {
 		name        string
-		entries     []multicluster.MemberStatus[int]
+		entries     []multicluster.MemberStatus
 		status      metav1.ConditionStatus
 		reason      string
 		message     string // exact, if not empty
@@ -163,14 +166,14 @@ func TestAggregate(t *testing.T) {
 		notContains []string
 	}{
 		{name: "no member", status: metav1.ConditionTrue, reason: multicluster.ReasonAllMembersReady, message: "0 of 0 members ready"},
-		{name: "all ready", entries: []multicluster.MemberStatus[int]{ready("a"), ready("b")},
+		{name: "all ready", entries: []multicluster.MemberStatus{ready("a"), ready("b")},
 			status: metav1.ConditionTrue, reason: multicluster.ReasonAllMembersReady, message: "2 of 2 members ready"},
-		{name: "one failed", entries: []multicluster.MemberStatus[int]{ready("a"), failed("b", "Conflict", "not ours")},
+		{name: "one failed", entries: []multicluster.MemberStatus{ready("a"), failed("b", "Conflict", "not ours")},
 			status: metav1.ConditionFalse, reason: multicluster.ReasonMembersNotReady, message: "1 of 2 members not ready: b (Conflict: not ours)"},
-		{name: "one unreachable", entries: []multicluster.MemberStatus[int]{failed("a", multicluster.ReasonPending, "no result yet"), failed("b", multicluster.ReasonUnreachable, "connection refused")},
+		{name: "one unreachable", entries: []multicluster.MemberStatus{failed("a", multicluster.ReasonPending, "no result yet"), failed("b", multicluster.ReasonUnreachable, "connection refused")},
 			status: metav1.ConditionFalse, reason: multicluster.ReasonMembersUnreachable,
 			message: "2 of 2 members not ready: a (Pending: no result yet), b (Unreachable: connection refused)"},
-		{name: "not held", entries: []multicluster.MemberStatus[int]{failed("a", multicluster.ReasonNotHeld, "not held by this replica")},
+		{name: "not held", entries: []multicluster.MemberStatus{failed("a", multicluster.ReasonNotHeld, "not held by this replica")},
 			status: metav1.ConditionFalse, reason: multicluster.ReasonMembersUnreachable},
 		{name: "many, bounded", entries: many, status: metav1.ConditionFalse, reason: multicluster.ReasonMembersNotReady,
 			contains: []string{"200 of 200 members not ready: member-000-", "..."}, notContains: []string{"member-199"}},

@@ -3,6 +3,7 @@ package multicluster_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,12 +25,12 @@ import (
 // and how many times it wrote one.
 type hubStatuses struct {
 	mu      sync.Mutex
-	members map[cache.ObjectName][]multicluster.MemberStatus[string]
+	members map[cache.ObjectName][]multicluster.MemberStatus
 	ready   map[cache.ObjectName]metav1.Condition
 	writes  map[cache.ObjectName]int
 }
 
-func (h *hubStatuses) write(_ context.Context, src *corev1.ConfigMap, members []multicluster.MemberStatus[string], ready metav1.Condition) error {
+func (h *hubStatuses) write(_ context.Context, src *corev1.ConfigMap, members []multicluster.MemberStatus, ready metav1.Condition) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	key := cache.MetaObjectToName(src)
@@ -40,7 +41,7 @@ func (h *hubStatuses) write(_ context.Context, src *corev1.ConfigMap, members []
 
 // entry returns the status of cluster in the last status of key, and the
 // condition.
-func (h *hubStatuses) entry(key cache.ObjectName, cluster string) (multicluster.MemberStatus[string], bool, metav1.Condition) {
+func (h *hubStatuses) entry(key cache.ObjectName, cluster string) (multicluster.MemberStatus, bool, metav1.Condition) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.members[key] {
@@ -48,7 +49,7 @@ func (h *hubStatuses) entry(key cache.ObjectName, cluster string) (multicluster.
 			return e, true, h.ready[key]
 		}
 	}
-	return multicluster.MemberStatus[string]{}, false, h.ready[key]
+	return multicluster.MemberStatus{}, false, h.ready[key]
 }
 
 func (h *hubStatuses) writesOf(key cache.ObjectName) int {
@@ -59,8 +60,8 @@ func (h *hubStatuses) writesOf(key cache.ObjectName) int {
 
 // A fleet operator of the per-member keys shape, on a real Fleet of fake
 // members: members join, become ready, stop answering and leave, and the
-// status of the hub object lists each member as it stands, with one Ready
-// condition over all, re-queued by the member changes and the results
+// status of the hub object lists each member as it stands (one its
+// Provider refused too, Unreachable), with one Ready condition over all, re-queued by the member changes and the results
 // alone.
 func TestAggregatedStatusAcrossMembers(t *testing.T) {
 	c := newClusters("a", "b", "c")
@@ -71,7 +72,7 @@ func TestAggregatedStatusAcrossMembers(t *testing.T) {
 		multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond),
 		multicluster.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	require.NoError(t, err)
-	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus[string]{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
+	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
 	p.writeStatus = statuses.write
 	web := cacheName("app", "web")
 
@@ -82,7 +83,7 @@ func TestAggregatedStatusAcrossMembers(t *testing.T) {
 
 	// state waits until cluster's entry in web's status has reason (and
 	// the condition cond), and returns the entry.
-	state := func(step, cluster, reason string, cond string) multicluster.MemberStatus[string] {
+	state := func(step, cluster, reason string, cond string) multicluster.MemberStatus {
 		t.Helper()
 		require.Eventually(t, func() bool {
 			e, ok, ready := statuses.entry(web, cluster)
@@ -100,7 +101,9 @@ func TestAggregatedStatusAcrossMembers(t *testing.T) {
 	state("joined", "b", "Applied", multicluster.ReasonAllMembersReady)
 	cp, err := c.clients["a"].CoreV1().ConfigMaps("app").Get(context.Background(), "web", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, cp.ResourceVersion, a.Value, "what the member holds")
+	held, ok := p.results.Get(web, "a")
+	require.True(t, ok)
+	assert.Equal(t, cp.ResourceVersion, held.Value, "what the member holds")
 	assert.True(t, a.Ready)
 
 	writes := statuses.writesOf(web)
@@ -111,7 +114,12 @@ func TestAggregatedStatusAcrossMembers(t *testing.T) {
 	c.down["b"].Store(true)
 	b := state("b stops answering", "b", multicluster.ReasonUnreachable, multicluster.ReasonMembersUnreachable)
 	assert.False(t, b.Ready)
-	assert.Contains(t, b.Message, errDown.Error())
+	// Between the failed probes and the next failed attempt, b may be
+	// listed "not engaged yet"; then with the error.
+	require.Eventually(t, func() bool {
+		e, _, _ := statuses.entry(web, "b")
+		return strings.Contains(e.Message, errDown.Error())
+	}, waitFor, time.Millisecond, "b is listed with why it is unreachable")
 	_, _, ready := statuses.entry(web, "b")
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Contains(t, ready.Message, "b (Unreachable: ")
@@ -123,9 +131,11 @@ func TestAggregatedStatusAcrossMembers(t *testing.T) {
 	require.Eventually(t, func() bool { _, kept := p.results.Get(web, "a"); return !kept }, waitFor, time.Millisecond, "a's result is dropped")
 
 	provider.Refuse("c", errors.New("kubeconfig not allowed"))
-	gone("c refused", "c")
+	refused := state("c refused", "c", multicluster.ReasonUnreachable, multicluster.ReasonMembersUnreachable)
+	assert.False(t, refused.Ready, "a refused member holds nothing")
+	assert.Contains(t, refused.Message, "kubeconfig not allowed")
 	_, _, ready = statuses.entry(web, "b")
-	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status, "not Ready while a member is refused")
 
 	// Quiet, once c has left (its results dropped, the last step): no
 	// change, no write.

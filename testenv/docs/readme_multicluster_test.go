@@ -21,6 +21,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/fleetv1"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -36,7 +37,7 @@ type propagator struct {
 	results     *multicluster.Results[cache.ObjectName, string]
 	hub         *queue.Controller[cache.ObjectName]
 	copies      *queue.Controller[multicluster.Key]
-	writeStatus func(ctx context.Context, src *corev1.ConfigMap, members []multicluster.MemberStatus[string], ready metav1.Condition) error
+	writeStatus func(ctx context.Context, src *corev1.ConfigMap, members []multicluster.MemberStatus, ready metav1.Condition) error
 }
 
 // newPropagator wires the per-member keys shape: one controller over the
@@ -193,3 +194,18 @@ func (s *site) apply(ctx context.Context, src *corev1.ConfigMap) (string, error)
 }
 
 var _ = (*propagator).reconcileEverywhere
+
+// propagatedStatus is the status of a custom resource applied to every
+// member, declaring its per-member entries as the docs show.
+type propagatedStatus struct {
+	// Members is where the object stands in each member cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	Members []fleetv1.MemberStatus `json:"members,omitempty"`
+}
+
+// A status built by Results fills the declared field as it is.
+var _ = func(members []multicluster.MemberStatus) propagatedStatus {
+	return propagatedStatus{Members: members}
+}
