@@ -139,10 +139,8 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets []string) error {
 	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, targets)
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {
-		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = nil, 0, int32(len(members))
+		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = members, 0, int32(len(members))
 		for _, m := range members {
-			cs.Status.Members = append(cs.Status.Members, fleetv1alpha1.MemberStatus{Cluster: m.Cluster, Ready: m.Ready,
-				Reason: m.Reason, Message: m.Message, ObservedGeneration: m.ObservedGeneration})
 			if m.Ready {
 				cs.Status.ReadyMembers++
 			}

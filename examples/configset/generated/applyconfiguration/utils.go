@@ -38,8 +38,6 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &fleetv1alpha1.ConfigSetSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ConfigSetStatus"):
 		return &fleetv1alpha1.ConfigSetStatusApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("MemberStatus"):
-		return &fleetv1alpha1.MemberStatusApplyConfiguration{}
 
 	}
 	return nil

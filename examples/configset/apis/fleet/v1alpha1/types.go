@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/fleetv1"
 )
 
 // Finalizer is the finalizer the operator keeps on every ConfigSet until its
@@ -84,7 +86,7 @@ type ConfigSetStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=cluster
-	Members []MemberStatus `json:"members,omitempty"`
+	Members []fleetv1.MemberStatus `json:"members,omitempty"`
 	// ReadyMembers counts the members that hold the ConfigMap as the
 	// spec says.
 	// +optional
@@ -97,24 +99,6 @@ type ConfigSetStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
-
-// MemberStatus is where the ConfigSet stands in one member.
-type MemberStatus struct {
-	// Cluster is the member's name.
-	Cluster string `json:"cluster"`
-	// Ready is true when the member holds the ConfigMap as the spec says.
-	Ready bool `json:"ready"`
-	// Reason says why it is (not) Ready: ReasonApplied, ReasonConflict,
-	// ReasonFailed, or Unreachable, NotHeld or Pending.
-	// +optional
-	Reason string `json:"reason,omitempty"`
-	// Message says it for people.
-	// +optional
-	Message string `json:"message,omitempty"`
-	// ObservedGeneration is the generation the member's result is for.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

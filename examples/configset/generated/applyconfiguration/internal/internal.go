@@ -89,7 +89,7 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         list:
           elementType:
-            namedType: com.github.ctrlkit.ctrlkit.examples.configset.apis.fleet.v1alpha1.MemberStatus
+            namedType: com.github.ctrlkit.ctrlkit.queue.multicluster.fleetv1.MemberStatus
           elementRelationship: associative
           keys:
           - cluster
@@ -102,7 +102,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: totalMembers
       type:
         scalar: numeric
-- name: com.github.ctrlkit.ctrlkit.examples.configset.apis.fleet.v1alpha1.MemberStatus
+- name: com.github.ctrlkit.ctrlkit.queue.multicluster.fleetv1.MemberStatus
   map:
     fields:
     - name: cluster

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	fleetv1 "github.com/ctrlkit/ctrlkit/queue/multicluster/fleetv1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -31,7 +32,7 @@ type ConfigSetStatusApplyConfiguration struct {
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Members has one entry per member the ConfigSet goes to, sorted by
 	// name.
-	Members []MemberStatusApplyConfiguration `json:"members,omitempty"`
+	Members []fleetv1.MemberStatus `json:"members,omitempty"`
 	// ReadyMembers counts the members that hold the ConfigMap as the
 	// spec says.
 	ReadyMembers *int32 `json:"readyMembers,omitempty"`
@@ -58,12 +59,9 @@ func (b *ConfigSetStatusApplyConfiguration) WithObservedGeneration(value int64) 
 // WithMembers adds the given value to the Members field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Members field.
-func (b *ConfigSetStatusApplyConfiguration) WithMembers(values ...*MemberStatusApplyConfiguration) *ConfigSetStatusApplyConfiguration {
+func (b *ConfigSetStatusApplyConfiguration) WithMembers(values ...fleetv1.MemberStatus) *ConfigSetStatusApplyConfiguration {
 	for i := range values {
-		if values[i] == nil {
-			panic("nil value passed to WithMembers")
-		}
-		b.Members = append(b.Members, *values[i])
+		b.Members = append(b.Members, values[i])
 	}
 	return b
 }
