@@ -175,20 +175,16 @@ func TestCopierLeavesOthersConfigMapsAlone(t *testing.T) {
 // reported on the sources as soon as the fleet knows it, and synced once it
 // is reachable: its changes reach the states, nothing polls for them.
 func TestCopierReportsUnreachableMembers(t *testing.T) {
-	tests := map[string]func(w *world){
-		"no connection":           func(w *world) { w.report.Set("gone", &rest.Config{Host: "https://gone"}) }, // no client for it
-		"refused by the provider": func(w *world) { w.report.Refuse("gone", errors.New("kubeconfig runs a command")) },
-	}
-	for name, report := range tests {
+	for name, report := range map[string]func(*world){
+		"no connection": func(w *world) { w.report.Set("gone", &rest.Config{Host: "https://gone"}) }, // no client for it
+		"refused":       func(w *world) { w.report.Refuse("gone", errors.New("kubeconfig runs a command")) },
+	} {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
 			w := startCopier(t)
-			_, err := w.mgmt.CoreV1().ConfigMaps("app").Create(ctx, source("blue"), metav1.CreateOptions{})
+			_, err := w.mgmt.CoreV1().ConfigMaps("app").Create(context.Background(), source("blue"), metav1.CreateOptions{})
 			require.NoError(t, err)
 			report(w)
-			require.Eventually(t, func() bool { return strings.HasPrefix(w.states()[StatusPrefix+"gone"], StateUnreachable+": ") },
-				waitFor, time.Millisecond, "%v", w.states())
-
+			require.Eventually(t, func() bool { return strings.HasPrefix(w.states()[StatusPrefix+"gone"], StateUnreachable+": ") }, waitFor, time.Millisecond, "%v", w.states())
 			w.mu.Lock()
 			w.members["gone"] = fake.NewClientset()
 			w.mu.Unlock()
