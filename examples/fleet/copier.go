@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,12 +97,10 @@ func newCopier(mgmt kubernetes.Interface, mgmtSources coreinformers.TypedConfigM
 	if c.status, err = queue.New("copy-status", reconcile.Func[cache.ObjectName](c.reconcileStatus), opts...); err != nil {
 		return nil, err
 	}
-	sources := mgmtSources.TypedInformer()
-	if err := c.status.Watch(
-		queue.On(sources, informer.EnqueueHandler[*corev1.ConfigMap](c.status)),
-		// Clusters that join, leave or stop answering change the states.
-		queue.Periodic(c.status, 5*time.Second, informer.AllKeys(sources), queue.LowPriority()),
-	); err != nil {
+	sources, all := mgmtSources.TypedInformer(), informer.AllKeys(mgmtSources.TypedInformer())
+	// Members that join, leave, are refused or stop answering change the states.
+	if err := c.status.Watch(queue.On(sources, informer.EnqueueHandler[*corev1.ConfigMap](c.status)),
+		multicluster.OnMembers(fleet, c.status, func(multicluster.MemberChange) []cache.ObjectName { keys, _ := all(context.Background()); return keys })); err != nil {
 		return nil, err
 	}
 	// A source's change goes to its copy in every cluster held here.

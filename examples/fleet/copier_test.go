@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,14 +171,25 @@ func TestCopierLeavesOthersConfigMapsAlone(t *testing.T) {
 	}, waitFor, 10*time.Millisecond, "a Warning event in the member")
 }
 
-// A member that cannot be reached is reported on the sources.
+// A member that cannot be reached, or that the provider refused, is
+// reported on the sources as soon as the fleet knows it, and synced once it
+// is reachable: its changes reach the states, nothing polls for them.
 func TestCopierReportsUnreachableMembers(t *testing.T) {
-	ctx := context.Background()
-	w := startCopier(t)
-	_, err := w.mgmt.CoreV1().ConfigMaps("app").Create(ctx, source("blue"), metav1.CreateOptions{})
-	require.NoError(t, err)
-	w.report.Set("gone", &rest.Config{Host: "https://gone"}) // no client for it
-	require.Eventually(t, func() bool {
-		return len(w.states()[StatusPrefix+"gone"]) > len(StateUnreachable) && w.states()[StatusPrefix+"gone"][:len(StateUnreachable)] == StateUnreachable
-	}, waitFor, 10*time.Millisecond)
+	for name, report := range map[string]func(*world){
+		"no connection": func(w *world) { w.report.Set("gone", &rest.Config{Host: "https://gone"}) }, // no client for it
+		"refused":       func(w *world) { w.report.Refuse("gone", errors.New("kubeconfig runs a command")) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := startCopier(t)
+			_, err := w.mgmt.CoreV1().ConfigMaps("app").Create(context.Background(), source("blue"), metav1.CreateOptions{})
+			require.NoError(t, err)
+			report(w)
+			require.Eventually(t, func() bool { return strings.HasPrefix(w.states()[StatusPrefix+"gone"], StateUnreachable+": ") }, waitFor, time.Millisecond, "%v", w.states())
+			w.mu.Lock()
+			w.members["gone"] = fake.NewClientset()
+			w.mu.Unlock()
+			w.report.Set("gone", &rest.Config{Host: "https://gone-again"})
+			require.Eventually(t, func() bool { return w.states()[StatusPrefix+"gone"] == StateSynced }, waitFor, time.Millisecond, "%v", w.states())
+		})
+	}
 }
