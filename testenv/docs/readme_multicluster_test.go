@@ -2,20 +2,28 @@ package docs
 
 // docs/multicluster.md, "Status across members": the operator of
 // queue/multicluster/example_status_test.go, built as another module
-// builds it.
+// builds it, with the page's stand-in generation of a ConfigMap and its
+// "Testing" section's member that stops answering.
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/informer"
@@ -66,11 +74,13 @@ func newPropagator(provider multicluster.Provider, sources coreinformers.TypedCo
 	if err != nil {
 		return nil, err
 	}
-	return p, p.copies.Watch(
+	err = p.copies.Watch(
+		// A change of a source: its key in every member held here.
 		queue.On(sources.TypedInformer(), informer.EnqueueMappedHandler(p.inEveryMember, p.copies)),
 		// A member that becomes ready gets every source.
 		multicluster.OnMembers(p.fleet, p.copies, p.sourcesIn),
 	)
+	return p, err
 }
 
 // engage caches nothing: the copies are read from the member.
@@ -194,6 +204,28 @@ func (s *site) apply(ctx context.Context, src *corev1.ConfigMap) (string, error)
 }
 
 var _ = (*propagator).reconcileEverywhere
+
+// dataGeneration stands for the generation of a ConfigMap, which has none:
+// a hash of its data, never 0 and never negative.
+func dataGeneration(cm *corev1.ConfigMap) int64 {
+	h := fnv.New64a()
+	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+		fmt.Fprintf(h, "%q=%q;", k, cm.Data[k])
+	}
+	return int64(h.Sum64()>>1) | 1
+}
+
+var _ = dataGeneration
+
+// stopAnswering makes a fake member fail the Fleet's probes (and any
+// other request for its version), as a member that stopped answering.
+func stopAnswering(member *fake.Clientset) {
+	member.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+}
+
+var _ = stopAnswering
 
 // propagatedStatus is the status of a custom resource applied to every
 // member, declaring its per-member entries as the docs show.
