@@ -156,9 +156,13 @@ func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSe
 }
 
 // cleanup deletes cs's ConfigMap from every member that is ready; the
-// finalizer goes once every member cs went to (as its spec or status
-// says) is cleaned or no longer in the fleet.
+// finalizer goes once the Fleet knows all its members (HasSynced) and every
+// member cs went to (as its spec or status says) is cleaned or no longer in
+// the fleet.
 func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
+	if !c.fleet.HasSynced() {
+		return reconcile.Result{}, errors.New("the fleet has not learnt its members yet")
+	}
 	key := cache.MetaObjectToName(cs)
 	errs := c.fleet.Each(ctx, memberTimeout, func(ctx context.Context, _ string, m *member) error { return m.remove(ctx, key) })
 	had := c.targets(cs)

@@ -18,7 +18,7 @@ import (
 // Fleet stops a refused member "as if it left"; yet a ConfigSet's deletion
 // waits for it to be cleaned up, for as long as the Secret stays as it is:
 // the finalizer never goes.
-func TestReviewRefusedMemberBlocksDeletionForever(t *testing.T) {
+func TestRefusedMemberBlocksDeletionForever(t *testing.T) {
 	ctx := context.Background()
 	w := start(t, "east")
 	w.report.Refuse("broken", errors.New(`secret members/broken: no key "kubeconfig"`))

@@ -25,7 +25,7 @@ import (
 // Provider has reported the members (its kubeconfig Secrets not listed
 // yet): cleanup sees no member, the finalizer goes, and the members keep
 // the ConfigMap for good.
-func TestReviewFinalizerRemovedBeforeFleetSynced(t *testing.T) {
+func TestFinalizerRemovedBeforeFleetSynced(t *testing.T) {
 	ctx := context.Background()
 	w := &world{mgmt: fleetfake.NewClientset(), events: record.NewFakeRecorder(100), members: map[string]*fake.Clientset{"east": newMember()}}
 	reconciletest.Strict(w.mgmt)

@@ -19,7 +19,7 @@ import (
 // A member dropped from spec.members while it does not answer keeps the
 // ConfigMap; if the ConfigSet is deleted before it answers again, the
 // finalizer goes and the ConfigMap is left in the member for good.
-func TestReviewConfigMapLeftWhenMemberDroppedFromSpecWhileUnreachableThenDeleted(t *testing.T) {
+func TestConfigMapLeftWhenMemberDroppedFromSpecWhileUnreachableThenDeleted(t *testing.T) {
 	ctx := context.Background()
 	w := start(t, "east", "west")
 	var down atomic.Bool
