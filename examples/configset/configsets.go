@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,8 +156,8 @@ func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSe
 
 // cleanup deletes cs's ConfigMap from every member that is ready; the
 // finalizer goes once the Fleet knows all its members (HasSynced) and every
-// member cs went to (as its spec or status says) is cleaned or no longer in
-// the fleet.
+// member cs went to (as its spec or status says) is cleaned or no longer
+// held: one its Provider refused is not waited for.
 func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
 	if !c.fleet.HasSynced() {
 		return reconcile.Result{}, errors.New("the fleet has not learnt its members yet")
@@ -170,9 +169,9 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 		had = append(had, m.Cluster)
 	}
 	var left []error
-	for _, cluster := range c.fleet.Members() {
-		if err, walked := errs[cluster]; slices.Contains(had, cluster) && (err != nil || !walked) {
-			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, cmp.Or(err, multicluster.ErrNotReady)))
+	for cluster, err := range errs { // the members held: one refused was never engaged
+		if err != nil && slices.Contains(had, cluster) {
+			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, err))
 		}
 	}
 	if len(left) == 0 {
