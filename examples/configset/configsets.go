@@ -101,11 +101,12 @@ func (c *configSets) targets(cs *fleetv1alpha1.ConfigSet) []string {
 
 // apply writes cs's ConfigMap to every member it goes to that is ready,
 // deletes it from the others, and writes cs's status, with the members
-// that are not ready as Unreachable. A member whose write failed is
+// that are not ready as Unreachable and those it was not deleted from yet
+// as Removing. A member whose write failed is
 // retried; one that holds a ConfigMap that is not the operator's is
 // reported, not retried: a change of cs tries again.
 func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
-	key, targets := cache.MetaObjectToName(cs), c.targets(cs)
+	key, targets, synced := cache.MetaObjectToName(cs), c.targets(cs), c.fleet.HasSynced()
 	errs := c.fleet.Each(ctx, memberTimeout, func(ctx context.Context, cluster string, m *member) error {
 		if !slices.Contains(targets, cluster) {
 			return m.remove(ctx, key)
@@ -124,23 +125,32 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 		c.results.Set(key, cluster, res)
 		return err
 	})
+	listed := slices.Clone(targets) // and the members still to be removed from
+	for _, m := range cs.Status.Members {
+		if err, held := errs[m.Cluster]; !slices.Contains(targets, m.Cluster) && (err != nil || !held && !synced) {
+			listed = append(listed, m.Cluster)
+		}
+	}
 	var failed []error
 	for cluster, err := range errs {
 		if err != nil && !errors.Is(err, multicluster.ErrNotReady) {
 			failed = append(failed, fmt.Errorf("member %s: %w", cluster, err))
 		}
 	}
-	return reconcile.Result{}, errors.Join(append(failed, c.writeStatus(ctx, cs, targets))...)
+	return reconcile.Result{}, errors.Join(append(failed, c.writeStatus(ctx, cs, targets, listed))...)
 }
 
-// writeStatus writes cs's per-member entries, counts and Ready condition
-// in one write, with a Warning event when Ready turns False.
-func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets []string) error {
-	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, targets)
+// writeStatus writes cs's per-member entries (of listed, those not in
+// targets as Removing), counts and Ready condition in one write, with a
+// Warning event when Ready turns False.
+func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string) error {
+	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, listed)
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {
 		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = members, 0, int32(len(members))
-		for _, m := range members {
-			if m.Ready {
+		for i, m := range members {
+			if !slices.Contains(targets, m.Cluster) && m.Reason != multicluster.ReasonNotHeld {
+				members[i].Ready, members[i].Reason = false, fleetv1alpha1.ReasonRemoving
+			} else if m.Ready {
 				cs.Status.ReadyMembers++
 			}
 		}

@@ -16,9 +16,9 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
 )
 
-// A member dropped from spec.members while it does not answer keeps the
-// ConfigMap; if the ConfigSet is deleted before it answers again, the
-// finalizer goes and the ConfigMap is left in the member for good.
+// A member dropped from spec.members while it does not answer stays in the
+// status as Removing; if the ConfigSet is deleted before it answers again,
+// the finalizer waits for it, and its ConfigMap is removed once it does.
 func TestConfigMapLeftWhenMemberDroppedFromSpecWhileUnreachableThenDeleted(t *testing.T) {
 	ctx := context.Background()
 	w := start(t, "east", "west")
@@ -47,15 +47,17 @@ func TestConfigMapLeftWhenMemberDroppedFromSpecWhileUnreachableThenDeleted(t *te
 	cs.Spec = configSet("blue", "east").Spec
 	_, err = w.mgmt.FleetV1alpha1().ConfigSets("app").Update(ctx, cs, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	w.eventually(t, map[string]string{"east": fleetv1alpha1.ReasonApplied}, "True/"+multicluster.ReasonAllMembersReady)
+	w.eventually(t, map[string]string{"east": fleetv1alpha1.ReasonApplied, "west": fleetv1alpha1.ReasonRemoving}, "False/"+multicluster.ReasonMembersUnreachable)
 	require.NoError(t, w.mgmt.FleetV1alpha1().ConfigSets("app").Delete(ctx, "settings", metav1.DeleteOptions{}))
-	require.Eventually(t, func() bool { return w.get() == nil }, waitFor, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return w.data("east") == nil }, waitFor, 5*time.Millisecond, "east cleaned up")
+	require.NotNil(t, w.get(), "the finalizer waits for west")
 
-	// west answers again: nothing is left to remove its ConfigMap.
+	// west answers again: its ConfigMap is removed, then the finalizer goes.
 	w.mu.Lock()
 	w.members["west"] = westServer
 	w.mu.Unlock()
 	down.Store(false)
-	require.Eventually(t, func() bool { return w.data("west") == nil }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return w.data("west") == nil }, waitFor, 10*time.Millisecond,
 		"west still holds the ConfigMap of the deleted ConfigSet: %v", w.data("west"))
+	require.Eventually(t, func() bool { return w.get() == nil }, waitFor, 5*time.Millisecond, "the finalizer goes")
 }
