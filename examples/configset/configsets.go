@@ -34,6 +34,10 @@ const (
 	memberTimeout = 10 * time.Second
 )
 
+// eventTypes are the types of the events of the Ready condition's
+// transitions: a Warning when it turns False or Unknown.
+var eventTypes = map[metav1.ConditionStatus]string{metav1.ConditionTrue: corev1.EventTypeNormal, metav1.ConditionFalse: corev1.EventTypeWarning, metav1.ConditionUnknown: corev1.EventTypeWarning}
+
 // errNotOurs refuses a ConfigMap of a member that the operator does not own.
 var errNotOurs = errors.New("a ConfigMap of this name exists without the label " + fleetv1alpha1.LabelManagedBy + ": it is left alone")
 
@@ -116,11 +120,10 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 			return err // retried at once, no result
 		}
 		res := multicluster.MemberResult[struct{}]{Ready: err == nil, Reason: fleetv1alpha1.ReasonApplied, ObservedGeneration: cs.Generation}
-		if err != nil {
+		if errors.Is(err, errNotOurs) {
+			res.Reason, res.Message, err = fleetv1alpha1.ReasonConflict, err.Error(), nil
+		} else if err != nil {
 			res.Reason, res.Message = fleetv1alpha1.ReasonFailed, err.Error()
-			if errors.Is(err, errNotOurs) {
-				res.Reason, err = fleetv1alpha1.ReasonConflict, nil
-			}
 		}
 		c.results.Set(key, cluster, res)
 		return err
@@ -154,11 +157,7 @@ func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSe
 				cs.Status.ReadyMembers++
 			}
 		}
-		eventType := corev1.EventTypeNormal
-		if ready.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		set(ready, eventType)
+		set(ready, eventTypes[ready.Status])
 		return nil
 	})
 	return err
@@ -172,9 +171,8 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 	if !c.fleet.HasSynced() {
 		return reconcile.Result{}, errors.New("the fleet has not learnt its members yet")
 	}
-	key := cache.MetaObjectToName(cs)
+	key, had := cache.MetaObjectToName(cs), slices.Clone(c.targets(cs))
 	errs := c.fleet.Each(ctx, memberTimeout, func(ctx context.Context, _ string, m *member) error { return m.remove(ctx, key) })
-	had := c.targets(cs)
 	for _, m := range cs.Status.Members {
 		had = append(had, m.Cluster)
 	}
@@ -194,13 +192,11 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 // with it.
 func (m *member) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) error {
 	if _, found, _ := m.configMaps.Get(cache.MetaObjectToName(cs)); !found {
-		_, err := m.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cs.Namespace}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := m.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cs.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
-	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: cs.Name,
-		Labels: map[string]string{fleetv1alpha1.LabelManagedBy: fleetv1alpha1.ManagedBy}}}
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: cs.Name, Labels: map[string]string{fleetv1alpha1.LabelManagedBy: fleetv1alpha1.ManagedBy}}}
 	_, _, err := m.configMaps.Ensure(ctx, m.client.CoreV1().ConfigMaps(cs.Namespace), want, func(cm *corev1.ConfigMap) error {
 		if cm.Labels[fleetv1alpha1.LabelManagedBy] != fleetv1alpha1.ManagedBy {
 			return errNotOurs
