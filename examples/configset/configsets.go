@@ -106,9 +106,9 @@ func (c *configSets) targets(cs *fleetv1alpha1.ConfigSet) []string {
 // apply writes cs's ConfigMap to every member it goes to that is ready,
 // deletes it from the others, and writes cs's status, with the members
 // that are not ready as Unreachable and those it was not deleted from yet
-// as Removing. A member whose write failed is
-// retried; one that holds a ConfigMap that is not the operator's is
-// reported, not retried: a change of cs tries again.
+// as Removing. A member whose write or deletion failed is retried; one
+// that holds a ConfigMap that is not the operator's is reported, not
+// retried: a change of cs tries again.
 func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
 	key, targets, synced := cache.MetaObjectToName(cs), c.targets(cs), c.fleet.HasSynced()
 	errs := c.fleet.Each(ctx, memberTimeout, func(ctx context.Context, cluster string, m *member) error {
@@ -177,7 +177,7 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 		had = append(had, m.Cluster)
 	}
 	var left []error
-	for cluster, err := range errs { // the members held: one refused was never engaged
+	for cluster, err := range errs { // the members held: not one its Provider refused
 		if err != nil && slices.Contains(had, cluster) {
 			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, err))
 		}
