@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +33,10 @@ const (
 	// memberTimeout bounds one member's part of a reconcile.
 	memberTimeout = 10 * time.Second
 )
+
+// eventTypes are the types of the events of the Ready condition's
+// transitions: a Warning when it turns False or Unknown.
+var eventTypes = map[metav1.ConditionStatus]string{metav1.ConditionTrue: corev1.EventTypeNormal, metav1.ConditionFalse: corev1.EventTypeWarning, metav1.ConditionUnknown: corev1.EventTypeWarning}
 
 // errNotOurs refuses a ConfigMap of a member that the operator does not own.
 var errNotOurs = errors.New("a ConfigMap of this name exists without the label " + fleetv1alpha1.LabelManagedBy + ": it is left alone")
@@ -102,11 +105,12 @@ func (c *configSets) targets(cs *fleetv1alpha1.ConfigSet) []string {
 
 // apply writes cs's ConfigMap to every member it goes to that is ready,
 // deletes it from the others, and writes cs's status, with the members
-// that are not ready as Unreachable. A member whose write failed is
-// retried; one that holds a ConfigMap that is not the operator's is
-// reported, not retried: a change of cs tries again.
+// that are not ready as Unreachable and those it was not deleted from yet
+// as Removing. A member whose write or deletion failed is retried; one
+// that holds a ConfigMap that is not the operator's is reported, not
+// retried: a change of cs tries again.
 func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
-	key, targets := cache.MetaObjectToName(cs), c.targets(cs)
+	key, targets, synced := cache.MetaObjectToName(cs), c.targets(cs), c.fleet.HasSynced()
 	errs := c.fleet.Each(ctx, memberTimeout, func(ctx context.Context, cluster string, m *member) error {
 		if !slices.Contains(targets, cluster) {
 			return m.remove(ctx, key)
@@ -116,59 +120,66 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 			return err // retried at once, no result
 		}
 		res := multicluster.MemberResult[struct{}]{Ready: err == nil, Reason: fleetv1alpha1.ReasonApplied, ObservedGeneration: cs.Generation}
-		if err != nil {
+		if errors.Is(err, errNotOurs) {
+			res.Reason, res.Message, err = fleetv1alpha1.ReasonConflict, err.Error(), nil
+		} else if err != nil {
 			res.Reason, res.Message = fleetv1alpha1.ReasonFailed, err.Error()
-			if errors.Is(err, errNotOurs) {
-				res.Reason, err = fleetv1alpha1.ReasonConflict, nil
-			}
 		}
 		c.results.Set(key, cluster, res)
 		return err
 	})
+	listed := slices.Clone(targets) // and the members still to be removed from
+	for _, m := range cs.Status.Members {
+		if err, held := errs[m.Cluster]; !slices.Contains(targets, m.Cluster) && (err != nil || !held && !synced) {
+			listed = append(listed, m.Cluster)
+		}
+	}
 	var failed []error
 	for cluster, err := range errs {
 		if err != nil && !errors.Is(err, multicluster.ErrNotReady) {
 			failed = append(failed, fmt.Errorf("member %s: %w", cluster, err))
 		}
 	}
-	return reconcile.Result{}, errors.Join(append(failed, c.writeStatus(ctx, cs, targets))...)
+	return reconcile.Result{}, errors.Join(append(failed, c.writeStatus(ctx, cs, targets, listed))...)
 }
 
-// writeStatus writes cs's per-member entries, counts and Ready condition
-// in one write, with a Warning event when Ready turns False.
-func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets []string) error {
-	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, targets)
+// writeStatus writes cs's per-member entries (of listed, those not in
+// targets as Removing), counts and Ready condition in one write, with a
+// Warning event when Ready turns False.
+func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string) error {
+	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, listed)
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {
 		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = members, 0, int32(len(members))
-		for _, m := range members {
-			if m.Ready {
+		for i, m := range members {
+			if !slices.Contains(targets, m.Cluster) && m.Reason != multicluster.ReasonNotHeld {
+				members[i].Ready, members[i].Reason = false, fleetv1alpha1.ReasonRemoving
+			} else if m.Ready {
 				cs.Status.ReadyMembers++
 			}
 		}
-		eventType := corev1.EventTypeNormal
-		if ready.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		set(ready, eventType)
+		set(ready, eventTypes[ready.Status])
 		return nil
 	})
 	return err
 }
 
 // cleanup deletes cs's ConfigMap from every member that is ready; the
-// finalizer goes once every member cs went to (as its spec or status
-// says) is cleaned or no longer in the fleet.
+// finalizer goes once the Fleet knows all its members (HasSynced) and every
+// member cs went to (as its spec or status says) is cleaned or no longer
+// held: one its Provider refused is not waited for.
 func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
-	key := cache.MetaObjectToName(cs)
+	if !c.fleet.HasSynced() {
+		return reconcile.Result{}, errors.New("the fleet has not learnt its members yet")
+	}
+	key, had := cache.MetaObjectToName(cs), slices.Clone(c.targets(cs))
 	errs := c.fleet.Each(ctx, memberTimeout, func(ctx context.Context, _ string, m *member) error { return m.remove(ctx, key) })
-	had := c.targets(cs)
 	for _, m := range cs.Status.Members {
 		had = append(had, m.Cluster)
 	}
 	var left []error
-	for _, cluster := range c.fleet.Members() {
-		if err, walked := errs[cluster]; slices.Contains(had, cluster) && (err != nil || !walked) {
-			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, cmp.Or(err, multicluster.ErrNotReady)))
+	for cluster, err := range errs { // the members held: not one its Provider refused
+		if err != nil && slices.Contains(had, cluster) {
+			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, err))
 		}
 	}
 	if len(left) == 0 {
@@ -181,13 +192,11 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 // with it.
 func (m *member) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) error {
 	if _, found, _ := m.configMaps.Get(cache.MetaObjectToName(cs)); !found {
-		_, err := m.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cs.Namespace}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := m.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cs.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
-	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: cs.Name,
-		Labels: map[string]string{fleetv1alpha1.LabelManagedBy: fleetv1alpha1.ManagedBy}}}
+	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cs.Namespace, Name: cs.Name, Labels: map[string]string{fleetv1alpha1.LabelManagedBy: fleetv1alpha1.ManagedBy}}}
 	_, _, err := m.configMaps.Ensure(ctx, m.client.CoreV1().ConfigMaps(cs.Namespace), want, func(cm *corev1.ConfigMap) error {
 		if cm.Labels[fleetv1alpha1.LabelManagedBy] != fleetv1alpha1.ManagedBy {
 			return errNotOurs

@@ -34,6 +34,11 @@ const (
 	ReasonConflict = "Conflict"
 	// ReasonFailed: writing the ConfigMap to the member failed; retried.
 	ReasonFailed = "ApplyFailed"
+	// ReasonRemoving: spec.members no longer names the member, and its
+	// ConfigMap is not removed yet (the member does not answer, or the
+	// removal failed); retried, and a deletion of the ConfigSet waits
+	// for it.
+	ReasonRemoving = "Removing"
 )
 
 // +genclient
