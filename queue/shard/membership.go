@@ -43,7 +43,10 @@ var errMoved = errors.New("shard: the key moved to another replica")
 // RenewDeadline > RetryPeriod > 0 (leader asks for more than 1.2 x
 // RetryPeriod), and a write timeout, the lesser of LeaseDuration -
 // RenewDeadline and (RenewDeadline - RetryPeriod) / 2, of at least
-// 100ms. LeaseDuration need not be a whole number of seconds (leader
+// 100ms (lease.MinRequestTimeout). Reads and deletes of a Lease are
+// allowed RetryPeriod, or 100ms when RetryPeriod is shorter. A stop's
+// requests (publishing that the replica left, deleting its Lease) end
+// within RenewDeadline of the leave's start. LeaseDuration need not be a whole number of seconds (leader
 // requires it): the Lease records it rounded up, but every member judges
 // the others' Leases by its own LeaseDuration, so every member of a
 // group must be given the same durations.
