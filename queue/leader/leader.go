@@ -155,15 +155,39 @@ func (c Config) complete() (Config, error) {
 		// Lease, and the other replicas wait what the record says.
 		return c, fmt.Errorf("leader: lease duration (%s) must be a whole number of seconds, at least 1s: the Lease records it in whole seconds, and the other replicas wait what it records", c.LeaseDuration)
 	}
-	if c.LeaseDuration <= c.RenewDeadline+c.RetryPeriod || c.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(c.RetryPeriod)) {
-		return c, fmt.Errorf("leader: need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > %v x retry period",
-			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, leaderelection.JitterFactor)
-	}
-	if t := requestTimeout(c); t < lease.MinRequestTimeout {
-		return c, fmt.Errorf("leader: a Lease request may take only %s, less than %s, with lease duration %s, renew deadline %s and retry period %s: lengthen the lease duration or the renew deadline (the request timeout is the least of half of lease duration - renew deadline - retry period, lease duration - renew deadline, and half of renew deadline - retry period)",
-			t, lease.MinRequestTimeout, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+	if err := CheckTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
+		return c, fmt.Errorf("leader: %w", err)
 	}
 	return c, nil
+}
+
+// CheckTimings returns an error, saying what to change, unless Run
+// accepts these (non-zero) durations: leaseDuration > renewDeadline +
+// retryPeriod, renewDeadline > 1.2 x retryPeriod, and a request timeout
+// (see Config) of at least 100ms. It does not check that leaseDuration
+// is a whole number of seconds.
+func CheckTimings(leaseDuration, renewDeadline, retryPeriod time.Duration) error {
+	if leaseDuration <= renewDeadline+retryPeriod || renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(retryPeriod)) {
+		return fmt.Errorf("need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > %v x retry period",
+			leaseDuration, renewDeadline, retryPeriod, leaderelection.JitterFactor)
+	}
+	c := Config{LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod}
+	t := requestTimeout(c)
+	if t >= lease.MinRequestTimeout {
+		return nil
+	}
+	// Name the term that binds, and a change that lengthens it.
+	var term, advice string
+	switch margin := leaseDuration - renewDeadline - retryPeriod; t {
+	case margin / 2:
+		term, advice = "half of lease duration - renew deadline - retry period", "lengthen the lease duration, or shorten the renew deadline or the retry period"
+	case leaseDuration - renewDeadline:
+		term, advice = "lease duration - renew deadline", "lengthen the lease duration or shorten the renew deadline"
+	default:
+		term, advice = "half of renew deadline - retry period", "shorten the retry period, or lengthen the renew deadline and the lease duration with it"
+	}
+	return fmt.Errorf("a Lease request may take only %s (%s), less than %s, with lease duration %s, renew deadline %s and retry period %s: %s",
+		t, term, lease.MinRequestTimeout, leaseDuration, renewDeadline, retryPeriod, advice)
 }
 
 func orDefault(d, def time.Duration) time.Duration {

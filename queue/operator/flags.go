@@ -283,9 +283,12 @@ func (f *Flags) Validate() error {
 				errs = append(errs, fmt.Errorf("--leader-elect-id %q names the Lease, so it must be a DNS-1123 subdomain: %s", f.LeaderElectID, strings.Join(msgs, "; ")))
 			}
 		}
-		if f.LeaseDuration <= f.RenewDeadline+f.RetryPeriod || f.RenewDeadline <= f.RetryPeriod || f.RetryPeriod <= 0 {
-			errs = append(errs, fmt.Errorf("leader election needs lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > retry period > 0",
-				f.LeaseDuration, f.RenewDeadline, f.RetryPeriod))
+		check := leader.CheckTimings
+		if f.Sharded {
+			check = shard.CheckTimings
+		}
+		if err := check(f.LeaseDuration, f.RenewDeadline, f.RetryPeriod); err != nil {
+			errs = append(errs, fmt.Errorf("--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period: %w", err))
 		}
 	}
 	return errors.Join(errs...)

@@ -56,6 +56,13 @@ type driver struct {
 	leaveAt time.Duration
 	// leaveTries counts the writes publishing that this replica left.
 	leaveTries int
+	// deleteTries counts the deletes of this replica's Lease at a stop.
+	deleteTries int
+	// stopBy is when the requests of a stop (the leave, the read and
+	// delete of the Lease) are given up, on the membership's monotonic
+	// clock: RenewDeadline after the leave began, or after a stop while
+	// joining. Zero until then.
+	stopBy time.Duration
 	// stopJoin: stopped while joining; a create of this process may
 	// have landed, so its Lease is read, and deleted if it is this
 	// process's, before Run returns.
@@ -110,6 +117,11 @@ func (k requestKind) String() string {
 // this process knows, each within the write timeout.
 const maxLeaveTries = 3
 
+// maxDeleteTries bounds the deletes of this replica's Lease at a stop:
+// one that hung or failed may not have landed, and is sent again in the
+// same version (one that did land makes the next one answer not found).
+const maxDeleteTries = 3
+
 // errStoppedJoining is what Run returns after a stop before it joined.
 var errStoppedJoining = errors.New("shard: stopped before joining the group")
 
@@ -161,6 +173,7 @@ func (d *driver) stop() {
 		// and delete it if this process wrote it.
 		if !d.stopJoin {
 			d.stopJoin = true
+			d.startStopBudget()
 			if !d.joining {
 				d.checkJoin()
 			}
@@ -173,8 +186,14 @@ func (d *driver) stop() {
 // checkJoin reads this replica's Lease after a stop while joining; the
 // answer goes to stoppedJoining.
 func (d *driver) checkJoin() {
+	t, ok := d.stopTimeout(d.readTimeout())
+	if !ok {
+		d.logger.Info("Could not read the Lease within RenewDeadline of a stop while joining; if a create landed, it expires")
+		d.finish(errStoppedJoining)
+		return
+	}
 	d.joining = true
-	d.out.send(request{Kind: reqTakeOver, Timeout: d.m.cfg.RetryPeriod})
+	d.out.send(request{Kind: reqTakeOver, Timeout: t})
 }
 
 // stoppedJoining handles what a stop while joining found: l, the Lease
@@ -263,6 +282,7 @@ func (d *driver) turn() {
 				d.leaveAt = until
 			default:
 				d.phase = phaseLeaving
+				d.startStopBudget()
 				d.m.withCore(func(c *core) { c.leave() })
 				d.sendLeave()
 			}
@@ -342,7 +362,7 @@ func (d *driver) step(now time.Duration) {
 		d.renew()
 	}
 	for _, s := range res.deletes {
-		d.out.send(request{Kind: reqDeleteStale, Stale: s, Timeout: m.cfg.RetryPeriod})
+		d.out.send(request{Kind: reqDeleteStale, Stale: s, Timeout: d.readTimeout()})
 	}
 	if res.wake > now {
 		d.stepAt = min(d.stepAt, res.wake)
@@ -388,17 +408,17 @@ func (d *driver) renew() {
 	}
 	d.writeNow = false
 	d.writing = true
-	d.sendUpdate(reqRenew)
+	d.sendUpdate(reqRenew, d.writeTimeout())
 }
 
-func (d *driver) sendUpdate(kind requestKind) {
+func (d *driver) sendUpdate(kind requestKind, timeout time.Duration) {
 	var l *coordinationv1.Lease
 	var seq uint64
 	d.m.withCore(func(c *core) {
 		l = c.nextWrite(d.m.now(), d.m.wall())
 		seq = c.seq
 	})
-	d.out.send(request{Kind: kind, Lease: l, Seq: seq, Timeout: d.writeTimeout(), Sent: d.m.now()})
+	d.out.send(request{Kind: kind, Lease: l, Seq: seq, Timeout: timeout, Sent: d.m.now()})
 }
 
 func (d *driver) sendCreate() {
@@ -412,15 +432,47 @@ func (d *driver) sendCreate() {
 	d.out.send(request{Kind: reqCreate, Lease: l, Seq: seq, Timeout: d.writeTimeout(), Sent: d.m.now()})
 }
 
+// sendLeave publishes that this replica left, within the stop's
+// deadline; past it, the Lease is left to expire.
 func (d *driver) sendLeave() {
+	t, ok := d.stopTimeout(d.writeTimeout())
+	if !ok {
+		d.logger.Info("Could not publish within RenewDeadline that this replica left; the Lease expires")
+		d.left()
+		return
+	}
 	d.leaveTries++
-	d.sendUpdate(reqLeave)
+	d.sendUpdate(reqLeave, t)
 }
 
-// deleteOwn deletes this replica's Lease in the version l that published
-// that it left, and no other.
+// deleteOwn deletes this replica's Lease in the version l that this
+// process wrote (the one that published that it left, or its create), and
+// no other.
 func (d *driver) deleteOwn(l *coordinationv1.Lease) {
-	d.out.send(request{Kind: reqDeleteOwn, Stale: staleLease{name: l.Name, uid: l.UID, resourceVersion: l.ResourceVersion}, Timeout: d.m.cfg.RetryPeriod})
+	d.sendDeleteOwn(staleLease{name: l.Name, uid: l.UID, resourceVersion: l.ResourceVersion})
+}
+
+func (d *driver) sendDeleteOwn(s staleLease) {
+	t, ok := d.stopTimeout(d.readTimeout())
+	if !ok {
+		d.ownDeleted(errors.New("shard: no time left within RenewDeadline of the stop"))
+		return
+	}
+	d.deleteTries++
+	d.out.send(request{Kind: reqDeleteOwn, Stale: s, Timeout: t})
+}
+
+// ownDeleted ends a stop once this replica's Lease is deleted, or err
+// says it was not.
+func (d *driver) ownDeleted(err error) {
+	if err != nil && !apierrors.IsNotFound(err) {
+		d.logger.Error(err, "Could not delete the membership Lease; it expires on its own")
+	}
+	if d.phase == phaseJoining {
+		d.finish(errStoppedJoining)
+		return
+	}
+	d.left()
 }
 
 // answered handles the answer to r: got is the Lease the API server
@@ -450,9 +502,9 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			d.joined()
 		case apierrors.IsAlreadyExists(err):
 			d.joining = true
-			d.out.send(request{Kind: reqTakeOver, Timeout: m.cfg.RetryPeriod})
+			d.out.send(request{Kind: reqTakeOver, Timeout: d.readTimeout()})
 		default:
-			d.joinFailed(err)
+			d.joinFailed(r.Kind, err)
 		}
 	case reqTakeOver:
 		d.joining = false
@@ -467,7 +519,7 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			return // gone since the create met it: create it at the next turn
 		}
 		if err != nil {
-			d.joinFailed(err)
+			d.joinFailed(r.Kind, err)
 			return
 		}
 		d.logger.Info("Taking over the Lease a former process of this identity left", "holder", ptr.Deref(got.Spec.HolderIdentity, ""))
@@ -483,7 +535,7 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			d.lose(fmt.Errorf("%w: Lease %s/%s was deleted", leader.ErrLeaseLost, m.cfg.Namespace, m.lease))
 			return
 		case apierrors.IsConflict(err):
-			d.out.send(request{Kind: reqRefresh, Timeout: m.cfg.RetryPeriod})
+			d.out.send(request{Kind: reqRefresh, Timeout: d.readTimeout()})
 			return
 		default:
 			d.logger.V(2).Info("Could not renew the membership Lease", "err", err.Error())
@@ -512,7 +564,13 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 		case apierrors.IsNotFound(err):
 			d.left() // deleted already
 		case apierrors.IsConflict(err) && d.leaveTries < maxLeaveTries:
-			d.out.send(request{Kind: reqRefreshLeave, Timeout: m.cfg.RetryPeriod})
+			t, ok := d.stopTimeout(d.readTimeout())
+			if !ok {
+				d.logger.Info("Could not publish within RenewDeadline that this replica left; the Lease expires")
+				d.left()
+				return
+			}
+			d.out.send(request{Kind: reqRefreshLeave, Timeout: t})
 		case mayPass(err) && d.leaveTries < maxLeaveTries:
 			// It hung, or the server failed: it may have landed or not.
 			// Sent again on the version this process knows, it either
@@ -542,14 +600,13 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 		}
 		d.sendLeave() // once more, on the version just read
 	case reqDeleteOwn:
-		if err != nil && !apierrors.IsNotFound(err) {
-			d.logger.Error(err, "Could not delete the membership Lease; it expires on its own")
-		}
-		if d.phase == phaseJoining {
-			d.finish(errStoppedJoining)
+		if retryDelete(err) && mayPass(err) && d.deleteTries < maxDeleteTries {
+			// It hung, or the server failed: it may not have landed.
+			d.logger.V(2).Info("Could not delete the membership Lease; trying again", "err", err.Error())
+			d.sendDeleteOwn(r.Stale)
 			return
 		}
-		d.left()
+		d.ownDeleted(err)
 	case reqDeleteStale:
 		switch {
 		case err == nil:
@@ -569,10 +626,14 @@ func (d *driver) joined() {
 	d.renew()
 }
 
-// joinFailed tries to join again after RetryPeriod if err may pass, and
-// gives up otherwise.
-func (d *driver) joinFailed(err error) {
-	err = fmt.Errorf("shard: creating Lease %s/%s: %w", d.m.cfg.Namespace, d.m.lease, err)
+// joinFailed tries to join again after RetryPeriod if err, the answer to
+// the request of kind failed with, may pass, and gives up otherwise.
+func (d *driver) joinFailed(kind requestKind, err error) {
+	verb := "creating"
+	if kind == reqTakeOver {
+		verb = "reading the existing"
+	}
+	err = fmt.Errorf("shard: %s Lease %s/%s: %w", verb, d.m.cfg.Namespace, d.m.lease, err)
 	if !mayPass(err) {
 		d.finish(err)
 		return
@@ -612,6 +673,31 @@ func (r request) do(ctx context.Context, m *Membership) (*coordinationv1.Lease, 
 func (d *driver) writeTimeout() time.Duration {
 	c := d.m.cfg
 	return lease.RequestTimeout(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+}
+
+// readTimeout is how long a read or a delete of a Lease may take:
+// RetryPeriod, and no less than lease.MinRequestTimeout, which leaves a
+// real API server time to answer.
+func (d *driver) readTimeout() time.Duration {
+	return max(d.m.cfg.RetryPeriod, lease.MinRequestTimeout)
+}
+
+// startStopBudget starts the deadline of a stop's requests, once.
+func (d *driver) startStopBudget() {
+	if d.stopBy == 0 {
+		d.stopBy = d.m.now() + d.m.cfg.RenewDeadline
+	}
+}
+
+// stopTimeout is the timeout of a request of a stop that would otherwise
+// be allowed t: no later than the stop's deadline. ok is false once that
+// has passed.
+func (d *driver) stopTimeout(t time.Duration) (timeout time.Duration, ok bool) {
+	left := d.stopBy - d.m.now()
+	if left <= 0 {
+		return 0, false
+	}
+	return min(t, left), true
 }
 
 // tookWholeTimeout reports whether the write r took (nearly) its whole

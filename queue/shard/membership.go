@@ -43,7 +43,10 @@ var errMoved = errors.New("shard: the key moved to another replica")
 // RenewDeadline > RetryPeriod > 0 (leader asks for more than 1.2 x
 // RetryPeriod), and a write timeout, the lesser of LeaseDuration -
 // RenewDeadline and (RenewDeadline - RetryPeriod) / 2, of at least
-// 100ms. LeaseDuration need not be a whole number of seconds (leader
+// 100ms (lease.MinRequestTimeout). Reads and deletes of a Lease are
+// allowed RetryPeriod, or 100ms when RetryPeriod is shorter. A stop's
+// requests (publishing that the replica left, deleting its Lease) end
+// within RenewDeadline of the leave's start. LeaseDuration need not be a whole number of seconds (leader
 // requires it): the Lease records it rounded up, but every member judges
 // the others' Leases by its own LeaseDuration, so every member of a
 // group must be given the same durations.
@@ -97,12 +100,8 @@ func (c Config) complete() (Config, error) {
 	c.LeaseDuration = orDefault(c.LeaseDuration, leader.DefaultLeaseDuration)
 	c.RenewDeadline = orDefault(c.RenewDeadline, leader.DefaultRenewDeadline)
 	c.RetryPeriod = orDefault(c.RetryPeriod, leader.DefaultRetryPeriod)
-	if c.LeaseDuration <= c.RenewDeadline+c.RetryPeriod || c.RenewDeadline <= c.RetryPeriod || c.RetryPeriod <= 0 {
-		errs = append(errs, fmt.Errorf("need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > retry period > 0",
-			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod))
-	} else if t := lease.RequestTimeout(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); t < lease.MinRequestTimeout {
-		errs = append(errs, fmt.Errorf("a write of the Lease may take only %s, less than %s, with lease duration %s, renew deadline %s and retry period %s: lengthen the renew deadline relative to the retry period, or the lease duration relative to the renew deadline (the write timeout is the lesser of lease duration - renew deadline and half of renew deadline - retry period)",
-			t, lease.MinRequestTimeout, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod))
+	if err := CheckTimings(c.LeaseDuration, c.RenewDeadline, c.RetryPeriod); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Metrics == nil {
 		c.Metrics = noopMetrics{}
@@ -111,6 +110,20 @@ func (c Config) complete() (Config, error) {
 		return c, fmt.Errorf("shard: %w", err)
 	}
 	return c, nil
+}
+
+// CheckTimings returns an error, saying what to change, unless New
+// accepts these (non-zero) durations: the rules Config states.
+func CheckTimings(leaseDuration, renewDeadline, retryPeriod time.Duration) error {
+	if leaseDuration <= renewDeadline+retryPeriod || renewDeadline <= retryPeriod || retryPeriod <= 0 {
+		return fmt.Errorf("need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > retry period > 0",
+			leaseDuration, renewDeadline, retryPeriod)
+	}
+	if t := lease.RequestTimeout(leaseDuration, renewDeadline, retryPeriod); t < lease.MinRequestTimeout {
+		return fmt.Errorf("a write of the Lease may take only %s, less than %s, with lease duration %s, renew deadline %s and retry period %s: lengthen the renew deadline relative to the retry period, or the lease duration relative to the renew deadline (the write timeout is the lesser of lease duration - renew deadline and half of renew deadline - retry period)",
+			t, lease.MinRequestTimeout, leaseDuration, renewDeadline, retryPeriod)
+	}
+	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
