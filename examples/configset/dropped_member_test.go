@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	fleetv1alpha1 "github.com/ctrlkit/ctrlkit/examples/configset/apis/fleet/v1alpha1"
@@ -21,14 +22,21 @@ import (
 // the finalizer waits for it, and its ConfigMap is removed once it does.
 func TestConfigMapLeftWhenMemberDroppedFromSpecWhileUnreachableThenDeleted(t *testing.T) {
 	ctx := context.Background()
-	w := start(t, "east", "west")
+	w := start(t, "east")
+	// west joins with its reactor in place: a fake's reactors may not be
+	// changed while the Fleet's probes read them.
 	var down atomic.Bool
-	w.member("west").PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+	west := newMember()
+	west.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if down.Load() {
 			return true, nil, errors.New("connection refused")
 		}
 		return false, nil, nil
 	})
+	w.mu.Lock()
+	w.members["west"] = west
+	w.mu.Unlock()
+	w.report.Set("west", &rest.Config{Host: "https://west"})
 	_, err := w.mgmt.FleetV1alpha1().ConfigSets("app").Create(ctx, configSet("blue"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	w.eventually(t, map[string]string{"east": fleetv1alpha1.ReasonApplied, "west": fleetv1alpha1.ReasonApplied}, "True/"+multicluster.ReasonAllMembersReady)

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	fleetv1alpha1 "github.com/ctrlkit/ctrlkit/examples/configset/apis/fleet/v1alpha1"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster/fleetv1"
 )
 
 const (
@@ -136,10 +137,10 @@ func (r *ConfigSetReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 	if len(cs.Spec.Members) > 0 {
 		targets = slices.Sorted(slices.Values(cs.Spec.Members))
 	}
-	entries := make([]fleetv1alpha1.MemberStatus, len(targets))
+	entries := make([]fleetv1.MemberStatus, len(targets))
 	var failed []error
 	for i, name := range targets {
-		entries[i] = fleetv1alpha1.MemberStatus{Cluster: name, Ready: true, Reason: fleetv1alpha1.ReasonApplied, ObservedGeneration: cs.Generation}
+		entries[i] = fleetv1.MemberStatus{Cluster: name, Ready: true, Reason: fleetv1alpha1.ReasonApplied, ObservedGeneration: cs.Generation}
 		cl, err := r.Manager.GetCluster(ctx, name)
 		if err != nil {
 			entries[i].Ready, entries[i].Reason, entries[i].Message, entries[i].ObservedGeneration = false, ReasonUnreachable, err.Error(), 0
@@ -182,7 +183,7 @@ func (r *ConfigSetReconciler) members(ctx context.Context) ([]string, error) {
 
 // writeStatus writes the per-member entries, counts and Ready condition,
 // with a Warning event when Ready turns False.
-func (r *ConfigSetReconciler) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, entries []fleetv1alpha1.MemberStatus) error {
+func (r *ConfigSetReconciler) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, entries []fleetv1.MemberStatus) error {
 	orig := cs.DeepCopy()
 	cs.Status.ObservedGeneration, cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = cs.Generation, entries, 0, int32(len(entries))
 	cond := metav1.Condition{Type: fleetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonAllMembersReady, ObservedGeneration: cs.Generation}
