@@ -174,7 +174,8 @@ func TestUnusableSecretsAreReported(t *testing.T) {
 			assert.EqualError(t, refused[name], w.err, name)
 		}
 	}
-	assert.Equal(t, []string{"good"}, fleet.Members())
+	assert.Equal(t, []string{"good"}, fleet.Clusters(), "only the usable Secret's member is engaged")
+	assert.Equal(t, []string{"good", "no-key", "not-allowed", "unreadable"}, fleet.Members(), "refused members are listed, for a status across the fleet")
 	require.Eventually(t, func() bool {
 		evs, err := client.CoreV1().Events("fleet").List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)

@@ -237,7 +237,8 @@ func TestFleetStatusOfARefusedMember(t *testing.T) {
 	assert.False(t, s.Ready)
 	require.ErrorIs(t, s.Err, kubeconfig.ErrNotAllowed)
 	assert.EqualError(t, s.Err, `user "u": exec plugin "sh": not allowed`)
-	assert.Equal(t, []string{"good"}, fleet.Members(), "the refused cluster is no member")
+	assert.Equal(t, []string{"good"}, fleet.Clusters(), "the refused cluster is not engaged")
+	assert.Equal(t, []string{"evil", "good"}, fleet.Members(), "the refused cluster is listed, for a status across the fleet")
 	_, usedEvil := built.Load("evil")
 	assert.False(t, usedEvil, "a client was built of the refused kubeconfig")
 
