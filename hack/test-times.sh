@@ -7,7 +7,7 @@
 #
 #   hack/test-times.sh [OUTPUT_DIR]   (default _output)
 #
-# TEST_TIMEOUT_MINUTES is go test's -timeout of every package (default 30).
+# TEST_TIMEOUT_MINUTES is go test's -timeout of every package (default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-_output}
@@ -36,7 +36,7 @@ echo "test packages, slowest first (go test's own time; share of the package's t
 for f in "$out"/test-*.log; do
   [ -e "$f" ] || continue
   stage=$(basename "$f" .log); stage=${stage#test-}
-  awk -v stage="$stage" -v timeout="${TEST_TIMEOUT_MINUTES:-30}" '
+  awk -v stage="$stage" -v timeout="${TEST_TIMEOUT_MINUTES:-60}" '
     match($0, /^(ok|FAIL)[ \t]+[^ \t]+[ \t]+[0-9.]+s/) {
       split(substr($0, RSTART, RLENGTH), f, /[ \t]+/)
       secs = f[3]; sub(/s$/, "", secs)
