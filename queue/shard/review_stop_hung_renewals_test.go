@@ -1,0 +1,74 @@
+package shard
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ctrlkit/ctrlkit/queue/internal/lease"
+)
+
+// TestReviewStopWhileRenewalsHangEnds: a stop waits for the renewal in
+// flight before it publishes that the replica left, and the leave's
+// requests are then bounded by RenewDeadline (docs/design.md: "a stop
+// takes no more of the pod's grace period than docs/operator.md reserves
+// for it"). But while the replica revokes, a renewal that hung for its
+// whole timeout is sent again at once (tookWholeTimeout), and the leave
+// waits for that one too: while the API server hangs Lease updates, the
+// stop of a replica with nothing to drain never ends.
+func TestReviewStopWhileRenewalsHangEnds(t *testing.T) {
+	client := newHangingClient(t, nil)
+	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
+		LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for !m.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("did not join")
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// From now on every update of the Lease hangs (an API server that
+	// stopped answering writes); stop once a renewal hangs.
+	client.setChooser(func(r sentRequest) reqFate {
+		if r.verb == "update" {
+			return reqHangs
+		}
+		return reqAnswered
+	})
+	for client.count(func(r sentRequest) bool { return r.hung && r.ended.IsZero() }) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no renewal hung")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	cancel()
+	write := lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+	// The renewal in flight (at most its write timeout), then the
+	// leave's requests within RenewDeadline; a few seconds' slack for a
+	// loaded machine.
+	bound := write + cfg.RenewDeadline
+	select {
+	case <-done:
+		if took := time.Since(start); took > bound+2*time.Second {
+			t.Errorf("with nothing to drain, the stop took %s, over the renewal in flight (%s) plus RenewDeadline (%s)", took.Round(time.Millisecond), write, cfg.RenewDeadline)
+		}
+	case <-time.After(bound + 10*time.Second):
+		renewals := client.count(func(r sentRequest) bool { return r.verb == "update" && r.hung && !r.leave && r.sent.After(start) })
+		leaves := client.count(func(r sentRequest) bool { return r.leave })
+		t.Fatalf("Run has not returned %s after the stop (bound: renewal in flight %s + RenewDeadline %s): %d renewals sent since the stop, each hung for its whole timeout and sent again at once; %d updates publishing that the replica left",
+			time.Since(start).Round(time.Millisecond), write, cfg.RenewDeadline, renewals, leaves)
+	}
+}
