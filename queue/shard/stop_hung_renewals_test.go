@@ -8,15 +8,14 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/internal/lease"
 )
 
-// TestReviewStopWhileRenewalsHangEnds: a stop waits for the renewal in
-// flight before it publishes that the replica left, and the leave's
-// requests are then bounded by RenewDeadline (docs/design.md: "a stop
-// takes no more of the pod's grace period than docs/operator.md reserves
-// for it"). But while the replica revokes, a renewal that hung for its
-// whole timeout is sent again at once (tookWholeTimeout), and the leave
-// waits for that one too: while the API server hangs Lease updates, the
-// stop of a replica with nothing to drain never ends.
-func TestReviewStopWhileRenewalsHangEnds(t *testing.T) {
+// TestStopWhileRenewalsHangEnds: while the API server hangs every update
+// of the Lease, the stop of a replica with nothing to drain ends within the
+// timeout of the renewal in flight plus RenewDeadline (docs/design.md: "a
+// stop takes no more of the pod's grace period than docs/operator.md
+// reserves for it"): a replica revoking its claims sends no renewal after
+// the one in flight, not even at once after one that hung for its whole
+// timeout, so its leave starts and the stop's deadline with it.
+func TestStopWhileRenewalsHangEnds(t *testing.T) {
 	client := newHangingClient(t, nil)
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
