@@ -9,14 +9,13 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
 
-// TestReviewValidateRefusesNegativeLeaderTimings: before fix65-4 Validate
-// refused "renew deadline > retry period > 0"; now, with --leader-elect, it
-// asks only leader.CheckTimings, which (documented as "returns an error
-// unless Run accepts these durations") accepts a negative retry period or
-// renew deadline. leader.Run refuses them (client-go's elector needs
-// positive durations), so the operator fails only once it runs, with an
-// error that does not name the flags.
-func TestReviewValidateRefusesNegativeLeaderTimings(t *testing.T) {
+// TestValidateRefusesNegativeLeaderTimings: with --leader-elect, Validate
+// asks leader.CheckTimings, documented as "returns an error unless Run
+// accepts these durations"; leader.Run refuses a negative retry period or
+// renew deadline (client-go's elector needs positive durations), so
+// Validate must refuse them too, naming the flags, rather than the
+// operator failing only once it runs.
+func TestValidateRefusesNegativeLeaderTimings(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		args []string
