@@ -8,13 +8,12 @@ import (
 	"time"
 )
 
-// TestReviewOperatorDocStatesTheLeaderRequestTimeout: docs/operator.md,
-// under "Leader election (queue/leader)", says that with the defaults
-// "each request of the Lease is abandoned after 4 s". Since the timeout
-// was bounded by half the margin (a late answer must not make two
-// leaders), it is 1.5 s with the defaults (docs/design.md's table says
-// so): the operator docs promise a longer request than the code allows.
-func TestReviewOperatorDocStatesTheLeaderRequestTimeout(t *testing.T) {
+// TestOperatorDocStatesTheLeaderRequestTimeout: docs/operator.md, under
+// "Leader election (queue/leader)", states after how long each request of
+// the Lease is abandoned with the defaults; it must be what the code does
+// (bounded by half the margin, so that a late answer cannot make two
+// leaders; docs/design.md's table gives the same figure).
+func TestOperatorDocStatesTheLeaderRequestTimeout(t *testing.T) {
 	b, err := os.ReadFile("../../docs/operator.md")
 	if err != nil {
 		t.Fatal(err)
