@@ -25,33 +25,31 @@
 //
 // # Timing
 //
-// A leader gives up at most RetryPeriod + RenewDeadline after the answer
-// to its last successful renewal; a candidate takes over no sooner than
+// A leader gives up at most RetryPeriod + RenewDeadline after the answer to
+// its last successful renewal; a candidate takes over no sooner than
 // LeaseDuration after it saw that renewal land. The Lease records
 // LeaseDuration in whole seconds and candidates wait what it records, so
 // Run requires a LeaseDuration of a whole number of seconds, at least 1s.
 // It also requires LeaseDuration > RenewDeadline + RetryPeriod,
-// RenewDeadline > 1.2 x RetryPeriod, and a request timeout (below) of at
-// least 100ms. The difference LeaseDuration - RenewDeadline - RetryPeriod,
-// the
-// margin, covers two things: how long after it landed a renewal's answer
-// may come, and the time an aborted Runnable has to return before another
-// replica may start (reconcilers must honour their context). Each request
-// of the Lease (each read, create and update that acquires, renews or
-// releases it) is abandoned after min(half the margin, LeaseDuration -
-// RenewDeadline, (RenewDeadline - RetryPeriod) / 2), 1.5s with the
-// defaults, so an answer that comes late takes at most half the margin,
-// and a request that hangs fails in time for another attempt within the
-// renew deadline (client-go's elector gives all the attempts of one
-// renewal a single context that ends after RenewDeadline): one slow or
-// hung request to the API server does not cost the leader its Lease. An
-// API server that answers every Lease request slower than that does. The
-// bound assumes the replicas' monotonic clocks advance at the same rate;
-// they need not agree on the time of day. A machine suspended and
-// resumed breaks it: its monotonic clock stood still, so a suspended
-// leader's Runnables run on after resume until its RenewDeadline, counted
-// from before the suspend, runs out, while a standby may lead already
-// (see docs/design.md).
+// RenewDeadline > 1.2 x RetryPeriod, RetryPeriod > 0, and a request timeout
+// (below) of at least 100ms. The difference LeaseDuration - RenewDeadline -
+// RetryPeriod, the margin, covers two things: how long after it landed a
+// renewal's answer may come, and the time an aborted Runnable has to return
+// before another replica may start (reconcilers must honour their context).
+// Each request of the Lease (each read, create and update that acquires,
+// renews or releases it) is abandoned after min(half the margin,
+// LeaseDuration - RenewDeadline, (RenewDeadline - RetryPeriod) / 2), 1.5s
+// with the defaults, so an answer that comes late takes at most half the
+// margin, and a request that hangs fails in time for another attempt within
+// the renew deadline (client-go's elector gives all the attempts of one
+// renewal a single context that ends after RenewDeadline): one slow or hung
+// request to the API server does not cost the leader its Lease. An API
+// server that answers every Lease request slower than that does. The bound
+// assumes the replicas' monotonic clocks advance at the same rate; they
+// need not agree on the time of day. A machine suspended and resumed breaks
+// it: its monotonic clock stood still, so a suspended leader's Runnables
+// run on after resume until its RenewDeadline, counted from before the
+// suspend, runs out, while a standby may lead already (see docs/design.md).
 //
 // A stop releases the Lease if this replica holds it, also one that came
 // before the replica led (an acquiring request abandoned at the stop may
@@ -163,12 +161,13 @@ func (c Config) complete() (Config, error) {
 
 // CheckTimings returns an error, saying what to change, unless Run
 // accepts these (non-zero) durations: leaseDuration > renewDeadline +
-// retryPeriod, renewDeadline > 1.2 x retryPeriod, and a request timeout
-// (see Config) of at least 100ms. It does not check that leaseDuration
-// is a whole number of seconds.
+// retryPeriod, renewDeadline > 1.2 x retryPeriod > 0, renewDeadline > 0,
+// and a request timeout (see Config) of at least 100ms. It does not check
+// that leaseDuration is a whole number of seconds.
 func CheckTimings(leaseDuration, renewDeadline, retryPeriod time.Duration) error {
-	if leaseDuration <= renewDeadline+retryPeriod || renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(retryPeriod)) {
-		return fmt.Errorf("need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > %v x retry period",
+	if leaseDuration <= renewDeadline+retryPeriod || renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(retryPeriod)) ||
+		retryPeriod <= 0 || renewDeadline <= 0 {
+		return fmt.Errorf("need lease duration (%s) > renew deadline (%s) + retry period (%s), and renew deadline > %v x retry period > 0",
 			leaseDuration, renewDeadline, retryPeriod, leaderelection.JitterFactor)
 	}
 	c := Config{LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod}

@@ -547,9 +547,21 @@ func probeOnce(ctx context.Context, client kubernetes.Interface, timeout time.Du
 	defer cancel()
 	rc := client.Discovery().RESTClient()
 	if rc == nil {
-		// A fake clientset has no REST client; its answer does not wait.
-		_, err := client.Discovery().ServerVersion()
-		return err
+		// A client without a REST client (a fake clientset, a wrapper)
+		// takes no context: its answer is awaited within the timeout,
+		// and one that hangs is abandoned (the call ends when it
+		// answers).
+		answer := make(chan error, 1)
+		go func() {
+			_, err := client.Discovery().ServerVersion()
+			answer <- err
+		}()
+		select {
+		case err := <-answer:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("asking for the version: %w", context.Cause(ctx))
+		}
 	}
 	return rc.Get().Throttle(nil).AbsPath("/version").Do(ctx).Error()
 }

@@ -402,8 +402,14 @@ func (d *driver) pollReleases() {
 
 // renew sends the next write of the Lease if one is asked for and none is
 // in flight.
+//
+// Once the replica is revoking its claims (a stop or a lost Lease), no
+// renewal starts: the one in flight, if any, is the last, and the leave
+// (or Run's return) follows once it is answered or abandoned, so a stop
+// takes at most that write's timeout plus RenewDeadline however the API
+// server answers.
 func (d *driver) renew() {
-	if d.writing || !d.writeNow {
+	if d.writing || !d.writeNow || d.stopping() {
 		return
 	}
 	d.writeNow = false
@@ -544,7 +550,8 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 				// goes now, not a RetryPeriod after this one went,
 				// so that it still lands within the renew deadline.
 				// One answered sooner, whatever its error, waits for
-				// the next renewal due.
+				// the next renewal due. (A replica revoking its
+				// claims sends none: see renew.)
 				d.writeNow = true
 			}
 		}
