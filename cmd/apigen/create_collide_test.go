@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// review: create api with a new kind whose names collide with the
-// operator's kind (its list type WidgetList, its plural Widgets, the same
-// CRD widgets.example.com and client method Widgets()) either is refused
-// with nothing written, as bad input is, or makes an operator that builds;
-// it never leaves a half-written module.
-func TestReviewCreateAPICollidingKind(t *testing.T) {
+// Create api with a new kind whose names collide with the operator's kind
+// (its list type WidgetList, its plural Widgets, the same CRD
+// widgets.example.com and client method Widgets()) either is refused with
+// nothing written, as bad input is, or makes an operator that builds; it
+// never leaves a half-written module.
+func TestCreateAPICollidingKind(t *testing.T) {
 	t.Parallel()
 	for _, api := range []string{"example.com/v1/WidgetList", "example.com/v2/Widgets"} {
 		t.Run(api, func(t *testing.T) {

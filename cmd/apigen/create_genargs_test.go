@@ -10,12 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// review: generate.go's go:generate line is split by go generate as Go
-// strings are (a quoted argument with spaces is one argument): a
-// -rbac-paths of two patterns, as its help text says ("space-separated
-// package patterns"), is a valid line; create splits it at every space
-// and refuses the operator.
-func TestReviewCreateReadsQuotedGenerateArgs(t *testing.T) {
+// Generate.go's go:generate line is split as go generate splits it (a
+// quoted argument with spaces is one argument): a -rbac-paths of two
+// patterns, as its help text says ("space-separated package patterns"),
+// is a valid line that create reads.
+func TestCreateReadsQuotedGenerateArgs(t *testing.T) {
 	t.Parallel()
 	s := &scaffold{Name: "widget-operator"}
 	require.NoError(t, s.complete("example.com/v1/Widget"))
@@ -38,4 +37,26 @@ func TestReviewCreateReadsQuotedGenerateArgs(t *testing.T) {
 	cfg, err := parseConfig(op.genArgs)
 	require.NoError(t, err)
 	assert.Equal(t, []string{".", "./internal/..."}, cfg.rbacPaths)
+}
+
+// The arguments create writes back to the go:generate line are read by
+// go generate's splitting as they were: quoted where they have spaces,
+// quotes or backslashes, or are empty.
+func TestGenerateArgsRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"-rbac-role", "widget-operator", "-rbac-paths", ". ./internal/..."},
+		{"-crd", "", "-x", `a"b`, `c\d`, "tab\there"},
+		{"plain"},
+	} {
+		line := strings.Join(quoteArgs(args), " ")
+		got, err := splitGenerate(line)
+		require.NoError(t, err, line)
+		assert.Equal(t, args, got, line)
+	}
+	got, err := splitGenerate(` -a  "b c"	d `)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-a", "b c", "d"}, got)
+	_, err = splitGenerate(`-a "b c`)
+	assert.Error(t, err, "an unterminated quoted string")
 }
