@@ -194,6 +194,7 @@ type kindVersion struct {
 	dir                                    string // apis/<group dir>/<version>, slash-separated
 	file                                   string // of the type, slash-separated
 	storage                                bool   // +kubebuilder:storageversion
+	nonNamespaced, clusterScope            bool   // +genclient:nonNamespaced, +kubebuilder:resource:scope=Cluster
 	genclient                              int    // offset of the end of its "// +genclient" line in file, or -1
 }
 
@@ -215,11 +216,9 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	op.genLine = lines[0]
-	for _, f := range strings.Fields(strings.TrimPrefix(lines[0], "//go:generate go tool apigen")) {
-		if uq, err := strconv.Unquote(f); err == nil {
-			f = uq
-		}
-		op.genArgs = append(op.genArgs, f)
+	op.genArgs, err = splitGenerate(strings.TrimPrefix(lines[0], "//go:generate go tool apigen"))
+	if err != nil {
+		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
 	}
 	cfg, err := parseConfig(op.genArgs)
 	if err != nil {
@@ -291,12 +290,16 @@ func scanKinds(root string) ([]kindVersion, error) {
 								k.genclient = fset.Position(line.End()).Offset
 							case strings.HasPrefix(text, "+genclient:nonNamespaced"):
 								genclient = true
+								k.nonNamespaced = true
 							case text == "+kubebuilder:storageversion":
 								k.storage = true
 							case strings.HasPrefix(text, "+kubebuilder:resource:"):
 								for _, arg := range strings.Split(strings.TrimPrefix(text, "+kubebuilder:resource:"), ",") {
 									if p, ok := strings.CutPrefix(arg, "path="); ok {
 										k.plural = p
+									}
+									if strings.TrimSpace(arg) == "scope=Cluster" {
+										k.clusterScope = true
 									}
 								}
 							}
@@ -645,12 +648,26 @@ func (op *operatorDir) planAPI(api string) (*createPlan, error) {
 	} else if err := p.add(op, path.Join(s.APIDir, "doc.go"), "doc.go.tmpl", s); err != nil {
 		return nil, err
 	}
-	if err := p.add(op, typesFile, "types.go.tmpl", s); err != nil {
-		return nil, err
-	}
 	versions, hub, err := op.versionsOf(s.Kind, s.Group)
 	if err != nil && slices.ContainsFunc(op.kinds, func(k kindVersion) bool { return k.kind == s.Kind && k.group == s.Group }) {
 		return nil, err // versions without a storage version
+	}
+	if err != nil {
+		if err := op.refuseClash(s); err != nil {
+			return nil, err
+		}
+		if err := p.add(op, typesFile, "types.go.tmpl", s); err != nil {
+			return nil, err
+		}
+	} else {
+		src, err := op.versionTypes(s, versions, hub)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Lstat(filepath.Join(op.mod.root, filepath.FromSlash(typesFile))); err == nil {
+			return nil, fmt.Errorf("the module already has %s", typesFile)
+		}
+		p.files[typesFile] = src
 	}
 	if err == nil {
 		// A new version of a kind: a spoke of the hub, which becomes the
@@ -814,14 +831,266 @@ func journalReplacing(j *journal, p string) error {
 	return nil
 }
 
-// quoteArgs quotes the empty arguments, as a go:generate line needs them.
+// quoteArgs quotes, as Go strings, the arguments that a go:generate line
+// needs quoted: the empty ones and those with spaces or quotes.
 func quoteArgs(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		out[i] = a
-		if a == "" {
-			out[i] = `""`
+		if a == "" || strings.ContainsAny(a, " \t\"\\") {
+			out[i] = strconv.Quote(a)
 		}
 	}
 	return out
+}
+
+// splitGenerate splits the arguments of a go:generate line as go generate
+// does: at spaces and tabs, a double-quoted Go string being one argument.
+func splitGenerate(line string) ([]string, error) {
+	var words []string
+	for line = strings.TrimLeft(line, " \t"); line != ""; line = strings.TrimLeft(line, " \t") {
+		if line[0] == '"' {
+			end := 1
+			for end < len(line) && line[end] != '"' {
+				if line[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			if end >= len(line) {
+				return nil, fmt.Errorf("unterminated quoted string in %q", line)
+			}
+			word, err := strconv.Unquote(line[:end+1])
+			if err != nil {
+				return nil, fmt.Errorf("quoted string %s: %w", line[:end+1], err)
+			}
+			words = append(words, word)
+			line = line[end+1:]
+			continue
+		}
+		end := strings.IndexAny(line, " \t")
+		if end < 0 {
+			end = len(line)
+		}
+		words = append(words, line[:end])
+		line = line[end:]
+	}
+	return words, nil
+}
+
+// refuseClash returns an error if the new kind of s has a Go type name
+// (Kind, KindList, KindSpec, KindStatus) or a plural that an existing
+// kind of its group has, or a type name its API package declares.
+func (op *operatorDir) refuseClash(s *scaffold) error {
+	names := func(kind string) []string {
+		return []string{kind, kind + "List", kind + "Spec", kind + "Status"}
+	}
+	for _, k := range op.kinds {
+		if k.group != s.Group {
+			continue
+		}
+		if k.plural == s.Plural {
+			return fmt.Errorf("%s's plural %s is the plural of the kind %s (%s): the CRD %s.%s would be both kinds', nothing written", s.Kind, s.Plural, k.kind, k.file, s.Plural, s.Group)
+		}
+		for _, n := range names(s.Kind) {
+			if slices.Contains(names(k.kind), n) {
+				return fmt.Errorf("the type %s of the kind %s is a type of the kind %s (%s): choose another kind name, nothing written", n, s.Kind, k.kind, k.file)
+			}
+		}
+	}
+	dir := filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir))
+	if _, err := os.Stat(dir); err != nil {
+		return nil
+	}
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+	}
+	for _, pkg := range pkgs {
+		for name, f := range pkg.Files {
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.TYPE {
+					continue
+				}
+				for _, spec := range g.Specs {
+					if n := spec.(*ast.TypeSpec).Name.Name; slices.Contains(names(s.Kind), n) {
+						return fmt.Errorf("%s declares a type %s, a type of the new kind %s: nothing written", filepath.ToSlash(must(filepath.Rel(op.mod.root, name))), n, s.Kind)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// versionTypes returns the types file of the new version s of a kind whose
+// versions and hub are given: init's template with the hub's scope markers
+// and the hub's Spec and Status types (and the types of its package they
+// use), so that the versions start with the same fields and the skeleton
+// conversion is exact. Versions whose scopes disagree are refused.
+func (op *operatorDir) versionTypes(s *scaffold, versions []kindVersion, hub kindVersion) ([]byte, error) {
+	for _, v := range versions {
+		if v.nonNamespaced != v.clusterScope || v.clusterScope != hub.clusterScope {
+			return nil, fmt.Errorf("the versions of %s disagree on its scope (+genclient:nonNamespaced and +kubebuilder:resource:scope=Cluster go together, in every version; %s of %s has %s): make them agree, then run apigen create api again",
+				s.Kind, v.version, v.file, map[bool]string{true: "scope=Cluster", false: "no scope=Cluster"}[v.clusterScope]+" and "+map[bool]string{true: "+genclient:nonNamespaced", false: "no +genclient:nonNamespaced"}[v.nonNamespaced])
+		}
+	}
+	src, err := render("types.go.tmpl", s)
+	if err != nil {
+		return nil, err
+	}
+	text := string(src)
+	if hub.clusterScope {
+		text = strings.Replace(text, "// +genclient\n", "// +genclient\n// +genclient:nonNamespaced\n", 1)
+		text = strings.Replace(text, "+kubebuilder:resource:path="+s.Plural+"\n", "+kubebuilder:resource:path="+s.Plural+",scope=Cluster\n", 1)
+	}
+	// The hub's package: its type declarations and imports.
+	hubDir := filepath.Join(op.mod.root, filepath.FromSlash(hub.dir))
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, hubDir, func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go") && !strings.HasPrefix(fi.Name(), "zz_generated")
+	}, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API package %s: %w", hub.dir, err)
+	}
+	type typeDecl struct {
+		decl *ast.GenDecl
+		src  string
+		file *ast.File
+	}
+	decls := map[string]typeDecl{}
+	for _, pkg := range pkgs {
+		for name, f := range pkg.Files {
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.TYPE || len(g.Specs) != 1 {
+					continue
+				}
+				start := g.Pos()
+				if g.Doc != nil {
+					start = g.Doc.Pos()
+				}
+				decls[g.Specs[0].(*ast.TypeSpec).Name.Name] = typeDecl{decl: g, file: f,
+					src: string(b[fset.Position(start).Offset:fset.Position(g.End()).Offset])}
+			}
+		}
+	}
+	// The Spec and Status types, then the hub package's types they use,
+	// but the kind's own.
+	own := map[string]bool{s.Kind: true, s.Kind + "List": true}
+	var copied []string
+	var imports [][2]string
+	seen := map[string]bool{}
+	queue := []string{s.Kind + "Spec", s.Kind + "Status"}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		d, ok := decls[name]
+		if !ok || seen[name] || own[name] {
+			continue
+		}
+		seen[name] = true
+		copied = append(copied, name)
+		ast.Inspect(d.decl, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok {
+					for _, imp := range d.file.Imports {
+						ipath, _ := strconv.Unquote(imp.Path.Value)
+						alias := path.Base(ipath)
+						if imp.Name != nil {
+							alias = imp.Name.Name
+						}
+						if alias == x.Name {
+							var named string
+							if imp.Name != nil {
+								named = imp.Name.Name
+							}
+							imports = append(imports, [2]string{named, ipath})
+						}
+					}
+				}
+				return false
+			case *ast.Ident:
+				if _, ok := decls[n.Name]; ok {
+					queue = append(queue, n.Name)
+				}
+			}
+			return true
+		})
+	}
+	if !seen[s.Kind+"Spec"] || !seen[s.Kind+"Status"] {
+		return nil, fmt.Errorf("the hub %s of %s has no type %sSpec or %sStatus in its package %s, which the new version copies", hub.version, s.Kind, s.Kind, s.Kind, hub.dir)
+	}
+	// The new version's package, where it exists, must not declare them.
+	if dir := filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir)); dir != hubDir {
+		if _, err := os.Stat(dir); err == nil {
+			pkgs, err := parser.ParseDir(token.NewFileSet(), dir, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return nil, fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+			}
+			for _, pkg := range pkgs {
+				for _, f := range pkg.Files {
+					for _, d := range f.Decls {
+						if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+							for _, spec := range g.Specs {
+								if n := spec.(*ast.TypeSpec).Name.Name; slices.Contains(copied, n) {
+									return nil, fmt.Errorf("%s declares a type %s, which the new version copies from %s's %s: nothing written", s.APIDir, n, s.Kind, hub.version)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// Replace the template's Spec and Status with the hub's, add the rest.
+	tfset := token.NewFileSet()
+	f, err := parser.ParseFile(tfset, "types.go", text, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	type span struct{ start, end int }
+	var spans []span
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.TYPE || len(g.Specs) != 1 {
+			continue
+		}
+		if n := g.Specs[0].(*ast.TypeSpec).Name.Name; n == s.Kind+"Spec" || n == s.Kind+"Status" {
+			start := g.Pos()
+			if g.Doc != nil {
+				start = g.Doc.Pos()
+			}
+			spans = append(spans, span{tfset.Position(start).Offset, tfset.Position(g.End()).Offset})
+		}
+	}
+	for i := len(spans) - 1; i >= 0; i-- {
+		text = text[:spans[i].start] + text[spans[i].end:]
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	for _, name := range copied {
+		b.WriteString("\n" + decls[name].src + "\n")
+	}
+	text = b.String()
+	nfset := token.NewFileSet()
+	nf, err := parser.ParseFile(nfset, "types.go", text, parser.ParseComments)
+	if err != nil {
+		return nil, fmt.Errorf("the new version's types, with the hub's: %w", err)
+	}
+	for _, imp := range imports {
+		astutil.AddNamedImport(nfset, nf, imp[0], imp[1])
+	}
+	var out bytes.Buffer
+	if err := format.Node(&out, nfset, nf); err != nil {
+		return nil, err
+	}
+	return format.Source(out.Bytes())
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Generate.go's go:generate line is split as go generate splits it (a
+// quoted argument with spaces is one argument): a -rbac-paths of two
+// patterns, as its help text says ("space-separated package patterns"),
+// is a valid line that create reads.
+func TestCreateReadsQuotedGenerateArgs(t *testing.T) {
+	t.Parallel()
+	s := &scaffold{Name: "widget-operator"}
+	require.NoError(t, s.complete("example.com/v1/Widget"))
+	s.Module = "example.com/op"
+	dir := t.TempDir()
+	for rel, tmpl := range map[string]string{"main.go": "main.go.tmpl", "generate.go": "generate.go.tmpl", "controller.go": "controller.go.tmpl",
+		"apis/example/v1/doc.go": "doc.go.tmpl", "apis/example/v1/types.go": "types.go.tmpl"} {
+		src, err := render(tmpl, s)
+		require.NoError(t, err)
+		if rel == "generate.go" {
+			require.Contains(t, string(src), "-rbac-paths . ")
+			src = []byte(strings.Replace(string(src), "-rbac-paths . ", `-rbac-paths ". ./internal/..." `, 1))
+		}
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, src, 0o644))
+	}
+	op, err := loadOperator(module{root: dir, path: s.Module})
+	require.NoError(t, err, "an operator whose go:generate line quotes -rbac-paths")
+	cfg, err := parseConfig(op.genArgs)
+	require.NoError(t, err)
+	assert.Equal(t, []string{".", "./internal/..."}, cfg.rbacPaths)
+}
+
+// The arguments create writes back to the go:generate line are read by
+// go generate's splitting as they were: quoted where they have spaces,
+// quotes or backslashes, or are empty.
+func TestGenerateArgsRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"-rbac-role", "widget-operator", "-rbac-paths", ". ./internal/..."},
+		{"-crd", "", "-x", `a"b`, `c\d`, "tab\there"},
+		{"plain"},
+	} {
+		line := strings.Join(quoteArgs(args), " ")
+		got, err := splitGenerate(line)
+		require.NoError(t, err, line)
+		assert.Equal(t, args, got, line)
+	}
+	got, err := splitGenerate(` -a  "b c"	d `)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"-a", "b c", "d"}, got)
+	_, err = splitGenerate(`-a "b c`)
+	assert.Error(t, err, "an unterminated quoted string")
+}
