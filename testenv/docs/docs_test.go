@@ -4,7 +4,8 @@
 // file of its own package (an Example, usually) or, when a README shows it
 // too, of this package; a block in a README must stand in a Go file of this
 // package (readme_test.go, readme_testenv_test.go), which builds it with the
-// library as another module would.
+// library as another module would, or in a _test.go file the README names by
+// its path (a whole example it sends the reader to).
 package docs
 
 import (
