@@ -14,11 +14,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/queuetest"
 )
 
-// Status.Since is documented as "when Ready or Err last changed", but every
-// failed attempt moves it, also one failing with the same error as the
-// last: a member that has not answered for an hour says it stopped
-// answering at most DefaultRetryMaxDelay ago.
-func TestStatusSinceMovesOnEveryFailedAttemptWithTheSameError(t *testing.T) {
+// Status.Since is when Ready or Err last changed: failed attempts with the
+// same error as the last do not move it, so a member that has not answered
+// for an hour says so, not that it stopped answering at most
+// DefaultRetryMaxDelay ago.
+func TestStatusSinceKeptAcrossFailedAttemptsWithTheSameError(t *testing.T) {
 	provider := &queuetest.Provider{}
 	provider.Set("west", &rest.Config{Host: "https://west"})
 	provider.Synced()
