@@ -28,13 +28,10 @@ import (
 )
 
 // The hub-centric shape docs/multicluster.md shows (reconcileEverywhere)
-// drops what Each returns and returns nil: a member whose apply fails
-// twice with the same error is never tried again. The first failure
-// changes the result (the key is added once more), the second sets the
-// same result (nothing is added), and the reconcile returns nil, so the
-// member stays ApplyFailed for good, though its third attempt would
-// succeed.
-func TestHubCentricShapeNeverRetriesAFailedMember(t *testing.T) {
+// returns the members' errors: a member whose apply fails twice with the
+// same error (the second failure sets an equal result, which adds no key)
+// is tried again with the key's backoff, and its third attempt succeeds.
+func TestHubCentricShapeRetriesAFailedMember(t *testing.T) {
 	mgmt := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}, Data: map[string]string{"v": "1"}})
 	factory := informers.NewSharedInformerFactory(mgmt, 0)
 	member := fake.NewClientset()
