@@ -165,8 +165,9 @@ func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSe
 
 // cleanup deletes cs's ConfigMap from every member that is ready; the
 // finalizer goes once the Fleet knows all its members (HasSynced) and every
-// member cs went to (as its spec or status says) is cleaned or no longer
-// held: one its Provider refused is not waited for.
+// member cs went to (as its spec or status says) is cleaned or no longer a
+// member: one not ready (rotating, not answering, the Fleet stopping) is
+// waited for, one its Provider refused is not.
 func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
 	if !c.fleet.HasSynced() {
 		return reconcile.Result{}, errors.New("the fleet has not learnt its members yet")
@@ -177,7 +178,7 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 		had = append(had, m.Cluster)
 	}
 	var left []error
-	for cluster, err := range errs { // the members held: not one its Provider refused
+	for cluster, err := range errs { // every member, ready or not, but one its Provider refused
 		if err != nil && slices.Contains(had, cluster) {
 			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, err))
 		}

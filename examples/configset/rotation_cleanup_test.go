@@ -26,13 +26,13 @@ import (
 )
 
 // A member whose credentials rotate (its Provider reports a new config)
-// is still a member: its old engagement leaves, a new one joins. While
-// the old one drains (a reconcile of another ConfigSet is still writing
-// to it), Fleet.Each leaves the member out (Clusters skips a member that
-// is leaving), and cleanup takes "no entry" for "not held": the finalizer
-// goes, and the member keeps the ConfigMap of a deleted ConfigSet for
-// good once its new credentials are engaged.
-func TestConfigMapLeftWhenDeletedDuringCredentialRotation(t *testing.T) {
+// is still a member: its old engagement leaves, a new one joins. A
+// ConfigSet deleted while the old one drains (a reconcile of another
+// ConfigSet is still writing to it) keeps its finalizer: Fleet.Each
+// reports the member not ready, and cleanup waits for it, so the member
+// does not keep the ConfigMap of a deleted ConfigSet once its new
+// credentials are engaged.
+func TestConfigMapRemovedWhenDeletedDuringCredentialRotation(t *testing.T) {
 	ctx := context.Background()
 	hung, release := make(chan struct{}), make(chan struct{})
 	var once, hangOnce sync.Once
