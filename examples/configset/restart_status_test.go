@@ -27,11 +27,10 @@ import (
 // the ConfigSet's status says Ready, every member holds its ConfigMap.
 // The ConfigSet is reconciled as soon as its informer synced, before the
 // Fleet has learnt its members from their Secrets (listing them and
-// engaging each takes a moment): the status is written with the Ready
-// condition Unknown (FleetNotSynced) and east NotHeld, with a Warning
-// event, then written back to Ready once the Fleet synced. Every restart
-// flaps every ConfigSet's status and Warns about each.
-func TestRestartFlapsReadyStatusBeforeFleetSynced(t *testing.T) {
+// engaging each takes a moment): no status is written until the Fleet
+// synced, and then none, as nothing changed. A restart neither flaps the
+// status to Unknown nor Warns.
+func TestRestartKeepsReadyStatusBeforeFleetSynced(t *testing.T) {
 	ctx := context.Background()
 	w := &world{mgmt: fleetfake.NewClientset(), events: record.NewFakeRecorder(100), members: map[string]*fake.Clientset{"east": newMember()}}
 	reconciletest.Strict(w.mgmt)
