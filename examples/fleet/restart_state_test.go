@@ -22,9 +22,9 @@ import (
 // The copier restarts while nothing changed: east holds the copy, the
 // source's state says Synced. The source is reconciled while east is
 // still being engaged (its client takes a moment to build, as a remote
-// cluster's does): its state is patched to Pending, then back to Synced
-// once east is ready. Every restart flaps every source's state.
-func TestRestartFlapsSyncedStateToPending(t *testing.T) {
+// cluster's does): the state recorded stands until east is ready, and is
+// then found unchanged. A restart patches nothing.
+func TestRestartKeepsSyncedState(t *testing.T) {
 	src := source("blue")
 	src.Annotations = map[string]string{StatusPrefix + "east": StateSynced}
 	w := &world{mgmt: fake.NewClientset(src), members: map[string]*fake.Clientset{"east": fake.NewClientset(&corev1.ConfigMap{
