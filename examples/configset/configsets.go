@@ -134,13 +134,7 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 			listed = append(listed, m.Cluster)
 		}
 	}
-	var failed []error
-	for cluster, err := range errs {
-		if err != nil && !errors.Is(err, multicluster.ErrNotReady) {
-			failed = append(failed, fmt.Errorf("member %s: %w", cluster, err))
-		}
-	}
-	return reconcile.Result{}, errors.Join(append(failed, c.writeStatus(ctx, cs, targets, listed))...)
+	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), c.writeStatus(ctx, cs, targets, listed))
 }
 
 // writeStatus writes cs's per-member entries (of listed, those not in

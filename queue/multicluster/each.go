@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -111,4 +113,20 @@ func (f *Fleet[T]) eachOne(ctx context.Context, timeout time.Duration, cluster s
 		}
 	}()
 	return fn(klog.NewContext(claimCtx, logger), cluster, value)
+}
+
+// Failed returns the errors of errs, as Each returns them, but nil ones
+// and those wrapping ErrNotReady, each prefixed with its member's name, in
+// the order of the names, joined with errors.Join; nil if none is left.
+// A hub-centric reconcile returns it: a member that failed is tried again
+// with the key's backoff (also when it fails the same way again), while a
+// member that is not ready comes back with OnMembers when it is.
+func Failed(errs map[string]error) error {
+	var failed []error
+	for _, cluster := range slices.Sorted(maps.Keys(errs)) {
+		if err := errs[cluster]; err != nil && !errors.Is(err, ErrNotReady) {
+			failed = append(failed, fmt.Errorf("member %s: %w", cluster, err))
+		}
+	}
+	return errors.Join(failed...)
 }

@@ -3,6 +3,7 @@ package multicluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -165,4 +166,32 @@ func TestEachReportsMembersStillWantedAsNotReady(t *testing.T) {
 	<-done
 	require.NoError(t, <-stopped)
 	notReady(t, "a", "b")
+}
+
+// Failed joins the errors of Each but those of members not ready, each
+// named by its member, in the order of the names.
+func TestFailed(t *testing.T) {
+	errA, errB := errors.New("a failed"), errors.New("b failed")
+	tests := []struct {
+		name string
+		errs map[string]error
+		want string
+	}{
+		{"none", nil, ""},
+		{"all fine", map[string]error{"a": nil, "b": nil}, ""},
+		{"not ready only", map[string]error{"a": multicluster.ErrNotReady, "b": fmt.Errorf("%w: %w", multicluster.ErrNotReady, errDown)}, ""},
+		{"failed, sorted", map[string]error{"c": multicluster.ErrNotReady, "b": errB, "a": errA, "d": nil}, "member a: a failed\nmember b: b failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := multicluster.Failed(tt.errs)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.EqualError(t, err, tt.want)
+			assert.ErrorIs(t, err, errA)
+			assert.ErrorIs(t, err, errB)
+		})
+	}
 }

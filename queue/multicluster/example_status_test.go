@@ -154,14 +154,8 @@ func (p *propagator) reconcileEverywhere(ctx context.Context, key cache.ObjectNa
 		p.results.Set(key, cluster, result(src, version, err))
 		return err
 	})
-	var failed []error
-	for cluster, err := range errs {
-		if err != nil && !errors.Is(err, multicluster.ErrNotReady) {
-			failed = append(failed, fmt.Errorf("member %s: %w", cluster, err))
-		}
-	}
 	members, ready := p.results.Status(key, src.Generation, p.fleet.Members())
-	return reconcile.Result{}, errors.Join(append(failed, p.writeStatus(ctx, src, members, ready))...)
+	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), p.writeStatus(ctx, src, members, ready))
 }
 
 // result is a member's result of applying src.
