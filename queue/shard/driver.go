@@ -60,8 +60,9 @@ type driver struct {
 	deleteTries int
 	// stopBy is when the requests of a stop (the leave, the read and
 	// delete of the Lease) are given up, on the membership's monotonic
-	// clock: RenewDeadline after the leave began, or after a stop while
-	// joining. Zero until then.
+	// clock: RenewDeadline after the claims were released and no renewal
+	// was in flight (the leave's start, or the start of the wait for a
+	// takeover's hold), or after a stop while joining. Zero until then.
 	stopBy time.Duration
 	// stopJoin: stopped while joining; a create of this process may
 	// have landed, so its Lease is read, and deleted if it is this
@@ -273,16 +274,22 @@ func (d *driver) turn() {
 			// Every claim is released and no renewal is in flight: publish
 			// that this replica left, unless a former process of its
 			// identity may still hold keys.
+			// The stop's deadline starts here, also while a takeover's
+			// hold delays the leave: the stop ends within the renewal
+			// in flight plus RenewDeadline.
+			d.startStopBudget()
 			until, safe := d.leaveHold()
 			switch {
 			case !safe:
 				d.logger.Info("Stopping without publishing that this replica left: a former process of its identity may still hold keys; the Lease expires")
 				d.finish(nil)
+			case now < until && until >= d.stopBy:
+				d.logger.Info("Stopping without publishing that this replica left: a former process of its identity may hold keys past RenewDeadline of the stop; the Lease expires")
+				d.finish(nil)
 			case now < until:
 				d.leaveAt = until
 			default:
 				d.phase = phaseLeaving
-				d.startStopBudget()
 				d.m.withCore(func(c *core) { c.leave() })
 				d.sendLeave()
 			}
@@ -404,10 +411,10 @@ func (d *driver) pollReleases() {
 // in flight.
 //
 // Once the replica is revoking its claims (a stop or a lost Lease), no
-// renewal starts: the one in flight, if any, is the last, and the leave
-// (or Run's return) follows once it is answered or abandoned, so a stop
-// takes at most that write's timeout plus RenewDeadline however the API
-// server answers.
+// renewal starts: the one in flight, if any, is the last, no read follows
+// its conflict, and the leave (or Run's return) follows once it is
+// answered or abandoned, so a stop takes at most that write's timeout plus
+// RenewDeadline however the API server answers.
 func (d *driver) renew() {
 	if d.writing || !d.writeNow || d.stopping() {
 		return
@@ -540,9 +547,14 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			d.writing = false
 			d.lose(fmt.Errorf("%w: Lease %s/%s was deleted", leader.ErrLeaseLost, m.cfg.Namespace, m.lease))
 			return
-		case apierrors.IsConflict(err):
+		case apierrors.IsConflict(err) && !d.stopping():
 			d.out.send(request{Kind: reqRefresh, Timeout: d.readTimeout()})
 			return
+		case apierrors.IsConflict(err):
+			// Revoking: no read now, which would hold up the leave by
+			// up to RetryPeriod past the renewal in flight; the leave
+			// reads the Lease after its own conflict, within the
+			// stop's deadline.
 		default:
 			d.logger.V(2).Info("Could not renew the membership Lease", "err", err.Error())
 			if d.tookWholeTimeout(r) {

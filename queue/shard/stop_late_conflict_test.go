@@ -17,36 +17,36 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/internal/lease"
 )
 
-// reviewSlowConflictClient, once armed, answers each renewal with a
+// slowConflictClient, once armed, answers each renewal with a
 // conflict just before its timeout (a slow API server), hangs every read
 // of the Lease until its context ends, and hangs every update publishing
 // that the replica left.
-type reviewSlowConflictClient struct {
+type slowConflictClient struct {
 	*fake.Clientset
 	armed    atomic.Bool
 	renewals atomic.Int32 // renewals answered before arming
 	slow     atomic.Int32 // renewals sent since arming
 }
 
-func (c *reviewSlowConflictClient) CoordinationV1() coordinationv1client.CoordinationV1Interface {
-	return reviewSlowConflictCoordination{c.Clientset.CoordinationV1(), c}
+func (c *slowConflictClient) CoordinationV1() coordinationv1client.CoordinationV1Interface {
+	return slowConflictCoordination{c.Clientset.CoordinationV1(), c}
 }
 
-type reviewSlowConflictCoordination struct {
+type slowConflictCoordination struct {
 	coordinationv1client.CoordinationV1Interface
-	c *reviewSlowConflictClient
+	c *slowConflictClient
 }
 
-func (r reviewSlowConflictCoordination) Leases(ns string) coordinationv1client.LeaseInterface {
-	return reviewSlowConflictLeases{r.CoordinationV1Interface.Leases(ns), r.c}
+func (r slowConflictCoordination) Leases(ns string) coordinationv1client.LeaseInterface {
+	return slowConflictLeases{r.CoordinationV1Interface.Leases(ns), r.c}
 }
 
-type reviewSlowConflictLeases struct {
+type slowConflictLeases struct {
 	coordinationv1client.LeaseInterface
-	c *reviewSlowConflictClient
+	c *slowConflictClient
 }
 
-func (l reviewSlowConflictLeases) Update(ctx context.Context, o *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+func (l slowConflictLeases) Update(ctx context.Context, o *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
 	if !l.c.armed.Load() {
 		got, err := l.LeaseInterface.Update(ctx, o, opts)
 		if err == nil {
@@ -75,7 +75,7 @@ func (l reviewSlowConflictLeases) Update(ctx context.Context, o *coordinationv1.
 	}
 }
 
-func (l reviewSlowConflictLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+func (l slowConflictLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
 	if l.c.armed.Load() {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -83,7 +83,7 @@ func (l reviewSlowConflictLeases) Get(ctx context.Context, name string, opts met
 	return l.LeaseInterface.Get(ctx, name, opts)
 }
 
-// TestReviewStopAfterALateConflictWithinBudget: docs/design.md says a
+// TestStopAfterALateConflictWithinBudget: docs/design.md says a
 // replica revoking its claims starts no renewal, "its leave waits only for
 // the renewal in flight, so a stop with nothing to drain ends within that
 // renewal's timeout plus RenewDeadline" (docs/operator.md reserves the
@@ -92,8 +92,8 @@ func (l reviewSlowConflictLeases) Get(ctx context.Context, name string, opts met
 // conflict just before its timeout is followed, while revoking, by the
 // read after the conflict, which may take RetryPeriod more before the
 // leave and its RenewDeadline start.
-func TestReviewStopAfterALateConflictWithinBudget(t *testing.T) {
-	client := &reviewSlowConflictClient{Clientset: fake.NewClientset()}
+func TestStopAfterALateConflictWithinBudget(t *testing.T) {
+	client := &slowConflictClient{Clientset: fake.NewClientset()}
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 25 * time.Second, RenewDeadline: 18 * time.Second, RetryPeriod: 6 * time.Second}
 	m, err := New(cfg)

@@ -8,7 +8,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/internal/lease"
 )
 
-// TestReviewStopAfterTakeoverWithinBudget: docs/design.md says a stop with
+// TestStopAfterTakeoverWithinBudget: docs/design.md says a stop with
 // nothing to drain "ends within that renewal's timeout plus RenewDeadline
 // even while the API server hangs every update of the Lease", and that a
 // stop "takes no more of the pod's grace period than docs/operator.md
@@ -18,7 +18,7 @@ import (
 // nothing then: nothing to drain) first waits out the hold, up to
 // RenewDeadline, and only then starts the leave and its RenewDeadline
 // budget: the stop takes up to 2 x RenewDeadline.
-func TestReviewStopAfterTakeoverWithinBudget(t *testing.T) {
+func TestStopAfterTakeoverWithinBudget(t *testing.T) {
 	client := newHangingClient(t, nil, formerLease("pod-0", time.Now()))
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 12 * time.Second, RenewDeadline: 9 * time.Second, RetryPeriod: 500 * time.Millisecond}
