@@ -68,6 +68,10 @@ type driver struct {
 	// have landed, so its Lease is read, and deleted if it is this
 	// process's, before Run returns.
 	stopJoin bool
+	// createMayLand: a create of this process was abandoned or failed
+	// in a way that leaves it possible that the API server applies it
+	// later.
+	createMayLand bool
 	// result is what Run returns once the phase is driverDone.
 	result error
 	// refused is what Run returns after a normal stop: the replica left
@@ -106,10 +110,11 @@ const (
 	reqRefreshLeave                    // read it after that update's conflict
 	reqDeleteOwn                       // delete it after leaving
 	reqDeleteStale                     // delete the Lease of a departed member
+	reqCreateLeft                      // create it marked as left, at a stop while joining
 )
 
 func (k requestKind) String() string {
-	return [...]string{"create", "get existing", "update", "get after conflict", "leave", "get after leave conflict", "delete own", "delete stale"}[k]
+	return [...]string{"create", "get existing", "update", "get after conflict", "leave", "get after leave conflict", "delete own", "delete stale", "create left"}[k]
 }
 
 // maxLeaveTries bounds the writes publishing that this replica left: one
@@ -205,6 +210,11 @@ func (d *driver) stoppedJoining(l *coordinationv1.Lease, err error) {
 		d.m.withCore(func(c *core) { ours = parseStamp(l.Annotations[annotationWriter]).incarnation == c.incarnation })
 	}
 	switch {
+	case ours && isLeft(l):
+		// The Lease this stop created, marked as left: it stays, so
+		// that a create abandoned before fails, and costs the others
+		// nothing (they delete it as a departed member's).
+		d.finish(errStoppedJoining)
 	case ours:
 		// Deleted in the version this process wrote, and no other.
 		d.joining = true
@@ -212,9 +222,41 @@ func (d *driver) stoppedJoining(l *coordinationv1.Lease, err error) {
 	case err != nil && !apierrors.IsNotFound(err):
 		d.logger.Info("Could not read the Lease at a stop while joining; if a create landed, it expires", "err", err.Error())
 		d.finish(errStoppedJoining)
+	case err != nil && d.createMayLand:
+		// A create abandoned (or failed) before may still be applied
+		// by the API server, after this read: it would make the others
+		// count this replica a live member for LeaseDuration. Create
+		// the Lease marked as left first, so that such a create fails.
+		d.createLeft()
 	default:
 		d.finish(errStoppedJoining)
 	}
+}
+
+// isLeft reports whether l publishes that its replica left.
+func isLeft(l *coordinationv1.Lease) bool {
+	p, ok := parsePublished(l.Annotations[AnnotationView])
+	return ok && p.left
+}
+
+// createLeft creates this replica's Lease marked as left, at a stop while
+// joining, within the stop's deadline.
+func (d *driver) createLeft() {
+	t, ok := d.stopTimeout(d.writeTimeout())
+	if !ok {
+		d.logger.Info("Could not mark the Lease as left within RenewDeadline of a stop while joining; if a create lands, it expires")
+		d.finish(errStoppedJoining)
+		return
+	}
+	var l *coordinationv1.Lease
+	var seq uint64
+	d.m.withCore(func(c *core) {
+		c.leave()
+		l = c.initialLease(d.m.now(), d.m.wall())
+		seq = c.seq
+	})
+	d.joining = true
+	d.out.send(request{Kind: reqCreateLeft, Lease: l, Seq: seq, Timeout: t, Sent: d.m.now()})
 }
 
 // lose revokes every claim and makes Run return err once they are
@@ -498,6 +540,9 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 	switch r.Kind {
 	case reqCreate:
 		d.joining = false
+		if err != nil && !apierrors.IsAlreadyExists(err) && mayPass(err) {
+			d.createMayLand = true
+		}
 		if d.phase != phaseJoining {
 			return
 		}
@@ -518,6 +563,18 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			d.out.send(request{Kind: reqTakeOver, Timeout: d.readTimeout()})
 		default:
 			d.joinFailed(r.Kind, err)
+		}
+	case reqCreateLeft:
+		d.joining = false
+		switch {
+		case err == nil:
+			d.logger.Info("Left a Lease marked as left, so that a create abandoned before fails; the others delete it")
+			d.finish(errStoppedJoining)
+		case apierrors.IsAlreadyExists(err):
+			d.checkJoin() // a create landed meanwhile: read it, and delete it if it is this process's
+		default:
+			d.logger.Info("Could not mark the Lease as left at a stop while joining; if a create lands, it expires", "err", err.Error())
+			d.finish(errStoppedJoining)
 		}
 	case reqTakeOver:
 		d.joining = false
@@ -672,7 +729,7 @@ func (r request) context(parent context.Context) (context.Context, context.Cance
 func (r request) do(ctx context.Context, m *Membership) (*coordinationv1.Lease, error) {
 	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
 	switch r.Kind {
-	case reqCreate:
+	case reqCreate, reqCreateLeft:
 		return leases.Create(ctx, r.Lease, metav1.CreateOptions{})
 	case reqTakeOver, reqRefresh, reqRefreshLeave:
 		return leases.Get(ctx, m.lease, metav1.GetOptions{})
