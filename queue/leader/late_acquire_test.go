@@ -2,7 +2,6 @@ package leader_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,53 +16,56 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 )
 
-// reviewLandsLaterClient models an API server that applies an acquiring
-// create after its client abandoned it: the create hangs until its
+// landsLaterClient models an API server that applies an acquiring
+// create after its client abandoned it: the first create hangs until its
 // context ends, and is applied once the Lease has been read as not found
-// after that (the release's read at the stop).
-type reviewLandsLaterClient struct {
+// after that (the release's read at the stop) and the test closed stopped
+// (once Run returned). Later creates are applied at once.
+type landsLaterClient struct {
 	*fake.Clientset
 	createHung atomic.Bool
 	readAfter  chan struct{}
 	readOnce   sync.Once
-	landed     chan struct{}
+	stopped    chan struct{}
+	stopOnce   sync.Once
+	attempted  chan struct{} // closed once the abandoned create was applied or refused
 	wg         sync.WaitGroup
 }
 
-func (c *reviewLandsLaterClient) CoordinationV1() coordinationv1client.CoordinationV1Interface {
-	return reviewLandsLaterCoordination{c.Clientset.CoordinationV1(), c}
+func (c *landsLaterClient) CoordinationV1() coordinationv1client.CoordinationV1Interface {
+	return landsLaterCoordination{c.Clientset.CoordinationV1(), c}
 }
 
-type reviewLandsLaterCoordination struct {
+type landsLaterCoordination struct {
 	coordinationv1client.CoordinationV1Interface
-	c *reviewLandsLaterClient
+	c *landsLaterClient
 }
 
-func (r reviewLandsLaterCoordination) Leases(ns string) coordinationv1client.LeaseInterface {
-	return reviewLandsLaterLeases{r.CoordinationV1Interface.Leases(ns), r.c}
+func (r landsLaterCoordination) Leases(ns string) coordinationv1client.LeaseInterface {
+	return landsLaterLeases{r.CoordinationV1Interface.Leases(ns), r.c}
 }
 
-type reviewLandsLaterLeases struct {
+type landsLaterLeases struct {
 	coordinationv1client.LeaseInterface
-	c *reviewLandsLaterClient
+	c *landsLaterClient
 }
 
-func (l reviewLandsLaterLeases) Create(ctx context.Context, o *coordinationv1.Lease, _ metav1.CreateOptions) (*coordinationv1.Lease, error) {
+func (l landsLaterLeases) Create(ctx context.Context, o *coordinationv1.Lease, _ metav1.CreateOptions) (*coordinationv1.Lease, error) {
 	if !l.c.createHung.CompareAndSwap(false, true) {
-		return nil, errors.New("only one create expected")
+		return l.LeaseInterface.Create(ctx, o, metav1.CreateOptions{})
 	}
 	<-ctx.Done()
 	o = o.DeepCopy()
 	l.c.wg.Go(func() {
 		<-l.c.readAfter
-		if _, err := l.LeaseInterface.Create(context.Background(), o, metav1.CreateOptions{}); err == nil {
-			close(l.c.landed)
-		}
+		<-l.c.stopped
+		_, _ = l.LeaseInterface.Create(context.Background(), o, metav1.CreateOptions{})
+		close(l.c.attempted)
 	})
 	return nil, ctx.Err()
 }
 
-func (l reviewLandsLaterLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+func (l landsLaterLeases) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
 	got, err := l.LeaseInterface.Get(ctx, name, opts)
 	if l.c.createHung.Load() && apierrors.IsNotFound(err) {
 		l.c.readOnce.Do(func() { close(l.c.readAfter) })
@@ -71,16 +73,19 @@ func (l reviewLandsLaterLeases) Get(ctx context.Context, name string, opts metav
 	return got, err
 }
 
-// TestReviewStopDuringAcquireLateCreate: the package documentation says a
+// TestStopDuringAcquireLateCreate: the package documentation says a
 // stop releases the Lease "also one that came before the replica led (an
 // acquiring request abandoned at the stop may have landed)". An acquiring
 // create abandoned at the stop that the API server applies after the
-// release read the Lease (and found none) leaves the Lease held by the
-// stopped replica: a standby waits LeaseDuration.
-func TestReviewStopDuringAcquireLateCreate(t *testing.T) {
-	c := &reviewLandsLaterClient{Clientset: fake.NewClientset(), readAfter: make(chan struct{}), landed: make(chan struct{})}
+// release read the Lease (and found none), even after Run returned, must
+// not leave the Lease held by the stopped replica (a standby would wait
+// LeaseDuration): the release creates the Lease released, and the late
+// create fails.
+func TestStopDuringAcquireLateCreate(t *testing.T) {
+	c := &landsLaterClient{Clientset: fake.NewClientset(), readAfter: make(chan struct{}), stopped: make(chan struct{}), attempted: make(chan struct{})}
 	t.Cleanup(func() {
 		c.readOnce.Do(func() { close(c.readAfter) })
+		c.stopOnce.Do(func() { close(c.stopped) })
 		c.wg.Wait()
 	})
 	cfg := leader.Config{Client: c, Namespace: ns, Name: lease, Identity: "me",
@@ -99,7 +104,8 @@ func TestReviewStopDuringAcquireLateCreate(t *testing.T) {
 	if err := result(t, done); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	wait(t, c.landed, "the abandoned create applied")
+	c.stopOnce.Do(func() { close(c.stopped) })
+	wait(t, c.attempted, "the abandoned create sent on to the API server")
 	if h := holder(t, c.Clientset); h != "" {
 		t.Errorf("Run returned nil after a stop while acquiring, and its create, abandoned at the stop and applied after the release read the Lease, left it held by %q: a standby waits LeaseDuration (%s) to take over", h, cfg.LeaseDuration)
 	}
