@@ -315,10 +315,9 @@ func (d *driver) turn() {
 		case !d.writing:
 			// Every claim is released and no renewal is in flight: publish
 			// that this replica left, unless a former process of its
-			// identity may still hold keys.
-			// The stop's deadline starts here, also while a takeover's
-			// hold delays the leave: the stop ends within the renewal
-			// in flight plus RenewDeadline.
+			// identity may still hold keys. The stop's deadline starts
+			// here, also while a takeover's hold delays the leave, so the
+			// stop ends within the renewal in flight plus RenewDeadline.
 			d.startStopBudget()
 			until, safe := d.leaveHold()
 			switch {
