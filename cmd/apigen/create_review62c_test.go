@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// reviewEdit replaces pairs of strings in the module's file rel, each of
+// which must be there.
+func reviewEdit(t *testing.T, dir, rel string, pairs ...string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := string(b)
+	for i := 0; i < len(pairs); i += 2 {
+		require.Contains(t, s, pairs[i], rel)
+		s = strings.ReplaceAll(s, pairs[i], pairs[i+1])
+	}
+	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+}
+
+// reviewGo runs go with args in dir.
+func reviewGo(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", args...)
+	cmd.Dir = dir
+	cmd.Env = commandEnviron("GOWORK=off", "GOFLAGS=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+// A kind whose plural the user chose (+kubebuilder:resource:path and
+// +resourceName, for a plural flect gets wrong or a name of the user's)
+// keeps it when apigen create api adds a version: the new version's
+// markers must name the hub's plural, or controller-gen takes the new
+// version's default plural for the CRD (a CRD of another name, the
+// user's CRD left with one version) and client-gen the new version's
+// resource.
+func TestReviewCreateAPIVersionKeepsPlural(t *testing.T) {
+	t.Parallel()
+	dir := operatorModule(t, t.TempDir())
+	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
+	require.Equal(t, 0, code, "init: %s", stderr)
+	reviewEdit(t, dir, "apis/example/v1/types.go",
+		"+kubebuilder:resource:path=widgets\n", "+kubebuilder:resource:path=widgetz\n",
+		"+resourceName=widgets\n", "+resourceName=widgetz\n")
+	reviewGo(t, dir, "generate", "./...")
+	require.FileExists(t, filepath.Join(dir, "deploy/crd/example.com_widgetz.yaml"), "the user's CRD before create api")
+	if err := os.Remove(filepath.Join(dir, "deploy/crd/example.com_widgets.yaml")); err != nil {
+		require.ErrorIs(t, err, os.ErrNotExist)
+	}
+
+	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v2/Widget")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	var crds []string
+	for rel := range tree(t, dir) {
+		if strings.HasPrefix(rel, "deploy/crd/") {
+			crds = append(crds, rel)
+		}
+	}
+	assert.Equal(t, []string{"deploy/crd/example.com_widgetz.yaml"}, crds, "the CRDs after create api of a second version")
+	crd, err := os.ReadFile(filepath.Join(dir, "deploy/crd/example.com_widgetz.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(crd), "name: v2", "the user's CRD has the new version")
+	types, err := os.ReadFile(filepath.Join(dir, "apis/example/v2/types.go"))
+	require.NoError(t, err)
+	assert.Contains(t, string(types), "+resourceName=widgetz\n", "the new version's client resource")
+}
