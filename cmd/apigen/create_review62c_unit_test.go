@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The new version copies the hub's Spec and Status and the types of its
+// package they use, wherever they are declared: a type declared in a
+// grouped declaration (type ( Tier string; Zone string ), as Go code
+// often declares a few small types) is one the new version's fields use
+// too, or the new version does not build.
+func TestReviewCreateAPIVersionCopiesGroupedTypes(t *testing.T) {
+	t.Parallel()
+	s := &scaffold{Name: "widget-operator"}
+	require.NoError(t, s.complete("example.com/v1/Widget"))
+	s.Module = "example.com/op"
+	dir := t.TempDir()
+	for rel, tmpl := range map[string]string{"main.go": "main.go.tmpl", "generate.go": "generate.go.tmpl",
+		"apis/example/v1/doc.go": "doc.go.tmpl", "apis/example/v1/types.go": "types.go.tmpl"} {
+		src, err := render(tmpl, s)
+		require.NoError(t, err)
+		if rel == "apis/example/v1/types.go" {
+			text := strings.Replace(string(src), "\tMessage string", "\tTier Tier `json:\"tier,omitempty\"`\n\tZone Zone `json:\"zone,omitempty\"`\n\tMessage string", 1)
+			src = []byte(text + "\n// The user's small types.\ntype (\n\t// Tier is a service tier.\n\tTier string\n\t// Zone is a zone.\n\tZone string\n)\n")
+		}
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, src, 0o644))
+	}
+	op, err := loadOperator(module{root: dir, path: s.Module})
+	require.NoError(t, err)
+	plan, err := op.planAPI("example.com/v2/Widget")
+	require.NoError(t, err)
+	types := string(plan.files["apis/example/v2/types.go"])
+	require.NotEmpty(t, types, "the new version's types")
+	assert.Regexp(t, "\tTier +Tier +`json:\"tier,omitempty\"`", types, "the hub's field")
+	assert.Regexp(t, `\bTier +string\b`, types, "the type Tier the new version's field uses is declared in the new version:\n%s", types)
+	assert.Regexp(t, `\bZone +string\b`, types, "the type Zone the new version's field uses is declared in the new version:\n%s", types)
+}
