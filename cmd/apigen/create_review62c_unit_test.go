@@ -43,3 +43,37 @@ func TestReviewCreateAPIVersionCopiesGroupedTypes(t *testing.T) {
 	assert.Regexp(t, `\bTier +string\b`, types, "the type Tier the new version's field uses is declared in the new version:\n%s", types)
 	assert.Regexp(t, `\bZone +string\b`, types, "the type Zone the new version's field uses is declared in the new version:\n%s", types)
 }
+
+// The new version starts as the hub is, beyond its fields: the hub's
+// printer columns (+kubebuilder:printcolumn on its kind's type, per
+// version in the CRD) are the new version's too. Without them `kubectl
+// get widgets`, which reads the preferred version (v2 once it exists),
+// loses the columns the user gave the kind.
+func TestReviewCreateAPIVersionKeepsPrintColumns(t *testing.T) {
+	t.Parallel()
+	s := &scaffold{Name: "widget-operator"}
+	require.NoError(t, s.complete("example.com/v1/Widget"))
+	s.Module = "example.com/op"
+	dir := t.TempDir()
+	const column = `// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=".spec.message"`
+	for rel, tmpl := range map[string]string{"main.go": "main.go.tmpl", "generate.go": "generate.go.tmpl",
+		"apis/example/v1/doc.go": "doc.go.tmpl", "apis/example/v1/types.go": "types.go.tmpl"} {
+		src, err := render(tmpl, s)
+		require.NoError(t, err)
+		if rel == "apis/example/v1/types.go" {
+			text := string(src)
+			require.Contains(t, text, "// +kubebuilder:subresource:status\n")
+			src = []byte(strings.Replace(text, "// +kubebuilder:subresource:status\n", "// +kubebuilder:subresource:status\n"+column+"\n", 1))
+		}
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, src, 0o644))
+	}
+	op, err := loadOperator(module{root: dir, path: s.Module})
+	require.NoError(t, err)
+	plan, err := op.planAPI("example.com/v2/Widget")
+	require.NoError(t, err)
+	types := string(plan.files["apis/example/v2/types.go"])
+	require.NotEmpty(t, types, "the new version's types")
+	assert.Contains(t, types, column, "the hub's printer column in the new version:\n%s", types)
+}
