@@ -77,3 +77,47 @@ func TestReviewCreateAPIVersionKeepsPrintColumns(t *testing.T) {
 	require.NotEmpty(t, types, "the new version's types")
 	assert.Contains(t, types, column, "the hub's printer column in the new version:\n%s", types)
 }
+
+// reviewHub writes an operator as init makes it, with its v1 types.go
+// changed by edit, and loads it.
+func reviewHub(t *testing.T, edit func(string) string) *operatorDir {
+	t.Helper()
+	s := &scaffold{Name: "widget-operator"}
+	require.NoError(t, s.complete("example.com/v1/Widget"))
+	s.Module = "example.com/op"
+	dir := t.TempDir()
+	for rel, tmpl := range map[string]string{"main.go": "main.go.tmpl", "generate.go": "generate.go.tmpl",
+		"apis/example/v1/doc.go": "doc.go.tmpl", "apis/example/v1/types.go": "types.go.tmpl"} {
+		src, err := render(tmpl, s)
+		require.NoError(t, err)
+		if rel == "apis/example/v1/types.go" {
+			src = []byte(edit(string(src)))
+		}
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, src, 0o644))
+	}
+	op, err := loadOperator(module{root: dir, path: s.Module})
+	require.NoError(t, err)
+	return op
+}
+
+// The copy of the hub's WidgetSpec in the new version keeps its
+// type-level validation: markers in a group of their own above the type's
+// doc comment (the layout init's types use for the kind's markers, and
+// one controller-gen reads) are the type's markers too. Without them the
+// new version's schema admits objects the hub's refuses: a user who
+// writes v2 gets past the rule.
+func TestReviewCreateAPIVersionKeepsSpecValidation(t *testing.T) {
+	t.Parallel()
+	const rule = `// +kubebuilder:validation:XValidation:rule="self.message != 'forbidden'",message="message must not be forbidden"`
+	op := reviewHub(t, func(text string) string {
+		require.Contains(t, text, "// WidgetSpec is the desired state")
+		return strings.Replace(text, "// WidgetSpec is the desired state", rule+"\n\n// WidgetSpec is the desired state", 1)
+	})
+	plan, err := op.planAPI("example.com/v2/Widget")
+	require.NoError(t, err)
+	types := string(plan.files["apis/example/v2/types.go"])
+	require.Contains(t, types, "type WidgetSpec struct", "the new version's types")
+	assert.Contains(t, types, rule, "the hub's WidgetSpec validation in the new version:\n%s", types)
+}
