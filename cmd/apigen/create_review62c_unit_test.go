@@ -121,3 +121,43 @@ func TestReviewCreateAPIVersionKeepsSpecValidation(t *testing.T) {
 	require.Contains(t, types, "type WidgetSpec struct", "the new version's types")
 	assert.Contains(t, types, rule, "the hub's WidgetSpec validation in the new version:\n%s", types)
 }
+
+// Two kinds of a package whose Specs share a type of the package (a
+// Size, a Selector) each get a second version in the same new package,
+// one create api each: the first copies the shared type there, and the
+// second must use that copy (or be given the type once), not refuse
+// because the new package declares it.
+func TestReviewCreateAPIVersionsShareTypes(t *testing.T) {
+	t.Parallel()
+	op := reviewHub(t, func(text string) string {
+		text = strings.Replace(text, "\tMessage string", "\tSize Size `json:\"size,omitempty\"`\n\tMessage string", 1)
+		return text + "\n// Size is a type of the user's, of both kinds.\ntype Size struct {\n\tReplicas int32 `json:\"replicas\"`\n}\n"
+	})
+	// The second kind, as create api writes it, with the shared type.
+	g := &scaffold{Name: "widget-operator"}
+	require.NoError(t, g.complete("example.com/v1/Gadget"))
+	g.Module = "example.com/op"
+	src, err := render("types.go.tmpl", g)
+	require.NoError(t, err)
+	gadget := strings.Replace(string(src), "\tMessage string", "\tSize Size `json:\"size,omitempty\"`\n\tMessage string", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(op.mod.root, "apis/example/v1/gadget_types.go"), []byte(gadget), 0o644))
+
+	write := func(plan *createPlan) {
+		t.Helper()
+		for rel, b := range plan.files {
+			p := filepath.Join(op.mod.root, filepath.FromSlash(rel))
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, b, 0o644))
+		}
+		for rel, b := range plan.edits {
+			require.NoError(t, os.WriteFile(filepath.Join(op.mod.root, filepath.FromSlash(rel)), b, 0o644))
+		}
+	}
+	for _, api := range []string{"example.com/v2/Widget", "example.com/v2/Gadget"} {
+		op, err := loadOperator(op.mod)
+		require.NoError(t, err)
+		plan, err := op.planAPI(api)
+		require.NoError(t, err, "create api -api %s", api)
+		write(plan)
+	}
+}
