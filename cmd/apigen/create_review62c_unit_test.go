@@ -161,3 +161,25 @@ func TestReviewCreateAPIVersionsShareTypes(t *testing.T) {
 		write(plan)
 	}
 }
+
+// A kind without a status (a kind of settings, which kubebuilder and
+// controller-gen allow: no Status field, no status subresource) gets a
+// second version like any kind: the new version is the hub's shape, with
+// no WidgetStatus to copy, not a refusal.
+func TestReviewCreateAPIVersionOfKindWithoutStatus(t *testing.T) {
+	t.Parallel()
+	op := reviewHub(t, func(text string) string {
+		for _, cut := range []string{"// +kubebuilder:subresource:status\n", "\t// +optional\n\tStatus WidgetStatus `json:\"status,omitempty\"`\n"} {
+			require.Contains(t, text, cut)
+			text = strings.Replace(text, cut, "", 1)
+		}
+		start := strings.Index(text, "// WidgetStatus is")
+		end := strings.Index(text, "// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object\n\n// WidgetList")
+		require.True(t, start > 0 && end > start)
+		return text[:start] + text[end:]
+	})
+	plan, err := op.planAPI("example.com/v2/Widget")
+	require.NoError(t, err, "create api -api example.com/v2/Widget of a kind without a status")
+	types := string(plan.files["apis/example/v2/types.go"])
+	assert.Contains(t, types, "type WidgetSpec struct", types)
+}
