@@ -74,3 +74,42 @@ func TestReviewCreateAPIVersionKeepsPlural(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(types), "+resourceName=widgetz\n", "the new version's client resource")
 }
+
+// A kind whose +kubebuilder:resource marker has short names and
+// categories (as kubebuilder documents, and many operators' kinds have)
+// keeps them in its CRD once apigen create api adds a version, on every
+// generation. controller-gen sets a CRD's shortNames and categories (as
+// its plural and scope) from the resource marker of whichever version it
+// applies last, in the order of a map: the new version carries init's
+// marker, not the hub's, so each go generate flips the CRD between having
+// the short names and not (`kubectl get wg` works, or not, after each).
+func TestReviewCreateAPIVersionKeepsShortNames(t *testing.T) {
+	dir := operatorModule(t, t.TempDir())
+	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
+	require.Equal(t, 0, code, "init: %s", stderr)
+	reviewEdit(t, dir, "apis/example/v1/types.go",
+		"+kubebuilder:resource:path=widgets\n", "+kubebuilder:resource:path=widgets,shortName=wg,categories=example\n")
+	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v2/Widget")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+
+	// The CRD step of go generate, run again as a user's go generate runs
+	// it after each change of the types.
+	t.Chdir(dir)
+	var missing int
+	const runs = 8
+	for i := range runs {
+		loads, closeLoads, err := newPackageLoads(t.Context(), dir, "")
+		require.NoError(t, err)
+		out := t.TempDir()
+		err = generateCRDs(loads, "apis", out)
+		closeLoads()
+		require.NoError(t, err)
+		crd, err := os.ReadFile(filepath.Join(out, "example.com_widgets.yaml"))
+		require.NoError(t, err)
+		if !strings.Contains(string(crd), "shortNames:\n    - wg\n") || !strings.Contains(string(crd), "categories:\n    - example\n") {
+			missing++
+			t.Logf("generation %d: the CRD has lost the short names or categories of the hub's marker", i)
+		}
+	}
+	assert.Zero(t, missing, "of %d generations of the CRD after create api of a second version, %d lost the kind's short names or categories", runs, missing)
+}
