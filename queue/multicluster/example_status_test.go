@@ -62,11 +62,13 @@ func newPropagator(provider multicluster.Provider, sources coreinformers.TypedCo
 	if err != nil {
 		return nil, err
 	}
-	return p, p.copies.Watch(
+	err = p.copies.Watch(
+		// A change of a source: its key in every member held here.
 		queue.On(sources.TypedInformer(), informer.EnqueueMappedHandler(p.inEveryMember, p.copies)),
 		// A member that becomes ready gets every source.
 		multicluster.OnMembers(p.fleet, p.copies, p.sourcesIn),
 	)
+	return p, err
 }
 
 // engage caches nothing: the copies are read from the member.
