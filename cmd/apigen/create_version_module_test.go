@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// reviewEdit replaces pairs of strings in the module's file rel, each of
+// editModuleFile replaces pairs of strings in the module's file rel, each of
 // which must be there.
-func reviewEdit(t *testing.T, dir, rel string, pairs ...string) {
+func editModuleFile(t *testing.T, dir, rel string, pairs ...string) {
 	t.Helper()
 	p := filepath.Join(dir, filepath.FromSlash(rel))
 	b, err := os.ReadFile(p)
@@ -26,8 +26,8 @@ func reviewEdit(t *testing.T, dir, rel string, pairs ...string) {
 	require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
 }
 
-// reviewGo runs go with args in dir.
-func reviewGo(t *testing.T, dir string, args ...string) string {
+// goIn runs go with args in dir.
+func goIn(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "go", args...)
 	cmd.Dir = dir
@@ -44,15 +44,15 @@ func reviewGo(t *testing.T, dir string, args ...string) string {
 // version's default plural for the CRD (a CRD of another name, the
 // user's CRD left with one version) and client-gen the new version's
 // resource.
-func TestReviewCreateAPIVersionKeepsPlural(t *testing.T) {
+func TestCreateAPIVersionKeepsPlural(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
 	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
 	require.Equal(t, 0, code, "init: %s", stderr)
-	reviewEdit(t, dir, "apis/example/v1/types.go",
+	editModuleFile(t, dir, "apis/example/v1/types.go",
 		"+kubebuilder:resource:path=widgets\n", "+kubebuilder:resource:path=widgetz\n",
 		"+resourceName=widgets\n", "+resourceName=widgetz\n")
-	reviewGo(t, dir, "generate", "./...")
+	goIn(t, dir, "generate", "./...")
 	require.FileExists(t, filepath.Join(dir, "deploy/crd/example.com_widgetz.yaml"), "the user's CRD before create api")
 	if err := os.Remove(filepath.Join(dir, "deploy/crd/example.com_widgets.yaml")); err != nil {
 		require.ErrorIs(t, err, os.ErrNotExist)
@@ -83,11 +83,11 @@ func TestReviewCreateAPIVersionKeepsPlural(t *testing.T) {
 // applies last, in the order of a map: the new version carries init's
 // marker, not the hub's, so each go generate flips the CRD between having
 // the short names and not (`kubectl get wg` works, or not, after each).
-func TestReviewCreateAPIVersionKeepsShortNames(t *testing.T) {
+func TestCreateAPIVersionKeepsShortNames(t *testing.T) {
 	dir := operatorModule(t, t.TempDir())
 	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
 	require.Equal(t, 0, code, "init: %s", stderr)
-	reviewEdit(t, dir, "apis/example/v1/types.go",
+	editModuleFile(t, dir, "apis/example/v1/types.go",
 		"+kubebuilder:resource:path=widgets\n", "+kubebuilder:resource:path=widgets,shortName=wg,categories=example\n")
 	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v2/Widget")
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)

@@ -15,7 +15,7 @@ import (
 // grouped declaration (type ( Tier string; Zone string ), as Go code
 // often declares a few small types) is one the new version's fields use
 // too, or the new version does not build.
-func TestReviewCreateAPIVersionCopiesGroupedTypes(t *testing.T) {
+func TestCreateAPIVersionCopiesGroupedTypes(t *testing.T) {
 	t.Parallel()
 	s := &scaffold{Name: "widget-operator"}
 	require.NoError(t, s.complete("example.com/v1/Widget"))
@@ -35,7 +35,7 @@ func TestReviewCreateAPIVersionCopiesGroupedTypes(t *testing.T) {
 	}
 	op, err := loadOperator(module{root: dir, path: s.Module})
 	require.NoError(t, err)
-	plan, err := op.planAPI("example.com/v2/Widget")
+	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget")
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.NotEmpty(t, types, "the new version's types")
@@ -49,7 +49,7 @@ func TestReviewCreateAPIVersionCopiesGroupedTypes(t *testing.T) {
 // version in the CRD) are the new version's too. Without them `kubectl
 // get widgets`, which reads the preferred version (v2 once it exists),
 // loses the columns the user gave the kind.
-func TestReviewCreateAPIVersionKeepsPrintColumns(t *testing.T) {
+func TestCreateAPIVersionKeepsPrintColumns(t *testing.T) {
 	t.Parallel()
 	s := &scaffold{Name: "widget-operator"}
 	require.NoError(t, s.complete("example.com/v1/Widget"))
@@ -71,16 +71,16 @@ func TestReviewCreateAPIVersionKeepsPrintColumns(t *testing.T) {
 	}
 	op, err := loadOperator(module{root: dir, path: s.Module})
 	require.NoError(t, err)
-	plan, err := op.planAPI("example.com/v2/Widget")
+	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget")
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.NotEmpty(t, types, "the new version's types")
 	assert.Contains(t, types, column, "the hub's printer column in the new version:\n%s", types)
 }
 
-// reviewHub writes an operator as init makes it, with its v1 types.go
+// hubOperator writes an operator as init makes it, with its v1 types.go
 // changed by edit, and loads it.
-func reviewHub(t *testing.T, edit func(string) string) *operatorDir {
+func hubOperator(t *testing.T, edit func(string) string) *operatorDir {
 	t.Helper()
 	s := &scaffold{Name: "widget-operator"}
 	require.NoError(t, s.complete("example.com/v1/Widget"))
@@ -108,14 +108,14 @@ func reviewHub(t *testing.T, edit func(string) string) *operatorDir {
 // one controller-gen reads) are the type's markers too. Without them the
 // new version's schema admits objects the hub's refuses: a user who
 // writes v2 gets past the rule.
-func TestReviewCreateAPIVersionKeepsSpecValidation(t *testing.T) {
+func TestCreateAPIVersionKeepsSpecValidation(t *testing.T) {
 	t.Parallel()
 	const rule = `// +kubebuilder:validation:XValidation:rule="self.message != 'forbidden'",message="message must not be forbidden"`
-	op := reviewHub(t, func(text string) string {
+	op := hubOperator(t, func(text string) string {
 		require.Contains(t, text, "// WidgetSpec is the desired state")
 		return strings.Replace(text, "// WidgetSpec is the desired state", rule+"\n\n// WidgetSpec is the desired state", 1)
 	})
-	plan, err := op.planAPI("example.com/v2/Widget")
+	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget")
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.Contains(t, types, "type WidgetSpec struct", "the new version's types")
@@ -127,9 +127,9 @@ func TestReviewCreateAPIVersionKeepsSpecValidation(t *testing.T) {
 // one create api each: the first copies the shared type there, and the
 // second must use that copy (or be given the type once), not refuse
 // because the new package declares it.
-func TestReviewCreateAPIVersionsShareTypes(t *testing.T) {
+func TestCreateAPIVersionsShareTypes(t *testing.T) {
 	t.Parallel()
-	op := reviewHub(t, func(text string) string {
+	op := hubOperator(t, func(text string) string {
 		text = strings.Replace(text, "\tMessage string", "\tSize Size `json:\"size,omitempty\"`\n\tMessage string", 1)
 		return text + "\n// Size is a type of the user's, of both kinds.\ntype Size struct {\n\tReplicas int32 `json:\"replicas\"`\n}\n"
 	})
@@ -156,7 +156,7 @@ func TestReviewCreateAPIVersionsShareTypes(t *testing.T) {
 	for _, api := range []string{"example.com/v2/Widget", "example.com/v2/Gadget"} {
 		op, err := loadOperator(op.mod)
 		require.NoError(t, err)
-		plan, err := op.planAPI(api)
+		plan, err := op.planAPI(t.Context(), api)
 		require.NoError(t, err, "create api -api %s", api)
 		write(plan)
 	}
@@ -166,9 +166,9 @@ func TestReviewCreateAPIVersionsShareTypes(t *testing.T) {
 // controller-gen allow: no Status field, no status subresource) gets a
 // second version like any kind: the new version is the hub's shape, with
 // no WidgetStatus to copy, not a refusal.
-func TestReviewCreateAPIVersionOfKindWithoutStatus(t *testing.T) {
+func TestCreateAPIVersionOfKindWithoutStatus(t *testing.T) {
 	t.Parallel()
-	op := reviewHub(t, func(text string) string {
+	op := hubOperator(t, func(text string) string {
 		for _, cut := range []string{"// +kubebuilder:subresource:status\n", "\t// +optional\n\tStatus WidgetStatus `json:\"status,omitempty\"`\n"} {
 			require.Contains(t, text, cut)
 			text = strings.Replace(text, cut, "", 1)
@@ -178,8 +178,30 @@ func TestReviewCreateAPIVersionOfKindWithoutStatus(t *testing.T) {
 		require.True(t, start > 0 && end > start)
 		return text[:start] + text[end:]
 	})
-	plan, err := op.planAPI("example.com/v2/Widget")
+	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget")
 	require.NoError(t, err, "create api -api example.com/v2/Widget of a kind without a status")
 	types := string(plan.files["apis/example/v2/types.go"])
 	assert.Contains(t, types, "type WidgetSpec struct", types)
+}
+
+// The new version builds whatever of its package the hub's types use: an
+// import whose package name is not the last element of its path (a major
+// version suffix, gopkg.in's .vN) comes along, and so do the constants a
+// copied type needs (an array's length) with the constants they use.
+func TestCreateAPIVersionCopiesImportsAndConstants(t *testing.T) {
+	t.Parallel()
+	op := hubOperator(t, func(text string) string {
+		text = strings.Replace(text, "import metav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"",
+			"import (\n\t\"example.com/lib/v2\"\n\t\"gopkg.in/yaml.v3\"\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n)", 1)
+		text = strings.Replace(text, "\tMessage string", "\tRef lib.Ref `json:\"ref\"`\n\tDoc *yaml.Node `json:\"-\"`\n\tSlots [MaxSlots]int32 `json:\"slots\"`\n\tMessage string", 1)
+		return text + "\n// MaxSlots is the most slots.\nconst MaxSlots = slotsPerZone * 2\n\nconst slotsPerZone = 4\n"
+	})
+	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget")
+	require.NoError(t, err)
+	types := string(plan.files["apis/example/v2/types.go"])
+	require.Contains(t, types, "type WidgetSpec struct", "the new version's types")
+	assert.Contains(t, types, "\"example.com/lib/v2\"", "the import of package lib:\n%s", types)
+	assert.Contains(t, types, "\"gopkg.in/yaml.v3\"", "the import of package yaml:\n%s", types)
+	assert.Contains(t, types, "const MaxSlots = slotsPerZone * 2", "the constant the array's length is:\n%s", types)
+	assert.Contains(t, types, "const slotsPerZone = 4", "the constant that constant uses:\n%s", types)
 }
