@@ -205,3 +205,36 @@ func TestCreateAPIVersionCopiesImportsAndConstants(t *testing.T) {
 	assert.Contains(t, types, "const MaxSlots = slotsPerZone * 2", "the constant the array's length is:\n%s", types)
 	assert.Contains(t, types, "const slotsPerZone = 4", "the constant that constant uses:\n%s", types)
 }
+
+// A type of the new version's package that another kind's version copied
+// and the user changed since is not the hub's any more: the second kind's
+// new version is refused, naming both, rather than using the changed one
+// or declaring it twice.
+func TestCreateAPIVersionRefusesChangedSharedType(t *testing.T) {
+	t.Parallel()
+	op := hubOperator(t, func(text string) string {
+		text = strings.Replace(text, "\tMessage string", "\tSize Size `json:\"size,omitempty\"`\n\tMessage string", 1)
+		return text + "\n// Size is a type of the user's, of both kinds.\ntype Size struct {\n\tReplicas int32 `json:\"replicas\"`\n}\n"
+	})
+	g := &scaffold{Name: "widget-operator"}
+	require.NoError(t, g.complete("example.com/v1/Gadget"))
+	g.Module = "example.com/op"
+	src, err := render("types.go.tmpl", g)
+	require.NoError(t, err)
+	gadget := strings.Replace(string(src), "\tMessage string", "\tSize Size `json:\"size,omitempty\"`\n\tMessage string", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(op.mod.root, "apis/example/v1/gadget_types.go"), []byte(gadget), 0o644))
+	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget")
+	require.NoError(t, err)
+	v2 := string(plan.files["apis/example/v2/types.go"])
+	require.Contains(t, v2, "\tReplicas int32 `json:\"replicas\"`")
+	v2 = strings.Replace(v2, "\tReplicas int32 `json:\"replicas\"`", "\tReplicas int64 `json:\"replicas\"`", 1)
+	for rel, b := range map[string][]byte{"apis/example/v2/doc.go": plan.files["apis/example/v2/doc.go"], "apis/example/v2/types.go": []byte(v2)} {
+		p := filepath.Join(op.mod.root, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
+	op, err = loadOperator(op.mod)
+	require.NoError(t, err)
+	_, err = op.planAPI(t.Context(), "example.com/v2/Gadget")
+	require.ErrorContains(t, err, "apis/example/v2/types.go declares Size, which the new version of Gadget copies from v1 (apis/example/v1/types.go), unlike it")
+}
