@@ -15,7 +15,7 @@ import (
 // parent follows its parent, a reconcile follows the writes that set it
 // off, and root decides for the rest:
 //
-//	sdktrace.WithSampler(sdktrace.ParentBased(tracing.FollowLinks(sdktrace.TraceIDRatioBased(0.1))))
+//	sampler := sdktrace.ParentBased(tracing.FollowLinks(sdktrace.TraceIDRatioBased(0.1)))
 //
 // so a trace that was sampled at its start is kept whole across the
 // objects it reaches, and one that was not costs nothing downstream.
@@ -57,7 +57,7 @@ func (f followLinks) Description() string {
 // AttrWrote is false) and ended without an error. Use it in place of
 // next when the reconciles that found nothing to do are noise:
 //
-//	sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracing.DropEmpty(sdktrace.NewBatchSpanProcessor(exporter))))
+//	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracing.DropEmpty(sdktrace.NewBatchSpanProcessor(exporter))))
 //
 // Only the reconcile's own span is dropped: the client spans of its reads,
 // sampled with it, are still exported, without their parent.
