@@ -137,11 +137,6 @@ func TestWithTracerProviderNil(t *testing.T) {
 	assert.ErrorContains(t, err, "tracer provider is nil")
 }
 
-type stubController struct{}
-
-func (stubController) Run(ctx context.Context) error { <-ctx.Done(); return nil }
-func (stubController) HasSynced() bool               { return true }
-
 // With --tracing-endpoint (or $OTEL_EXPORTER_OTLP_ENDPOINT) the flags trace
 // every controller and every client request, and Run flushes the spans at
 // its stop.
