@@ -56,9 +56,10 @@ func TestTracingTriggersAreLinks(t *testing.T) {
 	owned.OnUpdate(updated, updated) // a resync
 
 	stop := startController(t, context.Background(), c)
-	spans := waitSpans(t, rec, 1)
+	spans := waitSpans(t, rec, 3) // the two writes, then the reconcile
 	require.NoError(t, stop())
-	s := spans[0]
+	s := spans[2]
+	require.Equal(t, "Reconcile configmaps", s.Name())
 	got := attrs(s.Attributes())
 	assert.Equal(t, int64(3), got[tracing.AttrTriggers].AsInt64())
 	assert.Equal(t, "resync", got[tracing.AttrTriggerEvent].AsString(), "the latest trigger")
