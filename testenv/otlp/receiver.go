@@ -6,16 +6,19 @@
 // put traces together from what a real export delivered.
 //
 //	r := otlp.StartT(t, otlp.Options{})
-//	// send spans to r.GRPCAddr() or r.HTTPEndpoint(), then:
+//	cp := controlplane.StartT(t, controlplane.Options{
+//		Tracing: &controlplane.Tracing{Endpoint: r.GRPCAddr(), SamplingRatePerMillion: 1_000_000},
+//	})
+//	// make requests to cp, run an operator that exports to r.HTTPEndpoint(), then:
 //	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 //	defer cancel()
 //	span, err := r.WaitForSpan(ctx, otlp.Service("apiserver"), otlp.Kind(trace.SpanKindServer))
 //	require.NoError(t, err)
 //	t.Logf("its trace, with the traces linked to it:\n%s", r.LinkedTrace(span.TraceID))
 //
-// kube-apiserver sends to r.GRPCAddr() when the test control plane runs
-// with controlplane.Options.Tracing; an operator's OTLP/HTTP exporter sends
-// to r.HTTPEndpoint() (OTEL_EXPORTER_OTLP_ENDPOINT).
+// An operator's exporter takes r.HTTPEndpoint() as
+// OTEL_EXPORTER_OTLP_ENDPOINT; the SDK's gRPC exporter takes r.GRPCAddr()
+// with otlptracegrpc.WithEndpoint and WithInsecure.
 //
 // # Waiting
 //

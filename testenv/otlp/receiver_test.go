@@ -26,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ctrlkit/ctrlkit/testenv/controlplane"
 	"github.com/ctrlkit/ctrlkit/testenv/otlp"
 )
 
@@ -191,23 +192,23 @@ func TestExportersDeliver(t *testing.T) {
 	}
 }
 
-// TestPackageDoc runs the package documentation's example with a span of
-// kube-apiserver's service name.
+// TestPackageDoc runs the package documentation's example: the API server
+// traces its own requests (the renewal of its identity Lease, every ten
+// seconds, at the latest).
 func TestPackageDoc(t *testing.T) {
 	r := otlp.StartT(t, otlp.Options{})
-	exp, err := otlptracegrpc.New(t.Context(), otlptracegrpc.WithEndpoint(r.GRPCAddr()), otlptracegrpc.WithInsecure())
-	require.NoError(t, err)
-	_, s := newProvider(t, "apiserver", exp).Tracer("test").Start(context.Background(), "GET", trace.WithSpanKind(trace.SpanKindServer))
-	s.End()
-
-	// send spans to r.GRPCAddr() or r.HTTPEndpoint(), then:
+	cp := controlplane.StartT(t, controlplane.Options{
+		Tracing: &controlplane.Tracing{Endpoint: r.GRPCAddr(), SamplingRatePerMillion: 1_000_000},
+	})
+	// make requests to cp, run an operator that exports to r.HTTPEndpoint(), then:
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	span, err := r.WaitForSpan(ctx, otlp.Service("apiserver"), otlp.Kind(trace.SpanKindServer))
 	require.NoError(t, err)
 	t.Logf("its trace, with the traces linked to it:\n%s", r.LinkedTrace(span.TraceID))
 
-	assert.Equal(t, s.SpanContext().SpanID(), span.SpanID)
+	assert.Equal(t, otlp.GRPC, span.Protocol)
+	assert.NotNil(t, cp.Config())
 }
 
 // TestWaitEndsWithContext: a wait for what never comes fails when its
