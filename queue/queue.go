@@ -52,6 +52,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -103,6 +104,11 @@ type Controller[K comparable] struct {
 	// otherwise.
 	terminalMu sync.Mutex
 	terminal   map[K]terminalNote
+
+	// triggers holds, while tracing is on, the triggers recorded for each
+	// key since its last reconcile started (see Trigger).
+	triggerMu sync.Mutex
+	triggers  map[K]*pendingTriggers // guarded by triggerMu
 
 	// Set by Run: the logger carrying the controller name, and logr's
 	// context key (nil if unknown) for reconcile contexts.
@@ -349,6 +355,9 @@ func (c *Controller[K]) AddLowPriority(key K) {
 func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 	if !c.owns(key) {
 		return
+	}
+	if c.cfg.tracer != nil {
+		c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
 	}
 	if q := c.running.Load(); q != nil {
 		q.AddAfter(key, d)
@@ -619,6 +628,10 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		}
 		c.base.doneAt(key, end)
 	}()
+	var triggers *pendingTriggers
+	if c.cfg.tracer != nil {
+		triggers = c.takeTriggers(key)
+	}
 	if stopCtx.Err() != nil || c.abortError() != nil {
 		// Stopping: leave the key; it is not worked on by this process again.
 		return false
@@ -635,23 +648,32 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 	}
 	c.active.Add(1)
 	defer c.active.Add(-1)
-	end, timed = c.reconcileKey(workCtx, key, startedAt), true
+	end, timed = c.reconcileKey(workCtx, key, startedAt, triggers), true
 	return true
 }
 
 // reconcileKey runs one reconcile of a key handed out at startedAt, applies
 // its outcome to the queue, and returns when the reconcile ended (both on
-// the metrics clock).
-func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt int64) (end int64) {
+// the metrics clock). triggers are those recorded for the key, with
+// tracing on.
+func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt int64, triggers *pendingTriggers) (end int64) {
+	// With tracing on, the reconcile's context carries its span.
+	base := workCtx
+	var span *reconcileSpan
+	var ended spanEnd
+	if c.cfg.tracer != nil {
+		base, span = c.startSpan(workCtx, key, triggers)
+		defer func() { span.end(ended) }()
+	}
 	// A logger that discards everything needs no per-key values: skip the
 	// per-reconcile context and its allocation.
 	var rc *reconcileContext[K]
-	ctx := workCtx
+	ctx := base
 	if c.logger.GetSink() != nil {
-		rc = &reconcileContext[K]{Context: workCtx, ctrl: c, key: key, id: c.nextID.Add(1)}
+		rc = &reconcileContext[K]{Context: base, ctrl: c, key: key, id: c.nextID.Add(1)}
 		ctx = rc
 		if c.loggerKey == nil {
-			ctx = klog.NewContext(workCtx, rc.getLogger())
+			ctx = klog.NewContext(base, rc.getLogger())
 		}
 	}
 	if c.cfg.reconcileTimeout > 0 {
@@ -674,6 +696,7 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 			msg = "Reconcile cancelled: its key is no longer this process's"
 		}
 		c.keyLogger(rc).V(2).Info(msg, "cause", cause.Error(), "err", err.Error())
+		ended = spanEnd{result: tracing.ResultCancelled, err: err}
 		return end
 	}
 	// Like controller-runtime, a reconcile counts as timed out when its own
@@ -684,22 +707,31 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	if !isStale(err) { // a cache behind a write says nothing of the object
 		repeated = c.noteTerminal(key, err, err != nil && errors.Is(err, &reconcile.TerminalError{}))
 	}
+	ended.err = err
 	switch {
 	case err == nil && res.RequeueAfter > 0:
 		obs.Outcome = OutcomeRequeueAfter
+		ended.result, ended.after = tracing.ResultRequeueAfter, res.RequeueAfter
 		c.forget(key)
+		if c.cfg.tracer != nil {
+			c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
+		}
 		c.delays.AddAfter(key, res.RequeueAfter)
 	case err == nil:
 		obs.Outcome = OutcomeSuccess
+		ended.result = tracing.ResultSuccess
 		c.forget(key)
 	case isStale(err):
 		// The cache is behind the controller's own write: not a failure.
 		obs.Outcome = OutcomeRequeue
+		ended.result, ended.requeue = tracing.ResultStale, true
+		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		c.keyLogger(rc).V(4).Info("Cache behind this controller's own write, requeued", "err", err.Error())
 	case errors.Is(err, &reconcile.TerminalError{}):
 		obs.Outcome = OutcomeError
 		obs.Terminal = true
+		ended.result = tracing.ResultTerminal
 		c.forget(key)
 		if repeated {
 			// A periodic recheck or an unrelated event of an object that
@@ -710,7 +742,9 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		}
 	default:
 		obs.Outcome = OutcomeError
+		ended.result, ended.requeue = tracing.ResultError, true
 		// What AddRateLimited does, marked as a retry.
+		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		if isConflict(err) {
 			// A 409 (a stale resourceVersion, or a create of an object the
