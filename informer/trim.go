@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // TrimmedAnnotation marks an object that an informer trimmed with Trim. It
@@ -296,5 +298,12 @@ func copyIdentity(kept, full metav1.Object, shared *sharedValues) {
 		a[TrimmedAnnotation] = "true"
 	} else {
 		kept.SetAnnotations(trimmedMark)
+	}
+	// The trace context of the write that made this version stays, so that
+	// the reconcile its event sets off links to that write (queue/tracing).
+	if tp := full.GetAnnotations()[tracing.Annotation]; tp != "" {
+		a := maps.Clone(kept.GetAnnotations())
+		a[tracing.Annotation] = tp
+		kept.SetAnnotations(a)
 	}
 }
