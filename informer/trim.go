@@ -64,6 +64,10 @@ func Trimmed(obj metav1.Object) bool {
 // items of a list merged by key keeps their key too (the containers' names
 // with their images): a patch names each item it changes by its key.
 //
+// The annotation tracing.k8s.io/traceparent (the trace context of the
+// write that made the object, package queue/tracing) is always kept, so
+// that the reconcile a trimmed object's event sets off links to that write.
+//
 // A trimmed object is marked with TrimmedAnnotation and must never be
 // written back whole: an update built from it would erase what was
 // trimmed. Package reconcile/write sends the changes a mutate function
