@@ -61,7 +61,9 @@ func TestStopDoesNotFlapReadyStatus(t *testing.T) {
 	runCtx, cancel := context.WithCancel(runCtx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- operator.Run(runCtx, operator.WithInformers(factory), operator.WithControllers(c.fleet, c.hub)) }()
+	go func() {
+		done <- operator.Run(runCtx, operator.WithInformers(factory), operator.WithControllers(c.fleet, c.hub))
+	}()
 
 	_, err = w.mgmt.FleetV1alpha1().ConfigSets("app").Create(ctx, configSet("blue"), metav1.CreateOptions{})
 	require.NoError(t, err)
