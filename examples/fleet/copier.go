@@ -77,8 +77,8 @@ type copier struct {
 	copies  *queue.Controller[multicluster.Key]
 	status  *queue.Controller[cache.ObjectName]
 
-	mu        sync.Mutex
-	conflicts map[multicluster.Key]string // copies refused, until the next reconcile of their key
+	mu      sync.Mutex
+	refused map[multicluster.Key]bool // whether each copy reconciled since its member was engaged was refused
 }
 
 // newCopier wires the two controllers on the sources of the management
@@ -86,7 +86,7 @@ type copier struct {
 // fleet's members.
 func newCopier(mgmt kubernetes.Interface, mgmtSources coreinformers.TypedConfigMapInformer, provider multicluster.Provider,
 	fleetOpts []multicluster.Option, opts ...queue.Option) (*copier, error) {
-	c := &copier{mgmt: mgmt, sources: mgmtSources.Lister(), states: write.New(mgmtSources.TypedInformer()), conflicts: map[multicluster.Key]string{}}
+	c := &copier{mgmt: mgmt, sources: mgmtSources.Lister(), states: write.New(mgmtSources.TypedInformer()), refused: map[multicluster.Key]bool{}}
 	fleet, err := multicluster.New(fleetName, provider, c.engage, fleetOpts...)
 	if err != nil {
 		return nil, err
@@ -122,6 +122,13 @@ func (c *copier) inEveryCluster(src *corev1.ConfigMap) []multicluster.Key {
 // changes reconcile them and their source's state, and every source is
 // queued for the member's first reconciles.
 func (c *copier) engage(ctx context.Context, cl *multicluster.Cluster) (*member, error) {
+	c.mu.Lock()
+	for key := range c.refused {
+		if key.Cluster == cl.Name {
+			delete(c.refused, key) // not reconciled in this engagement yet
+		}
+	}
+	c.mu.Unlock()
 	factory := informers.NewSharedInformerFactoryWithOptions(cl.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = copySelector.String() }))
 	cl.AddInformers(factory)
@@ -153,6 +160,11 @@ func (c *copier) reconcileCopy(ctx context.Context, m *member, key multicluster.
 		return reconcile.Result{}, err
 	}
 	isSource := err == nil && sourceSelector.Matches(labels.Set(src.Labels))
+	if !isSource {
+		c.mu.Lock()
+		delete(c.refused, key)
+		c.mu.Unlock()
+	}
 	client := m.client.CoreV1().ConfigMaps(key.Namespace)
 	cp, found, err := m.copies.Get(key.ObjectName)
 	switch {
@@ -175,10 +187,7 @@ func (c *copier) reconcileCopy(ctx context.Context, m *member, key multicluster.
 		return nil
 	})
 	c.mu.Lock()
-	delete(c.conflicts, key)
-	if errors.Is(err, errNotACopy) {
-		c.conflicts[key] = errNotACopy.Error()
-	}
+	c.refused[key] = errors.Is(err, errNotACopy)
 	c.mu.Unlock()
 	if errors.Is(err, errNotACopy) {
 		ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: key.Namespace, Name: key.Name}
@@ -260,10 +269,13 @@ func (c *copier) state(src *corev1.ConfigMap, cluster string) (state string, hel
 	}
 	key := multicluster.Key{Cluster: cluster, ObjectName: cache.MetaObjectToName(src)}
 	c.mu.Lock()
-	conflict, refused := c.conflicts[key]
+	refused, reconciled := c.refused[key]
 	c.mu.Unlock()
-	if refused {
-		return StateConflict + ": " + conflict, true
+	switch {
+	case refused:
+		return StateConflict + ": " + errNotACopy.Error(), true
+	case !reconciled && strings.HasPrefix(src.Annotations[StatusPrefix+cluster], StateConflict):
+		return "", false // the conflict recorded stands until the copy is reconciled
 	}
 	m, ok := c.fleet.Get(cluster)
 	if !ok {
