@@ -65,6 +65,9 @@ type member struct {
 	copies *write.Objects[*corev1.ConfigMap]
 	lister corelisters.ConfigMapLister
 	events record.EventRecorder
+	// refused tells, of each copy reconciled since the member was engaged,
+	// whether it was refused (not a copy). Guarded by the copier's mu.
+	refused map[cache.ObjectName]bool
 }
 
 // copier copies the sources to every member and reports their state on
@@ -77,8 +80,7 @@ type copier struct {
 	copies  *queue.Controller[multicluster.Key]
 	status  *queue.Controller[cache.ObjectName]
 
-	mu      sync.Mutex
-	refused map[multicluster.Key]bool // whether each copy reconciled since its member was engaged was refused
+	mu sync.Mutex // guards the members' refused
 }
 
 // newCopier wires the two controllers on the sources of the management
@@ -86,7 +88,7 @@ type copier struct {
 // fleet's members.
 func newCopier(mgmt kubernetes.Interface, mgmtSources coreinformers.TypedConfigMapInformer, provider multicluster.Provider,
 	fleetOpts []multicluster.Option, opts ...queue.Option) (*copier, error) {
-	c := &copier{mgmt: mgmt, sources: mgmtSources.Lister(), states: write.New(mgmtSources.TypedInformer()), refused: map[multicluster.Key]bool{}}
+	c := &copier{mgmt: mgmt, sources: mgmtSources.Lister(), states: write.New(mgmtSources.TypedInformer())}
 	fleet, err := multicluster.New(fleetName, provider, c.engage, fleetOpts...)
 	if err != nil {
 		return nil, err
@@ -122,13 +124,6 @@ func (c *copier) inEveryCluster(src *corev1.ConfigMap) []multicluster.Key {
 // changes reconcile them and their source's state, and every source is
 // queued for the member's first reconciles.
 func (c *copier) engage(ctx context.Context, cl *multicluster.Cluster) (*member, error) {
-	c.mu.Lock()
-	for key := range c.refused {
-		if key.Cluster == cl.Name {
-			delete(c.refused, key) // not reconciled in this engagement yet
-		}
-	}
-	c.mu.Unlock()
 	factory := informers.NewSharedInformerFactoryWithOptions(cl.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = copySelector.String() }))
 	cl.AddInformers(factory)
@@ -147,7 +142,7 @@ func (c *copier) engage(ctx context.Context, cl *multicluster.Cluster) (*member,
 	for _, src := range srcs {
 		q.AddLowPriority(cache.MetaObjectToName(src))
 	}
-	return &member{client: cl.Client, copies: write.New(copies.TypedInformer()), lister: copies.Lister(), events: cl.Recorder}, nil
+	return &member{client: cl.Client, copies: write.New(copies.TypedInformer()), lister: copies.Lister(), events: cl.Recorder, refused: map[cache.ObjectName]bool{}}, nil
 }
 
 // reconcileCopy makes the copy of key's source in key's cluster match the
@@ -160,11 +155,6 @@ func (c *copier) reconcileCopy(ctx context.Context, m *member, key multicluster.
 		return reconcile.Result{}, err
 	}
 	isSource := err == nil && sourceSelector.Matches(labels.Set(src.Labels))
-	if !isSource {
-		c.mu.Lock()
-		delete(c.refused, key)
-		c.mu.Unlock()
-	}
 	client := m.client.CoreV1().ConfigMaps(key.Namespace)
 	cp, found, err := m.copies.Get(key.ObjectName)
 	switch {
@@ -187,7 +177,7 @@ func (c *copier) reconcileCopy(ctx context.Context, m *member, key multicluster.
 		return nil
 	})
 	c.mu.Lock()
-	c.refused[key] = errors.Is(err, errNotACopy)
+	m.refused[key.ObjectName] = errors.Is(err, errNotACopy)
 	c.mu.Unlock()
 	if errors.Is(err, errNotACopy) {
 		ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: key.Namespace, Name: key.Name}
@@ -267,19 +257,18 @@ func (c *copier) state(src *corev1.ConfigMap, cluster string) (state string, hel
 	case !st.Ready:
 		return StatePending, true
 	}
-	key := multicluster.Key{Cluster: cluster, ObjectName: cache.MetaObjectToName(src)}
+	m, ok := c.fleet.Get(cluster)
+	if !ok {
+		return StatePending, true
+	}
 	c.mu.Lock()
-	refused, reconciled := c.refused[key]
+	refused, reconciled := m.refused[cache.MetaObjectToName(src)]
 	c.mu.Unlock()
 	switch {
 	case refused:
 		return StateConflict + ": " + errNotACopy.Error(), true
 	case !reconciled && strings.HasPrefix(src.Annotations[StatusPrefix+cluster], StateConflict):
-		return "", false // the conflict recorded stands until the copy is reconciled
-	}
-	m, ok := c.fleet.Get(cluster)
-	if !ok {
-		return StatePending, true
+		return "", false // the Conflict recorded stands until the copy is reconciled here
 	}
 	cp, err := m.lister.ConfigMaps(src.Namespace).Get(src.Name)
 	if err != nil || !maps.Equal(cp.Data, src.Data) {
