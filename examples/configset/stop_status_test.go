@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,8 +69,14 @@ func TestStopDoesNotFlapReadyStatus(t *testing.T) {
 	_, err = w.mgmt.FleetV1alpha1().ConfigSets("app").Create(ctx, configSet("blue"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	w.eventually(t, map[string]string{"east": fleetv1alpha1.ReasonApplied, "west": fleetv1alpha1.ReasonApplied}, "True/"+multicluster.ReasonAllMembersReady)
-	for len(w.events.Events) > 0 {
-		<-w.events.Events
+	// The event of that transition is recorded after its write: wait for it.
+	for ready := false; !ready; {
+		select {
+		case e := <-w.events.Events:
+			ready = strings.Contains(e, multicluster.ReasonAllMembersReady)
+		case <-time.After(waitFor):
+			t.Fatal("no event of the transition to Ready")
+		}
 	}
 
 	// A change: west's write hangs a moment, east's is done at once.
