@@ -22,10 +22,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Marker is the apigen RBAC marker of what APIs needs: put it in the
-// operator's package (apigen generates the rule into the operator's
-// ClusterRole).
-const Marker = "+ctrlkit:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch"
+// APIs reads CustomResourceDefinitions. apigen adds the rule of this
+// marker to the ClusterRole of an operator whose packages import this one:
+//
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
 // DefaultDiscoveryPeriod is how often APIs asks discovery about the group
 // versions of the resources declared with FromDiscovery, when

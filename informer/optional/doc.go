@@ -17,8 +17,10 @@
 // CRD. Resources that no CRD defines (aggregated APIs, declared with
 // FromDiscovery) are looked up in discovery, one request per group
 // version every discovery period (WithDiscoveryPeriod); nothing is polled
-// for the others. Needs get, list and watch on
-// customresourcedefinitions.apiextensions.k8s.io (see Marker).
+// for the others. APIs needs get, list and watch on
+// customresourcedefinitions.apiextensions.k8s.io: this package carries the
+// +kubebuilder:rbac marker of that rule, which apigen adds to the roles
+// of every operator whose packages (-rbac-paths) import this one.
 //
 // Informer is the informer of one such resource. It is made anew each
 // time its resource becomes served, with the function given to
@@ -35,8 +37,10 @@
 // of the key) are dropped, and their reconciles in flight cancelled, when
 // it goes away. In a fleet (package queue/multicluster), each member has
 // its own APIs, made and added to the member with Cluster.AddInformers in
-// the engage function: a member without the resource waits for it, and is
-// not an error for the others.
+// the engage function, with its handlers added by AddEventHandler (on the
+// member's Cluster.Queue): a member without the resource waits for it, and
+// is not an error for the others. A member's keys are not gated: a
+// reconcile of a member whose resource went away finds its object gone.
 //
 //	apis := optional.NewAPIs(crdClient, kubeClient.Discovery())
 //	widgets := optional.NewInformer(apis, widgetsGVR, func() cache.TypedSharedIndexInformer[*unstructured.Unstructured] {
