@@ -220,7 +220,10 @@ func (a *APIs) StartWithContext(ctx context.Context) {
 		return
 	}
 	a.started = true
-	logger := klog.FromContext(ctx).WithValues("apis", a.cfg.name)
+	logger := klog.FromContext(ctx)
+	if a.cfg.name != "" {
+		logger = logger.WithValues("apis", a.cfg.name)
+	}
 	ctx = klog.NewContext(ctx, logger)
 	if _, err := a.crds.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { a.wake() },
