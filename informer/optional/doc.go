@@ -39,8 +39,10 @@
 // its own APIs, made and added to the member with Cluster.AddInformers in
 // the engage function, with its handlers added by AddEventHandler (on the
 // member's Cluster.Queue): a member without the resource waits for it, and
-// is not an error for the others. A member's keys are not gated: a
-// reconcile of a member whose resource went away finds its object gone.
+// is not an error for the others. A MemberGate gates the fleet
+// controller's keys on their member's Informer, as On does for one
+// cluster: a member whose resource went away runs none of the keys that
+// need it, and its reconciles of them in flight are cancelled.
 //
 //	apis := optional.NewAPIs(crdClient, kubeClient.Discovery())
 //	widgets := optional.NewInformer(apis, widgetsGVR, func() cache.TypedSharedIndexInformer[*unstructured.Unstructured] {

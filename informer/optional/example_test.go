@@ -43,6 +43,7 @@ func runWidgets(ctx context.Context, kubeClient kubernetes.Interface, crdClient 
 // any other.
 func ExampleOn() {
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	ctrl, err := queue.New("widgets", reconcile.Func[cache.ObjectName](func(context.Context, cache.ObjectName) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	}))

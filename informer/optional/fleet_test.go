@@ -27,7 +27,9 @@ import (
 
 // In a fleet, each member follows its own APIs: a member without the CRD
 // is ready and waits for it, without holding back the others, and its
-// keys run once the CRD is installed there.
+// keys run once the CRD is installed there. With a MemberGate, a member
+// whose CRD is removed has its reconciles in flight cancelled and its
+// keys dropped, while the other member's keys run.
 func TestFleetMemberWithoutTheCRD(t *testing.T) {
 	type member struct {
 		kube *fake.Clientset
@@ -52,6 +54,7 @@ func TestFleetMemberWithoutTheCRD(t *testing.T) {
 		return reconciled[multicluster.Key{Cluster: cluster, ObjectName: cache.ObjectName{Namespace: "default", Name: name}}]
 	}
 	var ctrl *queue.Controller[multicluster.Key]
+	gate := optional.NewMemberGate[*v1alpha1.Foo](func(k multicluster.Key) string { return k.Cluster }, optional.AllKeys[multicluster.Key])
 	var statesMu sync.Mutex
 	watches := map[string]*optional.Informer[*v1alpha1.Foo]{}
 	watch := func(cluster string) *optional.Informer[*v1alpha1.Foo] {
@@ -66,6 +69,8 @@ func TestFleetMemberWithoutTheCRD(t *testing.T) {
 		foos := optional.NewInformer(apis, foosGVR, newInformer)
 		foos.AddEventHandler(ctx, informer.EnqueueHandler[*v1alpha1.Foo](cl.Queue(ctrl)))
 		cl.AddInformers(apis)
+		remove := gate.Set(cl.Name, foos)
+		context.AfterFunc(ctx, remove)
 		statesMu.Lock()
 		watches[cl.Name] = foos
 		statesMu.Unlock()
@@ -74,13 +79,22 @@ func TestFleetMemberWithoutTheCRD(t *testing.T) {
 		return members[name].kube, nil
 	}))
 	require.NoError(t, err)
-	ctrl, err = multicluster.NewController(fleet, "foos", func(_ context.Context, _ kubernetes.Interface, key multicluster.Key) (reconcile.Result, error) {
+	var causes []error
+	ctrl, err = multicluster.NewController(fleet, "foos", func(ctx context.Context, _ kubernetes.Interface, key multicluster.Key) (reconcile.Result, error) {
 		mu.Lock()
-		defer mu.Unlock()
 		reconciled[key]++
+		mu.Unlock()
+		if key.Name == "held" {
+			<-ctx.Done()
+			mu.Lock()
+			causes = append(causes, context.Cause(ctx))
+			mu.Unlock()
+			return reconcile.Result{}, context.Cause(ctx)
+		}
 		return reconcile.Result{}, nil
 	})
 	require.NoError(t, err)
+	require.NoError(t, ctrl.Watch(gate.Watch()))
 	queuetest.StartFleet(t, fleet, []queuetest.Controller{ctrl})
 
 	require.Eventually(t, func() bool { return count("east", "a") == 1 }, waitFor, time.Millisecond, "the member with the CRD did not run its keys")
@@ -97,4 +111,34 @@ func TestFleetMemberWithoutTheCRD(t *testing.T) {
 	require.Eventually(t, func() bool { return count("west", "b") == 1 }, waitFor, time.Millisecond, "the member that got the CRD did not run its keys")
 	assert.Equal(t, optional.Running, watch("west").State())
 	assert.Equal(t, 1, count("east", "a"))
+
+	// East's CRD goes while a reconcile of east runs: it is cancelled,
+	// east's keys are dropped, west's run.
+	eastHeld := multicluster.Key{Cluster: "east", ObjectName: cache.ObjectName{Namespace: "default", Name: "held"}}
+	ctrl.Add(eastHeld)
+	require.Eventually(t, func() bool { return count("east", "held") == 1 }, waitFor, time.Millisecond)
+	require.NoError(t, members["east"].crds.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), "foos.samplecontroller.k8s.io", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(causes) == 1
+	}, waitFor, time.Millisecond, "the reconcile of east in flight was not cancelled")
+	mu.Lock()
+	assert.ErrorIs(t, causes[0], optional.ErrNotServed)
+	mu.Unlock()
+	ctrl.Add(multicluster.Key{Cluster: "east", ObjectName: cache.ObjectName{Namespace: "default", Name: "a"}})
+	ctrl.Add(multicluster.Key{Cluster: "west", ObjectName: cache.ObjectName{Namespace: "default", Name: "b"}})
+	require.Eventually(t, func() bool { return count("west", "b") == 2 }, waitFor, time.Millisecond, "west's keys stopped with east's CRD")
+	assert.Equal(t, 1, count("east", "a"), "a key of east ran without its CRD")
+	assert.Equal(t, 1, count("east", "held"), "the cancelled reconcile was retried")
+	st, held := fleet.Status("east")
+	assert.True(t, held && st.Ready, "east is not ready without its CRD: %+v", st)
+}
+
+// A MemberGate without a function naming a key's member is refused.
+func TestMemberGateRefused(t *testing.T) {
+	ctrl, err := queue.New("c", reconcile.Func[multicluster.Key](func(context.Context, multicluster.Key) (reconcile.Result, error) { return reconcile.Result{}, nil }))
+	require.NoError(t, err)
+	assert.EqualError(t, ctrl.Watch(optional.NewMemberGate[*v1alpha1.Foo, multicluster.Key](nil, nil).Watch()),
+		`queue: controller "c": Watch 0: optional: NewMemberGate needs a function that names a key's member`)
 }

@@ -3,6 +3,7 @@ package optional
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/client-go/tools/cache"
@@ -93,9 +94,17 @@ func (g *gate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(),
 	if g.needs == nil || !g.needs(key) {
 		return ctx, func() {}, true
 	}
-	g.inf.mu.Lock()
-	run := g.inf.run
-	g.inf.mu.Unlock()
+	return g.inf.claim(ctx)
+}
+
+// claim returns a context derived from ctx that is cancelled when the
+// running informer stops, with ErrNotServed as its cause (or
+// context.Canceled when the APIs shut down), and its release; ok is false
+// when no informer runs.
+func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool) {
+	i.mu.Lock()
+	run := i.run
+	i.mu.Unlock()
 	if run == nil {
 		return nil, nil, false
 	}
@@ -112,4 +121,97 @@ func (g *gate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(),
 		stop()
 		cancel(nil)
 	}, true
+}
+
+// MemberGate gates the keys of a fleet's controller (package
+// queue/multicluster) that need a resource on the Informer of each key's
+// member: a member whose resource is not served runs none of them, and
+// the reconciles of its keys in flight when it goes away are cancelled,
+// while the other members' keys run. Keys of a member without an Informer
+// (not engaged here, or engaged without one) are left to the fleet. Give
+// Watch to the controller, and Set each member's Informer in the engage
+// function.
+type MemberGate[T cache.Object, K comparable] struct {
+	clusterOf func(K) string
+	needs     func(K) bool
+
+	mu        sync.Mutex
+	informers map[string]*Informer[T] // guarded by mu; by member
+}
+
+// NewMemberGate returns a MemberGate for keys whose member clusterOf
+// names, gating those for which needs reports true (every key when needs
+// is nil). For multicluster.Key, clusterOf is
+// func(k multicluster.Key) string { return k.Cluster }.
+func NewMemberGate[T cache.Object, K comparable](clusterOf func(K) string, needs func(K) bool) *MemberGate[T, K] {
+	if needs == nil {
+		needs = AllKeys[K]
+	}
+	return &MemberGate[T, K]{clusterOf: clusterOf, needs: needs, informers: map[string]*Informer[T]{}}
+}
+
+// Watch returns the Watch that gates the controller's keys, for
+// Controller.Watch. Controller.Watch refuses it if clusterOf is nil.
+func (g *MemberGate[T, K]) Watch() queue.Watch { return queue.Gated[K](g) }
+
+// Set makes inf the Informer of cluster's keys until remove is called:
+// call it in the member's engage function, and remove when its context
+// ends.
+func (g *MemberGate[T, K]) Set(cluster string, inf *Informer[T]) (remove func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.informers[cluster] = inf
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.informers[cluster] == inf {
+			delete(g.informers, cluster)
+		}
+	}
+}
+
+// Err reports a MemberGate made without clusterOf.
+func (g *MemberGate[T, K]) Err() error {
+	if g.clusterOf == nil {
+		return errors.New("optional: NewMemberGate needs a function that names a key's member")
+	}
+	return nil
+}
+
+// informerOf returns the Informer of key's member, nil if it has none or
+// key does not need it.
+func (g *MemberGate[T, K]) informerOf(key K) *Informer[T] {
+	if !g.needs(key) {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.informers[g.clusterOf(key)]
+}
+
+// Start waits for ctx: the members' Informers run with their members.
+func (g *MemberGate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) { <-ctx.Done() }
+
+// HasSynced is true: each member's readiness is the fleet's.
+func (g *MemberGate[T, K]) HasSynced() bool { return true }
+
+// Owns reports whether key may run: it does not need the resource, its
+// member has no Informer, or the member's resource is served.
+func (g *MemberGate[T, K]) Owns(key K) bool {
+	inf := g.informerOf(key)
+	if inf == nil {
+		return true
+	}
+	_, running := inf.Current()
+	return running
+}
+
+// Claim returns, for a key of a member with an Informer, a context
+// cancelled when the member's informer stops; ok is false when none runs.
+func (g *MemberGate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(), bool) {
+	inf := g.informerOf(key)
+	if inf == nil {
+		return ctx, func() {}, true
+	}
+	return inf.claim(ctx)
 }

@@ -93,7 +93,7 @@ func someKeys(ctrl *queue.Controller[cache.ObjectName], foos *optional.Informer[
 
 // memberEngage is the engage function of the page's fleet: each member
 // follows its own APIs.
-func memberEngage(ctrl *queue.Controller[multicluster.Key], crdClients func(cl *multicluster.Cluster) (apiextensionsclientset.Interface, fooclientset.Interface, error)) multicluster.EngageFunc[kubernetes.Interface] {
+func memberEngage(ctrl *queue.Controller[multicluster.Key], gate *optional.MemberGate[*v1alpha1.Foo, multicluster.Key], crdClients func(cl *multicluster.Cluster) (apiextensionsclientset.Interface, fooclientset.Interface, error)) multicluster.EngageFunc[kubernetes.Interface] {
 	return func(ctx context.Context, cl *multicluster.Cluster) (kubernetes.Interface, error) {
 		crdClient, fooClient, err := crdClients(cl)
 		if err != nil {
@@ -105,8 +105,20 @@ func memberEngage(ctrl *queue.Controller[multicluster.Key], crdClients func(cl *
 		})
 		foos.AddEventHandler(ctx, informer.EnqueueHandler[*v1alpha1.Foo](cl.Queue(ctrl)))
 		cl.AddInformers(apis) // started, waited for and shut down with the member
+		context.AfterFunc(ctx, gate.Set(cl.Name, foos))
 		return cl.Client, apis.Err()
 	}
+}
+
+// gateMembers gives a fleet's controller the gate of its members' Foos
+// (the page's last block).
+func gateMembers(ctrl *queue.Controller[multicluster.Key], use func(*optional.MemberGate[*v1alpha1.Foo, multicluster.Key])) error {
+	gate := optional.NewMemberGate[*v1alpha1.Foo](func(k multicluster.Key) string { return k.Cluster }, optional.AllKeys[multicluster.Key])
+	if err := ctrl.Watch(gate.Watch()); err != nil {
+		return err
+	}
+	use(gate)
+	return nil
 }
 
 // The page's wiring runs: without the CRD, the controller turns ready.
@@ -131,4 +143,5 @@ func TestOptionalAPIsPage(t *testing.T) {
 	require.NoError(t, podMetrics.Err())
 	_ = someKeys
 	_ = memberEngage
+	_ = gateMembers
 }
