@@ -29,11 +29,15 @@ type Gate[K comparable] interface {
 // Gated returns a Watch that runs g while the controller runs (its Start,
 // which adds the keys that become owned), takes its HasSynced into the
 // controller's, and restricts the controller's keys to those g owns (see
-// Gate). Controller.Watch refuses a nil gate and a gate whose key type is
-// not the controller's.
+// Gate). Controller.Watch refuses a nil gate, a gate whose key type is
+// not the controller's, and a gate with an Err method that returns an
+// error (a gate that was built wrong), with that error.
 func Gated[K comparable](g Gate[K]) Watch {
 	if g == nil {
 		return Watch{err: errors.New("gate must not be nil")}
+	}
+	if e, ok := g.(interface{ Err() error }); ok && e.Err() != nil {
+		return Watch{err: e.Err()}
 	}
 	return Watch{gate: g}
 }

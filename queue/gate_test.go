@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,7 +92,13 @@ func TestGatedRefused(t *testing.T) {
 	err = c.Watch(queue.Gated[int](intGate{}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not gate keys of type string")
+	assert.EqualError(t, c.Watch(queue.Gated[string](brokenGate{})), `queue: controller "gated": Watch 0: built wrong`)
 }
+
+// brokenGate is a gate whose Err says it was built wrong.
+type brokenGate struct{ *testGate }
+
+func (brokenGate) Err() error { return errors.New("built wrong") }
 
 type intGate struct{}
 
