@@ -4,8 +4,10 @@
 // A Controller owns one queue of keys. What feeds it is given to Watch:
 // typed informer event handlers bound to their informers with On (changes
 // with Add, initial-list and resync events with AddLowPriority; neither is
-// rate limited), and keys from outside the informers (Periodic, Channel,
-// Feed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
+// rate limited), keys from outside the informers (Periodic, Channel,
+// Feed), and gates of keys whose informers come and go while the
+// controller runs (Gated; package informer/optional builds them for APIs
+// that are installed and removed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
 // their informers' initial lists, starts the workers, and on cancellation
 // stops taking keys, lets in-flight reconciles finish, removes the handlers
 // and returns only when every goroutine it started is gone. New starts
