@@ -131,8 +131,7 @@ func TestFromDiscovery(t *testing.T) {
 	// A failing discovery changes nothing.
 	disc.set("metrics.example.com/v1", nil, errors.New("unavailable"))
 	drain(disc.notify)
-	<-disc.notify
-	<-disc.notify
+	asked(t, disc.notify, 2)
 	assert.Equal(t, optional.Running, widgets.State(), "a failed discovery stopped the watch")
 
 	disc.set("metrics.example.com/v1", nil, nil)
@@ -145,13 +144,24 @@ func TestFromDiscovery(t *testing.T) {
 	// One question per period for the one group version: n periods ask
 	// about n times, never more than once per period.
 	before, start := disc.questions(), time.Now()
-	for range 5 {
-		<-disc.notify
-	}
+	asked(t, disc.notify, 5)
 	asked, elapsed := disc.questions()-before, time.Since(start)
 	assert.LessOrEqual(t, asked, int(elapsed/period)+2, "discovery asked more than once per period and group version")
 	stop()
 	assert.Equal(t, optional.Stopped, widgets.State())
+}
+
+// asked waits until discovery was asked n more times.
+func asked(t *testing.T, notify chan struct{}, n int) {
+	t.Helper()
+	deadline := time.After(waitFor)
+	for range n {
+		select {
+		case <-notify:
+		case <-deadline:
+			t.Fatalf("discovery was not asked %d times within %s", n, waitFor)
+		}
+	}
 }
 
 func drain(c chan struct{}) {
