@@ -95,3 +95,28 @@ func TestReview64HungDiscoveryHoldsBackCRDWatches(t *testing.T) {
 	assert.Eventually(t, func() bool { return foos.State() == optional.Running }, 5*time.Second, time.Millisecond,
 		"the Foo CRD was installed 5s ago, but its watch waits for the discovery of another group version")
 }
+
+// review64: a CRD deleted and re-created (a new UID) while the loop is
+// busy (here in a slow discovery; also while it waits for another
+// informer to stop) is never seen as removed: the informer of the old
+// CRD runs on, no stop is counted or logged, and the reconciles in
+// flight of the deleted CRD's objects are not cancelled.
+func TestReview64RecreatedCRDKeepsTheOldInformer(t *testing.T) {
+	apis, crds, disc, foos, made := followBoth(t)
+	_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), fooCRD(map[string]bool{"v1alpha1": true}, true), metav1.CreateOptions{})
+	require.NoError(t, err)
+	startAPIs(t, apis)
+	require.Eventually(t, func() bool { return foos.State() == optional.Running && foos.HasSynced() }, waitFor, time.Millisecond)
+	require.Equal(t, 1, made())
+	release := disc.hang()
+	time.Sleep(100 * time.Millisecond) // the loop's next period hangs in discovery
+	require.NoError(t, crds.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), "foos.samplecontroller.k8s.io", metav1.DeleteOptions{}))
+	recreated := fooCRD(map[string]bool{"v1alpha1": true}, true)
+	recreated.UID = "new-uid"
+	_, err = crds.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), recreated, metav1.CreateOptions{})
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // the CRD informer sees both
+	release()
+	time.Sleep(500 * time.Millisecond)
+	assert.Equal(t, 2, made(), "the CRD was deleted and re-created with a new UID, but the informer made for the old one still runs")
+}
