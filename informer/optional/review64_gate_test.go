@@ -1,0 +1,62 @@
+package optional_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	foofake "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned/fake"
+	"github.com/ctrlkit/ctrlkit/informer/optional"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/reconcile"
+)
+
+// review64: the workers of a controller must start only once its
+// handlers have delivered their informers' initial lists (DESIGN.md,
+// queue; On's doc: "once ... h has seen its informer's initial list").
+// The gate of On answers HasSynced with the informer's own sync until its
+// Start has registered the handler, and Run's first sync check races with
+// that Start: with the informer synced before the controller runs (the
+// operator starts and syncs the APIs first), the workers start although
+// the handler has not seen a single object (here it never does).
+func TestReview64WorkersStartBeforeTheHandlerSynced(t *testing.T) {
+	apis := optional.NewAPIs(crdClient(fooCRD(map[string]bool{"v1alpha1": true}, true)), nil)
+	newInformer, _ := fooInformers(foofake.NewClientset(foo("a")))
+	foos := optional.NewInformer(apis, foosGVR, newInformer)
+	startAPIs(t, apis)
+	require.Eventually(t, func() bool { return foos.State() == optional.Running && foos.HasSynced() }, waitFor, time.Millisecond)
+
+	for attempt := range 50 {
+		release := make(chan struct{})
+		blocked := cache.TypedResourceEventHandlerFuncs[*v1alpha1.Foo]{AddFunc: func(*v1alpha1.Foo) { <-release }}
+		ran := make(chan struct{}, 1)
+		ctrl, err := queue.New("foos", reconcile.Func[cache.ObjectName](func(context.Context, cache.ObjectName) (reconcile.Result, error) {
+			select {
+			case ran <- struct{}{}:
+			default:
+			}
+			return reconcile.Result{}, nil
+		}))
+		require.NoError(t, err)
+		require.NoError(t, ctrl.Watch(optional.On[*v1alpha1.Foo, cache.ObjectName](foos, blocked, nil)))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- ctrl.Run(ctx) }()
+		ctrl.Add(cache.ObjectName{Namespace: "default", Name: "other"})
+		select {
+		case <-ran:
+			cancel()
+			close(release)
+			<-done
+			t.Fatalf("attempt %d: a worker reconciled a key although the handler of On has not seen its informer's initial list", attempt)
+		case <-time.After(50 * time.Millisecond):
+		}
+		cancel()
+		close(release)
+		<-done
+	}
+}
