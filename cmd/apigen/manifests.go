@@ -73,11 +73,11 @@ func controllerToolsVersion() string {
 // ClusterRole named role with the rules of the +kubebuilder:rbac markers
 // without a namespace, and a Role of that name in each namespace the other
 // markers name.
-func generateRBAC(loads *packageLoads, paths []string, role, dir string) error {
+func generateRBAC(loads *packageLoads, modPath string, paths []string, role, dir string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("-rbac needs at least one package pattern in -rbac-paths")
 	}
-	library, err := libraryRBAC(loads, paths)
+	library, err := libraryRBAC(loads, modPath, paths)
 	if err != nil {
 		return err
 	}
@@ -99,25 +99,30 @@ func generateRBAC(loads *packageLoads, paths []string, role, dir string) error {
 const libraryModule = "github.com/ctrlkit/ctrlkit"
 
 // libraryRBAC returns the import paths of the library's packages (module
-// libraryModule, when it is not the module apigen runs in) that the
-// packages of patterns import, directly or not, and whose files carry
+// libraryModule, when modPath, the module apigen runs in, is not it) that
+// the packages of patterns import, directly or not, and whose files carry
 // +kubebuilder:rbac markers: what a block needs of the API server (the
 // CustomResourceDefinitions informer/optional reads, say) reaches the
-// operator's roles through the block's own markers. Packages that do not
-// load (a new module's, before its first go mod tidy) add nothing; the
-// rbac generator reports their errors.
-func libraryRBAC(loads *packageLoads, patterns []string) ([]string, error) {
+// operator's roles through the block's own markers. The library counts
+// wherever it comes from: the module cache, a replace directive, or
+// another module of the go.work workspace (a main module there too).
+// Packages that do not load (a new module's, before its first go mod
+// tidy) add nothing, and the rbac generator reports their errors; when
+// the go command itself fails, its error is returned.
+func libraryRBAC(loads *packageLoads, modPath string, patterns []string) ([]string, error) {
+	if modPath == libraryModule {
+		return nil, nil
+	}
 	cfg := loads.forPatterns(patterns).config()
 	cfg.Mode = packages.NeedName | packages.NeedFiles | packages.NeedImports | packages.NeedDeps | packages.NeedModule
 	roots, err := packages.Load(cfg, patterns...)
 	if err != nil {
-		// The rbac generator loads them again and reports the error.
-		return nil, nil
+		return nil, fmt.Errorf("finding the library packages whose RBAC markers the operator needs: %w", err)
 	}
 	var found []string
 	var readErr error
 	packages.Visit(roots, nil, func(p *packages.Package) {
-		if p.Module == nil || p.Module.Path != libraryModule || p.Module.Main || p.Name == "main" {
+		if p.Module == nil || p.Module.Path != libraryModule || p.Name == "main" {
 			return
 		}
 		for _, f := range p.GoFiles {

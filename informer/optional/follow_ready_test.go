@@ -17,13 +17,13 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// review64: a controller that turned ready without the CRD turns not
+// a controller that turned ready without the CRD turns not
 // ready again when the CRD is installed, until the new informer's initial
 // list has gone through its handler: /readyz of every replica fails at
 // once (a webhook Service loses all its endpoints) just because another
 // operator's CRD was installed. The docs' table promises readiness
 // without the CRD and says nothing of losing it.
-func TestReview64ReadinessLostWhenTheCRDIsInstalled(t *testing.T) {
+func TestReadinessLostWhenTheCRDIsInstalled(t *testing.T) {
 	crds := crdClient()
 	apis := optional.NewAPIs(crds, nil)
 	newInformer, _ := fooInformers(foofake.NewClientset(foo("a")))

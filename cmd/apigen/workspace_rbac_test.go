@@ -11,14 +11,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// review64: an operator developed in a Go workspace with a checkout of
-// ctrlkit (go.work: "use ./op ../ctrlkit", the usual way to work on both)
-// imports informer/optional from another module, but in workspace mode
-// every module of go.work is a main module, so libraryRBAC skips ctrlkit
-// (p.Module.Main) and the generated ClusterRole lacks the
-// customresourcedefinitions rule: the operator's APIs cannot list CRDs
-// and never sync.
-func TestReview64LibraryRBACInAWorkspace(t *testing.T) {
+// An operator developed in a Go workspace with a checkout of ctrlkit
+// (go.work: "use ./op ../ctrlkit", the usual way to work on both) gets the
+// rules of the library packages it imports, although in workspace mode
+// the ctrlkit module is a main module too: the generated ClusterRole has
+// the customresourcedefinitions rule of informer/optional.
+func TestLibraryRBACInAWorkspace(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	mod := operatorModule(t, t.TempDir())

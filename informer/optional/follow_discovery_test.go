@@ -16,11 +16,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer/optional"
 )
 
-// review64: APIs.HasSynced promises "discovery has answered once where
+// APIs.HasSynced promises "discovery has answered once where
 // asked"; a first discovery that fails (an aggregated API's backend not
 // up yet, a 503) must not make the APIs (and the operator's readiness)
 // report synced with the resource taken as not served.
-func TestReview64HasSyncedBeforeDiscoveryAnswered(t *testing.T) {
+func TestHasSyncedBeforeDiscoveryAnswered(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{metricsGVR: "WidgetList"})
 	disc := newDiscovery()
 	disc.set("metrics.example.com/v1", []string{"widgets"}, errors.New("the server is currently unable to handle the request"))

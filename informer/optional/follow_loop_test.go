@@ -78,12 +78,12 @@ func followBoth(t *testing.T) (*optional.APIs, *apiextensionsfake.Clientset, *ha
 	return apis, crds, disc, foos, made
 }
 
-// review64: the loop asks discovery synchronously, so an aggregated API
+// the loop asks discovery synchronously, so an aggregated API
 // whose discovery hangs (its backend down) holds back every CRD-followed
 // watch of the cluster: a CRD installed meanwhile does not start its
 // watch until discovery returns (up to the client's timeout, every
 // period).
-func TestReview64HungDiscoveryHoldsBackCRDWatches(t *testing.T) {
+func TestHungDiscoveryHoldsBackCRDWatches(t *testing.T) {
 	apis, crds, disc, foos, _ := followBoth(t)
 	startAPIs(t, apis)
 	require.Eventually(t, apis.HasSynced, waitFor, time.Millisecond)
@@ -96,12 +96,12 @@ func TestReview64HungDiscoveryHoldsBackCRDWatches(t *testing.T) {
 		"the Foo CRD was installed 5s ago, but its watch waits for the discovery of another group version")
 }
 
-// review64: a CRD deleted and re-created (a new UID) while the loop is
+// a CRD deleted and re-created (a new UID) while the loop is
 // busy (here in a slow discovery; also while it waits for another
 // informer to stop) is never seen as removed: the informer of the old
 // CRD runs on, no stop is counted or logged, and the reconciles in
 // flight of the deleted CRD's objects are not cancelled.
-func TestReview64RecreatedCRDKeepsTheOldInformer(t *testing.T) {
+func TestRecreatedCRDKeepsTheOldInformer(t *testing.T) {
 	apis, crds, disc, foos, made := followBoth(t)
 	_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), fooCRD(map[string]bool{"v1alpha1": true}, true), metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// review64: the workers of a controller must start only once its
+// the workers of a controller must start only once its
 // handlers have delivered their informers' initial lists (DESIGN.md,
 // queue; On's doc: "once ... h has seen its informer's initial list").
 // The gate of On answers HasSynced with the informer's own sync until its
@@ -23,7 +23,7 @@ import (
 // that Start: with the informer synced before the controller runs (the
 // operator starts and syncs the APIs first), the workers start although
 // the handler has not seen a single object (here it never does).
-func TestReview64WorkersStartBeforeTheHandlerSynced(t *testing.T) {
+func TestWorkersStartBeforeTheHandlerSynced(t *testing.T) {
 	apis := optional.NewAPIs(crdClient(fooCRD(map[string]bool{"v1alpha1": true}, true)), nil)
 	newInformer, _ := fooInformers(foofake.NewClientset(foo("a")))
 	foos := optional.NewInformer(apis, foosGVR, newInformer)
