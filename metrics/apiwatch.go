@@ -52,3 +52,11 @@ func (r *Recorder) SetAPIWatchState(cluster, resource string, state optional.Sta
 func (r *Recorder) IncAPIWatchStops(cluster, resource string) {
 	r.apiWatch.stops.WithLabelValues(cluster, resource).Inc()
 }
+
+// DeleteAPIWatchState removes the ctrlkit_api_watch_state series of
+// cluster and resource: the watch's APIs shut down.
+func (r *Recorder) DeleteAPIWatchState(cluster, resource string) {
+	for _, s := range optional.States {
+		r.apiWatch.state.DeleteLabelValues(cluster, resource, string(s))
+	}
+}

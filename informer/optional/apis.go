@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
@@ -50,8 +52,9 @@ const (
 	Waiting State = "waiting"
 	// Running: its resource is served and an informer watches it.
 	Running State = "running"
-	// Stopped: its resource was served and is no longer; its informer was
-	// stopped, and a new one starts when the resource is served again.
+	// Stopped: its informer was stopped, because its resource was served
+	// and is no longer (a new one starts when the resource is served
+	// again), or because its APIs shut down.
 	Stopped State = "stopped"
 )
 
@@ -65,8 +68,12 @@ type Metrics interface {
 	// "resource.group/version") on the APIs named cluster is in state.
 	SetAPIWatchState(cluster, resource string, state State)
 	// IncAPIWatchStops counts an Informer stopped because its resource
-	// was no longer served.
+	// was no longer served (or its CRD was deleted and created again).
 	IncAPIWatchStops(cluster, resource string)
+	// DeleteAPIWatchState removes the state of the Informer of resource
+	// on the APIs named cluster: its APIs shut down (the process stops,
+	// or a fleet's member left).
+	DeleteAPIWatchState(cluster, resource string)
 }
 
 // Option configures NewAPIs (WithDiscoveryPeriod, WithMetrics, WithName)
@@ -106,7 +113,11 @@ func WithName(name string) Option {
 
 // FromDiscovery declares that no CRD defines the resource (an aggregated
 // API, or one built into the API server): whether it is served is asked
-// of discovery every discovery period. It applies to NewInformer.
+// of discovery every discovery period, by a goroutine of its own, so that
+// a discovery request that hangs (an aggregated API whose backend does
+// not answer) holds back only the answers about the resources followed
+// by discovery, never those followed by their CRDs. It applies to
+// NewInformer.
 func FromDiscovery() Option {
 	return func(c *config) { c.fromDiscovery = true; c.informerOnly = append(c.informerOnly, "FromDiscovery") }
 }
@@ -125,8 +136,10 @@ func newConfig(opts []Option) config {
 type follower interface {
 	resource() schema.GroupVersionResource
 	byDiscovery() bool
-	// follow starts or stops the Informer so that it runs when served.
-	follow(ctx context.Context, served bool)
+	// follow starts or stops the Informer so that it runs when served;
+	// uid is the UID of the resource's CRD ("" when followed by
+	// discovery): an informer started for another UID is restarted.
+	follow(ctx context.Context, served bool, uid types.UID)
 	// stop stops the Informer's informer and waits for it.
 	stop()
 	syncedNow() bool
@@ -148,9 +161,15 @@ type APIs struct {
 	// kick wakes the loop after a CRD event.
 	kick chan struct{}
 	// synced is set once the loop has decided for every Informer after
-	// the CRD informer synced (and discovery answered once, if asked).
+	// the CRD informer synced and discovery answered (successfully, or
+	// with NotFound) about every group version asked.
 	synced atomic.Bool
 	wg     sync.WaitGroup
+
+	discMu sync.Mutex
+	// discovered holds discovery's last answer by group version: the
+	// resources it serves. guarded by discMu.
+	discovered map[schema.GroupVersion]map[string]bool
 
 	mu        sync.Mutex
 	started   bool       // guarded by mu
@@ -164,7 +183,7 @@ type APIs struct {
 // are refused: Err reports it, and Start starts nothing.
 func NewAPIs(crds apiextensionsclientset.Interface, disc discovery.DiscoveryInterface, opts ...Option) *APIs {
 	cfg := newConfig(opts)
-	a := &APIs{cfg: cfg, disc: disc, kick: make(chan struct{}, 1)}
+	a := &APIs{cfg: cfg, disc: disc, kick: make(chan struct{}, 1), discovered: map[schema.GroupVersion]map[string]bool{}}
 	switch {
 	case crds == nil:
 		a.err = errors.New("optional: NewAPIs needs a CRD clientset")
@@ -236,8 +255,17 @@ func (a *APIs) StartWithContext(ctx context.Context) {
 	for _, f := range a.followers {
 		a.setState(f.resource(), Waiting)
 	}
+	var byDiscovery []schema.GroupVersion
+	for _, f := range a.followers {
+		if gv := f.resource().GroupVersion(); f.byDiscovery() && !slices.Contains(byDiscovery, gv) {
+			byDiscovery = append(byDiscovery, gv)
+		}
+	}
 	a.wg.Go(func() { a.crds.RunWithContext(ctx) })
-	a.wg.Go(func() { a.loop(ctx, slices.Clone(a.followers)) })
+	if len(byDiscovery) > 0 {
+		a.wg.Go(func() { a.discoverEvery(ctx, byDiscovery) })
+	}
+	a.wg.Go(func() { a.loop(ctx, slices.Clone(a.followers), byDiscovery) })
 }
 
 // wake makes the loop decide again.
@@ -248,56 +276,73 @@ func (a *APIs) wake() {
 	}
 }
 
-// loop decides, after every CRD change and every discovery period,
-// which Informers run, until ctx ends; then it stops them all.
-func (a *APIs) loop(ctx context.Context, followers []follower) {
+// loop decides, after every CRD change and every answer of discovery,
+// which Informers run, until ctx ends; then it stops them all and
+// removes their states from the metrics.
+func (a *APIs) loop(ctx context.Context, followers []follower, byDiscovery []schema.GroupVersion) {
 	defer func() {
 		for _, f := range followers {
 			f.stop()
+			if a.cfg.metrics != nil {
+				a.cfg.metrics.DeleteAPIWatchState(a.cfg.name, resourceName(f.resource()))
+			}
 		}
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), a.crds.HasSynced) {
 		return
 	}
-	var byDiscovery []schema.GroupVersion
-	for _, f := range followers {
-		if gv := f.resource().GroupVersion(); f.byDiscovery() && !slices.Contains(byDiscovery, gv) {
-			byDiscovery = append(byDiscovery, gv)
-		}
-	}
-	var tick <-chan time.Time
-	if len(byDiscovery) > 0 {
-		t := time.NewTicker(a.cfg.period)
-		defer t.Stop()
-		tick = t.C
-	}
-	discovered := map[schema.GroupVersion]map[string]bool{}
-	discover := func() {
+	for {
+		a.discMu.Lock()
+		discovered := maps.Clone(a.discovered)
+		a.discMu.Unlock()
+		answered := true
 		for _, gv := range byDiscovery {
-			if served, err := a.discover(ctx, gv); err == nil {
-				discovered[gv] = served
+			if _, ok := discovered[gv]; !ok {
+				answered = false
 			}
 		}
-	}
-	discover()
-	for {
 		for _, f := range followers {
 			gvr := f.resource()
-			served := false
 			if f.byDiscovery() {
-				served = discovered[gvr.GroupVersion()][gvr.Resource]
-			} else {
-				served = a.servedByCRD(gvr)
+				f.follow(ctx, discovered[gvr.GroupVersion()][gvr.Resource], "")
+				continue
 			}
-			f.follow(ctx, served)
+			served, uid := a.servedByCRD(gvr)
+			f.follow(ctx, served, uid)
 		}
-		a.synced.Store(true)
+		if answered {
+			a.synced.Store(true)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-a.kick:
-		case <-tick:
-			discover()
+		}
+	}
+}
+
+// discoverEvery asks discovery about each of gvs now and every discovery
+// period, until ctx ends, and wakes the loop with each answer. It runs
+// on its own: a request that hangs delays only the next answers.
+func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion) {
+	t := time.NewTicker(a.cfg.period)
+	defer t.Stop()
+	for {
+		for _, gv := range gvs {
+			if ctx.Err() != nil {
+				return
+			}
+			if served, err := a.discover(ctx, gv); err == nil {
+				a.discMu.Lock()
+				a.discovered[gv] = served
+				a.discMu.Unlock()
+				a.wake()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
@@ -322,16 +367,17 @@ func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (map[string
 }
 
 // servedByCRD reports whether the CRD of gvr is established and serves
-// gvr's version. A CRD being deleted still serves its objects while the
-// API server deletes them: their finalizers may be the controller's.
-func (a *APIs) servedByCRD(gvr schema.GroupVersionResource) bool {
+// gvr's version, and the CRD's UID. A CRD being deleted still serves its
+// objects while the API server deletes them: their finalizers may be the
+// controller's.
+func (a *APIs) servedByCRD(gvr schema.GroupVersionResource) (bool, types.UID) {
 	obj, exists, err := a.crds.GetStore().GetByKey(gvr.Resource + "." + gvr.Group)
 	if err != nil || !exists {
-		return false
+		return false, ""
 	}
 	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
 	if !ok {
-		return false
+		return false, ""
 	}
 	established := false
 	for _, c := range crd.Status.Conditions {
@@ -341,7 +387,7 @@ func (a *APIs) servedByCRD(gvr schema.GroupVersionResource) bool {
 	}
 	return established && slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
 		return v.Name == gvr.Version && v.Served
-	})
+	}), crd.UID
 }
 
 // Served reports whether gvr is served, as far as the APIs know: from its
@@ -351,12 +397,16 @@ func (a *APIs) Served(gvr schema.GroupVersionResource) bool {
 	if a.crds == nil {
 		return false
 	}
-	return a.servedByCRD(gvr)
+	served, _ := a.servedByCRD(gvr)
+	return served
 }
 
 // HasSynced reports whether the APIs know what is served: the CRD
-// informer has synced, discovery has answered once where asked, and every
-// Informer has been started or left waiting accordingly.
+// informer has synced, discovery has answered (successfully, or with
+// NotFound) about every group version of the resources declared with
+// FromDiscovery, and every Informer has been started or left waiting
+// accordingly. A discovery that keeps failing (an aggregated API whose
+// backend is not up) keeps it false.
 func (a *APIs) HasSynced() bool { return a.synced.Load() }
 
 // WaitForCacheSync waits until HasSynced and the informers of the served
@@ -392,8 +442,11 @@ func (a *APIs) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
 }
 
 // Shutdown waits until the goroutines of Start have returned: the CRD
-// informer, the loop and every Informer's informer. Close Start's stopCh
-// (or end its context) first.
+// informer, the loop, every Informer's informer and the discovery
+// goroutine (with a discovery request in flight, until the request
+// returns: the discovery client's timeout bounds it). The states of the
+// Informers are removed from the metrics. Close Start's stopCh (or end
+// its context) first.
 func (a *APIs) Shutdown() { a.wg.Wait() }
 
 // setState records an Informer's state in the metrics.

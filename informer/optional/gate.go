@@ -50,6 +50,9 @@ type gate[T cache.Object, K comparable] struct {
 	needs func(K) bool
 	// synced is the sync check of h's registration while Start runs.
 	synced atomic.Pointer[func() bool]
+	// ready is set once HasSynced reported true during this Start: it
+	// stays true while Start runs.
+	ready atomic.Bool
 }
 
 // Err reports why the Informer cannot work: Controller.Watch refuses
@@ -58,24 +61,31 @@ func (g *gate[T, K]) Err() error { return g.inf.err }
 
 // Start registers h on inf while ctx lasts.
 func (g *gate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) {
+	g.ready.Store(false)
 	synced, remove := g.inf.AddEventHandler(ctx, g.h)
 	g.synced.Store(&synced)
 	<-ctx.Done()
 	g.synced.Store(nil)
+	g.ready.Store(false)
 	remove()
 	klog.FromContext(ctx).V(4).Info("Removed the handler of an optional resource", "resource", resourceName(g.inf.gvr))
 }
 
-// HasSynced reports whether the APIs know whether the resource is served
-// and, if it is, h (or, before Start, the informer) has synced.
+// HasSynced reports whether Start has registered h, the APIs know
+// whether the resource is served and, if it is, h has seen its informer's
+// initial list; false before Start. Once true, it stays true until Start
+// returns: an informer started later (the resource installed, or back)
+// does not take the controller's readiness away.
 func (g *gate[T, K]) HasSynced() bool {
-	if !g.inf.apis.HasSynced() {
+	if g.ready.Load() {
+		return true
+	}
+	synced := g.synced.Load()
+	if synced == nil || !g.inf.apis.HasSynced() || !(*synced)() {
 		return false
 	}
-	if synced := g.synced.Load(); synced != nil {
-		return (*synced)()
-	}
-	return g.inf.syncedNow()
+	g.ready.Store(true)
+	return true
 }
 
 // Owns reports whether key may run: it does not need the resource, or the

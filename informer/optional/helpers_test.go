@@ -83,6 +83,12 @@ func (m *fakeMetrics) SetAPIWatchState(cluster, resource string, s optional.Stat
 	m.states[cluster+"|"+resource] = s
 }
 
+func (m *fakeMetrics) DeleteAPIWatchState(cluster, resource string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.states, cluster+"|"+resource)
+}
+
 func (m *fakeMetrics) IncAPIWatchStops(cluster, resource string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

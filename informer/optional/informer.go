@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -37,7 +38,10 @@ type instance[T cache.Object] struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed once the informer's Run returned
-	regs   map[*handler[T]]cache.ResourceEventHandlerRegistration
+	// uid is the UID of the CRD the instance started for ("" when
+	// followed by discovery).
+	uid  types.UID
+	regs map[*handler[T]]cache.ResourceEventHandlerRegistration
 }
 
 // handler is a handler added to an Informer.
@@ -177,13 +181,23 @@ func (i *Informer[T]) resource() schema.GroupVersionResource { return i.gvr }
 func (i *Informer[T]) byDiscovery() bool                     { return i.cfg.fromDiscovery }
 func (i *Informer[T]) objectType() reflect.Type              { return reflect.TypeFor[T]() }
 
-// follow starts an informer when the resource is served and none runs, and
-// stops the running one when it is not served.
-func (i *Informer[T]) follow(ctx context.Context, served bool) {
+// follow starts an informer when the resource is served and none runs,
+// stops the running one when it is not served, and restarts it when it
+// started for another CRD (one deleted and created again).
+func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 	logger := klog.FromContext(ctx).WithValues("resource", resourceName(i.gvr))
 	i.mu.Lock()
 	running := i.run != nil
+	recreated := running && i.run.uid != uid
 	i.mu.Unlock()
+	if served && recreated && i.stopRun() {
+		if i.apis.cfg.metrics != nil {
+			i.apis.cfg.metrics.IncAPIWatchStops(i.apis.cfg.name, resourceName(i.gvr))
+		}
+		i.apis.setState(i.gvr, Stopped)
+		logger.Info("Resource's CRD deleted and created again: its watch stopped, its keys dropped; it starts again for the new CRD")
+		running = false
+	}
 	switch {
 	case served && !running:
 		inf := i.newInformer()
@@ -205,7 +219,7 @@ func (i *Informer[T]) follow(ctx context.Context, served bool) {
 			return
 		}
 		runCtx, cancel := context.WithCancelCause(ctx)
-		run := &instance[T]{inf: inf, ctx: runCtx, cancel: cancel, done: make(chan struct{}), regs: map[*handler[T]]cache.ResourceEventHandlerRegistration{}}
+		run := &instance[T]{inf: inf, ctx: runCtx, cancel: cancel, done: make(chan struct{}), uid: uid, regs: map[*handler[T]]cache.ResourceEventHandlerRegistration{}}
 		i.mu.Lock()
 		for hd := range i.handlers {
 			i.lockedRegister(run, hd)
