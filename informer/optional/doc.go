@@ -16,7 +16,8 @@
 // its watches, and a version no longer served stops them, like a whole
 // CRD. Resources that no CRD defines (aggregated APIs, declared with
 // FromDiscovery) are looked up in discovery, one request per group
-// version every discovery period (WithDiscoveryPeriod); nothing is polled
+// version every discovery period (WithDiscoveryPeriod), by a goroutine of
+// its own so that a hung request holds back no CRD; nothing is polled
 // for the others. APIs needs get, list and watch on
 // customresourcedefinitions.apiextensions.k8s.io: this package carries the
 // +kubebuilder:rbac marker of that rule, which apigen adds to the roles

@@ -29,7 +29,9 @@ func AllKeys[K comparable](K) bool { return true }
 //     reconciles in flight when it goes away are cancelled with a cause
 //     wrapping ErrNotServed, neither retried nor counted as failed;
 //   - when it is served again, the new informer's initial list reaches h,
-//     which queues its keys again.
+//     which queues its keys again; a controller that was ready stays
+//     ready meanwhile (HasSynced does not turn false again while the
+//     controller runs).
 //
 // needs may be nil: then no key is gated and only the watch follows the
 // resource (a controller of other objects that also watches an optional
