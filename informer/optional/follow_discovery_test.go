@@ -16,11 +16,10 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer/optional"
 )
 
-// APIs.HasSynced promises "discovery has answered once where
-// asked"; a first discovery that fails (an aggregated API's backend not
-// up yet, a 503) must not make the APIs (and the operator's readiness)
-// report synced with the resource taken as not served.
-func TestHasSyncedBeforeDiscoveryAnswered(t *testing.T) {
+// A first discovery that fails (an aggregated API's backend not up yet,
+// a 503) leaves the APIs (and the operator's readiness) not synced: the
+// resource is not taken as absent before discovery answered.
+func TestNotSyncedBeforeDiscoveryAnswered(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{metricsGVR: "WidgetList"})
 	disc := newDiscovery()
 	disc.set("metrics.example.com/v1", []string{"widgets"}, errors.New("the server is currently unable to handle the request"))
@@ -32,7 +31,6 @@ func TestHasSyncedBeforeDiscoveryAnswered(t *testing.T) {
 	}, optional.FromDiscovery())
 	startAPIs(t, apis)
 	asked(t, disc.notify, 1)
-	time.Sleep(200 * time.Millisecond)
-	require.False(t, apis.HasSynced(), "APIs report synced although discovery never answered (Informer state %s)", widgets.State())
+	require.Never(t, apis.HasSynced, 200*time.Millisecond, 5*time.Millisecond, "APIs report synced although discovery never answered (Informer state %s)", widgets.State())
 	require.False(t, widgets.HasSynced(), "the Informer reports synced although discovery never answered")
 }

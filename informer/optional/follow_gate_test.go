@@ -15,15 +15,12 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// the workers of a controller must start only once its
-// handlers have delivered their informers' initial lists (DESIGN.md,
-// queue; On's doc: "once ... h has seen its informer's initial list").
-// The gate of On answers HasSynced with the informer's own sync until its
-// Start has registered the handler, and Run's first sync check races with
-// that Start: with the informer synced before the controller runs (the
-// operator starts and syncs the APIs first), the workers start although
-// the handler has not seen a single object (here it never does).
-func TestWorkersStartBeforeTheHandlerSynced(t *testing.T) {
+// The workers of a controller start only once On's handler has seen its
+// informer's initial list, even when the informer synced before the
+// controller runs (the operator starts and syncs the APIs first): the
+// gate is not synced before its Start has registered the handler, and the
+// handler here never finishes the initial list.
+func TestWorkersWaitForTheHandlerOfOn(t *testing.T) {
 	apis := optional.NewAPIs(crdClient(fooCRD(map[string]bool{"v1alpha1": true}, true)), nil)
 	newInformer, _ := fooInformers(foofake.NewClientset(foo("a")))
 	foos := optional.NewInformer(apis, foosGVR, newInformer)

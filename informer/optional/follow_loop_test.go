@@ -31,6 +31,7 @@ type hangingDiscovery struct {
 	*discovery
 	mu      sync.Mutex
 	hanging chan struct{}
+	blocked int // guarded by mu: questions blocked now
 }
 
 func (d *hangingDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
@@ -38,9 +39,22 @@ func (d *hangingDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.AP
 	h := d.hanging
 	d.mu.Unlock()
 	if h != nil {
+		d.mu.Lock()
+		d.blocked++
+		d.mu.Unlock()
 		<-h
+		d.mu.Lock()
+		d.blocked--
+		d.mu.Unlock()
 	}
 	return d.discovery.ServerResourcesForGroupVersion(gv)
+}
+
+// isBlocked reports whether a question is blocked in the hang.
+func (d *hangingDiscovery) isBlocked() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.blocked > 0
 }
 
 func (d *hangingDiscovery) hang() (release func()) {
@@ -78,30 +92,28 @@ func followBoth(t *testing.T) (*optional.APIs, *apiextensionsfake.Clientset, *ha
 	return apis, crds, disc, foos, made
 }
 
-// the loop asks discovery synchronously, so an aggregated API
-// whose discovery hangs (its backend down) holds back every CRD-followed
-// watch of the cluster: a CRD installed meanwhile does not start its
-// watch until discovery returns (up to the client's timeout, every
-// period).
-func TestHungDiscoveryHoldsBackCRDWatches(t *testing.T) {
+// An aggregated API whose discovery hangs (its backend down) holds back
+// no CRD-followed watch of the cluster: a CRD installed meanwhile starts
+// its watch at once, not when discovery returns (up to the client's
+// timeout, every period).
+func TestHungDiscoveryHoldsBackNoCRDWatch(t *testing.T) {
 	apis, crds, disc, foos, _ := followBoth(t)
 	startAPIs(t, apis)
 	require.Eventually(t, apis.HasSynced, waitFor, time.Millisecond)
 	release := disc.hang()
 	defer release()
-	time.Sleep(100 * time.Millisecond) // the loop's next period hangs in discovery
+	require.Eventually(t, disc.isBlocked, waitFor, time.Millisecond, "the next discovery period hangs")
 	_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), fooCRD(map[string]bool{"v1alpha1": true}, true), metav1.CreateOptions{})
 	require.NoError(t, err)
 	assert.Eventually(t, func() bool { return foos.State() == optional.Running }, 5*time.Second, time.Millisecond,
 		"the Foo CRD was installed 5s ago, but its watch waits for the discovery of another group version")
 }
 
-// a CRD deleted and re-created (a new UID) while the loop is
-// busy (here in a slow discovery; also while it waits for another
-// informer to stop) is never seen as removed: the informer of the old
-// CRD runs on, no stop is counted or logged, and the reconciles in
-// flight of the deleted CRD's objects are not cancelled.
-func TestRecreatedCRDKeepsTheOldInformer(t *testing.T) {
+// A CRD deleted and re-created (a new UID) while the APIs are busy (here
+// in a slow discovery; also while the loop waits for another informer to
+// stop) restarts the watch: the informer of the old CRD stops (counted),
+// and a new one starts for the new CRD.
+func TestRecreatedCRDRestartsTheInformer(t *testing.T) {
 	apis, crds, disc, foos, made := followBoth(t)
 	_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), fooCRD(map[string]bool{"v1alpha1": true}, true), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -109,14 +121,44 @@ func TestRecreatedCRDKeepsTheOldInformer(t *testing.T) {
 	require.Eventually(t, func() bool { return foos.State() == optional.Running && foos.HasSynced() }, waitFor, time.Millisecond)
 	require.Equal(t, 1, made())
 	release := disc.hang()
-	time.Sleep(100 * time.Millisecond) // the loop's next period hangs in discovery
+	defer release()
+	require.Eventually(t, disc.isBlocked, waitFor, time.Millisecond, "the next discovery period hangs")
 	require.NoError(t, crds.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), "foos.samplecontroller.k8s.io", metav1.DeleteOptions{}))
 	recreated := fooCRD(map[string]bool{"v1alpha1": true}, true)
 	recreated.UID = "new-uid"
 	_, err = crds.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), recreated, metav1.CreateOptions{})
 	require.NoError(t, err)
-	time.Sleep(200 * time.Millisecond) // the CRD informer sees both
 	release()
-	time.Sleep(500 * time.Millisecond)
-	assert.Equal(t, 2, made(), "the CRD was deleted and re-created with a new UID, but the informer made for the old one still runs")
+	assert.Eventually(t, func() bool { return made() == 2 && foos.State() == optional.Running }, waitFor, time.Millisecond,
+		"the CRD was deleted and re-created with a new UID, but the informer made for the old one still runs")
+}
+
+// A CRD whose UID changes under a running informer (the CRD informer saw
+// only the re-created CRD, not the deletion) restarts the watch: the old
+// informer's stop is counted and a new informer starts.
+func TestNewCRDUIDRestartsTheInformer(t *testing.T) {
+	m := newFakeMetrics()
+	crds := crdClient(fooCRD(map[string]bool{"v1alpha1": true}, true))
+	apis := optional.NewAPIs(crds, nil, optional.WithMetrics(m))
+	newInformer, made := fooInformers(fake.NewClientset())
+	foos := optional.NewInformer(apis, foosGVR, newInformer)
+	startAPIs(t, apis)
+	require.Eventually(t, func() bool { return foos.State() == optional.Running && foos.HasSynced() }, waitFor, time.Millisecond)
+	require.Equal(t, 1, made())
+
+	recreated := fooCRD(map[string]bool{"v1alpha1": true}, true)
+	recreated.UID = "new-uid"
+	_, err := crds.ApiextensionsV1().CustomResourceDefinitions().Update(context.Background(), recreated, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return made() == 2 && foos.State() == optional.Running }, waitFor, time.Millisecond,
+		"the CRD has a new UID, but the informer made for the old one still runs")
+	state, stops := m.state("|foos.samplecontroller.k8s.io/v1alpha1")
+	assert.Equal(t, optional.Running, state)
+	assert.Equal(t, 1, stops, "the old informer's stop is counted")
+
+	// The same CRD updated again (same UID) restarts nothing.
+	recreated.Labels = map[string]string{"changed": "yes"}
+	_, err = crds.ApiextensionsV1().CustomResourceDefinitions().Update(context.Background(), recreated, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.Never(t, func() bool { return made() != 2 }, 200*time.Millisecond, 5*time.Millisecond, "an update of the same CRD restarted its informer")
 }

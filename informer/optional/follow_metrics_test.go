@@ -11,11 +11,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer/optional"
 )
 
-// once the APIs shut down (the process stops, or a fleet's
-// member leaves and its APIs end with it), the Informer reports Stopped,
-// but ctrlkit_api_watch_state keeps saying "running" for it forever: the
-// series of a member that left is never cleared or updated.
-func TestMetricsAfterShutdown(t *testing.T) {
+// Once the APIs shut down (the process stops, or a fleet's member leaves
+// and its APIs end with it), the Informer reports Stopped and its
+// ctrlkit_api_watch_state series is removed: it does not say "running"
+// for a member that left.
+func TestMetricsRemovedAtShutdown(t *testing.T) {
 	m := newFakeMetrics()
 	apis := optional.NewAPIs(crdClient(fooCRD(map[string]bool{"v1alpha1": true}, true)), nil, optional.WithMetrics(m), optional.WithName("west"))
 	newInformer, _ := fooInformers(fake.NewClientset())
