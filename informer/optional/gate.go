@@ -87,6 +87,11 @@ func (g *gate[T, K]) HasSynced() bool {
 		return false
 	}
 	g.ready.Store(true)
+	if g.synced.Load() != synced {
+		// Start returned meanwhile: its end cleared ready before.
+		g.ready.Store(false)
+		return false
+	}
 	return true
 }
 
