@@ -87,6 +87,8 @@ generate: apigen
 	  -deploy examples/configset/deploy -deploy-namespace configset-system -deploy-image ctrlkit/configset:dev examples/configset/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/fleet/deploy -rbac-role configmap-copier -rbac-paths ./examples/fleet \
 	  -deploy examples/fleet/deploy -deploy-namespace fleet-system -deploy-image ctrlkit/fleet:dev
+	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/summary/deploy -rbac-role foo-summary -rbac-paths "./examples/summary ./informer/optional" \
+	  -deploy examples/summary/deploy -deploy-namespace summary-system -deploy-image ctrlkit/summary:dev
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
 
 verify-generate:

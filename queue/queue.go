@@ -4,8 +4,10 @@
 // A Controller owns one queue of keys. What feeds it is given to Watch:
 // typed informer event handlers bound to their informers with On (changes
 // with Add, initial-list and resync events with AddLowPriority; neither is
-// rate limited), and keys from outside the informers (Periodic, Channel,
-// Feed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
+// rate limited), keys from outside the informers (Periodic, Channel,
+// Feed), and gates of keys whose informers come and go while the
+// controller runs (Gated; package informer/optional builds them for APIs
+// that are installed and removed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
 // their informers' initial lists, starts the workers, and on cancellation
 // stops taking keys, lets in-flight reconciles finish, removes the handlers
 // and returns only when every goroutine it started is gone. New starts
@@ -73,6 +75,7 @@ type Controller[K comparable] struct {
 	cfg         config
 	rateLimiter workqueue.TypedRateLimiter[K]
 	ownership   atomic.Pointer[Ownership[K]] // nil: every key is this process's
+	gates       atomic.Pointer[[]Gate[K]]    // the gates given to Watch (Gated), copied on write
 	base        *keyQueue[K]
 	metrics     Metrics
 
@@ -129,6 +132,8 @@ type Watch struct {
 	// while the controller runs; periodic is set for a Periodic source.
 	start    func(ctx context.Context)
 	periodic periodicSource
+	// gate is a Gate[K] of the controller's key type K (see Gated).
+	gate any
 	// err is why the Watch cannot work.
 	err error
 }
@@ -222,6 +227,10 @@ func (c *Controller[K]) Watch(ws ...Watch) error {
 		switch {
 		case w.err != nil:
 			return fmt.Errorf("queue: controller %q: Watch %d: %w", c.name, i, w.err)
+		case w.gate != nil:
+			if err := c.checkGate(w); err != nil {
+				return fmt.Errorf("queue: controller %q: Watch %d: %w", c.name, i, err)
+			}
 		case w.add == nil && w.start == nil:
 			return fmt.Errorf("queue: controller %q: Watch %d has no informer or no handler", c.name, i)
 		}
@@ -232,7 +241,9 @@ func (c *Controller[K]) Watch(ws ...Watch) error {
 		return fmt.Errorf("queue: controller %q: Watch called after Run", c.name)
 	}
 	for _, w := range ws {
-		if w.start != nil {
+		if w.gate != nil {
+			c.lockedAddGate(w)
+		} else if w.start != nil {
 			c.feeds = append(c.feeds, w.start)
 			if w.periodic != nil {
 				c.periodics = append(c.periodics, w.periodic)
@@ -292,12 +303,18 @@ func (c *Controller[K]) NextDue() (due time.Time, ok bool) {
 // it runs, whether every handler registered by Watch has delivered its
 // informer's initial list (the workers wait for this); before Run, whether
 // every watched informer has synced its cache, so that a standby replica
-// with warm informers reports ready. It is the readiness signal of a
+// with warm informers reports ready. Every Gate given to Watch must report
+// synced too (see Gate.HasSynced). It is the readiness signal of a
 // controller.
 func (c *Controller[K]) HasSynced() bool {
 	c.mu.Lock()
 	watches := c.watches
 	c.mu.Unlock()
+	for _, g := range c.loadGates() {
+		if !g.HasSynced() {
+			return false
+		}
+	}
 	for _, w := range watches {
 		if reg := w.reg.Load(); reg != nil {
 			if !(*reg).HasSynced() {
@@ -325,10 +342,18 @@ func (c *Controller[K]) Add(key K) {
 	}
 }
 
-// owns reports whether key is this process's to reconcile.
+// owns reports whether key is this process's to reconcile: its
+// Ownership and every Gate own it.
 func (c *Controller[K]) owns(key K) bool {
-	o := c.owner()
-	return o == nil || o.Owns(key)
+	if o := c.owner(); o != nil && !o.Owns(key) {
+		return false
+	}
+	for _, g := range c.loadGates() {
+		if !g.Owns(key) {
+			return false
+		}
+	}
+	return true
 }
 
 // AddLowPriority enqueues key like Add, but in a second lane behind the keys
@@ -498,13 +523,20 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	if o := c.owner(); o != nil {
 		background.Go(func() { o.Start(stopCtx, c) })
 	}
+	gates := c.loadGates()
+	for _, g := range gates {
+		background.Go(func() { g.Start(stopCtx, c) })
+	}
 	stopMetrics := make(chan struct{})
 	background.Go(func() { c.base.runMetrics(stopMetrics) })
 	defer close(stopMetrics)
 
-	synced := make([]cache.InformerSynced, 0, len(watches))
+	synced := make([]cache.InformerSynced, 0, len(watches)+len(gates))
 	for _, w := range watches {
 		synced = append(synced, (*w.reg.Load()).HasSynced)
+	}
+	for _, g := range gates {
+		synced = append(synced, g.HasSynced)
 	}
 	logger.Info("Waiting for caches to sync")
 	if !cache.WaitForCacheSync(stopCtx.Done(), synced...) {
@@ -646,6 +678,14 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		defer release()
 		workCtx = claimCtx
 	}
+	gateCtx, releaseGates, ok := c.claimGates(workCtx, key)
+	if !ok {
+		// A gate closed for the key (its API is not served): drop it.
+		c.forget(key)
+		return true
+	}
+	defer releaseGates()
+	workCtx = gateCtx
 	c.active.Add(1)
 	defer c.active.Add(-1)
 	end, timed = c.reconcileKey(workCtx, key, startedAt, triggers), true
@@ -688,12 +728,13 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	obs := Observation{Panicked: panicked, Duration: time.Duration(end - startedAt)}
 	c.metrics.AddActiveWorkers(c.name, -1)
 	if err != nil && workCtx.Err() != nil {
-		// The shutdown, or the key's move to another replica, cancelled the
-		// reconcile: it did not fail, and the key is not this process's to
-		// retry, so there is nothing to retry or count.
+		// The shutdown, the key's move to another replica, or a gate that
+		// closed for it cancelled the reconcile: it did not fail, and the
+		// key is not this process's to retry, so there is nothing to retry
+		// or count.
 		msg, cause := "Reconcile cancelled by the shutdown", context.Cause(workCtx)
 		if !errors.Is(cause, context.Canceled) && !errors.Is(cause, ErrAborted) {
-			msg = "Reconcile cancelled: its key is no longer this process's"
+			msg = "Reconcile cancelled: its key is no longer this process's to run"
 		}
 		c.keyLogger(rc).V(2).Info(msg, "cause", cause.Error(), "err", err.Error())
 		ended = spanEnd{result: tracing.ResultCancelled, err: err}
