@@ -100,6 +100,9 @@ type Controller[K comparable] struct {
 
 	active atomic.Int64
 	nextID atomic.Uint64
+	// working is true while Run's workers run: its handlers and gates
+	// have synced.
+	working atomic.Bool
 
 	// terminal holds, for each key whose last reconcile ended with a
 	// terminal error, that error's text and generation: the same error
@@ -326,6 +329,14 @@ func (c *Controller[K]) HasSynced() bool {
 	}
 	return true
 }
+
+// Running reports whether Run is under way: it has registered its
+// handlers, they and the gates have synced, and its workers have started,
+// so that every object in the informers' caches then has had its keys
+// added. It is false before and once Run returns. Unlike HasSynced, which
+// before Run reports on the informers alone, it tells a test that started
+// Run in the background when the controller works (see queuetest.Start).
+func (c *Controller[K]) Running() bool { return c.working.Load() }
 
 // Name returns the controller's name.
 func (c *Controller[K]) Name() string { return c.name }
@@ -554,6 +565,8 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 
 	c.metrics.SetMaxWorkers(c.name, c.cfg.workers)
 	logger.Info("Starting workers", "count", c.cfg.workers)
+	c.working.Store(true)
+	defer c.working.Store(false)
 	var workers sync.WaitGroup
 	for range c.cfg.workers {
 		workers.Go(func() {
