@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // Review: OTEL_TRACES_SAMPLER names samplers the OpenTelemetry
@@ -68,4 +70,26 @@ func TestReviewOTelSamplerNamesFollowTheSpec(t *testing.T) {
 			assert.False(t, span.SpanContext().IsSampled(), "%s=%s sampled a span", "OTEL_TRACES_SAMPLER", tt.env["OTEL_TRACES_SAMPLER"])
 		})
 	}
+}
+
+// Review: WithTracerProvider (given by Flags.Options) makes Run shut the
+// provider down, but only once Run got past its option checks: a Run that
+// fails at once (here: no controller) returns with the provider's batch
+// span processor still running, its buffered spans never exported. The
+// caller of Flags.Options cannot tell that it has to shut it down itself.
+func TestReviewRunThatFailsEarlyLeavesTheTracerProviderRunning(t *testing.T) {
+	clearOTelEnv(t)
+	ignore := goleak.IgnoreCurrent()
+	f := parse(t, Flags{}, "--tracing-endpoint=http://127.0.0.1:1")
+	tp, err := f.TracerProvider()
+	require.NoError(t, err)
+	require.NotNil(t, tp)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_ = f.tracer.Shutdown(ctx)
+	})
+	err = Run(context.Background(), f.Options(fake.NewClientset())...)
+	require.ErrorContains(t, err, "no controller to run")
+	assert.NoError(t, goleak.Find(ignore), "Run returned; the tracer provider given to it was not shut down")
 }
