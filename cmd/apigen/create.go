@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
 
 	"golang.org/x/tools/go/ast/astutil"
 )
@@ -165,7 +166,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if what == "webhook" {
 			plan, err = op.planWebhooks(w)
 		} else {
-			plan, err = op.planAPI(api)
+			plan, err = op.planAPI(ctx, api)
 		}
 	}
 	if err == nil {
@@ -325,13 +326,27 @@ func scanKinds(root string) ([]kindVersion, error) {
 // typeComments are the comment groups of a type declaration: its doc
 // comment and a group of markers above it, separated by a blank line.
 func typeComments(fset *token.FileSet, f *ast.File, decl *ast.GenDecl) []*ast.CommentGroup {
+	after := f.Name.End()
+	for _, d := range f.Decls {
+		if d.End() <= decl.Pos() {
+			after = max(after, d.End())
+		}
+	}
+	return commentsAbove(fset, f, decl.Pos(), after)
+}
+
+// commentsAbove are the comment groups of f above pos and after the
+// position after, not on its line, nearest first: the one that ends on
+// the line above pos, or the line above that, and one more that ends on
+// the line above it, or the line above that.
+func commentsAbove(fset *token.FileSet, f *ast.File, pos, after token.Pos) []*ast.CommentGroup {
 	var out []*ast.CommentGroup
-	line := fset.Position(decl.Pos()).Line
+	line, afterLine := fset.Position(pos).Line, fset.Position(after).Line
 	for _, c := range slices.Backward(f.Comments) {
-		if c.End() >= decl.Pos() {
+		if c.End() >= pos {
 			continue
 		}
-		if fset.Position(c.End()).Line < line-2 || len(out) == 2 {
+		if c.Pos() <= after || fset.Position(c.Pos()).Line == afterLine || fset.Position(c.End()).Line < line-2 || len(out) == 2 {
 			break
 		}
 		out = append(out, c)
@@ -611,10 +626,11 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 type apiData struct {
 	*scaffold
 	HubVersion, HubAlias, HubAPIDir, HubMethod string
+	Fields                                     []string // of a new version: the kind's fields that its conversion carries over
 }
 
 // planAPI plans apigen create api.
-func (op *operatorDir) planAPI(api string) (*createPlan, error) {
+func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, error) {
 	if api == "" {
 		return nil, errors.New("-api is required: GROUP/VERSION/KIND, such as example.com/v2/Widget")
 	}
@@ -652,6 +668,7 @@ func (op *operatorDir) planAPI(api string) (*createPlan, error) {
 	if err != nil && slices.ContainsFunc(op.kinds, func(k kindVersion) bool { return k.kind == s.Kind && k.group == s.Group }) {
 		return nil, err // versions without a storage version
 	}
+	var fields []string // of a new version: the fields its conversion carries
 	if err != nil {
 		if err := op.refuseClash(s); err != nil {
 			return nil, err
@@ -660,9 +677,11 @@ func (op *operatorDir) planAPI(api string) (*createPlan, error) {
 			return nil, err
 		}
 	} else {
-		src, err := op.versionTypes(s, versions, hub)
-		if err != nil {
-			return nil, err
+		s.Plural = hub.plural
+		var src []byte
+		var verr error
+		if src, fields, verr = op.versionTypes(ctx, s, versions, hub); verr != nil {
+			return nil, verr
 		}
 		if _, err := os.Lstat(filepath.Join(op.mod.root, filepath.FromSlash(typesFile))); err == nil {
 			return nil, fmt.Errorf("the module already has %s", typesFile)
@@ -672,7 +691,7 @@ func (op *operatorDir) planAPI(api string) (*createPlan, error) {
 	if err == nil {
 		// A new version of a kind: a spoke of the hub, which becomes the
 		// storage version if it is not yet.
-		d := apiData{scaffold: s, HubVersion: hub.version, HubAlias: hub.groupDir + hub.version, HubAPIDir: hub.dir, HubMethod: upperFirst(hub.version)}
+		d := apiData{scaffold: s, HubVersion: hub.version, HubAlias: hub.groupDir + hub.version, HubAPIDir: hub.dir, HubMethod: upperFirst(hub.version), Fields: fields}
 		if err := p.add(op, path.Join(s.APIDir, strings.ToLower(s.Kind)+"_conversion.go"), "create_conversion.go.tmpl", d); err != nil {
 			return nil, err
 		}
@@ -926,171 +945,445 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 }
 
 // versionTypes returns the types file of the new version s of a kind whose
-// versions and hub are given: init's template with the hub's scope markers
-// and the hub's Spec and Status types (and the types of its package they
-// use), so that the versions start with the same fields and the skeleton
-// conversion is exact. Versions whose scopes disagree are refused.
-func (op *operatorDir) versionTypes(s *scaffold, versions []kindVersion, hub kindVersion) ([]byte, error) {
+// versions and hub are given, and the fields of the kind's type beside its
+// TypeMeta and ObjectMeta, which the skeleton conversion carries over. The
+// new version starts as the hub is: the hub's type of the kind whole, with
+// its markers (resource with plural, scope, short names and categories,
+// subresources, printer columns, validation) but those of a version of
+// its own (storage, served, deprecated), init's list type, and the types
+// and constants of the hub's package that the kind uses, with the imports
+// they need; so every version agrees on what the CRD takes from one of
+// them, and the skeleton conversion is exact. Versions whose scopes
+// disagree are refused, as is a new package that declares a type the new
+// version copies unlike the hub's (an identical one is used as it is).
+func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions []kindVersion, hub kindVersion) ([]byte, []string, error) {
 	for _, v := range versions {
 		if v.nonNamespaced != v.clusterScope || v.clusterScope != hub.clusterScope {
-			return nil, fmt.Errorf("the versions of %s disagree on its scope (+genclient:nonNamespaced and +kubebuilder:resource:scope=Cluster go together, in every version; %s of %s has %s): make them agree, then run apigen create api again",
+			return nil, nil, fmt.Errorf("the versions of %s disagree on its scope (+genclient:nonNamespaced and +kubebuilder:resource:scope=Cluster go together, in every version; %s of %s has %s): make them agree, then run apigen create api again",
 				s.Kind, v.version, v.file, map[bool]string{true: "scope=Cluster", false: "no scope=Cluster"}[v.clusterScope]+" and "+map[bool]string{true: "+genclient:nonNamespaced", false: "no +genclient:nonNamespaced"}[v.nonNamespaced])
 		}
 	}
-	src, err := render("types.go.tmpl", s)
-	if err != nil {
-		return nil, err
-	}
-	text := string(src)
-	if hub.clusterScope {
-		text = strings.Replace(text, "// +genclient\n", "// +genclient\n// +genclient:nonNamespaced\n", 1)
-		text = strings.Replace(text, "+kubebuilder:resource:path="+s.Plural+"\n", "+kubebuilder:resource:path="+s.Plural+",scope=Cluster\n", 1)
-	}
-	// The hub's package: its type declarations and imports.
 	hubDir := filepath.Join(op.mod.root, filepath.FromSlash(hub.dir))
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, hubDir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go") && !strings.HasPrefix(fi.Name(), "zz_generated")
-	}, parser.ParseComments|parser.SkipObjectResolution)
+	decls, err := packageDecls(hubDir)
 	if err != nil {
-		return nil, fmt.Errorf("reading the API package %s: %w", hub.dir, err)
+		return nil, nil, fmt.Errorf("reading the API package %s: %w", hub.dir, err)
 	}
-	type typeDecl struct {
-		decl *ast.GenDecl
-		src  string
-		file *ast.File
+	var spec *ast.TypeSpec
+	if kind, ok := decls[s.Kind]; ok {
+		spec, _ = kind.node.(*ast.TypeSpec)
 	}
-	decls := map[string]typeDecl{}
-	for _, pkg := range pkgs {
-		for name, f := range pkg.Files {
-			b, err := os.ReadFile(name)
-			if err != nil {
-				return nil, err
+	if spec == nil {
+		return nil, nil, fmt.Errorf("the hub %s of %s has no type %s in its package %s, which the new version copies", hub.version, s.Kind, s.Kind, hub.dir)
+	}
+	var fields []string
+	if st, ok := spec.Type.(*ast.StructType); ok {
+		for _, f := range st.Fields.List {
+			names := f.Names
+			if len(names) == 0 {
+				t := f.Type
+				if star, ok := t.(*ast.StarExpr); ok {
+					t = star.X
+				}
+				switch t := t.(type) {
+				case *ast.Ident:
+					names = []*ast.Ident{t}
+				case *ast.SelectorExpr:
+					names = []*ast.Ident{t.Sel}
+				}
 			}
-			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.TYPE || len(g.Specs) != 1 {
-					continue
+			for _, n := range names {
+				if ast.IsExported(n.Name) && n.Name != "TypeMeta" && n.Name != "ObjectMeta" {
+					fields = append(fields, n.Name)
 				}
-				start := g.Pos()
-				if g.Doc != nil {
-					start = g.Doc.Pos()
-				}
-				decls[g.Specs[0].(*ast.TypeSpec).Name.Name] = typeDecl{decl: g, file: f,
-					src: string(b[fset.Position(start).Offset:fset.Position(g.End()).Offset])}
 			}
 		}
 	}
-	// The Spec and Status types, then the hub package's types they use,
-	// but the kind's own.
-	own := map[string]bool{s.Kind: true, s.Kind + "List": true}
-	var copied []string
-	var imports [][2]string
-	seen := map[string]bool{}
-	queue := []string{s.Kind + "Spec", s.Kind + "Status"}
-	for len(queue) > 0 {
-		name := queue[0]
-		queue = queue[1:]
-		d, ok := decls[name]
-		if !ok || seen[name] || own[name] {
-			continue
-		}
-		seen[name] = true
-		copied = append(copied, name)
-		ast.Inspect(d.decl, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.SelectorExpr:
-				if x, ok := n.X.(*ast.Ident); ok {
-					for _, imp := range d.file.Imports {
-						ipath, _ := strconv.Unquote(imp.Path.Value)
-						alias := path.Base(ipath)
-						if imp.Name != nil {
-							alias = imp.Name.Name
-						}
-						if alias == x.Name {
-							var named string
-							if imp.Name != nil {
-								named = imp.Name.Name
-							}
-							imports = append(imports, [2]string{named, ipath})
-						}
-					}
-				}
-				return false
-			case *ast.Ident:
-				if _, ok := decls[n.Name]; ok {
-					queue = append(queue, n.Name)
-				}
-			}
-			return true
-		})
-	}
-	if !seen[s.Kind+"Spec"] || !seen[s.Kind+"Status"] {
-		return nil, fmt.Errorf("the hub %s of %s has no type %sSpec or %sStatus in its package %s, which the new version copies", hub.version, s.Kind, s.Kind, s.Kind, hub.dir)
-	}
-	// The new version's package, where it exists, must not declare them.
+	// The new version's package, where it exists: it may hold the hub's
+	// types already (another kind's new version copied them), the same.
+	var target map[string]*apiDecl
 	if dir := filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir)); dir != hubDir {
 		if _, err := os.Stat(dir); err == nil {
-			pkgs, err := parser.ParseDir(token.NewFileSet(), dir, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return nil, fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
-			}
-			for _, pkg := range pkgs {
-				for _, f := range pkg.Files {
-					for _, d := range f.Decls {
-						if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
-							for _, spec := range g.Specs {
-								if n := spec.(*ast.TypeSpec).Name.Name; slices.Contains(copied, n) {
-									return nil, fmt.Errorf("%s declares a type %s, which the new version copies from %s's %s: nothing written", s.APIDir, n, s.Kind, hub.version)
-								}
-							}
-						}
-					}
-				}
+			if target, err = packageDecls(dir); err != nil {
+				return nil, nil, fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
 			}
 		}
 	}
-	// Replace the template's Spec and Status with the hub's, add the rest.
-	tfset := token.NewFileSet()
-	f, err := parser.ParseFile(tfset, "types.go", text, parser.ParseComments)
-	if err != nil {
-		return nil, err
+	for _, name := range []string{s.Kind, s.Kind + "List"} {
+		if d, ok := target[name]; ok {
+			return nil, nil, fmt.Errorf("%s declares %s, a type of the new version of %s: nothing written", path.Join(s.APIDir, d.file), name, s.Kind)
+		}
 	}
-	type span struct{ start, end int }
-	var spans []span
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.TYPE || len(g.Specs) != 1 {
+	// The kind's type, then the declarations of the hub's package it uses.
+	var copied []*apiDecl
+	uses := map[*apiDecl][]string{} // the package names each copied declaration uses
+	seen := map[*apiDecl]bool{}
+	for queue := []string{s.Kind}; len(queue) > 0; queue = queue[1:] {
+		name := queue[0]
+		d, ok := decls[name]
+		if !ok || seen[d] || name == s.Kind+"List" {
 			continue
 		}
-		if n := g.Specs[0].(*ast.TypeSpec).Name.Name; n == s.Kind+"Spec" || n == s.Kind+"Status" {
-			start := g.Pos()
-			if g.Doc != nil {
-				start = g.Doc.Pos()
+		seen[d] = true
+		there := false
+		for _, n := range d.names {
+			if t, ok := target[n]; ok {
+				if normalDecl(t.src) != normalDecl(d.src) {
+					return nil, nil, fmt.Errorf("%s declares %s, which the new version of %s copies from %s (%s), unlike it: make the two the same or rename one, then run apigen create api again; nothing written", path.Join(s.APIDir, t.file), n, s.Kind, hub.version, path.Join(hub.dir, d.file))
+				}
+				there = true
 			}
-			spans = append(spans, span{tfset.Position(start).Offset, tfset.Position(g.End()).Offset})
+		}
+		if !there {
+			copied = append(copied, d)
+		}
+		declUses(d.node, func(n string) { queue = append(queue, n) }, func(pkg string) {
+			if !there && !slices.Contains(uses[d], pkg) {
+				uses[d] = append(uses[d], pkg)
+			}
+		})
+	}
+	// init's template gives the package clause, the import of metav1 and
+	// the list type.
+	src, err := render("types.go.tmpl", s)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl, err := packageDeclsOf(token.NewFileSet(), map[string][]byte{"types.go": src})
+	if err != nil {
+		return nil, nil, err
+	}
+	header := string(src[:tmpl[s.Kind].start])
+	var b strings.Builder
+	b.WriteString(header)
+	for i, d := range copied {
+		text := d.src
+		if i == 0 {
+			text = withoutVersionMarkers(text)
+		}
+		b.WriteString(text + "\n\n")
+		if i == 0 {
+			b.WriteString(tmpl[s.Kind+"List"].src + "\n\n")
 		}
 	}
-	for i := len(spans) - 1; i >= 0; i-- {
-		text = text[:spans[i].start] + text[spans[i].end:]
-	}
-	var b strings.Builder
-	b.WriteString(text)
-	for _, name := range copied {
-		b.WriteString("\n" + decls[name].src + "\n")
-	}
-	text = b.String()
+	text := b.String()
 	nfset := token.NewFileSet()
 	nf, err := parser.ParseFile(nfset, "types.go", text, parser.ParseComments)
 	if err != nil {
-		return nil, fmt.Errorf("the new version's types, with the hub's: %w", err)
+		return nil, nil, fmt.Errorf("the new version's types, with the hub's: %w", err)
 	}
-	for _, imp := range imports {
-		astutil.AddNamedImport(nfset, nf, imp[0], imp[1])
+	names := map[*ast.File]map[string]string{} // package names by import path, asked of go list where a file's imports do not say
+	for _, d := range copied {
+		for _, pkg := range uses[d] {
+			imp, err := importOf(d.ast, pkg, func() (map[string]string, error) {
+				if names[d.ast] == nil {
+					known, err := packageNames(ctx, op.mod.root, d.ast)
+					if err != nil {
+						return nil, err
+					}
+					names[d.ast] = known
+				}
+				return names[d.ast], nil
+			})
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s's %s: %w", path.Join(hub.dir, d.file), d.names[0], err)
+			}
+			if imp != [2]string{} {
+				astutil.AddNamedImport(nfset, nf, imp[0], imp[1])
+			}
+		}
 	}
 	var out bytes.Buffer
 	if err := format.Node(&out, nfset, nf); err != nil {
+		return nil, nil, err
+	}
+	formatted, err := format.Source(out.Bytes())
+	return formatted, fields, err
+}
+
+// versionMarkers are the markers of a kind's type that are about its
+// version alone, which a new version does not copy.
+var versionMarkers = regexp.MustCompile(`(?m)^[ \t]*//[ \t]*\+kubebuilder:(storageversion|deprecatedversion|unservedversion|skipversion)\b.*\n`)
+
+// withoutVersionMarkers returns src without its versionMarkers.
+func withoutVersionMarkers(src string) string {
+	return versionMarkers.ReplaceAllString(src, "")
+}
+
+// apiDecl is a declaration of an API package that a new version of a kind
+// may copy: a type, or constants.
+type apiDecl struct {
+	names []string
+	node  ast.Node  // the TypeSpec, or the ValueSpec or GenDecl of constants
+	src   string    // the declaration alone, with its comments (its doc and markers), as Go source
+	start int       // the offset in its file of where src starts, for a declaration not in a group
+	file  string    // its file, slash-separated, in the package's directory
+	ast   *ast.File // its file
+}
+
+// packageDecls returns the type and constant declarations of the Go
+// package in dir, without its tests and generated files, by each name
+// they declare.
+func packageDecls(dir string) (map[string]*apiDecl, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
 		return nil, err
 	}
-	return format.Source(out.Bytes())
+	files := map[string][]byte{}
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || strings.HasPrefix(n, "zz_generated") {
+			continue
+		}
+		if files[n], err = os.ReadFile(filepath.Join(dir, n)); err != nil {
+			return nil, err
+		}
+	}
+	return packageDeclsOf(token.NewFileSet(), files)
+}
+
+// packageDeclsOf is packageDecls of the files given by name. A
+// declaration in a group, type (A string; B string), is one of its own,
+// with the comments above it in the group; constants whose values depend
+// on their order (iota, or a value left out) are one declaration together.
+func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*apiDecl, error) {
+	decls := map[string]*apiDecl{}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		b := files[name]
+		f, err := parser.ParseFile(fset, name, b, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		if f.Name.Name == "main" || strings.HasSuffix(f.Name.Name, "_test") {
+			continue
+		}
+		off := func(p token.Pos) int { return fset.Position(p).Offset }
+		add := func(d *apiDecl) {
+			d.file, d.ast = name, f
+			for _, n := range d.names {
+				decls[n] = d
+			}
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || (g.Tok != token.TYPE && g.Tok != token.CONST) {
+				continue
+			}
+			if !g.Lparen.IsValid() || (g.Tok == token.CONST && ordered(g)) {
+				start := g.Pos()
+				if cs := typeComments(fset, f, g); len(cs) > 0 {
+					start = cs[len(cs)-1].Pos()
+				}
+				d := &apiDecl{node: g, src: string(b[off(start):off(g.End())]), start: off(start)}
+				if len(g.Specs) == 1 {
+					if t, ok := g.Specs[0].(*ast.TypeSpec); ok {
+						d.node = t
+					}
+				}
+				d.names = specNames(g.Specs...)
+				add(d)
+				continue
+			}
+			after := g.Lparen
+			for _, spec := range g.Specs {
+				start := spec.Pos()
+				if cs := commentsAbove(fset, f, spec.Pos(), after); len(cs) > 0 {
+					start = cs[len(cs)-1].Pos()
+				}
+				add(&apiDecl{node: spec, names: specNames(spec), start: -1,
+					src: string(b[off(start):off(spec.Pos())]) + g.Tok.String() + " " + string(b[off(spec.Pos()):off(spec.End())])})
+				after = spec.End()
+			}
+		}
+	}
+	return decls, nil
+}
+
+// specNames returns the names that specs declare.
+func specNames(specs ...ast.Spec) []string {
+	var out []string
+	for _, s := range specs {
+		switch s := s.(type) {
+		case *ast.TypeSpec:
+			out = append(out, s.Name.Name)
+		case *ast.ValueSpec:
+			for _, n := range s.Names {
+				if n.Name != "_" {
+					out = append(out, n.Name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ordered says whether the constants of g depend on their order: a
+// value left out (the one above repeated) or iota.
+func ordered(g *ast.GenDecl) bool {
+	for _, s := range g.Specs {
+		v := s.(*ast.ValueSpec)
+		if len(v.Values) == 0 {
+			return true
+		}
+		for _, e := range v.Values {
+			iota := false
+			ast.Inspect(e, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok && id.Name == "iota" {
+					iota = true
+				}
+				return !iota
+			})
+			if iota {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// declUses calls name with each name that n uses unqualified, but the
+// names it declares and the names of its fields, and pkg with each name
+// it qualifies with a package name.
+func declUses(n ast.Node, name, pkg func(string)) {
+	var walk func(ast.Node) bool
+	walk = func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.GenDecl:
+			for _, s := range n.Specs {
+				ast.Inspect(s, walk)
+			}
+			return false
+		case *ast.TypeSpec:
+			if n.TypeParams != nil {
+				ast.Inspect(n.TypeParams, walk)
+			}
+			ast.Inspect(n.Type, walk)
+			return false
+		case *ast.ValueSpec:
+			if n.Type != nil {
+				ast.Inspect(n.Type, walk)
+			}
+			for _, v := range n.Values {
+				ast.Inspect(v, walk)
+			}
+			return false
+		case *ast.Field:
+			ast.Inspect(n.Type, walk)
+			return false
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok {
+				pkg(x.Name)
+				return false
+			}
+		case *ast.Ident:
+			name(n.Name)
+		}
+		return true
+	}
+	ast.Inspect(n, walk)
+}
+
+// normalDecl is the source of a declaration as its copies compare: its
+// code and its markers, formatted, without the prose of its comments.
+func normalDecl(src string) string {
+	out, err := format.Source([]byte("package p\n\n" + src))
+	if err != nil {
+		out = []byte(src)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.Join(strings.Fields(l), " ")
+		if c, ok := strings.CutPrefix(l, "//"); l == "" || (ok && !strings.HasPrefix(strings.TrimSpace(c), "+")) {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// importOf returns the import of f (name, path; the name empty where f's
+// import has none) that gives the package name pkg, or the zero value if
+// f imports no package of that name (pkg is a name of f's package, such
+// as a constant's). A package imported without a name is matched by the
+// last element of its path, or the name goimports assumes for it
+// (gopkg.in/yaml.v3 is yaml, example.com/lib/v2 lib); where these match
+// no import or several, by the names that names returns.
+func importOf(f *ast.File, pkg string, names func() (map[string]string, error)) ([2]string, error) {
+	var unnamed, candidates []string
+	for _, imp := range f.Imports {
+		p, err := strconv.Unquote(imp.Path.Value)
+		if err != nil {
+			continue
+		}
+		if imp.Name != nil {
+			if imp.Name.Name == pkg {
+				return [2]string{pkg, p}, nil
+			}
+			continue
+		}
+		unnamed = append(unnamed, p)
+		if path.Base(p) == pkg || assumedName(p) == pkg {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 1 {
+		return [2]string{"", candidates[0]}, nil
+	}
+	if len(unnamed) == 0 {
+		return [2]string{}, nil
+	}
+	known, err := names()
+	if err != nil {
+		return [2]string{}, fmt.Errorf("finding the package %s among the imports %s: %w", pkg, strings.Join(unnamed, ", "), err)
+	}
+	for _, p := range unnamed {
+		if known[p] == pkg {
+			return [2]string{"", p}, nil
+		}
+	}
+	return [2]string{}, nil
+}
+
+// assumedName is the package name that goimports assumes for an import
+// path: its last element, without a major version element after it, a
+// "go-" prefix or what follows the first character that a Go name cannot
+// have.
+func assumedName(importPath string) string {
+	base := path.Base(importPath)
+	if v, ok := strings.CutPrefix(base, "v"); ok {
+		if _, err := strconv.Atoi(v); err == nil && path.Dir(importPath) != "." {
+			base = path.Base(path.Dir(importPath))
+		}
+	}
+	base = strings.TrimPrefix(base, "go-")
+	if i := strings.IndexFunc(base, func(r rune) bool {
+		return !(r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r))
+	}); i >= 0 {
+		base = base[:i]
+	}
+	return base
+}
+
+// packageNames returns the names of the packages that f imports, by
+// import path, as go list finds them in the module at root.
+func packageNames(ctx context.Context, root string, f *ast.File) (map[string]string, error) {
+	args := []string{"list", "-e", "-f", "{{.ImportPath}} {{.Name}}"}
+	for _, imp := range f.Imports {
+		if p, err := strconv.Unquote(imp.Path.Value); err == nil {
+			args = append(args, p)
+		}
+	}
+	cmd := command(ctx, "go", args...)
+	cmd.Dir = root
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := runCommand(cmd); err != nil {
+		return nil, fmt.Errorf("go list: %w\n%s", err, errOut.String())
+	}
+	names := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if p, n, ok := strings.Cut(line, " "); ok && n != "" {
+			names[p] = n
+		}
+	}
+	return names, nil
 }

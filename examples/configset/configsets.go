@@ -134,20 +134,19 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 			listed = append(listed, m.Cluster)
 		}
 	}
-	var failed []error
-	for cluster, err := range errs {
-		if err != nil && !errors.Is(err, multicluster.ErrNotReady) {
-			failed = append(failed, fmt.Errorf("member %s: %w", cluster, err))
-		}
-	}
-	return reconcile.Result{}, errors.Join(append(failed, c.writeStatus(ctx, cs, targets, listed))...)
+	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), c.writeStatus(ctx, cs, targets, listed))
 }
 
 // writeStatus writes cs's per-member entries (of listed, those not in
 // targets as Removing), counts and Ready condition in one write, with a
-// Warning event when Ready turns False.
+// Warning event when Ready turns False. It writes nothing while the Fleet
+// has not synced (Results adds the key again once it has): a restart does
+// not flap a status that still holds.
 func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string) error {
 	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, listed)
+	if ready.Reason == multicluster.ReasonFleetNotSynced {
+		return nil
+	}
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {
 		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = members, 0, int32(len(members))
 		for i, m := range members {
@@ -165,8 +164,9 @@ func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSe
 
 // cleanup deletes cs's ConfigMap from every member that is ready; the
 // finalizer goes once the Fleet knows all its members (HasSynced) and every
-// member cs went to (as its spec or status says) is cleaned or no longer
-// held: one its Provider refused is not waited for.
+// member cs went to (as its spec or status says) is cleaned or no longer a
+// member: one not ready (rotating, not answering, the Fleet stopping) is
+// waited for, one its Provider refused is not.
 func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
 	if !c.fleet.HasSynced() {
 		return reconcile.Result{}, errors.New("the fleet has not learnt its members yet")
@@ -177,7 +177,7 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 		had = append(had, m.Cluster)
 	}
 	var left []error
-	for cluster, err := range errs { // the members held: not one its Provider refused
+	for cluster, err := range errs { // every member, ready or not, but one its Provider refused
 		if err != nil && slices.Contains(had, cluster) {
 			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, err))
 		}

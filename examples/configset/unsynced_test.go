@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +48,11 @@ func TestFinalizerRemovedBeforeFleetSynced(t *testing.T) {
 			multicluster.WithProbeInterval(20 * time.Millisecond)})
 	require.NoError(t, err)
 	go func() {
-		time.Sleep(time.Second) // the kubeconfig Secrets are listed a moment later
+		// The kubeconfig Secrets are listed once the ConfigSet's cleanup
+		// has failed for want of them (its key waits for a retry).
+		if !assert.Eventually(t, func() bool { return c.hub.Retrying() > 0 }, 5*time.Second, time.Millisecond, "no cleanup tried before the Fleet synced") {
+			return
+		}
 		w.report.Set("east", &rest.Config{Host: "https://east"})
 		w.report.Synced()
 	}()

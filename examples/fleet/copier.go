@@ -72,6 +72,7 @@ type member struct {
 type copier struct {
 	mgmt    kubernetes.Interface
 	sources corelisters.ConfigMapLister
+	states  *write.Objects[*corev1.ConfigMap] // the sources, as their states are patched
 	fleet   *multicluster.Fleet[*member]
 	copies  *queue.Controller[multicluster.Key]
 	status  *queue.Controller[cache.ObjectName]
@@ -85,7 +86,7 @@ type copier struct {
 // fleet's members.
 func newCopier(mgmt kubernetes.Interface, mgmtSources coreinformers.TypedConfigMapInformer, provider multicluster.Provider,
 	fleetOpts []multicluster.Option, opts ...queue.Option) (*copier, error) {
-	c := &copier{mgmt: mgmt, sources: mgmtSources.Lister(), conflicts: map[multicluster.Key]string{}}
+	c := &copier{mgmt: mgmt, sources: mgmtSources.Lister(), states: write.New(mgmtSources.TypedInformer()), conflicts: map[multicluster.Key]string{}}
 	fleet, err := multicluster.New(fleetName, provider, c.engage, fleetOpts...)
 	if err != nil {
 		return nil, err
@@ -206,13 +207,11 @@ func (c *copier) ensureNamespace(ctx context.Context, m *member, namespace strin
 // annotations of clusters that are no longer members, once the fleet has
 // synced: until its provider has reported every member, a cluster it does
 // not list may be a member it has not heard of yet. The clusters other
-// replicas hold are theirs to report.
+// replicas hold are theirs to report. A cache that has not seen the last
+// patch yet is waited for, not patched again.
 func (c *copier) reconcileStatus(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
-	src, err := c.sources.ConfigMaps(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) || (err == nil && !sourceSelector.Matches(labels.Set(src.Labels))) {
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
+	src, found, err := c.states.Get(key)
+	if err != nil || !found || !sourceSelector.Matches(labels.Set(src.Labels)) {
 		return reconcile.Result{}, err
 	}
 	// Synced before the members are listed: a list taken after holds
@@ -240,12 +239,13 @@ func (c *copier) reconcileStatus(ctx context.Context, key cache.ObjectName) (rec
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	_, err = c.mgmt.CoreV1().ConfigMaps(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = c.states.Patch(ctx, c.mgmt.CoreV1().ConfigMaps(key.Namespace), src, types.MergePatchType, patch)
 	return reconcile.Result{}, err
 }
 
-// state returns the state of src's copy in cluster, and whether this
-// replica holds the cluster.
+// state returns the state of src's copy in cluster, and whether it is
+// this replica's to write: it holds the cluster, and knows more than the
+// state recorded (not while the cluster is still connecting).
 func (c *copier) state(src *corev1.ConfigMap, cluster string) (state string, held bool) {
 	st, held := c.fleet.Status(cluster)
 	switch {
@@ -253,6 +253,8 @@ func (c *copier) state(src *corev1.ConfigMap, cluster string) (state string, hel
 		return "", false
 	case !st.Ready && st.Err != nil:
 		return StateUnreachable + ": " + st.Err.Error(), true
+	case !st.Ready && src.Annotations[StatusPrefix+cluster] != "":
+		return "", false // still connecting: the state recorded stands until it is known
 	case !st.Ready:
 		return StatePending, true
 	}

@@ -54,7 +54,11 @@
 // A stop releases the Lease if this replica holds it, also one that came
 // before the replica led (an acquiring request abandoned at the stop may
 // have landed); a release whose request hung or failed is tried again, a
-// few times within RenewDeadline.
+// few times within RenewDeadline. A stop that finds no Lease after an
+// acquiring create of this replica was abandoned (or failed without being
+// refused) creates the Lease released, so that the API server, if it
+// applies that create later, refuses it instead of letting it hold the
+// Lease for LeaseDuration.
 //
 // # RBAC
 //
@@ -69,6 +73,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -328,7 +333,12 @@ const releaseAttempts = 3
 // Every attempt reads the Lease first, so a write that landed though its
 // answer was lost is not undone, and a Lease another replica took is left
 // alone.
-func release(ctx context.Context, cfg Config, lock resourcelock.Interface) {
+//
+// A Lease found missing is created released if an acquiring create of
+// this process was abandoned or failed without being refused: the API
+// server may still apply that create, which then fails instead of holding
+// the Lease for LeaseDuration.
+func release(ctx context.Context, cfg Config, lock *timedLock) {
 	logger := klog.FromContext(ctx)
 	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.RenewDeadline)
 	defer cancel()
@@ -336,7 +346,23 @@ func release(ctx context.Context, cfg Config, lock resourcelock.Interface) {
 	for range releaseAttempts {
 		var rec *resourcelock.LeaderElectionRecord
 		rec, _, err = lock.Get(releaseCtx)
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) && lock.createMayLand.Load() {
+			// An acquiring create abandoned (or failed) before may still
+			// be applied, after this read: it would hold the Lease for
+			// LeaseDuration. Create the Lease released, so that such a
+			// create fails.
+			err = lock.Create(releaseCtx, released(resourcelock.LeaderElectionRecord{}))
+			switch {
+			case err == nil:
+				logger.Info("Created the Lease released, so that an acquiring create abandoned before fails")
+				return
+			case apierrors.IsAlreadyExists(err):
+				err = fmt.Errorf("creating the Lease released: %w", err)
+				continue // a create landed meanwhile: the next attempt releases it
+			default:
+				err = fmt.Errorf("creating the Lease released: %w", err)
+			}
+		} else if apierrors.IsNotFound(err) {
 			return
 		}
 		if err != nil {
@@ -345,13 +371,7 @@ func release(ctx context.Context, cfg Config, lock resourcelock.Interface) {
 			if rec.HolderIdentity != cfg.Identity {
 				return
 			}
-			now := metaNow()
-			err = lock.Update(releaseCtx, resourcelock.LeaderElectionRecord{
-				LeaderTransitions:    rec.LeaderTransitions,
-				LeaseDurationSeconds: 1,
-				RenewTime:            now,
-				AcquireTime:          now,
-			})
+			err = lock.Update(releaseCtx, released(*rec))
 			if err == nil {
 				logger.Info("Released the Lease")
 				return
@@ -363,6 +383,18 @@ func release(ctx context.Context, cfg Config, lock resourcelock.Interface) {
 		logger.V(2).Info("Could not release the Lease; trying again", "err", err.Error())
 	}
 	logger.Error(err, "Could not release the Lease; it expires on its own")
+}
+
+// released is the record of a released Lease, keeping rec's count of
+// leader transitions: no holder, and a duration of one second.
+func released(rec resourcelock.LeaderElectionRecord) resourcelock.LeaderElectionRecord {
+	now := metaNow()
+	return resourcelock.LeaderElectionRecord{
+		LeaderTransitions:    rec.LeaderTransitions,
+		LeaseDurationSeconds: 1,
+		RenewTime:            now,
+		AcquireTime:          now,
+	}
 }
 
 // mayPass reports whether a request that failed with err may succeed if
@@ -392,6 +424,9 @@ func requestTimeout(cfg Config) time.Duration {
 type timedLock struct {
 	resourcelock.Interface
 	timeout time.Duration
+	// createMayLand: a create was abandoned or failed without being
+	// refused, so the API server may still apply it.
+	createMayLand atomic.Bool
 }
 
 // request is the context of one request sent within ctx.
@@ -410,7 +445,11 @@ func (l *timedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord
 func (l *timedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	ctx, cancel := l.request(ctx)
 	defer cancel()
-	return l.Interface.Create(ctx, ler)
+	err := l.Interface.Create(ctx, ler)
+	if err != nil && !apierrors.IsAlreadyExists(err) && mayPass(err) {
+		l.createMayLand.Store(true)
+	}
+	return err
 }
 
 // Update writes the Lease, abandoning the request after the timeout.

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
 )
 
-// ErrNotReady is what Fleet.Each reports for a member it holds that is
+// ErrNotReady is what Fleet.Each reports for a member it walks that is
 // not ready: errors.Is(err, ErrNotReady) holds, and the error wraps the
 // Status's Err when there is one.
 var ErrNotReady = errors.New("the cluster is not ready")
@@ -19,12 +21,19 @@ var ErrNotReady = errors.New("the cluster is not ready")
 // eachParallel is how many members Each walks at once.
 const eachParallel = 16
 
-// Each calls fn for every member this replica holds that is ready, with
-// the value engage returned for it, for a reconcile of a hub object that
-// walks the members (a hub-centric reconcile), and returns one entry per
-// member it holds (Clusters): fn's error, nil if it returned nil, or an
-// error wrapping ErrNotReady for a member that is not ready (fn is not
-// called for it).
+// Each calls fn for every member its Provider reports (and, with
+// WithSharding, this replica owns) that is ready, with the value engage
+// returned for it, for a reconcile of a hub object that walks the members
+// (a hub-centric reconcile), and returns one entry per such member: fn's
+// error, nil if it returned nil, or an error wrapping ErrNotReady for a
+// member that is not ready (fn is not called for it). A member that is
+// wanted but not ready is always reported so, never left out: one being
+// engaged or engaged again (new credentials, failed probes) while its old
+// engagement drains, and every member while the Fleet stops or after it
+// stopped. Only a member its Provider no longer reports (it left, or was
+// refused: see Refuser), or, sharded, that is another replica's, has no
+// entry: a cleanup that waits for every member holding something can read
+// "no entry" as "no longer a member" and ErrNotReady as "try again".
 //
 // One member does not hold up the others: up to 16 members are walked at
 // once, each call's context ends after timeout (when positive) with a
@@ -36,12 +45,12 @@ const eachParallel = 16
 // answering, so nothing is written to a member after it left. Each
 // returns once every call has returned.
 //
-// With WithSharding, Each walks only the members this replica holds, not
+// With WithSharding, Each walks only the members this replica owns, not
 // the others': a reconcile that must reach every member (to build a
 // status across them, as Results does) needs a Fleet without sharding,
 // run leader-elected.
 func (f *Fleet[T]) Each(ctx context.Context, timeout time.Duration, fn func(ctx context.Context, cluster string, v T) error) map[string]error {
-	clusters := f.Clusters()
+	clusters := f.walked()
 	errs := make(map[string]error, len(clusters))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -60,11 +69,30 @@ func (f *Fleet[T]) Each(ctx context.Context, timeout time.Duration, fn func(ctx 
 	return errs
 }
 
+// walked returns, sorted, the members Each walks: those the Provider
+// reports and, sharded, this replica owns, engaged or not.
+func (f *Fleet[T]) walked() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	for _, name := range f.set.Wanted() {
+		if f.gate == nil || f.gate.Owns(name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // eachOne is Each's call for one cluster.
 func (f *Fleet[T]) eachOne(ctx context.Context, timeout time.Duration, cluster string, fn func(ctx context.Context, cluster string, v T) error) (err error) {
 	claimCtx, release, ok := f.claim(ctx, Key{Cluster: cluster}, nil, nil)
 	if !ok {
 		st, _ := f.Status(cluster)
+		select {
+		case <-f.stopping:
+			return fmt.Errorf("%w: %w", ErrNotReady, errStopping)
+		default:
+		}
 		if st.Err != nil {
 			return fmt.Errorf("%w: %w", ErrNotReady, st.Err)
 		}
@@ -85,4 +113,20 @@ func (f *Fleet[T]) eachOne(ctx context.Context, timeout time.Duration, cluster s
 		}
 	}()
 	return fn(klog.NewContext(claimCtx, logger), cluster, value)
+}
+
+// Failed returns the errors of errs, as Each returns them, but nil ones
+// and those wrapping ErrNotReady, each prefixed with its member's name, in
+// the order of the names, joined with errors.Join; nil if none is left.
+// A hub-centric reconcile returns it: a member that failed is tried again
+// with the key's backoff (also when it fails the same way again), while a
+// member that is not ready comes back with OnMembers when it is.
+func Failed(errs map[string]error) error {
+	var failed []error
+	for _, cluster := range slices.Sorted(maps.Keys(errs)) {
+		if err := errs[cluster]; err != nil && !errors.Is(err, ErrNotReady) {
+			failed = append(failed, fmt.Errorf("member %s: %w", cluster, err))
+		}
+	}
+	return errors.Join(failed...)
 }

@@ -3,6 +3,8 @@ package multicluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,4 +100,98 @@ func TestEachMemberLeaves(t *testing.T) {
 	}
 	assert.ErrorIs(t, errs["a"], multicluster.ErrLeft)
 	assert.True(t, stillHeld.Load(), "the member was held until fn returned")
+}
+
+// A member its Provider still reports is never left out of Each while it
+// is not ready: not while its old engagement drains after its credentials
+// changed, not while the Fleet stops (a ready member drains, another has
+// left already), not after it stopped. A cleanup that reads "no entry"
+// as "no longer a member" would give up on it.
+func TestEachReportsMembersStillWantedAsNotReady(t *testing.T) {
+	c := newClusters("a", "b")
+	f := startFleet(t, c, newRecorder().copyCluster)
+	for _, name := range []string{"a", "b"} {
+		f.members.Set(name, c.config(name))
+	}
+	f.members.Synced()
+	f.ready(t, "a")
+	f.ready(t, "b")
+	// hold keeps a held by an Each call until release is closed.
+	hold := func() (release chan struct{}, done chan struct{}) {
+		started, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			f.fleet.Each(context.Background(), 0, func(_ context.Context, cluster string, _ *member) error {
+				if cluster == "a" {
+					close(started)
+					<-release
+				}
+				return nil
+			})
+		}()
+		<-started
+		return release, done
+	}
+	notReady := func(t *testing.T, names ...string) {
+		t.Helper()
+		errs := f.fleet.Each(context.Background(), 0, func(context.Context, string, *member) error { return nil })
+		require.Len(t, errs, len(names), "%v", errs)
+		for _, name := range names {
+			assert.ErrorIs(t, errs[name], multicluster.ErrNotReady, name)
+		}
+	}
+
+	// a's credentials change while a call holds it: its old engagement
+	// drains, out of Clusters, still a member.
+	release, done := hold()
+	cfg := c.config("a")
+	cfg.BearerToken = "rotated"
+	f.members.Set("a", cfg)
+	require.Eventually(t, func() bool { return !slices.Contains(f.fleet.Clusters(), "a") }, waitFor, time.Millisecond)
+	errs := f.fleet.Each(context.Background(), 0, func(context.Context, string, *member) error { return nil })
+	require.Len(t, errs, 2)
+	assert.ErrorIs(t, errs["a"], multicluster.ErrNotReady)
+	assert.NoError(t, errs["b"])
+	close(release)
+	<-done
+	f.ready(t, "a")
+
+	// The Fleet stops while a call holds a: b has left, a drains.
+	release, done = hold()
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.stop() }()
+	require.Eventually(t, func() bool { return !slices.Contains(f.fleet.Clusters(), "b") }, waitFor, time.Millisecond)
+	notReady(t, "a", "b")
+	close(release)
+	<-done
+	require.NoError(t, <-stopped)
+	notReady(t, "a", "b")
+}
+
+// Failed joins the errors of Each but those of members not ready, each
+// named by its member, in the order of the names.
+func TestFailed(t *testing.T) {
+	errA, errB := errors.New("a failed"), errors.New("b failed")
+	tests := []struct {
+		name string
+		errs map[string]error
+		want string
+	}{
+		{"none", nil, ""},
+		{"all fine", map[string]error{"a": nil, "b": nil}, ""},
+		{"not ready only", map[string]error{"a": multicluster.ErrNotReady, "b": fmt.Errorf("%w: %w", multicluster.ErrNotReady, errDown)}, ""},
+		{"failed, sorted", map[string]error{"c": multicluster.ErrNotReady, "b": errB, "a": errA, "d": nil}, "member a: a failed\nmember b: b failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := multicluster.Failed(tt.errs)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.EqualError(t, err, tt.want)
+			assert.ErrorIs(t, err, errA)
+			assert.ErrorIs(t, err, errB)
+		})
+	}
 }

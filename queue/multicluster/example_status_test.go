@@ -2,6 +2,7 @@ package multicluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -62,11 +63,13 @@ func newPropagator(provider multicluster.Provider, sources coreinformers.TypedCo
 	if err != nil {
 		return nil, err
 	}
-	return p, p.copies.Watch(
+	err = p.copies.Watch(
+		// A change of a source: its key in every member held here.
 		queue.On(sources.TypedInformer(), informer.EnqueueMappedHandler(p.inEveryMember, p.copies)),
 		// A member that becomes ready gets every source.
 		multicluster.OnMembers(p.fleet, p.copies, p.sourcesIn),
 	)
+	return p, err
 }
 
 // engage caches nothing: the copies are read from the member.
@@ -139,19 +142,20 @@ func (p *propagator) reconcileSource(ctx context.Context, key cache.ObjectName) 
 
 // reconcileEverywhere is the hub-centric shape: one reconcile of the
 // source applies it to every member held here (ten seconds each at
-// most), and writes its status.
+// most), and writes its status. A member that failed is retried with
+// the key's backoff; one that is not ready comes back with OnMembers.
 func (p *propagator) reconcileEverywhere(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 	src, err := p.sources.ConfigMaps(key.Namespace).Get(key.Name)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	p.fleet.Each(ctx, 10*time.Second, func(ctx context.Context, cluster string, s *site) error {
+	errs := p.fleet.Each(ctx, 10*time.Second, func(ctx context.Context, cluster string, s *site) error {
 		version, err := s.apply(ctx, src)
 		p.results.Set(key, cluster, result(src, version, err))
 		return err
 	})
 	members, ready := p.results.Status(key, src.Generation, p.fleet.Members())
-	return reconcile.Result{}, p.writeStatus(ctx, src, members, ready)
+	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), p.writeStatus(ctx, src, members, ready))
 }
 
 // result is a member's result of applying src.

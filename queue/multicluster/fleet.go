@@ -189,7 +189,9 @@ type Status struct {
 	Err error
 	// Failures counts the failed attempts since the last success.
 	Failures int
-	// Since is when Ready or Err last changed.
+	// Since is when Ready or Err last changed (or, until then, when the
+	// engagement started): a failed attempt with the same error as the
+	// last does not move it.
 	Since time.Time
 }
 
@@ -400,7 +402,7 @@ func (f *Fleet[T]) converge(ctx context.Context) {
 	leave := f.lockedForget(forgotten)
 	f.keys.lockedPrune()
 	for _, e := range started {
-		m := &member{name: e.Name(), e: e, mu: &f.mu, keys: f.keys, done: make(chan struct{})}
+		m := &member{name: e.Name(), e: e, mu: &f.mu, keys: f.keys, done: make(chan struct{}), status: Status{Since: time.Now()}}
 		f.members[m.name] = m
 		f.lockedNote(m.name) // joined
 		go f.runMember(m)
@@ -484,9 +486,9 @@ func (f *Fleet[T]) runMember(m *member) {
 		m.status.Failures++
 		if !sameErr(m.status.Err, err) {
 			f.lockedNote(m.name) // a new reason
+			m.status.Since = time.Now()
 		}
 		m.status.Err = err
-		m.status.Since = time.Now()
 		failures := m.status.Failures
 		f.mu.Unlock()
 		f.markTried(m.name)
@@ -792,10 +794,10 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	drained, final := m.e.Drain()
 	if m.status.Ready {
 		f.lockedNote(m.name) // not ready
+		m.status.Since = time.Now()
 	}
 	m.status.Ready = false
 	m.value = nil // not handed out until ready again: its caches may go
-	m.status.Since = time.Now()
 	f.mu.Unlock()
 	// No claim starts once drained; each ends when its reconcile
 	// returns.

@@ -249,7 +249,9 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 // Fleet has not synced (Fleet.HasSynced false: it does not know all its
 // members yet), it is Unknown with ReasonFleetNotSynced, whatever the
 // entries say, and the hub key is added to the hub controller when the
-// Fleet syncs. Otherwise it is Aggregate's: True with
+// Fleet syncs: a hub reconcile that skips its status write while the
+// reason is ReasonFleetNotSynced runs again then, and a restart of the
+// operator does not flap a status that still holds. Otherwise it is Aggregate's: True with
 // ReasonAllMembersReady when every member is Ready (also when clusters is
 // empty), False otherwise, with ReasonMembersUnreachable if a member is
 // Unreachable or NotHeld, else ReasonMembersNotReady, and a message

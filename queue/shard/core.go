@@ -398,11 +398,14 @@ func (c *core) step(now time.Duration) stepResult {
 			if _, ok := c.departed[name]; !ok && slices.Contains(c.target, name) {
 				c.departed[name] = o.at
 			}
+			// A version without a resourceVersion (a fake client's) is
+			// asked for once, too.
+			asked, ok := c.deleting[name]
 			switch {
 			case o.deleted:
 				delete(c.observed, name)
 				delete(c.deleting, name)
-			case c.echo-o.at > 2*c.leaseDuration && c.deleting[name] != o.resourceVersion:
+			case c.echo-o.at > 2*c.leaseDuration && (!ok || asked != o.resourceVersion):
 				c.deleting[name] = o.resourceVersion
 				res.deletes = append(res.deletes, staleLease{name: name, resourceVersion: o.resourceVersion, uid: o.uid})
 			}

@@ -60,13 +60,18 @@ type driver struct {
 	deleteTries int
 	// stopBy is when the requests of a stop (the leave, the read and
 	// delete of the Lease) are given up, on the membership's monotonic
-	// clock: RenewDeadline after the leave began, or after a stop while
-	// joining. Zero until then.
+	// clock: RenewDeadline after the claims were released and no renewal
+	// was in flight (the leave's start, or the start of the wait for a
+	// takeover's hold), or after a stop while joining. Zero until then.
 	stopBy time.Duration
 	// stopJoin: stopped while joining; a create of this process may
 	// have landed, so its Lease is read, and deleted if it is this
 	// process's, before Run returns.
 	stopJoin bool
+	// createMayLand: a create of this process was abandoned or failed
+	// in a way that leaves it possible that the API server applies it
+	// later.
+	createMayLand bool
 	// result is what Run returns once the phase is driverDone.
 	result error
 	// refused is what Run returns after a normal stop: the replica left
@@ -105,10 +110,11 @@ const (
 	reqRefreshLeave                    // read it after that update's conflict
 	reqDeleteOwn                       // delete it after leaving
 	reqDeleteStale                     // delete the Lease of a departed member
+	reqCreateLeft                      // create it marked as left, at a stop while joining
 )
 
 func (k requestKind) String() string {
-	return [...]string{"create", "get existing", "update", "get after conflict", "leave", "get after leave conflict", "delete own", "delete stale"}[k]
+	return [...]string{"create", "get existing", "update", "get after conflict", "leave", "get after leave conflict", "delete own", "delete stale", "create left"}[k]
 }
 
 // maxLeaveTries bounds the writes publishing that this replica left: one
@@ -204,6 +210,11 @@ func (d *driver) stoppedJoining(l *coordinationv1.Lease, err error) {
 		d.m.withCore(func(c *core) { ours = parseStamp(l.Annotations[annotationWriter]).incarnation == c.incarnation })
 	}
 	switch {
+	case ours && isLeft(l):
+		// The Lease this stop created, marked as left: it stays, so
+		// that a create abandoned before fails, and costs the others
+		// nothing (they delete it as a departed member's).
+		d.finish(errStoppedJoining)
 	case ours:
 		// Deleted in the version this process wrote, and no other.
 		d.joining = true
@@ -211,9 +222,41 @@ func (d *driver) stoppedJoining(l *coordinationv1.Lease, err error) {
 	case err != nil && !apierrors.IsNotFound(err):
 		d.logger.Info("Could not read the Lease at a stop while joining; if a create landed, it expires", "err", err.Error())
 		d.finish(errStoppedJoining)
+	case err != nil && d.createMayLand:
+		// A create abandoned (or failed) before may still be applied
+		// by the API server, after this read: it would make the others
+		// count this replica a live member for LeaseDuration. Create
+		// the Lease marked as left first, so that such a create fails.
+		d.createLeft()
 	default:
 		d.finish(errStoppedJoining)
 	}
+}
+
+// isLeft reports whether l publishes that its replica left.
+func isLeft(l *coordinationv1.Lease) bool {
+	p, ok := parsePublished(l.Annotations[AnnotationView])
+	return ok && p.left
+}
+
+// createLeft creates this replica's Lease marked as left, at a stop while
+// joining, within the stop's deadline.
+func (d *driver) createLeft() {
+	t, ok := d.stopTimeout(d.writeTimeout())
+	if !ok {
+		d.logger.Info("Could not mark the Lease as left within RenewDeadline of a stop while joining; if a create lands, it expires")
+		d.finish(errStoppedJoining)
+		return
+	}
+	var l *coordinationv1.Lease
+	var seq uint64
+	d.m.withCore(func(c *core) {
+		c.leave()
+		l = c.initialLease(d.m.now(), d.m.wall())
+		seq = c.seq
+	})
+	d.joining = true
+	d.out.send(request{Kind: reqCreateLeft, Lease: l, Seq: seq, Timeout: t, Sent: d.m.now()})
 }
 
 // lose revokes every claim and makes Run return err once they are
@@ -272,17 +315,22 @@ func (d *driver) turn() {
 		case !d.writing:
 			// Every claim is released and no renewal is in flight: publish
 			// that this replica left, unless a former process of its
-			// identity may still hold keys.
+			// identity may still hold keys. The stop's deadline starts
+			// here, also while a takeover's hold delays the leave, so the
+			// stop ends within the renewal in flight plus RenewDeadline.
+			d.startStopBudget()
 			until, safe := d.leaveHold()
 			switch {
 			case !safe:
 				d.logger.Info("Stopping without publishing that this replica left: a former process of its identity may still hold keys; the Lease expires")
 				d.finish(nil)
+			case now < until && until >= d.stopBy:
+				d.logger.Info("Stopping without publishing that this replica left: a former process of its identity may hold keys past RenewDeadline of the stop; the Lease expires")
+				d.finish(nil)
 			case now < until:
 				d.leaveAt = until
 			default:
 				d.phase = phaseLeaving
-				d.startStopBudget()
 				d.m.withCore(func(c *core) { c.leave() })
 				d.sendLeave()
 			}
@@ -404,10 +452,10 @@ func (d *driver) pollReleases() {
 // in flight.
 //
 // Once the replica is revoking its claims (a stop or a lost Lease), no
-// renewal starts: the one in flight, if any, is the last, and the leave
-// (or Run's return) follows once it is answered or abandoned, so a stop
-// takes at most that write's timeout plus RenewDeadline however the API
-// server answers.
+// renewal starts: the one in flight, if any, is the last, no read follows
+// its conflict, and the leave (or Run's return) follows once it is
+// answered or abandoned, so a stop takes at most that write's timeout plus
+// RenewDeadline however the API server answers.
 func (d *driver) renew() {
 	if d.writing || !d.writeNow || d.stopping() {
 		return
@@ -491,6 +539,9 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 	switch r.Kind {
 	case reqCreate:
 		d.joining = false
+		if err != nil && !apierrors.IsAlreadyExists(err) && mayPass(err) {
+			d.createMayLand = true
+		}
 		if d.phase != phaseJoining {
 			return
 		}
@@ -511,6 +562,18 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			d.out.send(request{Kind: reqTakeOver, Timeout: d.readTimeout()})
 		default:
 			d.joinFailed(r.Kind, err)
+		}
+	case reqCreateLeft:
+		d.joining = false
+		switch {
+		case err == nil:
+			d.logger.Info("Left a Lease marked as left, so that a create abandoned before fails; the others delete it")
+			d.finish(errStoppedJoining)
+		case apierrors.IsAlreadyExists(err):
+			d.checkJoin() // a create landed meanwhile: read it, and delete it if it is this process's
+		default:
+			d.logger.Info("Could not mark the Lease as left at a stop while joining; if a create lands, it expires", "err", err.Error())
+			d.finish(errStoppedJoining)
 		}
 	case reqTakeOver:
 		d.joining = false
@@ -540,9 +603,14 @@ func (d *driver) answered(r request, got *coordinationv1.Lease, err error) {
 			d.writing = false
 			d.lose(fmt.Errorf("%w: Lease %s/%s was deleted", leader.ErrLeaseLost, m.cfg.Namespace, m.lease))
 			return
-		case apierrors.IsConflict(err):
+		case apierrors.IsConflict(err) && !d.stopping():
 			d.out.send(request{Kind: reqRefresh, Timeout: d.readTimeout()})
 			return
+		case apierrors.IsConflict(err):
+			// Revoking: no read now, which would hold up the leave by
+			// up to RetryPeriod past the renewal in flight; the leave
+			// reads the Lease after its own conflict, within the
+			// stop's deadline.
 		default:
 			d.logger.V(2).Info("Could not renew the membership Lease", "err", err.Error())
 			if d.tookWholeTimeout(r) {
@@ -660,7 +728,7 @@ func (r request) context(parent context.Context) (context.Context, context.Cance
 func (r request) do(ctx context.Context, m *Membership) (*coordinationv1.Lease, error) {
 	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
 	switch r.Kind {
-	case reqCreate:
+	case reqCreate, reqCreateLeft:
 		return leases.Create(ctx, r.Lease, metav1.CreateOptions{})
 	case reqTakeOver, reqRefresh, reqRefreshLeave:
 		return leases.Get(ctx, m.lease, metav1.GetOptions{})

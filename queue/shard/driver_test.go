@@ -91,31 +91,37 @@ func TestRenewalThatTimedOutMayStillLand(t *testing.T) {
 
 // TestTakeoverLeavesOnlyOnceFormerProcessStopped: a process that took its
 // Lease over and stops publishes that its replica left only once the
-// former process has stopped, and not at all while it cannot know when.
+// former process has stopped, and not at all while it cannot know when,
+// or when that is past RenewDeadline of the stop (the stop's deadline).
 func TestTakeoverLeavesOnlyOnceFormerProcessStopped(t *testing.T) {
+	const now = time.Minute
 	for _, tc := range []struct {
 		name string
-		hold time.Duration // 0: not known yet
+		hold func(renewDeadline time.Duration) time.Duration // 0: not known yet
+		wait bool
 	}{
-		{"former process's end unknown", 0},
-		{"former process may still run", time.Hour},
+		{"former process's end unknown", func(time.Duration) time.Duration { return 0 }, false},
+		{"former process stops within the stop's deadline", func(rd time.Duration) time.Duration { return now + rd/2 }, true},
+		{"former process may run past the stop's deadline", func(rd time.Duration) time.Duration { return now + 2*rd }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sent []request
 			d := newTestDriver(t, &sent)
-			d.m.withCore(func(c *core) { c.own, c.takeover, c.hold = &coordinationv1.Lease{}, true, tc.hold })
+			d.m.now = func() time.Duration { return now }
+			hold := tc.hold(d.m.cfg.RenewDeadline)
+			d.m.withCore(func(c *core) { c.own, c.takeover, c.hold = &coordinationv1.Lease{}, true, hold })
 			d.phase = phaseRunning
 			d.stop()
 			d.turn()
 			for _, r := range sent {
 				assert.NotEqual(t, reqLeave, r.Kind, "published that it left")
 			}
-			if tc.hold == 0 {
+			if tc.wait {
+				assert.Equal(t, hold, d.wake(), "waits until the former process has stopped")
+			} else {
 				done, err := d.done()
 				assert.True(t, done, "stops, leaving its Lease to expire")
 				assert.NoError(t, err)
-			} else {
-				assert.Equal(t, tc.hold, d.wake(), "waits until the former process has stopped")
 			}
 		})
 	}

@@ -392,7 +392,10 @@ func (m *Membership) withCore(fn func(c *core)) {
 // waits until the claims are released, publishes that it left, deletes
 // its Lease so that the others take its keys at once, and returns nil
 // (a cancellation before it joined: it waits for a create in flight,
-// deletes the Lease if a create of this process landed, and returns an
+// deletes the Lease if a create of this process landed, or, if none is
+// there and a create it abandoned may still be applied, creates the Lease
+// marked as left so that such a create fails (the others delete that
+// Lease as a departed member's, two LeaseDurations on), and returns an
 // error saying it stopped before joining). It
 // returns an error wrapping leader.ErrLeaseLost if no renewal of the Lease
 // came back through the informer within RenewDeadline, or the Lease was

@@ -656,10 +656,10 @@ func (e simEffects) send(r request) {
 	p, s := e.p, e.p.s
 	var fn func() (*coordinationv1.Lease, error)
 	switch r.Kind {
-	case reqCreate, reqRenew, reqLeave:
+	case reqCreate, reqCreateLeft, reqRenew, reqLeave:
 		s.stats.writes++
 		op := s.update
-		if r.Kind == reqCreate {
+		if r.Kind == reqCreate || r.Kind == reqCreateLeft {
 			op = s.create
 		}
 		// Until it lands or is refused, the list it publishes may become

@@ -4,7 +4,8 @@
 // file of its own package (an Example, usually) or, when a README shows it
 // too, of this package; a block in a README must stand in a Go file of this
 // package (readme_test.go, readme_testenv_test.go), which builds it with the
-// library as another module would.
+// library as another module would, or in a _test.go file the README names by
+// its path (a whole example it sends the reader to).
 package docs
 
 import (
@@ -118,6 +119,10 @@ func testCode(t *testing.T, dir string, suffix string) []string {
 
 var fenced = regexp.MustCompile("(?s)```go\n(.*?)```")
 
+// testFilePath matches a repository path of a _test.go file named in
+// Markdown, such as `queue/multicluster/example_status_test.go`.
+var testFilePath = regexp.MustCompile(`[\w.-]+(?:/[\w.-]+)*_test\.go`)
+
 // readmeBlocks returns the ```go blocks of the Markdown files under root.
 func readmeBlocks(t *testing.T, root string) []block {
 	var out []block
@@ -193,16 +198,29 @@ func TestDocCommentBlocksCompile(t *testing.T) {
 }
 
 // TestREADMEBlocksCompile checks every ```go block of the repository's
-// Markdown files against readme_test.go of this package.
+// Markdown files against the Go files of this package and the _test.go
+// files the Markdown file names by their path from the repository's root
+// (a whole example it points the reader to, compiled by its package's
+// tests).
 func TestREADMEBlocksCompile(t *testing.T) {
 	root, err := repo.Root()
 	require.NoError(t, err)
 	dir, err := os.Getwd()
 	require.NoError(t, err)
 	code := testCode(t, dir, "_test.go")
+	named := map[string][]string{}
+	eachMarkdown(t, root, func(rel string, data []byte) {
+		for _, path := range testFilePath.FindAllString(string(data), -1) {
+			if src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(path))); err == nil {
+				named[rel] = append(named[rel], normalize(string(src))...)
+			}
+		}
+	})
 	blocks := readmeBlocks(t, root)
 	for _, b := range blocks {
-		assert.True(t, contains(code, b.lines), "%s: the code block does not stand in testenv/docs:\n\t%s",
+		file, _, _ := strings.Cut(b.where, ":")
+		assert.True(t, contains(code, b.lines) || contains(named[file], b.lines),
+			"%s: the code block stands neither in testenv/docs nor in a _test.go file the page names:\n\t%s",
 			b.where, strings.Join(b.lines, "\n\t"))
 	}
 	t.Logf("%d code blocks in Markdown files checked", len(blocks))

@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/dump"
+	"sigs.k8s.io/randfill"
 
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
@@ -127,9 +128,12 @@ func Patched[T any](t testing.TB, req *admissionv1.AdmissionRequest, resp *admis
 // kind, loses nothing: for each version it fills n objects with random
 // values (seeded by seed, so that a failure replays) and converts each to
 // every other version and back, failing t when one comes back different.
+// The values are ones an API server could store: free-form fields
+// (apiextensionsv1.JSON, runtime.RawExtension) hold valid JSON, compact
+// as encoding/json writes it.
 func RoundTrip[H runtime.Object](t testing.TB, h http.Handler, kind string, versions []webhook.Version[H], seed int64, n int) {
 	t.Helper()
-	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(seed), serializer.NewCodecFactory(runtime.NewScheme()))
+	f := fuzzer.FuzzerFor(fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, freeFormFuncs), rand.NewSource(seed), serializer.NewCodecFactory(runtime.NewScheme()))
 	for _, from := range versions {
 		gv, err := schema.ParseGroupVersion(from.APIVersion())
 		if err != nil {
@@ -208,4 +212,66 @@ func post(t testing.TB, h http.Handler, in, out any) {
 	if err := json.Unmarshal(w.Body.Bytes(), out); err != nil {
 		t.Fatalf("webhooktest: the answer is not a review: %v\n%s", err, w.Body)
 	}
+}
+
+// freeFormFuncs fill the free-form fields, apiextensionsv1.JSON and
+// runtime.RawExtension, with what an API server stores in them: valid
+// JSON, compact as encoding/json writes it, never null (so that a pointer
+// to one, which the filler leaves nil at times, comes back as it went).
+func freeFormFuncs(serializer.CodecFactory) []any {
+	return []any{
+		func(j *apiextensionsv1.JSON, c randfill.Continue) { j.Raw = randomJSON(c) },
+		func(r *runtime.RawExtension, c randfill.Continue) { r.Raw, r.Object = randomJSON(c), nil },
+	}
+}
+
+// randomJSON returns a random JSON value, not null, that survives
+// encoding/json: compact, with no character that it escapes.
+func randomJSON(c randfill.Continue) []byte {
+	data, err := json.Marshal(randomValue(c, 3, false))
+	if err != nil {
+		panic(fmt.Sprintf("webhooktest: encoding a random JSON value: %v", err))
+	}
+	return data
+}
+
+// randomValue returns a random value of a JSON document, depth levels
+// deep at most, null only if null is true.
+func randomValue(c randfill.Continue, depth int, null bool) any {
+	kinds := 4
+	if depth > 0 {
+		kinds = 6
+	}
+	switch k := c.Rand.Intn(kinds); {
+	case k == 0 && null:
+		return nil
+	case k <= 1:
+		return randomWord(c)
+	case k == 2:
+		return c.Rand.Int63n(1<<53) - 1<<52
+	case k == 3:
+		return c.Bool()
+	case k == 4:
+		list := make([]any, c.Rand.Intn(4))
+		for i := range list {
+			list[i] = randomValue(c, depth-1, true)
+		}
+		return list
+	default:
+		object := map[string]any{}
+		for range c.Rand.Intn(4) {
+			object[randomWord(c)] = randomValue(c, depth-1, true)
+		}
+		return object
+	}
+}
+
+// randomWord returns a string of up to 8 letters and digits.
+func randomWord(c randfill.Continue) string {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, c.Rand.Intn(9))
+	for i := range b {
+		b[i] = chars[c.Rand.Intn(len(chars))]
+	}
+	return string(b)
 }
