@@ -15,16 +15,15 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
-// Review: a mutate that owns the object's annotations (it sets them to the
+// A mutate that owns the object's annotations (it sets them to the
 // controller's desired set, or copies them from a parent object, a common
 // pattern) converges without tracing: the second reconcile writes nothing.
-// With tracing, the first write adds tracing.Annotation, the next mutate
-// drops it again, the copy differs from the cache only by the annotation,
-// and the update is sent with a new trace context: every reconcile writes,
-// and every write's event sets off the next reconcile. The package doc says
-// the annotation "is never compared, so it cannot make a write of its own,
-// and an idle reconcile still writes nothing".
-func TestReviewAnnotationMakesEveryReconcileWrite(t *testing.T) {
+// With tracing, the first write adds tracing.Annotation and the next mutate
+// drops it again: were the annotation compared, the copy would differ from
+// the cache by it alone, every reconcile would write, and every write's
+// event would set off the next reconcile. It is never compared: the copy
+// keeps the cached value, and an idle reconcile still writes nothing.
+func TestTraceAnnotationDoesNotMakeEveryReconcileWrite(t *testing.T) {
 	tp := sdktrace.NewTracerProvider()
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	desired := map[string]string{"team": "a"}
