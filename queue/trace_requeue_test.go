@@ -18,14 +18,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// Review: a Result.RequeueAfter records its "after" trigger when the
-// reconcile asks for the delay, not when the delay fires. An event that
-// arrives in between sets off a reconcile that takes the "after" trigger
-// with it, and the reconcile that the delay then sets off names no trigger
-// at all (ctrlkit.triggers 0, no ctrlkit.trigger.source): the trigger is
-// attributed to the wrong run. Retries (traceRetry before the backoff) do
-// the same.
-func TestReviewTracingRequeueAfterTriggerGoesToTheDelayedRun(t *testing.T) {
+// A Result.RequeueAfter records its "after" trigger when the delay fires,
+// not when the reconcile asks for it: an event that arrives in between sets
+// off a reconcile of its own trigger only, and the reconcile that the delay
+// then sets off names "after". Retries record theirs the same way.
+func TestTracingRequeueAfterTriggerGoesToTheDelayedRun(t *testing.T) {
 	tp, rec := newTracer(t)
 	var calls atomic.Int32
 	c, err := queue.New("delayed", reconcile.Func[cache.ObjectName](func(context.Context, cache.ObjectName) (reconcile.Result, error) {
