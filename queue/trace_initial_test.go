@@ -16,15 +16,13 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// Review: the objects of an informer's initial list carry the annotation
-// of whatever write last changed them, perhaps days ago in a previous
-// process; the operator's start, not that write, sets off their
-// reconciles. docs/tracing.md says "A handler links to an object's
-// annotation only when the event brought it: an add, or an update that
-// changed the annotation ... does not link to the old write", but the
-// initial list's adds link to the old write, and with FollowLinks every
-// reconcile of the start is sampled by the old write's decision.
-func TestReviewTracingInitialListLinksToAnOldWrite(t *testing.T) {
+// The objects of an informer's initial list carry the annotation of
+// whatever write last changed them, perhaps days ago in a previous process;
+// the operator's start, not that write, sets off their reconciles. A
+// handler links to an object's annotation only when the event brought it,
+// so the initial list's reconciles do not link to the old write (and with
+// FollowLinks are not sampled by its decision).
+func TestTracingInitialListDoesNotLinkToAnOldWrite(t *testing.T) {
 	tp, rec := newTracer(t)
 	oldCtx, oldWrite := tp.Tracer("yesterday").Start(context.Background(), "update configmap")
 	oldWrite.End()
