@@ -118,7 +118,13 @@ func (s *reconcileSpan) end(res spanEnd) {
 		attrs = append(attrs, tracing.AttrRequeueAfter.String(res.after.String()))
 	}
 	s.span.SetAttributes(attrs...)
-	if err != nil && res.result != tracing.ResultCancelled {
+	switch {
+	case err == nil || res.result == tracing.ResultCancelled:
+	case res.result == tracing.ResultStale:
+		// A cache behind the controller's own write is not a failure:
+		// the error is told as an event, and the span's status is left.
+		s.span.AddEvent("stale cache", trace.WithAttributes(attribute.String("message", err.Error())))
+	default:
 		s.span.RecordError(err)
 		s.span.SetStatus(codes.Error, err.Error())
 	}
