@@ -145,7 +145,8 @@ func (f *Flags) validateTracing() []error {
 
 // WithTracerProvider makes Run shut tp down once the controllers and the
 // informers have stopped, which exports the spans it still holds, waiting
-// at most TracerShutdownTimeout. Flags.Options gives it for
+// at most TracerShutdownTimeout. Run does so on every return, also when it
+// fails its option checks before starting anything. Flags.Options gives it for
 // Flags.TracerProvider.
 func WithTracerProvider(tp interface{ Shutdown(context.Context) error }) Option {
 	return func(c *config) {
