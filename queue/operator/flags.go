@@ -165,6 +165,9 @@ type Flags struct {
 	metrics    *metrics.Recorder
 	tracer     *sdktrace.TracerProvider // made by TracerProvider
 	tracerErr  error
+	// samplerFromEnv: TracingSamplingRatio was neither set before Bind
+	// nor given as a flag, so $OTEL_TRACES_SAMPLER names the sampler.
+	samplerFromEnv bool
 }
 
 // Flag defaults not taken from other packages.
@@ -220,6 +223,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		f.WebhookCertDir = DefaultWebhookCertDir
 	}
 	if f.TracingSamplingRatio == 0 {
+		// Until --tracing-sampling-ratio is given, $OTEL_TRACES_SAMPLER
+		// names the sampler.
+		f.samplerFromEnv = true
 		f.TracingSamplingRatio = defaultSamplingRatio()
 	}
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Path to a kubeconfig. Without it: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
@@ -247,7 +253,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	fs.DurationVar(&f.CacheSyncTimeout, "cache-sync-timeout", f.CacheSyncTimeout, "How long to wait for the informer caches and the controllers to sync before giving up with an error.")
 	fs.StringVar(&f.TracingEndpoint, "tracing-endpoint", f.TracingEndpoint, "OTLP/HTTP URL of a trace collector, such as http://otel-collector:4318; traces every reconcile and client request. Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT, else no tracing.")
-	fs.Float64Var(&f.TracingSamplingRatio, "tracing-sampling-ratio", f.TracingSamplingRatio, "Share (0 to 1) of the traces the operator starts that are sampled; reconciles set off by a traced write follow its decision. Default: from $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG, else 1.")
+	fs.Var(ratioFlag{f}, "tracing-sampling-ratio", "Share (0 to 1) of the traces the operator starts that are sampled; reconciles set off by a traced write follow its decision. Default: the sampler $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG name, else 1.")
 	fs.BoolVar(&f.TracingDropEmpty, "tracing-drop-empty", f.TracingDropEmpty, "Drop the spans of reconciles that wrote nothing and did not fail.")
 	fs.BoolVar(&f.Version, "version", f.Version, "Print the version of this binary (module, VCS revision and time, Go version) and exit.")
 	klog.InitFlags(fs)
