@@ -144,8 +144,10 @@ type Flags struct {
 	// TracingSamplingRatio (--tracing-sampling-ratio) is the share of
 	// traces started by the operator (reconciles that no sampled write or
 	// parent set off) that are sampled, between 0 and 1; reconciles follow
-	// the decision of the writes they link to. Default: what
-	// $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG say, else 1.
+	// the decision of the writes they link to. Default: the ratio
+	// $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG name, else 1;
+	// left at zero before Bind and not given as a flag, the sampler too
+	// is the one $OTEL_TRACES_SAMPLER names (see TracerProvider).
 	TracingSamplingRatio float64
 	// TracingDropEmpty (--tracing-drop-empty) drops the spans of
 	// reconciles that wrote nothing and did not fail (tracing.DropEmpty).
