@@ -392,14 +392,12 @@ func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 	if !c.owns(key) {
 		return
 	}
-	if c.cfg.tracer != nil {
-		c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
-	}
 	if q := c.running.Load(); q != nil {
-		q.AddAfter(key, d)
+		q.AddAfter(key, d) // its trigger is recorded when the key is due
 		return
 	}
 	if d <= 0 {
+		c.traceDue(key, false)
 		c.base.Add(key)
 		return
 	}
@@ -485,6 +483,11 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	default:
 	}
 	q, delays := newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, c.clock)
+	if c.cfg.tracer != nil {
+		// A delay's or a retry's trigger belongs to the reconcile it sets
+		// off: it is recorded when the key is due, not when it was asked.
+		delays.onDue(c.traceDue)
+	}
 	c.queue, c.delays = q, delays
 	c.running.Store(delays)
 	now := c.now()
@@ -767,9 +770,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		obs.Outcome = OutcomeRequeueAfter
 		ended.result, ended.after = tracing.ResultRequeueAfter, res.RequeueAfter
 		c.forget(key)
-		if c.cfg.tracer != nil {
-			c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
-		}
 		c.delays.AddAfter(key, res.RequeueAfter)
 	case err == nil:
 		obs.Outcome = OutcomeSuccess
@@ -779,7 +779,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		// The cache is behind the controller's own write: not a failure.
 		obs.Outcome = OutcomeRequeue
 		ended.result, ended.requeue = tracing.ResultStale, true
-		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		c.keyLogger(rc).V(4).Info("Cache behind this controller's own write, requeued", "err", err.Error())
 	case errors.Is(err, &reconcile.TerminalError{}):
@@ -798,7 +797,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		obs.Outcome = OutcomeError
 		ended.result, ended.requeue = tracing.ResultError, true
 		// What AddRateLimited does, marked as a retry.
-		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		if isConflict(err) {
 			// A 409 (a stale resourceVersion, or a create of an object the

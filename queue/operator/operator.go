@@ -266,6 +266,19 @@ func Run(ctx context.Context, opts ...Option) error {
 			opt(&c)
 		}
 	}
+	logger := klog.FromContext(ctx)
+	if c.tracer != nil {
+		// Deferred first, so it runs last, after every part that traces
+		// has stopped; and on every return path, also when an option
+		// check fails, so that the provider never outlives Run.
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TracerShutdownTimeout)
+			defer cancel()
+			if err := c.tracer.Shutdown(flushCtx); err != nil {
+				logger.Error(err, "Exporting the last spans")
+			}
+		}()
+	}
 	if len(c.controllers) == 0 {
 		c.errs = append(c.errs, errors.New("no controller to run"))
 	}
@@ -277,18 +290,6 @@ func Run(ctx context.Context, opts ...Option) error {
 	}
 	if err := errors.Join(c.errs...); err != nil {
 		return fmt.Errorf("operator: %w", err)
-	}
-	logger := klog.FromContext(ctx)
-	if c.tracer != nil {
-		// Deferred first, so it runs last: after every part that traces
-		// has stopped.
-		defer func() {
-			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TracerShutdownTimeout)
-			defer cancel()
-			if err := c.tracer.Shutdown(flushCtx); err != nil {
-				logger.Error(err, "Exporting the last spans")
-			}
-		}()
 	}
 
 	// stopCtx ends with ctx or with the first failure.
