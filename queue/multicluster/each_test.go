@@ -15,12 +15,21 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
 )
 
+// outageProbeInterval is the probe interval of the tests in which one
+// member stops answering while the others must stay ready throughout: a
+// member is engaged again (not ready meanwhile) only after three probes in
+// a row each went unanswered for the interval, which a member answering at
+// once does only if the test process stalls for three intervals, while
+// the member that stops answering fails its probes at once and is found
+// within three intervals.
+const outageProbeInterval = 500 * time.Millisecond
+
 // Each walks the members held, ready or not: a member that is not ready
 // is reported without calling fn, one that hangs is cut off by the
 // timeout, one that panics is reported, and none holds up the others.
 func TestEach(t *testing.T) {
 	c := newClusters("ok", "fails", "hangs", "panics", "down")
-	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond))
+	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(outageProbeInterval), multicluster.WithSyncTimeout(200*time.Millisecond))
 	for _, name := range []string{"ok", "fails", "hangs", "panics", "down"} {
 		f.members.Set(name, c.config(name))
 	}
