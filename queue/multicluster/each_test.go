@@ -125,21 +125,31 @@ func TestEachReportsMembersStillWantedAsNotReady(t *testing.T) {
 	f.members.Synced()
 	f.ready(t, "a")
 	f.ready(t, "b")
-	// hold keeps a held by an Each call until release is closed.
+	// hold keeps a held by an Each call until release is closed. A call
+	// that finds a not ready (a probe missed on a loaded machine) is
+	// made again, until waitFor has passed.
 	hold := func() (release chan struct{}, done chan struct{}) {
-		started, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
-			f.fleet.Each(context.Background(), 0, func(_ context.Context, cluster string, _ *member) error {
-				if cluster == "a" {
-					close(started)
-					<-release
-				}
-				return nil
-			})
-		}()
-		<-started
-		return release, done
+		release = make(chan struct{})
+		deadline := time.Now().Add(waitFor)
+		for {
+			started, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				f.fleet.Each(context.Background(), 0, func(_ context.Context, cluster string, _ *member) error {
+					if cluster == "a" {
+						close(started)
+						<-release
+					}
+					return nil
+				})
+			}()
+			select {
+			case <-started:
+				return release, done
+			case <-done:
+				require.True(t, time.Now().Before(deadline), "no Each call reached a within %v", waitFor)
+			}
+		}
 	}
 	notReady := func(t *testing.T, names ...string) {
 		t.Helper()
