@@ -251,6 +251,9 @@ func (r *runner) baseline(ctx context.Context, pkgs []string) int {
 		runs = append(runs, run{pkg, "", "baseline.all", "all tests"})
 	}
 	for i := range runs {
+		if r.o.tests != "" && runs[i].pattern == "" {
+			runs[i].what = "the tests -tests selects"
+		}
 		if runs[i].pkg != pkgDir {
 			runs[i].log = "baseline." + snapName(runs[i].pkg)
 			runs[i].what += " of " + runs[i].pkg
