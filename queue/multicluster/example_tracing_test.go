@@ -17,10 +17,11 @@ import (
 // and carry the traceparent header (docs/tracing.md).
 func ExampleWithClients_tracing() {
 	var tp trace.TracerProvider // flags.TracerProvider(), or your own
-	_ = multicluster.WithClients(func(_ context.Context, _ string, cfg *rest.Config) (kubernetes.Interface, error) {
+	traced := multicluster.WithClients(func(_ context.Context, _ string, cfg *rest.Config) (kubernetes.Interface, error) {
 		cfg = rest.CopyConfig(cfg)
 		tracing.WrapConfig(cfg, tp) // nothing when tp is nil
 		return kubernetes.NewForConfig(cfg)
 	})
+	_ = traced // an option of multicluster.New
 	// Output:
 }
