@@ -16,7 +16,16 @@
 // Annotation, as its link's span context, so the reconcile links to the
 // span of that write, also in another controller or operator.
 //
-// See docs/tracing.md for the trace of a Foo and how to export it.
+// Where to start: queue.WithTracing traces a controller's reconciles
+// (ExampleWithTracing of package queue); WrapConfig (or Transport) traces
+// its clients' requests; FollowLinks and DropEmpty shape what a provider
+// samples and exports (Example, ExampleDropEmpty); operator.Flags does all
+// of it from --tracing-endpoint and the OTEL_* variables. The examples are
+// in the package's documentation on pkg.go.dev (go doc does not print
+// examples; go test -run Example -v runs them).
+//
+// See docs/tracing.md for the trace of a Foo, how to export it, and how to
+// test traces with fake clientsets.
 package tracing
 
 import (

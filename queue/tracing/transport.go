@@ -17,7 +17,10 @@ import (
 // exports them. A write (any method but GET, HEAD and OPTIONS) marks the
 // reconcile as one that wrote (see MarkWrite). Requests made outside a
 // traced reconcile (the informers' lists and watches) get root spans as
-// tp's sampler decides. A nil tp returns nil, which Wrap ignores.
+// tp's sampler decides. A nil tp returns nil, which Wrap ignores. It
+// wraps any http.RoundTripper, as ExampleTransport shows:
+//
+//	client := &http.Client{Transport: tracing.Transport(tp)(http.DefaultTransport)}
 func Transport(tp trace.TracerProvider) func(http.RoundTripper) http.RoundTripper {
 	if tp == nil {
 		return nil
@@ -31,7 +34,12 @@ func Transport(tp trace.TracerProvider) func(http.RoundTripper) http.RoundTrippe
 }
 
 // WrapConfig makes the clients of cfg trace their requests with tp (see
-// Transport). It changes cfg; a nil tp leaves it as it is.
+// Transport). It changes cfg; a nil tp leaves it as it is. Wrap the config
+// before making the clients (ExampleWrapConfig):
+//
+//	cfg := &rest.Config{Host: apiServer.URL}
+//	tracing.WrapConfig(cfg, tp) // what operator.Flags.RESTConfig does with tracing on
+//	kube, err := kubernetes.NewForConfig(cfg)
 func WrapConfig(cfg *rest.Config, tp trace.TracerProvider) {
 	if tp != nil {
 		cfg.Wrap(Transport(tp))
