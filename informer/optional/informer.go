@@ -220,6 +220,11 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 		// (an aggregated API whose backend is down) is stopped and held
 		// off, instead of listed again and logged in a loop.
 		if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			if ctx.Err() != nil {
+				// The informer is being stopped: its request was
+				// cancelled, nothing failed.
+				return
+			}
 			if apierrors.IsNotFound(err) {
 				logger.V(2).Info("Resource not found by its watch; stopping it once its removal is seen", "err", err.Error())
 				i.apis.wake()

@@ -128,7 +128,7 @@ type backend struct {
 	srv      *httptest.Server
 	up       atomic.Bool
 	requests atomic.Int32
-	wg       sync.WaitGroup
+	once     sync.Once
 	done     chan struct{}
 }
 
@@ -158,12 +158,18 @@ func newBackend(t *testing.T) *backend {
 			_, _ = w.Write([]byte(`{"apiVersion":"metrics.example.com/v1","kind":"WidgetList","metadata":{"resourceVersion":"1"},"items":[]}`))
 		}
 	}))
-	t.Cleanup(func() {
+	t.Cleanup(b.close)
+	return b
+}
+
+// close stops the backend, its open watches and connections; it may be
+// called more than once.
+func (b *backend) close() {
+	b.once.Do(func() {
 		close(b.done)
 		b.srv.CloseClientConnections()
 		b.srv.Close()
 	})
-	return b
 }
 
 // While the backend of an aggregated API answers 503 to the list and
@@ -174,8 +180,10 @@ func newBackend(t *testing.T) *backend {
 // requests and log lines while the backend is down grow with the
 // logarithm of the time, and it runs again once the backend is up.
 func TestListUnavailableStopsWatch(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx, logged := testLogger(t)
 	b := newBackend(t)
+	defer b.close()
 	dyn, err := dynamic.NewForConfig(&rest.Config{Host: b.srv.URL})
 	require.NoError(t, err)
 	disc := newDiscovery()
@@ -186,7 +194,8 @@ func TestListUnavailableStopsWatch(t *testing.T) {
 		return cache.NewTypedSharedIndexInformer[*unstructured.Unstructured](
 			dynamicinformer.NewFilteredDynamicInformer(dyn, metricsGVR, "", 0, cache.Indexers{}, nil).Informer())
 	}, optional.FromDiscovery())
-	startAPIsWithContext(t, ctx, apis)
+	stop := startAPIsWithContext(t, ctx, apis)
+	defer stop()
 	require.Eventually(t, func() bool { return widgets.State() == optional.Stopped }, waitFor, time.Millisecond,
 		"the watch of a resource whose list answers 503 did not stop")
 
@@ -207,4 +216,8 @@ func TestListUnavailableStopsWatch(t *testing.T) {
 	b.up.Store(true)
 	require.Eventually(t, func() bool { return widgets.State() == optional.Running && widgets.HasSynced() }, waitFor, time.Millisecond,
 		"the watch did not run again once the backend was up")
+	// Stopping the informer cancels its watch request: not an error.
+	stop()
+	errs, _ = logged()
+	assert.Zero(t, errs, "errors were logged")
 }
