@@ -387,8 +387,9 @@ func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion, fol
 // serves, when it answered; none, when it reported gv unavailable (which
 // is not an answer before it has answered once: the APIs stay unsynced).
 // While gv is held off, an answer serving it is counted and not
-// believed; once the watches of gv's resources have synced, its hold-off
-// is reset.
+// believed; once the watches of gv's resources have synced, or discovery
+// answers that gv serves nothing (it was removed), its hold-off is
+// reset.
 func (a *APIs) record(gv schema.GroupVersion, served map[string]bool, answered bool, followers []follower) {
 	a.discMu.Lock()
 	defer a.discMu.Unlock()
@@ -397,6 +398,9 @@ func (a *APIs) record(gv schema.GroupVersion, served map[string]bool, answered b
 			a.discovered[gv] = map[string]bool{}
 		}
 		return
+	}
+	if len(served) == 0 {
+		delete(a.holds, gv)
 	}
 	if h := a.holds[gv]; h != nil && len(served) > 0 {
 		if h.left > 0 {
