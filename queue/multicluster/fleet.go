@@ -69,7 +69,11 @@ type Cluster struct {
 // AddInformers makes the Fleet start f with the cluster's own factory and
 // wait for its caches before the cluster's keys run, and shut it down
 // when the cluster leaves: for the informer factories of generated
-// clientsets built from Config. Call it from the engage function.
+// clientsets built from Config. A factory with a StartWithContext method
+// (as client-go's generated factories have) is started with it, with a
+// context of the member's that ends when the member stops and whose
+// logger names the cluster; one without, with Start. Call it from the
+// engage function.
 func (c *Cluster) AddInformers(f informer.Factory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -624,7 +628,13 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	defer cancelSync()
 	factories := cl.informerFactories()
 	for _, fac := range factories {
-		fac.Start(actx.Done())
+		// The context form, where the factory offers it: its
+		// informers log with the member's logger.
+		if s, ok := fac.(interface{ StartWithContext(context.Context) }); ok {
+			s.StartWithContext(actx)
+		} else {
+			fac.Start(actx.Done())
+		}
 	}
 	for _, fac := range factories {
 		for typ, ok := range fac.WaitForCacheSync(syncCtx.Done()) {
