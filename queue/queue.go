@@ -4,8 +4,10 @@
 // A Controller owns one queue of keys. What feeds it is given to Watch:
 // typed informer event handlers bound to their informers with On (changes
 // with Add, initial-list and resync events with AddLowPriority; neither is
-// rate limited), and keys from outside the informers (Periodic, Channel,
-// Feed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
+// rate limited), keys from outside the informers (Periodic, Channel,
+// Feed), and gates of keys whose informers come and go while the
+// controller runs (Gated; package informer/optional builds them for APIs
+// that are installed and removed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
 // their informers' initial lists, starts the workers, and on cancellation
 // stops taking keys, lets in-flight reconciles finish, removes the handlers
 // and returns only when every goroutine it started is gone. New starts
@@ -73,6 +75,7 @@ type Controller[K comparable] struct {
 	cfg         config
 	rateLimiter workqueue.TypedRateLimiter[K]
 	ownership   atomic.Pointer[Ownership[K]] // nil: every key is this process's
+	gates       atomic.Pointer[[]Gate[K]]    // the gates given to Watch (Gated), copied on write
 	base        *keyQueue[K]
 	metrics     Metrics
 
@@ -97,6 +100,9 @@ type Controller[K comparable] struct {
 
 	active atomic.Int64
 	nextID atomic.Uint64
+	// working is true while Run's workers run: its handlers and gates
+	// have synced.
+	working atomic.Bool
 
 	// terminal holds, for each key whose last reconcile ended with a
 	// terminal error, that error's text and generation: the same error
@@ -129,6 +135,8 @@ type Watch struct {
 	// while the controller runs; periodic is set for a Periodic source.
 	start    func(ctx context.Context)
 	periodic periodicSource
+	// gate is a Gate[K] of the controller's key type K (see Gated).
+	gate any
 	// err is why the Watch cannot work.
 	err error
 }
@@ -222,6 +230,10 @@ func (c *Controller[K]) Watch(ws ...Watch) error {
 		switch {
 		case w.err != nil:
 			return fmt.Errorf("queue: controller %q: Watch %d: %w", c.name, i, w.err)
+		case w.gate != nil:
+			if err := c.checkGate(w); err != nil {
+				return fmt.Errorf("queue: controller %q: Watch %d: %w", c.name, i, err)
+			}
 		case w.add == nil && w.start == nil:
 			return fmt.Errorf("queue: controller %q: Watch %d has no informer or no handler", c.name, i)
 		}
@@ -232,7 +244,9 @@ func (c *Controller[K]) Watch(ws ...Watch) error {
 		return fmt.Errorf("queue: controller %q: Watch called after Run", c.name)
 	}
 	for _, w := range ws {
-		if w.start != nil {
+		if w.gate != nil {
+			c.lockedAddGate(w)
+		} else if w.start != nil {
 			c.feeds = append(c.feeds, w.start)
 			if w.periodic != nil {
 				c.periodics = append(c.periodics, w.periodic)
@@ -292,12 +306,18 @@ func (c *Controller[K]) NextDue() (due time.Time, ok bool) {
 // it runs, whether every handler registered by Watch has delivered its
 // informer's initial list (the workers wait for this); before Run, whether
 // every watched informer has synced its cache, so that a standby replica
-// with warm informers reports ready. It is the readiness signal of a
+// with warm informers reports ready. Every Gate given to Watch must report
+// synced too (see Gate.HasSynced). It is the readiness signal of a
 // controller.
 func (c *Controller[K]) HasSynced() bool {
 	c.mu.Lock()
 	watches := c.watches
 	c.mu.Unlock()
+	for _, g := range c.loadGates() {
+		if !g.HasSynced() {
+			return false
+		}
+	}
 	for _, w := range watches {
 		if reg := w.reg.Load(); reg != nil {
 			if !(*reg).HasSynced() {
@@ -309,6 +329,14 @@ func (c *Controller[K]) HasSynced() bool {
 	}
 	return true
 }
+
+// Running reports whether Run is under way: it has registered its
+// handlers, they and the gates have synced, and its workers have started,
+// so that every object in the informers' caches then has had its keys
+// added. It is false before and once Run returns. Unlike HasSynced, which
+// before Run reports on the informers alone, it tells a test that started
+// Run in the background when the controller works (see queuetest.Start).
+func (c *Controller[K]) Running() bool { return c.working.Load() }
 
 // Name returns the controller's name.
 func (c *Controller[K]) Name() string { return c.name }
@@ -325,10 +353,18 @@ func (c *Controller[K]) Add(key K) {
 	}
 }
 
-// owns reports whether key is this process's to reconcile.
+// owns reports whether key is this process's to reconcile: its
+// Ownership and every Gate own it.
 func (c *Controller[K]) owns(key K) bool {
-	o := c.owner()
-	return o == nil || o.Owns(key)
+	if o := c.owner(); o != nil && !o.Owns(key) {
+		return false
+	}
+	for _, g := range c.loadGates() {
+		if !g.Owns(key) {
+			return false
+		}
+	}
+	return true
 }
 
 // AddLowPriority enqueues key like Add, but in a second lane behind the keys
@@ -356,14 +392,12 @@ func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 	if !c.owns(key) {
 		return
 	}
-	if c.cfg.tracer != nil {
-		c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
-	}
 	if q := c.running.Load(); q != nil {
-		q.AddAfter(key, d)
+		q.AddAfter(key, d) // its trigger is recorded when the key is due
 		return
 	}
 	if d <= 0 {
+		c.traceDue(key, false)
 		c.base.Add(key)
 		return
 	}
@@ -449,6 +483,11 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	default:
 	}
 	q, delays := newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, c.clock)
+	if c.cfg.tracer != nil {
+		// A delay's or a retry's trigger belongs to the reconcile it sets
+		// off: it is recorded when the key is due, not when it was asked.
+		delays.onDue(c.traceDue)
+	}
 	c.queue, c.delays = q, delays
 	c.running.Store(delays)
 	now := c.now()
@@ -498,13 +537,20 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	if o := c.owner(); o != nil {
 		background.Go(func() { o.Start(stopCtx, c) })
 	}
+	gates := c.loadGates()
+	for _, g := range gates {
+		background.Go(func() { g.Start(stopCtx, c) })
+	}
 	stopMetrics := make(chan struct{})
 	background.Go(func() { c.base.runMetrics(stopMetrics) })
 	defer close(stopMetrics)
 
-	synced := make([]cache.InformerSynced, 0, len(watches))
+	synced := make([]cache.InformerSynced, 0, len(watches)+len(gates))
 	for _, w := range watches {
 		synced = append(synced, (*w.reg.Load()).HasSynced)
+	}
+	for _, g := range gates {
+		synced = append(synced, g.HasSynced)
 	}
 	logger.Info("Waiting for caches to sync")
 	if !cache.WaitForCacheSync(stopCtx.Done(), synced...) {
@@ -522,6 +568,8 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 
 	c.metrics.SetMaxWorkers(c.name, c.cfg.workers)
 	logger.Info("Starting workers", "count", c.cfg.workers)
+	c.working.Store(true)
+	defer c.working.Store(false)
 	var workers sync.WaitGroup
 	for range c.cfg.workers {
 		workers.Go(func() {
@@ -646,6 +694,14 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		defer release()
 		workCtx = claimCtx
 	}
+	gateCtx, releaseGates, ok := c.claimGates(workCtx, key)
+	if !ok {
+		// A gate closed for the key (its API is not served): drop it.
+		c.forget(key)
+		return true
+	}
+	defer releaseGates()
+	workCtx = gateCtx
 	c.active.Add(1)
 	defer c.active.Add(-1)
 	end, timed = c.reconcileKey(workCtx, key, startedAt, triggers), true
@@ -688,12 +744,13 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	obs := Observation{Panicked: panicked, Duration: time.Duration(end - startedAt)}
 	c.metrics.AddActiveWorkers(c.name, -1)
 	if err != nil && workCtx.Err() != nil {
-		// The shutdown, or the key's move to another replica, cancelled the
-		// reconcile: it did not fail, and the key is not this process's to
-		// retry, so there is nothing to retry or count.
+		// The shutdown, the key's move to another replica, or a gate that
+		// closed for it cancelled the reconcile: it did not fail, and the
+		// key is not this process's to retry, so there is nothing to retry
+		// or count.
 		msg, cause := "Reconcile cancelled by the shutdown", context.Cause(workCtx)
 		if !errors.Is(cause, context.Canceled) && !errors.Is(cause, ErrAborted) {
-			msg = "Reconcile cancelled: its key is no longer this process's"
+			msg = "Reconcile cancelled: its key is no longer this process's to run"
 		}
 		c.keyLogger(rc).V(2).Info(msg, "cause", cause.Error(), "err", err.Error())
 		ended = spanEnd{result: tracing.ResultCancelled, err: err}
@@ -713,9 +770,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		obs.Outcome = OutcomeRequeueAfter
 		ended.result, ended.after = tracing.ResultRequeueAfter, res.RequeueAfter
 		c.forget(key)
-		if c.cfg.tracer != nil {
-			c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
-		}
 		c.delays.AddAfter(key, res.RequeueAfter)
 	case err == nil:
 		obs.Outcome = OutcomeSuccess
@@ -725,7 +779,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		// The cache is behind the controller's own write: not a failure.
 		obs.Outcome = OutcomeRequeue
 		ended.result, ended.requeue = tracing.ResultStale, true
-		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		c.keyLogger(rc).V(4).Info("Cache behind this controller's own write, requeued", "err", err.Error())
 	case errors.Is(err, &reconcile.TerminalError{}):
@@ -744,7 +797,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		obs.Outcome = OutcomeError
 		ended.result, ended.requeue = tracing.ResultError, true
 		// What AddRateLimited does, marked as a retry.
-		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		if isConflict(err) {
 			// A 409 (a stale resourceVersion, or a create of an object the
