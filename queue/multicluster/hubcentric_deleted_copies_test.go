@@ -70,8 +70,11 @@ func TestHubCentricShapeRemovesCopiesOfADeletedSource(t *testing.T) {
 	web := cache.ObjectName{Namespace: "app", Name: "web"}
 	require.Eventually(t, func() bool { e, ok, _ := statuses.entry(web, "a"); return ok && e.Reason == "Applied" }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, mgmt.CoreV1().ConfigMaps("app").Delete(ctx, "web", metav1.DeleteOptions{}))
-	time.Sleep(time.Second)
-
-	_, err = member.CoreV1().ConfigMaps("app").Get(ctx, "web", metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "member a still holds the copy of the deleted source (err %v)", err)
+	assert.Eventually(t, func() bool {
+		_, err := member.CoreV1().ConfigMaps("app").Get(ctx, "web", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 10*time.Second, 5*time.Millisecond, "member a still holds the copy of the deleted source")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, failures, "the deletion fails")
 }
