@@ -137,7 +137,11 @@ func (p *propagator) reconcileSource(ctx context.Context, key cache.ObjectName) 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	members, ready := p.results.Status(key, src.Generation, p.fleet.Members())
+	clusters := p.fleet.Members()
+	if !p.results.Reported(key, clusters) {
+		return reconcile.Result{}, nil // the entries written before stand until every ready member reports
+	}
+	members, ready := p.results.Status(key, src.Generation, clusters)
 	return reconcile.Result{}, p.writeStatus(ctx, src, members, ready)
 }
 
