@@ -419,15 +419,17 @@ func (f *Fleet[T]) converge(ctx context.Context) {
 // for them: their metrics series, and, in the function it returns, which
 // the caller calls once f.mu is released, the controllers' retry limiters
 // and the results of Results of those that left (no longer wanted, or
-// owned): a member engaged again (its credentials rotated) or stopped
-// with the Fleet keeps them. f.mu is held.
+// owned, now or at any time since the engagement was told to leave, even
+// if reported again since): a member engaged again for new credentials
+// only, or stopped with the Fleet, keeps them. f.mu is held.
 func (f *Fleet[T]) lockedForget(names []string) (leave func()) {
 	var left []string
 	for _, name := range names {
+		departed := f.members[name] != nil && f.members[name].e.Departed()
 		delete(f.members, name)
 		f.cfg.metrics.ForgetCluster(f.name, name)
 		f.lockedNote(name) // left
-		if !f.set.IsWanted(name) || (f.gate != nil && !f.gate.Owns(name)) {
+		if departed || !f.set.IsWanted(name) || (f.gate != nil && !f.gate.Owns(name)) {
 			left = append(left, name)
 		}
 	}
