@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
@@ -47,7 +48,8 @@ func (f *Flags) TracingEnabled() bool {
 // it (see envSampler); that drops the spans of reconciles that
 // wrote nothing with --tracing-drop-empty (tracing.DropEmpty); and whose
 // resource has service.name from $OTEL_SERVICE_NAME (else the binary's
-// name) and $OTEL_RESOURCE_ATTRIBUTES. RESTConfig's transport,
+// name) and $OTEL_RESOURCE_ATTRIBUTES (an entry of it that does not
+// parse is logged and left out). RESTConfig's transport,
 // ControllerOptions and Options use it; Run, given Options, shuts it down
 // after the controllers and informers stopped, which exports what is left.
 // It is never made the global provider of otel.
@@ -82,8 +84,13 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 		resource.WithFromEnv(),
 		resource.WithTelemetrySDK(),
 	)
-	if err != nil {
-		// A resource with some attributes left out still serves.
+	switch {
+	case errors.Is(err, resource.ErrPartialResource):
+		// An attribute that does not parse (in $OTEL_RESOURCE_ATTRIBUTES)
+		// is left out; the others, service.name among them, still serve.
+		klog.FromContext(ctx).Error(err, "Tracing resource: some attributes left out")
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Tracing resource: using the SDK's default")
 		res = resource.Default()
 	}
 	ratio := f.TracingSamplingRatio

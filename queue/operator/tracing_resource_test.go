@@ -11,14 +11,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// review: TracerProvider documents service.name as
-// $OTEL_SERVICE_NAME, else the binary's name, with
-// $OTEL_RESOURCE_ATTRIBUTES. One entry of OTEL_RESOURCE_ATTRIBUTES that
-// does not parse makes resource.New return its (partial, usable) resource
-// with an error, and the provider throws the whole resource away for
-// resource.Default(): the operator's spans are then exported as
-// "unknown_service:<binary>" instead of the documented default.
-func TestReviewTracingResourceKeepsServiceNameOnABadAttribute(t *testing.T) {
+// An entry of $OTEL_RESOURCE_ATTRIBUTES that does not parse is left out
+// of the tracer provider's resource; the documented service.name default
+// and the other attributes stay.
+func TestTracingResourceKeepsServiceNameOnABadAttribute(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,broken")
 	f := &Flags{}
