@@ -3,6 +3,7 @@ package multicluster_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,15 +24,13 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// review: the handlers of a cluster that is not ready yet (its caches
-// still syncing) have their keys held by the Fleet, and their triggers
-// recorded by the traced controller at once. When the cluster leaves
-// before it is ready, the held keys are dropped but the triggers are not:
-// they stay in the controller for ever (memory grows with every key of
-// every cluster that leaves so), and when the cluster joins again, the
-// first reconcile of the key carries the triggers of the attempt that
-// was dropped as its own.
-func TestReviewTriggersOfDroppedHeldKeysAreNotKept(t *testing.T) {
+// The handlers of a cluster that is not ready yet (its caches still
+// syncing) have their keys held by the Fleet, with their triggers kept by
+// the traced controller. When the cluster leaves before it is ready, the
+// held keys are dropped, and their triggers with them: they neither stay
+// in the controller nor show up in the first reconcile of the key once
+// the cluster joins again.
+func TestTracingTriggersOfDroppedHeldKeysAreNotKept(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	c := newClusters("a")
@@ -53,9 +52,10 @@ func TestReviewTriggersOfDroppedHeldKeysAreNotKept(t *testing.T) {
 	}
 	p := newProvider()
 	var ctrl *queue.Controller[multicluster.Key]
+	recording := &triggerCounter{}
 	engage := func(_ context.Context, cl *multicluster.Cluster) (*member, error) {
 		cms := cl.Informers.Core().V1().ConfigMaps()
-		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(ctrl)), cache.HandlerOptions{}); err != nil {
+		if _, err := cms.TypedInformer().AddTypedEventHandler(informer.EnqueueHandler[*corev1.ConfigMap](cl.Queue(recording)), cache.HandlerOptions{}); err != nil {
 			return nil, err
 		}
 		cl.Informers.Core().V1().Secrets().Informer() // never syncs while secretsDown
@@ -66,6 +66,7 @@ func TestReviewTriggersOfDroppedHeldKeysAreNotKept(t *testing.T) {
 	require.NoError(t, err)
 	ctrl, err = multicluster.NewController(fleet, "configmaps", r, queue.WithTracing(tp))
 	require.NoError(t, err)
+	recording.Controller = ctrl
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 2)
 	go func() { errs <- fleet.Run(ctx) }()
@@ -81,12 +82,11 @@ func TestReviewTriggersOfDroppedHeldKeysAreNotKept(t *testing.T) {
 	// its Secrets are not: it does not become ready, and then it leaves.
 	members.Set("a", c.config("a"))
 	members.Synced()
-	time.Sleep(300 * time.Millisecond)
+	require.Eventually(t, func() bool { return recording.count(k) > 0 }, waitFor, time.Millisecond)
 	st, _ := fleet.Status("a")
 	require.False(t, st.Ready)
 	members.Delete("a")
 	require.Eventually(t, func() bool { _, ok := fleet.Status("a"); return !ok }, waitFor, time.Millisecond)
-	time.Sleep(200 * time.Millisecond)
 
 	// a joins again, and is ready this time.
 	secretsDown.Store(false)
@@ -111,4 +111,28 @@ func TestReviewTriggersOfDroppedHeldKeysAreNotKept(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int64(1), triggers, "the first reconcile after a joins again has only the trigger of its own initial list; links: %v", span.Links())
+}
+
+// triggerCounter is a controller that counts the triggers recorded for
+// each key.
+type triggerCounter struct {
+	*queue.Controller[multicluster.Key]
+	mu     sync.Mutex
+	counts map[multicluster.Key]int
+}
+
+func (c *triggerCounter) Trigger(key multicluster.Key, t tracing.Trigger) {
+	c.mu.Lock()
+	if c.counts == nil {
+		c.counts = map[multicluster.Key]int{}
+	}
+	c.counts[key]++
+	c.mu.Unlock()
+	c.Controller.Trigger(key, t)
+}
+
+func (c *triggerCounter) count(key multicluster.Key) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[key]
 }

@@ -15,13 +15,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
-// review: a key of a cluster that is not ready yet is held by the Fleet
-// when its turn comes (Claim fails) and queued again once the cluster is
-// ready. Its triggers must go with it to the reconcile they set off; the
-// controller takes them before Claim and throws them away, so the
-// reconcile that finally runs says nothing set it off and has no link to
-// the write that caused it.
-func TestReviewHeldKeyKeepsItsTriggers(t *testing.T) {
+// A key of a cluster that is not ready yet is held by the Fleet when its
+// turn comes (its claim is refused) and queued again once the cluster is
+// ready: its triggers go with it to the reconcile they set off, which
+// names them and links to the write that caused it.
+func TestTracingHeldKeyKeepsItsTriggers(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	c := newClusters("a")
@@ -49,7 +47,6 @@ func TestReviewHeldKeyKeepsItsTriggers(t *testing.T) {
 	f.ctrl.Add(k)
 	// The key's turn comes while a is not ready: it is held by the Fleet.
 	require.Eventually(t, func() bool { return f.ctrl.Len() == 0 }, waitFor, time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
 	require.Zero(t, r.count(k), "reconciled before its cluster was ready")
 
 	close(hold)
