@@ -13,8 +13,10 @@ import (
 // rest.Config.Wrap: every request becomes a client span of tp, a child of
 // the span in the request's context (the reconcile's, for the requests a
 // reconcile makes with its context), and carries the W3C traceparent
-// header, so that the API server's own spans join the trace when it
-// exports them. A write (any method but GET, HEAD and OPTIONS) marks the
+// header, so that the API server's own spans, when it exports them, name
+// the client span: as their parent for a user it trusts (system:masters,
+// system:monitoring), as a link of a trace of their own otherwise (an
+// operator's ServiceAccount; see docs/tracing.md). A write (any method but GET, HEAD and OPTIONS) marks the
 // reconcile as one that wrote (see MarkWrite). Requests made outside a
 // traced reconcile (the informers' lists and watches) get root spans as
 // tp's sampler decides. A nil tp returns nil, which Wrap ignores.
