@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
@@ -80,7 +81,8 @@ func tracesExporter() string {
 // it (see envSampler); that drops the spans of reconciles that
 // wrote nothing with --tracing-drop-empty (tracing.DropEmpty); and whose
 // resource has service.name from $OTEL_SERVICE_NAME (else the binary's
-// name) and $OTEL_RESOURCE_ATTRIBUTES. It fails, as Validate does, on
+// name) and $OTEL_RESOURCE_ATTRIBUTES (an entry of it that does not
+// parse is logged and left out). It fails, as Validate does, on
 // the OTEL_* values it cannot use ($OTEL_TRACES_EXPORTER other than otlp
 // or none, a sampler or sampler argument envSampler cannot build, an
 // endpoint variable that is not an http:// or https:// URL) instead of
@@ -125,8 +127,13 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 		resource.WithFromEnv(),
 		resource.WithTelemetrySDK(),
 	)
-	if err != nil {
-		// A resource with some attributes left out still serves.
+	switch {
+	case errors.Is(err, resource.ErrPartialResource):
+		// An attribute that does not parse (in $OTEL_RESOURCE_ATTRIBUTES)
+		// is left out; the others, service.name among them, still serve.
+		klog.FromContext(ctx).Error(err, "Tracing resource: some attributes left out")
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Tracing resource: using the SDK's default")
 		res = resource.Default()
 	}
 	ratio := f.TracingSamplingRatio

@@ -61,10 +61,13 @@ type Event string
 
 // The informer events.
 const (
-	// EventAdd: an object appeared after the informer's initial list.
+	// EventAdd: an object appeared after the informer's initial list,
+	// also an object new in a relist after a watch could not resume.
 	EventAdd Event = "add"
-	// EventInitialList: an object of the informer's initial list (or of
-	// a relist after a watch could not resume).
+	// EventInitialList: an object of the informer's initial list, before
+	// its first sync (client-go's isInInitialList). A relist after a
+	// watch could not resume is not one: its objects show as adds and
+	// updates.
 	EventInitialList Event = "initial-list"
 	// EventUpdate: an object changed (its resourceVersion did).
 	EventUpdate Event = "update"
