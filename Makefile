@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO ?= go
 TESTENV := testenv
 # Packages whose statement coverage must stay at or above COVER_MIN percent.
-CORE_PKGS := reconcile reconcile/reconciletest reconcile/write reconcile/finalizer reconcile/condition queue queue/leader queue/operator queue/queuetest queue/shard queue/multicluster queue/multicluster/kubeconfig queue/multicluster/clusterprofile \
+CORE_PKGS := reconcile reconcile/reconciletest reconcile/write reconcile/finalizer reconcile/condition queue queue/leader queue/operator queue/queuetest queue/shard queue/tracing queue/multicluster queue/multicluster/kubeconfig queue/multicluster/clusterprofile \
 	informer owner events events/eventstest metrics metrics/metricstest webhook webhook/webhooktest foo
 COVER_MIN := 85
 # The tools users run with go tool (cmd/apigen, cmd/image), a module of
@@ -87,6 +87,8 @@ generate: apigen
 	  -deploy examples/configset/deploy -deploy-namespace configset-system -deploy-image ctrlkit/configset:dev examples/configset/apis
 	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/fleet/deploy -rbac-role configmap-copier -rbac-paths ./examples/fleet \
 	  -deploy examples/fleet/deploy -deploy-namespace fleet-system -deploy-image ctrlkit/fleet:dev
+	$(APIGEN) $(APIGEN_FLAGS) -out "" -crd "" -rbac examples/summary/deploy -rbac-role foo-summary -rbac-paths "./examples/summary ./informer/optional" \
+	  -deploy examples/summary/deploy -deploy-namespace summary-system -deploy-image ctrlkit/summary:dev
 	cd $(TESTENV)/examples/widget && $(GO) tool apigen $(APIGEN_FLAGS) -rbac config/rbac -rbac-role widget-controller -rbac-paths .
 
 verify-generate:

@@ -5,6 +5,8 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // Queue is where the handlers of this package put keys: Add for events that
@@ -17,6 +19,16 @@ import (
 // Both methods are called synchronously on the informer's notification
 // goroutine; they should be cheap, must not block, and should not be rate
 // limited, so that events are never delayed by a key's retry backoff.
+//
+// A Queue that is also a tracing.Recorder of K and traces (a
+// *queue.Controller given queue.WithTracing) is told the trigger of every
+// key before it is added: the event, the source (see WithSource), the
+// object's namespace/name and resourceVersion, and the trace context of
+// the write that caused the event when the object's tracing.Annotation is
+// new in it (an add, or an update that changed the annotation). Events of
+// an informer's initial list are tracing.EventInitialList; a relist after
+// a watch could not resume shows as adds of the objects that are new and
+// updates of those that changed.
 type Queue[K comparable] interface {
 	Add(key K)
 	AddLowPriority(key K)
@@ -46,7 +58,15 @@ func EnqueueHandler[T Object](q Queue[cache.ObjectName], opts ...Option) cache.T
 		return []cache.ObjectName{cache.MetaObjectToName(obj)}
 	}, deleted: func(obj cache.DeletedObject[T]) []cache.ObjectName {
 		return []cache.ObjectName{obj.GetObjectName()}
-	}}, opts...)
+	}, source: sourceOf(opts, tracing.SourceObject)}, opts...)
+}
+
+// sourceOf is the source of WithSource in opts, else def.
+func sourceOf(opts []Option, def tracing.Source) tracing.Source {
+	if o := newOptions(opts); o.source != "" {
+		return o.source
+	}
+	return def
 }
 
 // EnqueueMappedHandler returns a handler for an informer of T that maps
@@ -64,7 +84,7 @@ func EnqueueHandler[T Object](q Queue[cache.ObjectName], opts ...Option) cache.T
 // nothing to map and enqueues nothing. keys is called synchronously on the
 // informer's notification goroutine.
 func EnqueueMappedHandler[T Object, K comparable](keys func(obj T) []K, q Queue[K], opts ...Option) cache.TypedResourceEventHandler[T] {
-	return NewHandler(&enqueuer[T, K]{q: q, keys: keys}, opts...)
+	return NewHandler(&enqueuer[T, K]{q: q, keys: keys, source: sourceOf(opts, tracing.SourceMapped)}, opts...)
 }
 
 // enqueuer is the handler of EnqueueHandler and EnqueueMappedHandler.
@@ -73,6 +93,22 @@ type enqueuer[T Object, K comparable] struct {
 	keys func(obj T) []K
 	// deleted, when set, maps a delete (also one without an object).
 	deleted func(obj cache.DeletedObject[T]) []K
+	// source names the handler in the triggers of traced queues.
+	source tracing.Source
+}
+
+// trigger tells a traced queue the trigger of keys, before they are added.
+func (e *enqueuer[T, K]) trigger(t func() tracing.Trigger, keys ...[]K) {
+	r := tracing.RecorderOf[K](e.q)
+	if r == nil {
+		return
+	}
+	tr := t()
+	for _, ks := range keys {
+		for _, k := range ks {
+			r.Trigger(k, tr)
+		}
+	}
 }
 
 // send returns the queue method for an event: low priority for events that
@@ -87,22 +123,43 @@ func (e *enqueuer[T, K]) send(low bool) func(K) {
 // OnAdd implements cache.TypedResourceEventHandler.
 func (e *enqueuer[T, K]) OnAdd(obj T, isInInitialList bool) {
 	add := e.send(isInInitialList)
-	for _, k := range e.keys(obj) {
+	keys := e.keys(obj)
+	e.trigger(func() tracing.Trigger {
+		event := tracing.EventAdd
+		if isInInitialList {
+			event = tracing.EventInitialList
+		}
+		return tracing.ObjectTrigger(event, e.source, obj, true)
+	}, keys)
+	for _, k := range keys {
 		add(k)
 	}
 }
 
 // OnUpdate implements cache.TypedResourceEventHandler.
 func (e *enqueuer[T, K]) OnUpdate(oldObj, newObj T) {
-	add := e.send(!resourceVersionChanged(oldObj, newObj))
+	changed := resourceVersionChanged(oldObj, newObj)
+	add := e.send(!changed)
 	newKeys := e.keys(newObj)
+	var oldKeys []K
+	for _, k := range e.keys(oldObj) {
+		if !slices.Contains(newKeys, k) {
+			oldKeys = append(oldKeys, k)
+		}
+	}
+	e.trigger(func() tracing.Trigger {
+		event := tracing.EventUpdate
+		if !changed {
+			event = tracing.EventResync
+		}
+		written := changed && oldObj.GetAnnotations()[tracing.Annotation] != newObj.GetAnnotations()[tracing.Annotation]
+		return tracing.ObjectTrigger(event, e.source, newObj, written)
+	}, newKeys, oldKeys)
 	for _, k := range newKeys {
 		add(k)
 	}
-	for _, k := range e.keys(oldObj) {
-		if !slices.Contains(newKeys, k) {
-			add(k)
-		}
+	for _, k := range oldKeys {
+		add(k)
 	}
 }
 
@@ -116,6 +173,12 @@ func (e *enqueuer[T, K]) OnDelete(obj cache.DeletedObject[T]) {
 	case obj.OptionalObj != zero:
 		keys = e.keys(obj.OptionalObj)
 	}
+	e.trigger(func() tracing.Trigger {
+		if obj.OptionalObj != zero {
+			return tracing.ObjectTrigger(tracing.EventDelete, e.source, obj.OptionalObj, false)
+		}
+		return tracing.Trigger{Event: tracing.EventDelete, Source: e.source, Object: obj.GetObjectName().String()}
+	}, keys)
 	for _, k := range keys {
 		e.q.Add(k)
 	}
@@ -158,5 +221,5 @@ func EnqueueByIndex[S, T Object](idx *Index[T], values func(obj S) []string, q Q
 		}
 		return out
 	}
-	return EnqueueMappedHandler(referrers, q, opts...)
+	return EnqueueMappedHandler(referrers, q, append([]Option{WithSource(tracing.SourceIndex)}, opts...)...)
 }

@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // Object is what the handlers, predicates and indexes of this package work
@@ -82,6 +84,7 @@ type Option func(*options)
 type options struct {
 	ctx        context.Context
 	predicates []Predicate
+	source     tracing.Source
 }
 
 func newOptions(opts []Option) options {
@@ -117,4 +120,14 @@ func WithContext(ctx context.Context) Option {
 			o.ctx = ctx
 		}
 	}
+}
+
+// WithSource names what maps the events of an enqueue handler of this
+// package to keys, in the triggers it records for traced queues (see
+// Queue): owner.EnqueueOwner gives tracing.SourceOwner. Default:
+// tracing.SourceObject for EnqueueHandler, tracing.SourceIndex for
+// EnqueueByIndex, tracing.SourceMapped for EnqueueMappedHandler. Other
+// handlers ignore it.
+func WithSource(source tracing.Source) Option {
+	return func(o *options) { o.source = source }
 }

@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // TrimmedAnnotation marks an object that an informer trimmed with Trim. It
@@ -61,6 +63,10 @@ func Trimmed(obj metav1.Object) bool {
 // JSON merge patches and refuses to change a list with. A path into the
 // items of a list merged by key keeps their key too (the containers' names
 // with their images): a patch names each item it changes by its key.
+//
+// The annotation tracing.k8s.io/traceparent (the trace context of the
+// write that made the object, package queue/tracing) is always kept, so
+// that the reconcile a trimmed object's event sets off links to that write.
 //
 // A trimmed object is marked with TrimmedAnnotation and must never be
 // written back whole: an update built from it would erase what was
@@ -296,5 +302,12 @@ func copyIdentity(kept, full metav1.Object, shared *sharedValues) {
 		a[TrimmedAnnotation] = "true"
 	} else {
 		kept.SetAnnotations(trimmedMark)
+	}
+	// The trace context of the write that made this version stays, so that
+	// the reconcile its event sets off links to that write (queue/tracing).
+	if tp := full.GetAnnotations()[tracing.Annotation]; tp != "" {
+		a := maps.Clone(kept.GetAnnotations())
+		a[tracing.Annotation] = tp
+		kept.SetAnnotations(a)
 	}
 }

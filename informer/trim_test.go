@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // transformOf captures the transform Trim sets.
@@ -83,6 +84,24 @@ func TestTrimKeepsItsMarkBesideKeptAnnotations(t *testing.T) {
 	out, err := inf.fn(fullDeployment())
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"note": "big", informer.TrimmedAnnotation: "true"}, out.(*appsv1.Deployment).Annotations)
+}
+
+// TestTrimKeepsTheTraceContext: the trace context of the write that made
+// an object survives trimming (the reconcile its event sets off links to
+// that write), and only on the objects that carry one.
+func TestTrimKeepsTheTraceContext(t *testing.T) {
+	var inf transformOf
+	require.NoError(t, informer.Trim[*appsv1.Deployment](&inf, "spec.replicas"))
+	traced := fullDeployment()
+	traced.Annotations[tracing.Annotation] = "00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01"
+	out, err := inf.fn(traced)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{tracing.Annotation: traced.Annotations[tracing.Annotation], informer.TrimmedAnnotation: "true"},
+		out.(*appsv1.Deployment).Annotations)
+
+	out, err = inf.fn(fullDeployment())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{informer.TrimmedAnnotation: "true"}, out.(*appsv1.Deployment).Annotations, "no trace context where there was none")
 }
 
 func TestTrimOtherObjects(t *testing.T) {

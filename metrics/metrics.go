@@ -83,6 +83,18 @@
 //	ctrlkit_cluster_reconciles_total{fleet, cluster, result} counter
 //	ctrlkit_cluster_reconcile_seconds{fleet, cluster}      histogram
 //
+// # Watches of optional APIs
+//
+// For the watches of resources that may not be served (package
+// informer/optional, WithMetrics), by APIs (WithName: the member cluster
+// in a fleet, else empty) and resource ("widgets.example.com/v1"): the
+// state gauge is 1 for the state the watch is in (waiting, running,
+// stopped) and 0 for the others, and the counter counts the watches
+// stopped because their API went away:
+//
+//	ctrlkit_api_watch_state{cluster, resource, state}  gauge
+//	ctrlkit_api_watch_stops_total{cluster, resource}   counter
+//
 // # Informer caches
 //
 // CacheSize counts what an informer's cache holds, which controller-runtime
@@ -175,8 +187,10 @@ type Recorder struct {
 
 	shard   shardCollectors
 	cluster clusterCollectors
-	cache   cacheCollectors
-	webhook webhookCollectors
+	// apiWatch are the series of optional.Metrics.
+	apiWatch apiWatchCollectors
+	cache    cacheCollectors
+	webhook  webhookCollectors
 
 	// perController holds each controller's series of the reconcile
 	// metrics, looked up once: WithLabelValues hashes the label values on
@@ -297,6 +311,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Recorder, error) {
 	register(rb, &r.cluster.failures, &err)
 	register(rb, &r.cluster.reconciles, &err)
 	register(rb, &r.cluster.duration, &err)
+	register(rb, &r.apiWatch.state, &err)
+	register(rb, &r.apiWatch.stops, &err)
 	register(rb, &r.cache.objects, &err)
 	register(rb, &r.cache.bytes, &err)
 	register(rb, &r.webhook.latency, &err)
@@ -404,10 +420,11 @@ func newRecorder() *Recorder {
 	controller := []string{labelController}
 	queueLabels := []string{labelName, labelController}
 	return &Recorder{
-		shard:   newShardCollectors(),
-		cluster: newClusterCollectors(),
-		cache:   newCacheCollectors(),
-		webhook: newWebhookCollectors(),
+		shard:    newShardCollectors(),
+		cluster:  newClusterCollectors(),
+		apiWatch: newAPIWatchCollectors(),
+		cache:    newCacheCollectors(),
+		webhook:  newWebhookCollectors(),
 		reconcileTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: controllerRuntimeNamespace,
 			Name:      "reconcile_total",

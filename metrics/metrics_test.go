@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/ctrlkit/ctrlkit/informer/optional"
 	"github.com/ctrlkit/ctrlkit/metrics"
 	"github.com/ctrlkit/ctrlkit/metrics/metricstest"
 	"github.com/ctrlkit/ctrlkit/queue"
@@ -125,6 +126,8 @@ func TestMetricFamilies(t *testing.T) {
 	rec.SetClusterReady("f", "east", true)
 	rec.IncEngageFailures("f", "east")
 	rec.ObserveClusterReconcile("f", "east", time.Millisecond, false)
+	rec.SetAPIWatchState("east", "widgets.example.com/v1", optional.Running)
+	rec.IncAPIWatchStops("east", "widgets.example.com/v1")
 	rec.Webhook("/validate", http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/validate", nil))
 
 	want := map[string]string{
@@ -151,6 +154,8 @@ func TestMetricFamilies(t *testing.T) {
 		"ctrlkit_cluster_engage_failures_total":              "COUNTER cluster,fleet",
 		"ctrlkit_cluster_reconciles_total":                   "COUNTER cluster,fleet,result",
 		"ctrlkit_cluster_reconcile_seconds":                  "HISTOGRAM cluster,fleet",
+		"ctrlkit_api_watch_state":                            "GAUGE cluster,resource,state",
+		"ctrlkit_api_watch_stops_total":                      "COUNTER cluster,resource",
 		"controller_runtime_webhook_latency_seconds":         "HISTOGRAM webhook",
 		"controller_runtime_webhook_requests_total":          "COUNTER code,webhook",
 		"controller_runtime_webhook_requests_in_flight":      "GAUGE webhook",

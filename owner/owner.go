@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // Relation is how an object relates to a would-be owner, as reported by
@@ -125,7 +126,7 @@ func EnqueueOwner[T informer.Object](gk schema.GroupKind, q informer.Queue[cache
 			return []cache.ObjectName{k}
 		}
 		return nil
-	}, q, opts...)
+	}, q, append([]informer.Option{informer.WithSource(tracing.SourceOwner)}, opts...)...)
 }
 
 // EnqueueClusterOwner is EnqueueOwner for a cluster-scoped owner kind: keys
@@ -136,7 +137,7 @@ func EnqueueClusterOwner[T informer.Object](gk schema.GroupKind, q informer.Queu
 			return []cache.ObjectName{k}
 		}
 		return nil
-	}, q, opts...)
+	}, q, append([]informer.Option{informer.WithSource(tracing.SourceOwner)}, opts...)...)
 }
 
 func controllerKey(obj metav1.Object, gk schema.GroupKind, clusterScoped bool) (cache.ObjectName, bool) {

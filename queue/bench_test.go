@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/util/workqueue"
 
@@ -60,12 +62,12 @@ type ctrlkitLoop struct {
 	logger logr.Logger
 }
 
-func newCtrlkitLoop(b *testing.B, workers int, rec *countingReconcile, logger logr.Logger) *ctrlkitLoop {
+func newCtrlkitLoop(b *testing.B, workers int, rec *countingReconcile, logger logr.Logger, opts ...queue.Option) *ctrlkitLoop {
 	r := reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
 		rec.do()
 		return reconcile.Result{}, nil
 	})
-	ctrl, err := queue.New("bench", r, queue.WithWorkers(workers))
+	ctrl, err := queue.New("bench", r, append([]queue.Option{queue.WithWorkers(workers)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -132,11 +134,15 @@ func (l *handLoop) processNextWorkItem(ctx context.Context) bool {
 // ctrlkit's loop and a hand-written client-go loop. One op is one round of
 // 10k keys; ns/key and allocs/key are reported per key. "ctrlkit" runs with a
 // logger that discards everything, as the hand-written loop does not log;
-// "ctrlkit-live-logger" shows the cost of the per-reconcile contextual logger.
+// "ctrlkit-live-logger" shows the cost of the per-reconcile contextual logger;
+// "ctrlkit-tracing" that of a span per reconcile, every one sampled and
+// handed to a span processor that exports nothing (what the SDK does
+// before the exporter), and "ctrlkit-tracing-unsampled" that of tracing
+// with a sampler that samples none.
 func BenchmarkWorkerLoop(b *testing.B) {
 	keys := benchKeySet()
 	for _, workers := range []int{1, 2, 8} {
-		for _, impl := range []string{"handwritten", "ctrlkit", "ctrlkit-live-logger"} {
+		for _, impl := range []string{"handwritten", "ctrlkit", "ctrlkit-live-logger", "ctrlkit-tracing", "ctrlkit-tracing-unsampled"} {
 			b.Run(fmt.Sprintf("impl=%s/workers=%d", impl, workers), func(b *testing.B) {
 				rec := newCountingReconcile()
 				var l loop
@@ -147,6 +153,15 @@ func BenchmarkWorkerLoop(b *testing.B) {
 					// A real sink whose output goes nowhere: the cost of
 					// contextual logging without the cost of writing.
 					l = newCtrlkitLoop(b, workers, rec, funcr.New(func(string, string) {}, funcr.Options{}))
+				case "ctrlkit-tracing", "ctrlkit-tracing-unsampled":
+					sampler := sdktrace.AlwaysSample()
+					if impl == "ctrlkit-tracing-unsampled" {
+						sampler = sdktrace.NeverSample()
+					}
+					tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler),
+						sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(tracetest.NewNoopExporter())))
+					defer func() { _ = tp.Shutdown(context.Background()) }()
+					l = newCtrlkitLoop(b, workers, rec, logr.Discard(), queue.WithTracing(tp))
 				default:
 					l = newHandLoop(rec)
 				}

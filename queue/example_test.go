@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -94,4 +96,29 @@ func ExampleChannel() {
 	// reconciling first
 	// reconciling last
 	// stopped: <nil>
+}
+
+// A traced controller: every reconcile is a span of tp, linked to what set
+// it off (here, a key added by hand: no trigger).
+func ExampleWithTracing() {
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	ctx, cancel := context.WithCancel(context.Background())
+	ctrl, err := queue.New("configmaps", reconcile.Func[string](func(context.Context, string) (reconcile.Result, error) {
+		cancel()
+		return reconcile.Result{}, nil
+	}), queue.WithTracing(tp))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctrl.Add("default/settings")
+	if err := ctrl.Run(ctx); err != nil {
+		fmt.Println(err)
+	}
+	for _, s := range exporter.GetSpans() {
+		fmt.Println(s.Name)
+	}
+	_ = tp.Shutdown(context.Background())
+	// Output: Reconcile configmaps
 }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // Defaults applied by New when the corresponding option is not given.
@@ -54,7 +57,9 @@ type config struct {
 	// fairness is the func(K) string of WithFairness, checked against
 	// the controller's key type by options.
 	fairness any
-	errs     []error
+	// tracer is WithTracing's, nil without it: tracing is off.
+	tracer trace.Tracer
+	errs   []error
 }
 
 // WithWorkers sets how many keys are reconciled at once. Default
@@ -157,6 +162,35 @@ func WithFairness[K comparable](group func(K) string) Option {
 			return
 		}
 		c.fairness = group
+	}
+}
+
+// WithTracing makes the controller trace its reconciles with tp's tracer
+// (scope tracing.ScopeName): each reconcile is a span, a new root linked to
+// what set it off, whose context the Reconciler's context carries, so that
+// the requests of clients traced with tracing.Transport are its children
+// and the writes of package reconcile/write carry its trace context in the
+// tracing.Annotation of the objects they write. The span names the
+// controller, the key (and a fleet key's cluster), the attempt, how the
+// reconcile ended (result, requeue, requeue-after, error) and whether it
+// wrote; the triggers of the key (the informer events, periodic ticks,
+// delays, channel values and fleet changes recorded since its last
+// reconcile started) are its links, at most tracing.MaxTriggers. The
+// controller records triggers only with this option. docs/tracing.md
+// shows the trace of a Foo.
+//
+// Sampling and export are tp's: give it tracing.FollowLinks as the root
+// sampler of a ParentBased one to follow the decisions of the writes that
+// set reconciles off, and tracing.DropEmpty to drop the spans of
+// reconciles that wrote nothing. Default: no tracing, at no cost in the
+// worker loop.
+func WithTracing(tp trace.TracerProvider) Option {
+	return func(c *config) {
+		if tp == nil {
+			c.errs = append(c.errs, errors.New("tracer provider is nil"))
+			return
+		}
+		c.tracer = tp.Tracer(tracing.ScopeName)
 	}
 }
 

@@ -4,8 +4,10 @@
 // A Controller owns one queue of keys. What feeds it is given to Watch:
 // typed informer event handlers bound to their informers with On (changes
 // with Add, initial-list and resync events with AddLowPriority; neither is
-// rate limited), and keys from outside the informers (Periodic, Channel,
-// Feed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
+// rate limited), keys from outside the informers (Periodic, Channel,
+// Feed), and gates of keys whose informers come and go while the
+// controller runs (Gated; package informer/optional builds them for APIs
+// that are installed and removed). Failed reconciles come back through the rate limiter. Run registers the handlers, waits until they have seen
 // their informers' initial lists, starts the workers, and on cancellation
 // stops taking keys, lets in-flight reconciles finish, removes the handlers
 // and returns only when every goroutine it started is gone. New starts
@@ -52,6 +54,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -72,6 +75,7 @@ type Controller[K comparable] struct {
 	cfg         config
 	rateLimiter workqueue.TypedRateLimiter[K]
 	ownership   atomic.Pointer[Ownership[K]] // nil: every key is this process's
+	gates       atomic.Pointer[[]Gate[K]]    // the gates given to Watch (Gated), copied on write
 	base        *keyQueue[K]
 	metrics     Metrics
 
@@ -104,6 +108,11 @@ type Controller[K comparable] struct {
 	terminalMu sync.Mutex
 	terminal   map[K]terminalNote
 
+	// triggers holds, while tracing is on, the triggers recorded for each
+	// key since its last reconcile started (see Trigger).
+	triggerMu sync.Mutex
+	triggers  map[K]*pendingTriggers // guarded by triggerMu
+
 	// Set by Run: the logger carrying the controller name, and logr's
 	// context key (nil if unknown) for reconcile contexts.
 	logger    logr.Logger
@@ -123,6 +132,8 @@ type Watch struct {
 	// while the controller runs; periodic is set for a Periodic source.
 	start    func(ctx context.Context)
 	periodic periodicSource
+	// gate is a Gate[K] of the controller's key type K (see Gated).
+	gate any
 	// err is why the Watch cannot work.
 	err error
 }
@@ -216,6 +227,10 @@ func (c *Controller[K]) Watch(ws ...Watch) error {
 		switch {
 		case w.err != nil:
 			return fmt.Errorf("queue: controller %q: Watch %d: %w", c.name, i, w.err)
+		case w.gate != nil:
+			if err := c.checkGate(w); err != nil {
+				return fmt.Errorf("queue: controller %q: Watch %d: %w", c.name, i, err)
+			}
 		case w.add == nil && w.start == nil:
 			return fmt.Errorf("queue: controller %q: Watch %d has no informer or no handler", c.name, i)
 		}
@@ -226,7 +241,9 @@ func (c *Controller[K]) Watch(ws ...Watch) error {
 		return fmt.Errorf("queue: controller %q: Watch called after Run", c.name)
 	}
 	for _, w := range ws {
-		if w.start != nil {
+		if w.gate != nil {
+			c.lockedAddGate(w)
+		} else if w.start != nil {
 			c.feeds = append(c.feeds, w.start)
 			if w.periodic != nil {
 				c.periodics = append(c.periodics, w.periodic)
@@ -286,12 +303,18 @@ func (c *Controller[K]) NextDue() (due time.Time, ok bool) {
 // it runs, whether every handler registered by Watch has delivered its
 // informer's initial list (the workers wait for this); before Run, whether
 // every watched informer has synced its cache, so that a standby replica
-// with warm informers reports ready. It is the readiness signal of a
+// with warm informers reports ready. Every Gate given to Watch must report
+// synced too (see Gate.HasSynced). It is the readiness signal of a
 // controller.
 func (c *Controller[K]) HasSynced() bool {
 	c.mu.Lock()
 	watches := c.watches
 	c.mu.Unlock()
+	for _, g := range c.loadGates() {
+		if !g.HasSynced() {
+			return false
+		}
+	}
 	for _, w := range watches {
 		if reg := w.reg.Load(); reg != nil {
 			if !(*reg).HasSynced() {
@@ -319,10 +342,18 @@ func (c *Controller[K]) Add(key K) {
 	}
 }
 
-// owns reports whether key is this process's to reconcile.
+// owns reports whether key is this process's to reconcile: its
+// Ownership and every Gate own it.
 func (c *Controller[K]) owns(key K) bool {
-	o := c.owner()
-	return o == nil || o.Owns(key)
+	if o := c.owner(); o != nil && !o.Owns(key) {
+		return false
+	}
+	for _, g := range c.loadGates() {
+		if !g.Owns(key) {
+			return false
+		}
+	}
+	return true
 }
 
 // AddLowPriority enqueues key like Add, but in a second lane behind the keys
@@ -349,6 +380,9 @@ func (c *Controller[K]) AddLowPriority(key K) {
 func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 	if !c.owns(key) {
 		return
+	}
+	if c.cfg.tracer != nil {
+		c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
 	}
 	if q := c.running.Load(); q != nil {
 		q.AddAfter(key, d)
@@ -489,13 +523,20 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	if o := c.owner(); o != nil {
 		background.Go(func() { o.Start(stopCtx, c) })
 	}
+	gates := c.loadGates()
+	for _, g := range gates {
+		background.Go(func() { g.Start(stopCtx, c) })
+	}
 	stopMetrics := make(chan struct{})
 	background.Go(func() { c.base.runMetrics(stopMetrics) })
 	defer close(stopMetrics)
 
-	synced := make([]cache.InformerSynced, 0, len(watches))
+	synced := make([]cache.InformerSynced, 0, len(watches)+len(gates))
 	for _, w := range watches {
 		synced = append(synced, (*w.reg.Load()).HasSynced)
+	}
+	for _, g := range gates {
+		synced = append(synced, g.HasSynced)
 	}
 	logger.Info("Waiting for caches to sync")
 	if !cache.WaitForCacheSync(stopCtx.Done(), synced...) {
@@ -619,6 +660,10 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		}
 		c.base.doneAt(key, end)
 	}()
+	var triggers *pendingTriggers
+	if c.cfg.tracer != nil {
+		triggers = c.takeTriggers(key)
+	}
 	if stopCtx.Err() != nil || c.abortError() != nil {
 		// Stopping: leave the key; it is not worked on by this process again.
 		return false
@@ -633,25 +678,42 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		defer release()
 		workCtx = claimCtx
 	}
+	gateCtx, releaseGates, ok := c.claimGates(workCtx, key)
+	if !ok {
+		// A gate closed for the key (its API is not served): drop it.
+		c.forget(key)
+		return true
+	}
+	defer releaseGates()
+	workCtx = gateCtx
 	c.active.Add(1)
 	defer c.active.Add(-1)
-	end, timed = c.reconcileKey(workCtx, key, startedAt), true
+	end, timed = c.reconcileKey(workCtx, key, startedAt, triggers), true
 	return true
 }
 
 // reconcileKey runs one reconcile of a key handed out at startedAt, applies
 // its outcome to the queue, and returns when the reconcile ended (both on
-// the metrics clock).
-func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt int64) (end int64) {
+// the metrics clock). triggers are those recorded for the key, with
+// tracing on.
+func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt int64, triggers *pendingTriggers) (end int64) {
+	// With tracing on, the reconcile's context carries its span.
+	base := workCtx
+	var span *reconcileSpan
+	var ended spanEnd
+	if c.cfg.tracer != nil {
+		base, span = c.startSpan(workCtx, key, triggers)
+		defer func() { span.end(ended) }()
+	}
 	// A logger that discards everything needs no per-key values: skip the
 	// per-reconcile context and its allocation.
 	var rc *reconcileContext[K]
-	ctx := workCtx
+	ctx := base
 	if c.logger.GetSink() != nil {
-		rc = &reconcileContext[K]{Context: workCtx, ctrl: c, key: key, id: c.nextID.Add(1)}
+		rc = &reconcileContext[K]{Context: base, ctrl: c, key: key, id: c.nextID.Add(1)}
 		ctx = rc
 		if c.loggerKey == nil {
-			ctx = klog.NewContext(workCtx, rc.getLogger())
+			ctx = klog.NewContext(base, rc.getLogger())
 		}
 	}
 	if c.cfg.reconcileTimeout > 0 {
@@ -666,14 +728,16 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	obs := Observation{Panicked: panicked, Duration: time.Duration(end - startedAt)}
 	c.metrics.AddActiveWorkers(c.name, -1)
 	if err != nil && workCtx.Err() != nil {
-		// The shutdown, or the key's move to another replica, cancelled the
-		// reconcile: it did not fail, and the key is not this process's to
-		// retry, so there is nothing to retry or count.
+		// The shutdown, the key's move to another replica, or a gate that
+		// closed for it cancelled the reconcile: it did not fail, and the
+		// key is not this process's to retry, so there is nothing to retry
+		// or count.
 		msg, cause := "Reconcile cancelled by the shutdown", context.Cause(workCtx)
 		if !errors.Is(cause, context.Canceled) && !errors.Is(cause, ErrAborted) {
-			msg = "Reconcile cancelled: its key is no longer this process's"
+			msg = "Reconcile cancelled: its key is no longer this process's to run"
 		}
 		c.keyLogger(rc).V(2).Info(msg, "cause", cause.Error(), "err", err.Error())
+		ended = spanEnd{result: tracing.ResultCancelled, err: err}
 		return end
 	}
 	// Like controller-runtime, a reconcile counts as timed out when its own
@@ -684,22 +748,31 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 	if !isStale(err) { // a cache behind a write says nothing of the object
 		repeated = c.noteTerminal(key, err, err != nil && errors.Is(err, &reconcile.TerminalError{}))
 	}
+	ended.err = err
 	switch {
 	case err == nil && res.RequeueAfter > 0:
 		obs.Outcome = OutcomeRequeueAfter
+		ended.result, ended.after = tracing.ResultRequeueAfter, res.RequeueAfter
 		c.forget(key)
+		if c.cfg.tracer != nil {
+			c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
+		}
 		c.delays.AddAfter(key, res.RequeueAfter)
 	case err == nil:
 		obs.Outcome = OutcomeSuccess
+		ended.result = tracing.ResultSuccess
 		c.forget(key)
 	case isStale(err):
 		// The cache is behind the controller's own write: not a failure.
 		obs.Outcome = OutcomeRequeue
+		ended.result, ended.requeue = tracing.ResultStale, true
+		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		c.keyLogger(rc).V(4).Info("Cache behind this controller's own write, requeued", "err", err.Error())
 	case errors.Is(err, &reconcile.TerminalError{}):
 		obs.Outcome = OutcomeError
 		obs.Terminal = true
+		ended.result = tracing.ResultTerminal
 		c.forget(key)
 		if repeated {
 			// A periodic recheck or an unrelated event of an object that
@@ -710,7 +783,9 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		}
 	default:
 		obs.Outcome = OutcomeError
+		ended.result, ended.requeue = tracing.ResultError, true
 		// What AddRateLimited does, marked as a retry.
+		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		if isConflict(err) {
 			// A 409 (a stale resourceVersion, or a create of an object the

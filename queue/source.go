@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // Enqueuer is the part of a Controller that sources of keys use (Periodic,
@@ -202,6 +204,7 @@ func (p *periodic[K]) run(ctx context.Context, q Enqueuer[K]) {
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Periodic source could not list keys")
 		}
+		traceKeys(q, keys, tracing.Trigger{Source: tracing.SourcePeriodic})
 		for _, k := range keys {
 			add(k)
 		}
@@ -268,9 +271,20 @@ func (c *channelSource[T, K]) run(ctx context.Context, q Enqueuer[K]) {
 			if !ok {
 				return
 			}
-			for _, k := range c.keys(v) {
+			keys := c.keys(v)
+			traceKeys(q, keys, tracing.Trigger{Source: tracing.SourceChannel})
+			for _, k := range keys {
 				add(k)
 			}
+		}
+	}
+}
+
+// traceKeys records t for keys when q traces (tracing.Recorder).
+func traceKeys[K comparable](q Enqueuer[K], keys []K, t tracing.Trigger) {
+	if r := tracing.RecorderOf[K](q); r != nil {
+		for _, k := range keys {
+			r.Trigger(k, t)
 		}
 	}
 }

@@ -216,7 +216,7 @@ func generateAll(ctx context.Context, cfg config, stdout io.Writer) (err error) 
 			if err != nil {
 				return fmt.Errorf("-rbac-paths: %w", err)
 			}
-			if err := generateRBAC(loads, patterns, cfg.rbacRole, st.path(cfg.rbacDir)); err != nil {
+			if err := generateRBAC(loads, mod.path, patterns, cfg.rbacRole, st.path(cfg.rbacDir)); err != nil {
 				return err
 			}
 		}

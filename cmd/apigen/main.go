@@ -11,7 +11,10 @@
 //   - the CustomResourceDefinition manifests, from the types and their
 //     +kubebuilder markers (sigs.k8s.io/controller-tools, as controller-gen);
 //   - optionally a ClusterRole and Roles from the +kubebuilder:rbac markers
-//     beside the controllers (also controller-tools);
+//     beside the controllers (also controller-tools), and from those of
+//     the library's packages the controllers import (informer/optional's
+//     read of CustomResourceDefinitions), which the operator does not
+//     repeat;
 //   - optionally the manifests of the operator's webhooks (-webhook): the
 //     mutating and validating configurations from the +kubebuilder:webhook
 //     and +kubebuilder:webhookconfiguration markers (controller-tools), the
@@ -274,7 +277,7 @@ func bindConfig(fs *flag.FlagSet) func(args []string) (config, error) {
 	fs.StringVar(&cfg.crdDir, "crd", "config/crd", "Directory of the generated CustomResourceDefinition manifests; empty skips them.")
 	fs.StringVar(&cfg.rbacDir, "rbac", "", "Directory of the generated role.yaml (ClusterRole and Roles from +kubebuilder:rbac markers); empty skips it.")
 	fs.StringVar(&cfg.rbacRole, "rbac-role", "", "The operator's name: of the generated ClusterRole and Roles, and the app.kubernetes.io/name label of its pods, which the webhook Service selects (required with -rbac and -webhook).")
-	fs.StringVar(&rbacPaths, "rbac-paths", "./...", "Space-separated package patterns whose +kubebuilder:rbac markers make the roles.")
+	fs.StringVar(&rbacPaths, "rbac-paths", "./...", "Space-separated package patterns whose +kubebuilder:rbac markers make the roles, with those of the ctrlkit packages they import.")
 	fs.StringVar(&cfg.webhookDir, "webhook", "", "Directory of the generated webhook.yaml and crd-conversion.yaml (from +kubebuilder:webhook and +ctrlkit:conversionwebhook markers); empty skips them.")
 	fs.StringVar(&webhookPaths, "webhook-paths", "./...", "Space-separated package patterns, in the module, of which one holds the webhook markers; it gets zz_generated.webhooks.go.")
 	fs.StringVar(&cfg.deployDir, "deploy", "", "Directory of the generated deploy manifests (kustomization, namespace, ServiceAccount, role bindings, Deployment); empty skips them. Needs -rbac in the same run.")

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 
+	"golang.org/x/tools/go/packages"
 	"sigs.k8s.io/controller-tools/pkg/crd"
 	"sigs.k8s.io/controller-tools/pkg/genall"
 	"sigs.k8s.io/controller-tools/pkg/markers"
@@ -71,11 +73,15 @@ func controllerToolsVersion() string {
 // ClusterRole named role with the rules of the +kubebuilder:rbac markers
 // without a namespace, and a Role of that name in each namespace the other
 // markers name.
-func generateRBAC(loads *packageLoads, paths []string, role, dir string) error {
+func generateRBAC(loads *packageLoads, modPath string, paths []string, role, dir string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("-rbac needs at least one package pattern in -rbac-paths")
 	}
-	if err := controllerGen(loads, "rbac:roleName="+role, rbac.Generator{RoleName: role}, paths, dir); err != nil {
+	library, err := libraryRBAC(loads, modPath, paths)
+	if err != nil {
+		return err
+	}
+	if err := controllerGen(loads, "rbac:roleName="+role, rbac.Generator{RoleName: role}, append(slices.Clone(paths), library...), dir); err != nil {
 		return err
 	}
 	p := filepath.Join(dir, "role.yaml")
@@ -88,6 +94,55 @@ func generateRBAC(loads *packageLoads, paths []string, role, dir string) error {
 	}
 	return os.WriteFile(p, markYAML(data), 0o644)
 }
+
+// libraryModule is the module of the library's blocks.
+const libraryModule = "github.com/ctrlkit/ctrlkit"
+
+// libraryRBAC returns the import paths of the library's packages (module
+// libraryModule, when modPath, the module apigen runs in, is not it) that
+// the packages of patterns import, directly or not, and whose files carry
+// +kubebuilder:rbac markers: what a block needs of the API server (the
+// CustomResourceDefinitions informer/optional reads, say) reaches the
+// operator's roles through the block's own markers. The library counts
+// wherever it comes from: the module cache, a replace directive, or
+// another module of the go.work workspace (a main module there too).
+// Packages that do not load (a new module's, before its first go mod
+// tidy) add nothing, and the rbac generator reports their errors; when
+// the go command itself fails, its error is returned.
+func libraryRBAC(loads *packageLoads, modPath string, patterns []string) ([]string, error) {
+	if modPath == libraryModule {
+		return nil, nil
+	}
+	cfg := loads.forPatterns(patterns).config()
+	cfg.Mode = packages.NeedName | packages.NeedFiles | packages.NeedImports | packages.NeedDeps | packages.NeedModule
+	roots, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		return nil, fmt.Errorf("finding the library packages whose RBAC markers the operator needs: %w", err)
+	}
+	var found []string
+	var readErr error
+	packages.Visit(roots, nil, func(p *packages.Package) {
+		if p.Module == nil || p.Module.Path != libraryModule || p.Name == "main" {
+			return
+		}
+		for _, f := range p.GoFiles {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				readErr = errors.Join(readErr, err)
+				return
+			}
+			if rbacMarker.Match(data) {
+				found = append(found, p.PkgPath)
+				return
+			}
+		}
+	})
+	slices.Sort(found)
+	return slices.Compact(found), readErr
+}
+
+// rbacMarker matches a line with a +kubebuilder:rbac marker.
+var rbacMarker = regexp.MustCompile(`(?m)^\s*//\s*\+kubebuilder:rbac:`)
 
 // controllerGen runs gen, a controller-tools generator, on the packages of
 // patterns as controller-gen runs the generator option spec (its name and

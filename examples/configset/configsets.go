@@ -140,11 +140,11 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 // writeStatus writes cs's per-member entries (of listed, those not in
 // targets as Removing), counts and Ready condition in one write, with a
 // Warning event when Ready turns False. It writes nothing while the Fleet
-// has not synced (Results adds the key again once it has): a restart does
-// not flap a status that still holds.
+// has not synced (Results adds the key again once it has) or once it
+// stops: a restart does not flap a status that still holds.
 func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string) error {
 	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, listed)
-	if ready.Reason == multicluster.ReasonFleetNotSynced {
+	if ready.Reason == multicluster.ReasonFleetNotSynced || ready.Reason == multicluster.ReasonFleetStopping {
 		return nil
 	}
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {

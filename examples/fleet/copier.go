@@ -65,6 +65,9 @@ type member struct {
 	copies *write.Objects[*corev1.ConfigMap]
 	lister corelisters.ConfigMapLister
 	events record.EventRecorder
+	// refused tells, of each copy reconciled since the member was engaged,
+	// whether it was refused (not a copy). Guarded by the copier's mu.
+	refused map[cache.ObjectName]bool
 }
 
 // copier copies the sources to every member and reports their state on
@@ -77,8 +80,7 @@ type copier struct {
 	copies  *queue.Controller[multicluster.Key]
 	status  *queue.Controller[cache.ObjectName]
 
-	mu        sync.Mutex
-	conflicts map[multicluster.Key]string // copies refused, until the next reconcile of their key
+	mu sync.Mutex // guards the members' refused
 }
 
 // newCopier wires the two controllers on the sources of the management
@@ -86,7 +88,7 @@ type copier struct {
 // fleet's members.
 func newCopier(mgmt kubernetes.Interface, mgmtSources coreinformers.TypedConfigMapInformer, provider multicluster.Provider,
 	fleetOpts []multicluster.Option, opts ...queue.Option) (*copier, error) {
-	c := &copier{mgmt: mgmt, sources: mgmtSources.Lister(), states: write.New(mgmtSources.TypedInformer()), conflicts: map[multicluster.Key]string{}}
+	c := &copier{mgmt: mgmt, sources: mgmtSources.Lister(), states: write.New(mgmtSources.TypedInformer())}
 	fleet, err := multicluster.New(fleetName, provider, c.engage, fleetOpts...)
 	if err != nil {
 		return nil, err
@@ -140,7 +142,7 @@ func (c *copier) engage(ctx context.Context, cl *multicluster.Cluster) (*member,
 	for _, src := range srcs {
 		q.AddLowPriority(cache.MetaObjectToName(src))
 	}
-	return &member{client: cl.Client, copies: write.New(copies.TypedInformer()), lister: copies.Lister(), events: cl.Recorder}, nil
+	return &member{client: cl.Client, copies: write.New(copies.TypedInformer()), lister: copies.Lister(), events: cl.Recorder, refused: map[cache.ObjectName]bool{}}, nil
 }
 
 // reconcileCopy makes the copy of key's source in key's cluster match the
@@ -175,10 +177,7 @@ func (c *copier) reconcileCopy(ctx context.Context, m *member, key multicluster.
 		return nil
 	})
 	c.mu.Lock()
-	delete(c.conflicts, key)
-	if errors.Is(err, errNotACopy) {
-		c.conflicts[key] = errNotACopy.Error()
-	}
+	m.refused[key.ObjectName] = errors.Is(err, errNotACopy)
 	c.mu.Unlock()
 	if errors.Is(err, errNotACopy) {
 		ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: key.Namespace, Name: key.Name}
@@ -258,16 +257,18 @@ func (c *copier) state(src *corev1.ConfigMap, cluster string) (state string, hel
 	case !st.Ready:
 		return StatePending, true
 	}
-	key := multicluster.Key{Cluster: cluster, ObjectName: cache.MetaObjectToName(src)}
-	c.mu.Lock()
-	conflict, refused := c.conflicts[key]
-	c.mu.Unlock()
-	if refused {
-		return StateConflict + ": " + conflict, true
-	}
 	m, ok := c.fleet.Get(cluster)
 	if !ok {
 		return StatePending, true
+	}
+	c.mu.Lock()
+	refused, reconciled := m.refused[cache.MetaObjectToName(src)]
+	c.mu.Unlock()
+	switch {
+	case refused:
+		return StateConflict + ": " + errNotACopy.Error(), true
+	case !reconciled && strings.HasPrefix(src.Annotations[StatusPrefix+cluster], StateConflict):
+		return "", false // the Conflict recorded stands until the copy is reconciled here
 	}
 	cp, err := m.lister.ConfigMaps(src.Namespace).Get(src.Name)
 	if err != nil || !maps.Equal(cp.Data, src.Data) {

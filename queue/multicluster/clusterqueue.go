@@ -7,6 +7,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue/internal/engagement"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // clusterQueue is the queue of Cluster.Queue: it tags the keys of one
@@ -29,6 +30,18 @@ func (c *clusterQueue) Add(name cache.ObjectName) { c.add(name, false) }
 
 // AddLowPriority implements informer.Queue.
 func (c *clusterQueue) AddLowPriority(name cache.ObjectName) { c.add(name, true) }
+
+// Tracing implements tracing.Recorder: it reports whether the queue given
+// to Cluster.Queue records triggers.
+func (c *clusterQueue) Tracing() bool { return tracing.RecorderOf[Key](c.q) != nil }
+
+// Trigger implements tracing.Recorder: it records t for the key of name in
+// this cluster with the queue given to Cluster.Queue.
+func (c *clusterQueue) Trigger(name cache.ObjectName, t tracing.Trigger) {
+	if r := tracing.RecorderOf[Key](c.q); r != nil {
+		r.Trigger(Key{Cluster: c.m.name, ObjectName: name}, t)
+	}
+}
 
 func (c *clusterQueue) add(name cache.ObjectName, low bool) {
 	m := c.m

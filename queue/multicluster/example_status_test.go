@@ -146,6 +146,10 @@ func (p *propagator) reconcileSource(ctx context.Context, key cache.ObjectName) 
 // the key's backoff; one that is not ready comes back with OnMembers.
 func (p *propagator) reconcileEverywhere(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 	src, err := p.sources.ConfigMaps(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		p.results.Forget(key)
+		return reconcile.Result{}, nil
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -228,7 +228,7 @@ type Fleet[T any] struct {
 	tried     map[string]bool        // members tried at least once, until hasSynced
 	first     []string               // the names of that list, until hasSynced
 	hasSynced bool                   // HasSynced returned true
-	onLeave   []func(cluster string) // called once f.mu is released, with the names forgotten
+	onLeave   []func(cluster string) // called once f.mu is released, with the names of the members that left
 	onSynced  []func()               // called once, f.mu not held, when HasSynced is first seen true after a change (runSyncedHooks)
 	// watchers are told of every change of a member's Status: one per
 	// OnMembers Watch. (Results does not watch: it hears of the members
@@ -414,16 +414,22 @@ func (f *Fleet[T]) converge(ctx context.Context) {
 // lockedForget drops the members that have stopped, with what was kept
 // for them: their metrics series, and, in the function it returns, which
 // the caller calls once f.mu is released, the controllers' retry limiters
-// and the results of Results. f.mu is held.
+// and the results of Results of those that left (no longer wanted, or
+// owned): a member engaged again (its credentials rotated) or stopped
+// with the Fleet keeps them. f.mu is held.
 func (f *Fleet[T]) lockedForget(names []string) (leave func()) {
+	var left []string
 	for _, name := range names {
 		delete(f.members, name)
 		f.cfg.metrics.ForgetCluster(f.name, name)
 		f.lockedNote(name) // left
+		if !f.set.IsWanted(name) || (f.gate != nil && !f.gate.Owns(name)) {
+			left = append(left, name)
+		}
 	}
 	hooks := slices.Clone(f.onLeave)
 	return func() {
-		for _, name := range names {
+		for _, name := range left {
 			for _, fn := range hooks {
 				fn(name)
 			}

@@ -16,3 +16,7 @@ func (k Key) String() string { return k.Cluster + "/" + k.ObjectName.String() }
 
 // clusterOf is the fairness group of a key: its cluster.
 func clusterOf(k Key) string { return k.Cluster }
+
+// ClusterName returns the key's cluster: the span of a traced reconcile
+// names it (tracing.ClusterKey).
+func (k Key) ClusterName() string { return k.Cluster }

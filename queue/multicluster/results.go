@@ -22,6 +22,10 @@ const (
 	// ReasonFleetNotSynced: the condition is Unknown, the Fleet has not
 	// learnt its members from its Provider yet (Fleet.HasSynced).
 	ReasonFleetNotSynced = "FleetNotSynced"
+	// ReasonFleetStopping: the condition is Unknown, the Fleet is
+	// stopping (its Run's context ended): its members go not ready
+	// because this process lets them go, not because they fail.
+	ReasonFleetStopping = "FleetStopping"
 	// ReasonAllMembersReady: every member that should have it is Ready.
 	ReasonAllMembersReady = "AllMembersReady"
 	// ReasonMembersUnreachable: some member is Unreachable or NotHeld
@@ -82,9 +86,10 @@ type MemberStatus = fleetv1.MemberStatus
 //
 // A Set that changes a member's result adds the hub key to the hub
 // controller (an equal result adds nothing). A member's results are
-// dropped when it leaves the Fleet (its hub keys are added then too, and
-// those of a Status asked before the Fleet synced when it syncs),
-// not while it is merely not ready: Status then reports it Unreachable,
+// dropped when it leaves the Fleet, no longer reported by its Provider
+// (its hub keys are added then too, and those of a Status asked before
+// the Fleet synced when it syncs), not when it is engaged again with new
+// credentials or stopped with the Fleet, nor while it is merely not ready: Status then reports it Unreachable,
 // with the last result's ObservedGeneration. Nothing else adds a hub key:
 // a member that becomes not ready, or ready again, re-queues no hub key
 // through Results; give the hub controller an OnMembers Watch for that.
@@ -110,6 +115,8 @@ type Results[K comparable, V any] struct {
 type fleetView interface {
 	Status(cluster string) (Status, bool)
 	HasSynced() bool
+	// isStopping reports whether the Fleet has started to stop.
+	isStopping() bool
 	// ifHeld calls fn with the Fleet's lock held if this replica holds
 	// cluster, and reports whether it did.
 	ifHeld(cluster string, fn func()) bool
@@ -149,6 +156,16 @@ func (r *Results[K, V]) fleetSynced() {
 	r.mu.Unlock()
 	for hub := range hubs {
 		r.q.Add(hub)
+	}
+}
+
+// isStopping is fleetView's.
+func (f *Fleet[T]) isStopping() bool {
+	select {
+	case <-f.stopping:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -251,7 +268,13 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 // entries say, and the hub key is added to the hub controller when the
 // Fleet syncs: a hub reconcile that skips its status write while the
 // reason is ReasonFleetNotSynced runs again then, and a restart of the
-// operator does not flap a status that still holds. Otherwise it is Aggregate's: True with
+// operator does not flap a status that still holds. Once the Fleet has
+// started to stop (its Run's context ended), it is Unknown with
+// ReasonFleetStopping, whatever the entries say: its members go not ready
+// then, each listed Unreachable, because this process stops, not because
+// they fail; a hub reconcile in flight that skips its status write for
+// this reason too leaves the status as the next run of the operator finds
+// it. Otherwise it is Aggregate's: True with
 // ReasonAllMembersReady when every member is Ready (also when clusters is
 // empty), False otherwise, with ReasonMembersUnreachable if a member is
 // Unreachable or NotHeld, else ReasonMembersNotReady, and a message
@@ -302,7 +325,13 @@ func (r *Results[K, V]) Status(hub K, generation int64, clusters []string) ([]Me
 		entries = append(entries, e)
 	}
 	cond := Aggregate(generation, entries)
-	if !synced {
+	// Asked after the members' statuses: a member the stop made not ready
+	// was read so after the Fleet started to stop.
+	switch {
+	case r.fleet.isStopping():
+		cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonFleetStopping
+		cond.Message = "the fleet is stopping"
+	case !synced:
 		cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonFleetNotSynced
 		cond.Message = "the fleet has not learnt its members from its provider yet"
 	}
@@ -319,7 +348,7 @@ const (
 )
 
 // Aggregate returns the overall condition of entries for generation, as
-// Results.Status does for a synced Fleet (see there): for a hub reconcile
+// Results.Status does for a Fleet synced and not stopping (see there): for a hub reconcile
 // that builds its entries itself.
 func Aggregate(generation int64, entries []MemberStatus) metav1.Condition {
 	cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: generation}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // MemberChange is a change of one member as OnMembers delivers it: the
@@ -74,6 +75,11 @@ func OnMembers[T any, K comparable](f *Fleet[T], q queue.Enqueuer[K], keys func(
 				if ctx.Err() != nil {
 					w.putBack(name)
 					return
+				}
+				if r := tracing.RecorderOf[K](q); r != nil {
+					for _, k := range ks {
+						r.Trigger(k, tracing.Trigger{Source: tracing.SourceMembers, Object: name})
+					}
 				}
 				for _, k := range ks {
 					q.Add(k)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -26,6 +27,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue"
 	"github.com/ctrlkit/ctrlkit/queue/leader"
 	"github.com/ctrlkit/ctrlkit/queue/shard"
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 	"github.com/ctrlkit/ctrlkit/webhook"
 )
 
@@ -133,6 +135,21 @@ type Flags struct {
 	// election timing (see Shard and package shard). It excludes
 	// --leader-elect.
 	Sharded bool
+	// TracingEndpoint (--tracing-endpoint) turns tracing on (see
+	// TracerProvider): the OTLP/HTTP URL of a collector, such as
+	// http://otel-collector:4318 (/v1/traces is added to a URL without a
+	// path). Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+	// $OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing.
+	TracingEndpoint string
+	// TracingSamplingRatio (--tracing-sampling-ratio) is the share of
+	// traces started by the operator (reconciles that no sampled write or
+	// parent set off) that are sampled, between 0 and 1; reconciles follow
+	// the decision of the writes they link to. Default: what
+	// $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG say, else 1.
+	TracingSamplingRatio float64
+	// TracingDropEmpty (--tracing-drop-empty) drops the spans of
+	// reconciles that wrote nothing and did not fail (tracing.DropEmpty).
+	TracingDropEmpty bool
 	// Version (--version) makes Main print the binary's version
 	// (BuildVersion: module, VCS revision and time, Go version) to standard
 	// output and return 0, without checking the other flags or connecting
@@ -146,6 +163,8 @@ type Flags struct {
 	factories  []informer.Factory // made by Informers
 	registry   *prometheus.Registry
 	metrics    *metrics.Recorder
+	tracer     *sdktrace.TracerProvider // made by TracerProvider
+	tracerErr  error
 }
 
 // Flag defaults not taken from other packages.
@@ -200,6 +219,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	if f.WebhookCertDir == "" {
 		f.WebhookCertDir = DefaultWebhookCertDir
 	}
+	if f.TracingSamplingRatio == 0 {
+		f.TracingSamplingRatio = defaultSamplingRatio()
+	}
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Path to a kubeconfig. Without it: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
 	fs.StringVar(&f.Master, "master", f.Master, "The address of the Kubernetes API server; overrides the server in the kubeconfig.")
 	fs.Float64Var(&f.QPS, "kube-api-qps", f.QPS, "Requests per second the clients may send to the API server.")
@@ -224,6 +246,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	fs.DurationVar(&f.CacheSyncTimeout, "cache-sync-timeout", f.CacheSyncTimeout, "How long to wait for the informer caches and the controllers to sync before giving up with an error.")
+	fs.StringVar(&f.TracingEndpoint, "tracing-endpoint", f.TracingEndpoint, "OTLP/HTTP URL of a trace collector, such as http://otel-collector:4318; traces every reconcile and client request. Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT, else no tracing.")
+	fs.Float64Var(&f.TracingSamplingRatio, "tracing-sampling-ratio", f.TracingSamplingRatio, "Share (0 to 1) of the traces the operator starts that are sampled; reconciles set off by a traced write follow its decision. Default: from $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG, else 1.")
+	fs.BoolVar(&f.TracingDropEmpty, "tracing-drop-empty", f.TracingDropEmpty, "Drop the spans of reconciles that wrote nothing and did not fail.")
 	fs.BoolVar(&f.Version, "version", f.Version, "Print the version of this binary (module, VCS revision and time, Go version) and exit.")
 	klog.InitFlags(fs)
 }
@@ -263,6 +288,7 @@ func (f *Flags) Validate() error {
 			errs = append(errs, errors.New("--webhook-cert-secret needs --webhook-cert-hosts, the names the certificate is issued for"))
 		}
 	}
+	errs = append(errs, f.validateTracing()...)
 	if f.LeaderElect && f.Sharded {
 		errs = append(errs, errors.New("--leader-elect and --sharded exclude each other"))
 	}
@@ -313,7 +339,10 @@ func validGroup(group string) error {
 // RESTConfig finds the cluster: --kubeconfig, else $KUBECONFIG, else the
 // in-cluster config, else ~/.kube/config; --master overrides the server of
 // any of them. The returned config carries the client rate limits of the
-// flags and userAgent. Errors say where the configuration came from.
+// flags and userAgent, and with tracing on (see TracerProvider) the
+// transport of tracing.Transport: every request is a client span and
+// carries the traceparent header. Errors say where the configuration came
+// from.
 //
 // With --kube-api-content-type=application/vnd.kubernetes.protobuf (the
 // default) the config leaves the encoding to each client, as client-go's
@@ -341,6 +370,11 @@ func (f *Flags) RESTConfig(userAgent string) (*rest.Config, error) {
 	if f.ContentType == ContentTypeJSON {
 		cfg.ContentType, cfg.AcceptContentTypes = ContentTypeJSON, ContentTypeJSON
 	}
+	tp, err := f.TracerProvider()
+	if err != nil {
+		return nil, err
+	}
+	tracing.WrapConfig(cfg, tp)
 	return cfg, nil
 }
 
@@ -391,7 +425,8 @@ var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/nam
 // factories made by Informers, leader election on client, or with --sharded
 // the membership that Shard creates, the probes, the metrics endpoint
 // serving Registry with the series of every informer's cache
-// (WithCacheMetrics), the profiles and the cache sync timeout. Options,
+// (WithCacheMetrics), the profiles, the cache sync timeout and the
+// shutdown of the tracer provider (WithTracerProvider). Options,
 // Informers and Shard may be called in any order: what they make is looked
 // up when Run applies the options, and with --sharded Run fails if no
 // controller was restricted by Shard.
@@ -423,6 +458,13 @@ func (f *Flags) Options(client kubernetes.Interface) []Option {
 	}
 	if f.CacheSyncTimeout != 0 {
 		opts = append(opts, WithCacheSyncTimeout(f.CacheSyncTimeout))
+	}
+	if f.TracingEnabled() {
+		opts = append(opts, func(c *config) {
+			if f.tracer != nil {
+				WithTracerProvider(f.tracer)(c)
+			}
+		})
 	}
 	return opts
 }
@@ -564,9 +606,12 @@ func Informers[F informer.Factory](f *Flags, build func(transform cache.Transfor
 }
 
 // ControllerOptions returns the queue options the flags decide for every
-// controller: the shutdown timeout and, unless --metrics-bind-address is
-// disabled, the operator's metrics (see Metrics). Pass them to queue.New
-// before the controller's own options, which may override them.
+// controller: the shutdown timeout, unless --metrics-bind-address is
+// disabled the operator's metrics (see Metrics), and with tracing on the
+// tracer provider (queue.WithTracing with TracerProvider; one that cannot
+// be made leaves the controllers untraced, and RESTConfig returns its
+// error). Pass them to queue.New before the
+// controller's own options, which may override them.
 func (f *Flags) ControllerOptions() []queue.Option {
 	timeout := f.ShutdownTimeout
 	if timeout == 0 {
@@ -575,6 +620,9 @@ func (f *Flags) ControllerOptions() []queue.Option {
 	opts := []queue.Option{queue.WithShutdownTimeout(timeout)}
 	if enabled(f.MetricsAddr) {
 		opts = append(opts, queue.WithMetrics(f.Metrics()))
+	}
+	if tp, err := f.TracerProvider(); err == nil && tp != nil {
+		opts = append(opts, queue.WithTracing(tp))
 	}
 	return opts
 }

@@ -95,6 +95,7 @@ type config struct {
 	cacheSyncTimeout time.Duration
 	cacheMetrics     *metrics.Recorder
 	webhooks         *webhook.Server
+	tracer           interface{ Shutdown(context.Context) error }
 	errs             []error
 
 	// unhealthy is the error that makes /healthz fail, once there is one.
@@ -268,6 +269,17 @@ func Run(ctx context.Context, opts ...Option) error {
 		return fmt.Errorf("operator: %w", err)
 	}
 	logger := klog.FromContext(ctx)
+	if c.tracer != nil {
+		// Deferred first, so it runs last: after every part that traces
+		// has stopped.
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TracerShutdownTimeout)
+			defer cancel()
+			if err := c.tracer.Shutdown(flushCtx); err != nil {
+				logger.Error(err, "Exporting the last spans")
+			}
+		}()
+	}
 
 	// stopCtx ends with ctx or with the first failure.
 	stopCtx, stop := context.WithCancelCause(ctx)

@@ -117,6 +117,19 @@
 // caught up. Memory is one small entry per object written and not yet seen
 // in the cache, and one per object that Apply wrote and the cache still
 // holds.
+//
+// # Traces
+//
+// With a traced reconcile (queue.WithTracing), every write marks the
+// reconcile as one that wrote (tracing.MarkWrite), and the creates and
+// updates of an object itself (Ensure, Update) set its
+// tracing.Annotation to the reconcile's trace context, so that the
+// reconcile its event sets off, in this controller or another, links to
+// the span of the write. The annotation is set only on a write that is
+// sent anyway, because something the controller owns differs; it is never
+// compared, so it cannot make a write of its own, and an idle reconcile
+// still writes nothing. Status writes and server-side applies do not
+// carry it (their requests still carry the traceparent header).
 package write
 
 import (
@@ -138,6 +151,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
@@ -342,6 +356,8 @@ func (o *Objects[T]) Ensure(ctx context.Context, c Client[T], want T, mutate fun
 	if err != nil {
 		return zero, Unchanged, err
 	}
+	tracing.SetAnnotation(ctx, obj)
+	tracing.MarkWrite(ctx)
 	created, err := c.Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
 		return zero, Unchanged, o.verdict(ctx, c, name, zero, false, err, func(existing T) error {
@@ -377,6 +393,7 @@ func (o *Objects[T]) UpdateStatus(ctx context.Context, c StatusClient[T], obj T,
 // the 422 of a failed test operation is quiet while the object has changed
 // since obj and the cache has not seen it yet.
 func (o *Objects[T]) Patch(ctx context.Context, c Client[T], obj T, pt types.PatchType, data []byte, subresources ...string) (T, error) {
+	tracing.MarkWrite(ctx)
 	var zero T
 	name := cache.MetaObjectToName(obj)
 	if err := o.check(name, obj); err != nil {
@@ -398,6 +415,7 @@ func (o *Objects[T]) Patch(ctx context.Context, c Client[T], obj T, pt types.Pat
 // incarnation, or shows it being deleted at a later version than obj's, Get
 // reports the cache as stale.
 func (o *Objects[T]) Delete(ctx context.Context, c Client[T], obj T) error {
+	tracing.MarkWrite(ctx)
 	name := cache.MetaObjectToName(obj)
 	if err := o.check(name, obj); err != nil {
 		return err
@@ -586,6 +604,12 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 	if equality.Semantic.DeepEqual(current, obj) {
 		return current, Unchanged, nil
 	}
+	if w.patch != nil {
+		// A write of the object itself, sent anyway: it carries the trace
+		// context of the reconcile (a status write cannot).
+		tracing.SetAnnotation(ctx, obj)
+	}
+	tracing.MarkWrite(ctx)
 	var updated T
 	switch {
 	case !informer.Trimmed(current):

@@ -182,6 +182,9 @@ type Options struct {
 	Users []User
 	// Controllers overrides DefaultControllers (Full only).
 	Controllers []string
+	// Tracing, when set, runs kube-apiserver with tracing to the OTLP/gRPC
+	// endpoint it names (see Tracing).
+	Tracing *Tracing
 	// ExtraArgs appends flags to a component's command line, keyed by
 	// component name (e.g. KubeAPIServer: {"--v=4"}).
 	ExtraArgs map[string][]string
@@ -273,6 +276,11 @@ func start(ctx context.Context, opts Options, pickPorts func(n int) ([]int, erro
 	if opts.Size != APIServerOnly && opts.Size != Full {
 		return nil, fmt.Errorf("unknown control plane size %v", opts.Size)
 	}
+	if opts.Tracing != nil {
+		if err := opts.Tracing.validate(); err != nil {
+			return nil, fmt.Errorf("controlplane: %w", err)
+		}
+	}
 	var bins binaries.Set
 	binOpts := opts.Binaries
 	if opts.Size == APIServerOnly && len(binOpts.Only) == 0 {
@@ -356,6 +364,15 @@ func start(ctx context.Context, opts Options, pickPorts func(n int) ([]int, erro
 	if err := os.WriteFile(policyFile, []byte(auditPolicy), 0o644); err != nil {
 		return nil, fmt.Errorf("writing audit policy: %w", err)
 	}
+	var apiserverArgs []string
+	if opts.Tracing != nil {
+		tracingFile := cp.path("apiserver", "tracing-config.yaml")
+		if err := writeTracingConfig(tracingFile, opts.Tracing); err != nil {
+			return nil, err
+		}
+		apiserverArgs = append(apiserverArgs, "--tracing-config-file="+tracingFile)
+	}
+	apiserverArgs = append(apiserverArgs, opts.ExtraArgs[KubeAPIServer]...)
 
 	// Free ports are picked here and bound by the components later; a test
 	// process starting another control plane at the same moment may take
@@ -423,7 +440,7 @@ func start(ctx context.Context, opts Options, pickPorts func(n int) ([]int, erro
 			// No rotation: the audit package reads only the current file, and
 			// a size of 0 would mean the 100 MB default.
 			"--audit-log-maxsize=100000",
-		}, opts.ExtraArgs[KubeAPIServer]...), env)
+		}, apiserverArgs...), env)
 		if err != nil {
 			return err
 		}

@@ -34,6 +34,13 @@
 // its claims and exits, the others take its keys, and the audit log shows
 // no Foo written by two replicas in overlapping windows.
 //
+// TestTracingFoo runs examples/foo with --tracing-endpoint and the API
+// server with tracing, both exporting to an OTLP receiver of the test
+// (package otlp), and follows one trace: the test's create of a Foo, the
+// Foo's reconcile linked to it, the Deployment's create below it, the API
+// server's span of that request linked to it, and the reconcile the
+// Deployment's event set off, linked to the reconcile that wrote it.
+//
 // TestDeployKustomizations applies examples/*/deploy with kubectl apply -k
 // to an API server: each kustomization lists every manifest beside it,
 // renders each object once, is accepted, and applies again unchanged. The

@@ -1,0 +1,488 @@
+package optional
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// APIs reads CustomResourceDefinitions. apigen adds the rule of this
+// marker to the ClusterRole of an operator whose packages import this one:
+//
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+
+// DefaultDiscoveryPeriod is how often APIs asks discovery about the group
+// versions of the resources declared with FromDiscovery, when
+// WithDiscoveryPeriod is not given.
+const DefaultDiscoveryPeriod = time.Minute
+
+// MinDiscoveryPeriod is the shortest discovery period WithDiscoveryPeriod
+// accepts: discovery is a request per group version each period.
+const MinDiscoveryPeriod = 5 * time.Second
+
+// ErrNotServed is the cause of the context of a reconcile cancelled
+// because the resource its key needs is no longer served.
+var ErrNotServed = errors.New("resource no longer served")
+
+// State is what an Informer does.
+type State string
+
+// The states of an Informer.
+const (
+	// Waiting: its resource has not been served since the APIs started
+	// (or the APIs have not synced yet); no informer runs.
+	Waiting State = "waiting"
+	// Running: its resource is served and an informer watches it.
+	Running State = "running"
+	// Stopped: its informer was stopped, because its resource was served
+	// and is no longer (a new one starts when the resource is served
+	// again), or because its APIs shut down.
+	Stopped State = "stopped"
+)
+
+// States lists every State.
+var States = []State{Waiting, Running, Stopped}
+
+// Metrics records what the Informers of an APIs do. *metrics.Recorder
+// implements it.
+type Metrics interface {
+	// SetAPIWatchState records that the Informer of resource (as
+	// "resource.group/version") on the APIs named cluster is in state.
+	SetAPIWatchState(cluster, resource string, state State)
+	// IncAPIWatchStops counts an Informer stopped because its resource
+	// was no longer served (or its CRD was deleted and created again).
+	IncAPIWatchStops(cluster, resource string)
+	// DeleteAPIWatchState removes the state of the Informer of resource
+	// on the APIs named cluster: its APIs shut down (the process stops,
+	// or a fleet's member left).
+	DeleteAPIWatchState(cluster, resource string)
+}
+
+// Option configures NewAPIs (WithDiscoveryPeriod, WithMetrics, WithName)
+// or NewInformer (FromDiscovery). A nil Option is ignored; an Option given
+// to the other function is refused there (see APIs.Err and
+// Informer.Err).
+type Option func(*config)
+
+type config struct {
+	period        time.Duration
+	metrics       Metrics
+	name          string
+	fromDiscovery bool
+	// apisOnly and informerOnly name options given where they do not
+	// apply.
+	apisOnly, informerOnly []string
+}
+
+// WithDiscoveryPeriod sets how often APIs asks discovery about the
+// resources declared with FromDiscovery (default DefaultDiscoveryPeriod,
+// at least MinDiscoveryPeriod). It applies to NewAPIs.
+func WithDiscoveryPeriod(d time.Duration) Option {
+	return func(c *config) { c.period = d; c.apisOnly = append(c.apisOnly, "WithDiscoveryPeriod") }
+}
+
+// WithMetrics makes APIs record the state of its Informers in m. It
+// applies to NewAPIs.
+func WithMetrics(m Metrics) Option {
+	return func(c *config) { c.metrics = m; c.apisOnly = append(c.apisOnly, "WithMetrics") }
+}
+
+// WithName names the APIs (in logs, and as the cluster of its metrics):
+// the member cluster's name in a fleet. It applies to NewAPIs.
+func WithName(name string) Option {
+	return func(c *config) { c.name = name; c.apisOnly = append(c.apisOnly, "WithName") }
+}
+
+// FromDiscovery declares that no CRD defines the resource (an aggregated
+// API, or one built into the API server): whether it is served is asked
+// of discovery every discovery period, by a goroutine of its own, so that
+// a discovery request that hangs (an aggregated API whose backend does
+// not answer) holds back only the answers about the resources followed
+// by discovery, never those followed by their CRDs. It applies to
+// NewInformer.
+func FromDiscovery() Option {
+	return func(c *config) { c.fromDiscovery = true; c.informerOnly = append(c.informerOnly, "FromDiscovery") }
+}
+
+func newConfig(opts []Option) config {
+	c := config{period: DefaultDiscoveryPeriod}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// follower is an Informer of some type, as APIs drives it.
+type follower interface {
+	resource() schema.GroupVersionResource
+	byDiscovery() bool
+	// follow starts or stops the Informer so that it runs when served;
+	// uid is the UID of the resource's CRD ("" when followed by
+	// discovery): an informer started for another UID is restarted.
+	follow(ctx context.Context, served bool, uid types.UID)
+	// stop stops the Informer's informer and waits for it.
+	stop()
+	syncedNow() bool
+	objectType() reflect.Type
+}
+
+// APIs follows which resources one cluster serves and runs the Informers
+// made on it (see the package documentation). It is an informer.Factory:
+// Start starts it, WaitForCacheSync waits until it knows what is served
+// and the informers of the served resources have synced, and Shutdown
+// (after stopCh is closed) stops every informer and waits for them.
+// Informers must be made (NewInformer) before Start.
+type APIs struct {
+	cfg  config
+	err  error
+	crds cache.SharedIndexInformer
+	disc discovery.DiscoveryInterface
+
+	// kick wakes the loop after a CRD event.
+	kick chan struct{}
+	// synced is set once the loop has decided for every Informer after
+	// the CRD informer synced and discovery answered (successfully, or
+	// with NotFound) about every group version asked.
+	synced atomic.Bool
+	wg     sync.WaitGroup
+
+	discMu sync.Mutex
+	// discovered holds discovery's last answer by group version: the
+	// resources it serves. guarded by discMu.
+	discovered map[schema.GroupVersion]map[string]bool
+
+	mu        sync.Mutex
+	started   bool       // guarded by mu
+	followers []follower // guarded by mu; fixed once started
+}
+
+// NewAPIs returns the APIs of the cluster of crds and disc: it follows the
+// cluster's CustomResourceDefinitions with crds and, for the resources
+// declared with FromDiscovery, asks disc every discovery period. disc may
+// be nil when no resource uses FromDiscovery. Options that do not apply
+// are refused: Err reports it, and Start starts nothing.
+func NewAPIs(crds apiextensionsclientset.Interface, disc discovery.DiscoveryInterface, opts ...Option) *APIs {
+	cfg := newConfig(opts)
+	a := &APIs{cfg: cfg, disc: disc, kick: make(chan struct{}, 1), discovered: map[schema.GroupVersion]map[string]bool{}}
+	switch {
+	case crds == nil:
+		a.err = errors.New("optional: NewAPIs needs a CRD clientset")
+	case len(cfg.informerOnly) > 0:
+		a.err = fmt.Errorf("optional: %s applies to NewInformer, not NewAPIs", cfg.informerOnly[0])
+	case cfg.period < MinDiscoveryPeriod:
+		a.err = fmt.Errorf("optional: discovery period %s is shorter than %s", cfg.period, MinDiscoveryPeriod)
+	}
+	if a.err != nil {
+		return a
+	}
+	factory := apiextensionsinformers.NewSharedInformerFactoryWithOptions(crds, 0, apiextensionsinformers.WithTransform(slimCRD))
+	a.crds = factory.Apiextensions().V1().CustomResourceDefinitions().Informer()
+	return a
+}
+
+// Err reports why the APIs cannot work (a nil clientset, an option of
+// NewInformer, a discovery period too short, an Informer that cannot be
+// followed), or nil.
+func (a *APIs) Err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// add makes f follow a; it fails once a has started.
+func (a *APIs) add(f follower) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.started:
+		return errors.New("optional: NewInformer called after the APIs started")
+	case f.byDiscovery() && a.disc == nil:
+		return fmt.Errorf("optional: %s is followed by discovery, but the APIs have no discovery client", resourceName(f.resource()))
+	}
+	a.followers = append(a.followers, f)
+	return nil
+}
+
+// Start starts following the cluster's APIs and running the Informers of
+// the resources it serves, until stopCh is closed. Logs go to klog's
+// global logger; StartWithContext takes the logger from its context.
+// Start does nothing after the first call, or if Err is not nil.
+func (a *APIs) Start(stopCh <-chan struct{}) {
+	a.StartWithContext(wait.ContextForChannel(stopCh))
+}
+
+// StartWithContext is Start until ctx ends, with ctx's logger.
+func (a *APIs) StartWithContext(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.err != nil {
+		return
+	}
+	a.started = true
+	logger := klog.FromContext(ctx)
+	if a.cfg.name != "" {
+		logger = logger.WithValues("apis", a.cfg.name)
+	}
+	ctx = klog.NewContext(ctx, logger)
+	if _, err := a.crds.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { a.wake() },
+		UpdateFunc: func(any, any) { a.wake() },
+		DeleteFunc: func(any) { a.wake() },
+	}); err != nil {
+		a.err = fmt.Errorf("optional: watching CRDs: %w", err)
+		return
+	}
+	for _, f := range a.followers {
+		a.setState(f.resource(), Waiting)
+	}
+	var byDiscovery []schema.GroupVersion
+	for _, f := range a.followers {
+		if gv := f.resource().GroupVersion(); f.byDiscovery() && !slices.Contains(byDiscovery, gv) {
+			byDiscovery = append(byDiscovery, gv)
+		}
+	}
+	a.wg.Go(func() { a.crds.RunWithContext(ctx) })
+	if len(byDiscovery) > 0 {
+		a.wg.Go(func() { a.discoverEvery(ctx, byDiscovery) })
+	}
+	a.wg.Go(func() { a.loop(ctx, slices.Clone(a.followers), byDiscovery) })
+}
+
+// wake makes the loop decide again.
+func (a *APIs) wake() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop decides, after every CRD change and every answer of discovery,
+// which Informers run, until ctx ends; then it stops them all and
+// removes their states from the metrics.
+func (a *APIs) loop(ctx context.Context, followers []follower, byDiscovery []schema.GroupVersion) {
+	defer func() {
+		for _, f := range followers {
+			f.stop()
+			if a.cfg.metrics != nil {
+				a.cfg.metrics.DeleteAPIWatchState(a.cfg.name, resourceName(f.resource()))
+			}
+		}
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), a.crds.HasSynced) {
+		return
+	}
+	for {
+		a.discMu.Lock()
+		discovered := maps.Clone(a.discovered)
+		a.discMu.Unlock()
+		answered := true
+		for _, gv := range byDiscovery {
+			if _, ok := discovered[gv]; !ok {
+				answered = false
+			}
+		}
+		for _, f := range followers {
+			gvr := f.resource()
+			if f.byDiscovery() {
+				f.follow(ctx, discovered[gvr.GroupVersion()][gvr.Resource], "")
+				continue
+			}
+			served, uid := a.servedByCRD(gvr)
+			f.follow(ctx, served, uid)
+		}
+		if answered {
+			a.synced.Store(true)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.kick:
+		}
+	}
+}
+
+// discoverEvery asks discovery about each of gvs now and every discovery
+// period, until ctx ends, and wakes the loop with each answer. It runs
+// on its own: a request that hangs delays only the next answers.
+func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion) {
+	t := time.NewTicker(a.cfg.period)
+	defer t.Stop()
+	for {
+		for _, gv := range gvs {
+			if ctx.Err() != nil {
+				return
+			}
+			if served, err := a.discover(ctx, gv); err == nil {
+				a.discMu.Lock()
+				a.discovered[gv] = served
+				a.discMu.Unlock()
+				a.wake()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// discover asks discovery which resources of gv are served. A group
+// version discovery does not know serves none; on any other error the
+// last answer stands.
+func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (map[string]bool, error) {
+	list, err := a.disc.ServerResourcesForGroupVersion(gv.String())
+	if apierrors.IsNotFound(err) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Discovery failed; keeping what it said last", "groupVersion", gv.String(), "err", err.Error())
+		return nil, err
+	}
+	served := map[string]bool{}
+	for _, r := range list.APIResources {
+		served[r.Name] = true
+	}
+	return served, nil
+}
+
+// servedByCRD reports whether the CRD of gvr is established and serves
+// gvr's version, and the CRD's UID. A CRD being deleted still serves its
+// objects while the API server deletes them: their finalizers may be the
+// controller's.
+func (a *APIs) servedByCRD(gvr schema.GroupVersionResource) (bool, types.UID) {
+	obj, exists, err := a.crds.GetStore().GetByKey(gvr.Resource + "." + gvr.Group)
+	if err != nil || !exists {
+		return false, ""
+	}
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return false, ""
+	}
+	established := false
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			established = true
+		}
+	}
+	return established && slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+		return v.Name == gvr.Version && v.Served
+	}), crd.UID
+}
+
+// Served reports whether gvr is served, as far as the APIs know: from its
+// CRD; false for a resource no CRD defines (see FromDiscovery, whose
+// answer is the Informer's State).
+func (a *APIs) Served(gvr schema.GroupVersionResource) bool {
+	if a.crds == nil {
+		return false
+	}
+	served, _ := a.servedByCRD(gvr)
+	return served
+}
+
+// HasSynced reports whether the APIs know what is served: the CRD
+// informer has synced, discovery has answered (successfully, or with
+// NotFound) about every group version of the resources declared with
+// FromDiscovery, and every Informer has been started or left waiting
+// accordingly. A discovery that keeps failing (an aggregated API whose
+// backend is not up) keeps it false.
+func (a *APIs) HasSynced() bool { return a.synced.Load() }
+
+// WaitForCacheSync waits until HasSynced and the informers of the served
+// resources have synced, or stopCh is closed. It reports, by the object
+// type of the CRD informer and of each Informer, whether they have
+// (Informers of one type are reported together).
+func (a *APIs) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
+	a.mu.Lock()
+	followers := slices.Clone(a.followers)
+	a.mu.Unlock()
+	synced := func() bool {
+		if !a.HasSynced() {
+			return false
+		}
+		for _, f := range followers {
+			if !f.syncedNow() {
+				return false
+			}
+		}
+		return true
+	}
+	ok := cache.WaitForCacheSync(stopCh, synced)
+	res := map[reflect.Type]bool{reflect.TypeFor[*apiextensionsv1.CustomResourceDefinition](): a.HasSynced() || ok}
+	for _, f := range followers {
+		t := f.objectType()
+		if prev, seen := res[t]; seen {
+			res[t] = prev && f.syncedNow()
+		} else {
+			res[t] = f.syncedNow()
+		}
+	}
+	return res
+}
+
+// Shutdown waits until the goroutines of Start have returned: the CRD
+// informer, the loop, every Informer's informer and the discovery
+// goroutine (with a discovery request in flight, until the request
+// returns: the discovery client's timeout bounds it). The states of the
+// Informers are removed from the metrics. Close Start's stopCh (or end
+// its context) first.
+func (a *APIs) Shutdown() { a.wg.Wait() }
+
+// setState records an Informer's state in the metrics.
+func (a *APIs) setState(gvr schema.GroupVersionResource, s State) {
+	if a.cfg.metrics != nil {
+		a.cfg.metrics.SetAPIWatchState(a.cfg.name, resourceName(gvr), s)
+	}
+}
+
+// resourceName names gvr as "resource.group/version" ("resource/version"
+// for the core group).
+func resourceName(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Resource + "/" + gvr.Version
+	}
+	return gvr.Resource + "." + gvr.Group + "/" + gvr.Version
+}
+
+// slimCRD keeps of a CRD what APIs reads: its name, deletion, versions'
+// names and served flags, and conditions; the schemas can be large.
+func slimCRD(obj any) (any, error) {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return obj, nil
+	}
+	slim := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: crd.Name, UID: crd.UID, ResourceVersion: crd.ResourceVersion, DeletionTimestamp: crd.DeletionTimestamp,
+		},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: crd.Spec.Group, Names: crd.Spec.Names},
+	}
+	for _, v := range crd.Spec.Versions {
+		slim.Spec.Versions = append(slim.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v.Name, Served: v.Served, Storage: v.Storage})
+	}
+	for _, c := range crd.Status.Conditions {
+		slim.Status.Conditions = append(slim.Status.Conditions, apiextensionsv1.CustomResourceDefinitionCondition{Type: c.Type, Status: c.Status})
+	}
+	return slim, nil
+}

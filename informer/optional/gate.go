@@ -1,0 +1,234 @@
+package optional
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/ctrlkit/ctrlkit/queue"
+)
+
+// AllKeys is the needs function of On for a controller whose every key
+// needs the resource: a controller of the optional resource's objects.
+func AllKeys[K comparable](K) bool { return true }
+
+// On returns a Watch, for Controller.Watch, that registers h on the
+// informer of inf while the controller runs (on each new one, as the
+// resource comes and goes), and gates the controller's keys for which
+// needs reports true on inf's resource being served (see queue.Gate):
+//   - the controller's workers start, and its HasSynced turns true, once
+//     inf's APIs know whether the resource is served and, if it is, h has
+//     seen its informer's initial list; a resource that is not served
+//     does not hold the controller back;
+//   - while the resource is not served, those keys are dropped: not
+//     queued, and dropped when their turn comes if they waited; their
+//     reconciles in flight when it goes away are cancelled with a cause
+//     wrapping ErrNotServed, neither retried nor counted as failed;
+//   - when it is served again, the new informer's initial list reaches h,
+//     which queues its keys again; a controller that was ready stays
+//     ready meanwhile (HasSynced does not turn false again while the
+//     controller runs).
+//
+// needs may be nil: then no key is gated and only the watch follows the
+// resource (a controller of other objects that also watches an optional
+// resource, and reads it only while it is served). Give each Watch to
+// one controller. A Watch of a nil or broken Informer (see Informer.Err)
+// or a nil handler is refused by Controller.Watch.
+func On[T cache.Object, K comparable](inf *Informer[T], h cache.TypedResourceEventHandler[T], needs func(K) bool) queue.Watch {
+	if inf == nil || h == nil {
+		return queue.Gated[K](nil)
+	}
+	return queue.Gated[K](&gate[T, K]{inf: inf, h: h, needs: needs})
+}
+
+// gate is the queue.Gate of On.
+type gate[T cache.Object, K comparable] struct {
+	inf   *Informer[T]
+	h     cache.TypedResourceEventHandler[T]
+	needs func(K) bool
+	// synced is the sync check of h's registration while Start runs.
+	synced atomic.Pointer[func() bool]
+	// ready is set once HasSynced reported true during this Start: it
+	// stays true while Start runs.
+	ready atomic.Bool
+}
+
+// Err reports why the Informer cannot work: Controller.Watch refuses
+// the Watch with it.
+func (g *gate[T, K]) Err() error { return g.inf.err }
+
+// Start registers h on inf while ctx lasts.
+func (g *gate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) {
+	g.ready.Store(false)
+	synced, remove := g.inf.AddEventHandler(ctx, g.h)
+	g.synced.Store(&synced)
+	<-ctx.Done()
+	g.synced.Store(nil)
+	g.ready.Store(false)
+	remove()
+	klog.FromContext(ctx).V(4).Info("Removed the handler of an optional resource", "resource", resourceName(g.inf.gvr))
+}
+
+// HasSynced reports whether Start has registered h, the APIs know
+// whether the resource is served and, if it is, h has seen its informer's
+// initial list; false before Start. Once true, it stays true until Start
+// returns: an informer started later (the resource installed, or back)
+// does not take the controller's readiness away.
+func (g *gate[T, K]) HasSynced() bool {
+	if g.ready.Load() {
+		return true
+	}
+	synced := g.synced.Load()
+	if synced == nil || !g.inf.apis.HasSynced() || !(*synced)() {
+		return false
+	}
+	g.ready.Store(true)
+	if g.synced.Load() != synced {
+		// Start returned meanwhile: its end cleared ready before.
+		g.ready.Store(false)
+		return false
+	}
+	return true
+}
+
+// Owns reports whether key may run: it does not need the resource, or the
+// resource is served.
+func (g *gate[T, K]) Owns(key K) bool {
+	if g.needs == nil || !g.needs(key) {
+		return true
+	}
+	_, running := g.inf.Current()
+	return running
+}
+
+// Claim returns, for a key that needs the resource, a context cancelled
+// when the running informer stops; ok is false when none runs.
+func (g *gate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(), bool) {
+	if g.needs == nil || !g.needs(key) {
+		return ctx, func() {}, true
+	}
+	return g.inf.claim(ctx)
+}
+
+// claim returns a context derived from ctx that is cancelled when the
+// running informer stops, with ErrNotServed as its cause (or
+// context.Canceled when the APIs shut down), and its release; ok is false
+// when no informer runs.
+func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool) {
+	i.mu.Lock()
+	run := i.run
+	i.mu.Unlock()
+	if run == nil {
+		return nil, nil, false
+	}
+	claimCtx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(run.ctx, func() {
+		cause := context.Cause(run.ctx)
+		if !errors.Is(cause, ErrNotServed) {
+			// The APIs stopped: a shutdown, not a resource gone.
+			cause = context.Canceled
+		}
+		cancel(cause)
+	})
+	return claimCtx, func() {
+		stop()
+		cancel(nil)
+	}, true
+}
+
+// MemberGate gates the keys of a fleet's controller (package
+// queue/multicluster) that need a resource on the Informer of each key's
+// member: a member whose resource is not served runs none of them, and
+// the reconciles of its keys in flight when it goes away are cancelled,
+// while the other members' keys run. Keys of a member without an Informer
+// (not engaged here, or engaged without one) are left to the fleet. Give
+// Watch to the controller, and Set each member's Informer in the engage
+// function.
+type MemberGate[T cache.Object, K comparable] struct {
+	clusterOf func(K) string
+	needs     func(K) bool
+
+	mu        sync.Mutex
+	informers map[string]*Informer[T] // guarded by mu; by member
+}
+
+// NewMemberGate returns a MemberGate for keys whose member clusterOf
+// names, gating those for which needs reports true (every key when needs
+// is nil). For multicluster.Key, clusterOf is
+// func(k multicluster.Key) string { return k.Cluster }.
+func NewMemberGate[T cache.Object, K comparable](clusterOf func(K) string, needs func(K) bool) *MemberGate[T, K] {
+	if needs == nil {
+		needs = AllKeys[K]
+	}
+	return &MemberGate[T, K]{clusterOf: clusterOf, needs: needs, informers: map[string]*Informer[T]{}}
+}
+
+// Watch returns the Watch that gates the controller's keys, for
+// Controller.Watch. Controller.Watch refuses it if clusterOf is nil.
+func (g *MemberGate[T, K]) Watch() queue.Watch { return queue.Gated[K](g) }
+
+// Set makes inf the Informer of cluster's keys until remove is called:
+// call it in the member's engage function, and remove when its context
+// ends.
+func (g *MemberGate[T, K]) Set(cluster string, inf *Informer[T]) (remove func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.informers[cluster] = inf
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.informers[cluster] == inf {
+			delete(g.informers, cluster)
+		}
+	}
+}
+
+// Err reports a MemberGate made without clusterOf.
+func (g *MemberGate[T, K]) Err() error {
+	if g.clusterOf == nil {
+		return errors.New("optional: NewMemberGate needs a function that names a key's member")
+	}
+	return nil
+}
+
+// informerOf returns the Informer of key's member, nil if it has none or
+// key does not need it.
+func (g *MemberGate[T, K]) informerOf(key K) *Informer[T] {
+	if !g.needs(key) {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.informers[g.clusterOf(key)]
+}
+
+// Start waits for ctx: the members' Informers run with their members.
+func (g *MemberGate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) { <-ctx.Done() }
+
+// HasSynced is true: each member's readiness is the fleet's.
+func (g *MemberGate[T, K]) HasSynced() bool { return true }
+
+// Owns reports whether key may run: it does not need the resource, its
+// member has no Informer, or the member's resource is served.
+func (g *MemberGate[T, K]) Owns(key K) bool {
+	inf := g.informerOf(key)
+	if inf == nil {
+		return true
+	}
+	_, running := inf.Current()
+	return running
+}
+
+// Claim returns, for a key of a member with an Informer, a context
+// cancelled when the member's informer stops; ok is false when none runs.
+func (g *MemberGate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(), bool) {
+	inf := g.informerOf(key)
+	if inf == nil {
+		return ctx, func() {}, true
+	}
+	return inf.claim(ctx)
+}

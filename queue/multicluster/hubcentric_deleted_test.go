@@ -1,0 +1,77 @@
+package multicluster_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue"
+	"github.com/ctrlkit/ctrlkit/queue/multicluster"
+	"github.com/ctrlkit/ctrlkit/queue/operator"
+	"github.com/ctrlkit/ctrlkit/queue/queuetest"
+	"github.com/ctrlkit/ctrlkit/reconcile"
+)
+
+// The hub-centric shape the docs show (reconcileEverywhere) when its
+// source is deleted: the key's results are forgotten (the docs: "Forget
+// drops a hub key's results once its object is gone") and the key is
+// done, not failed with NotFound and retried with backoff for ever.
+func TestHubCentricShapeForgetsADeletedSource(t *testing.T) {
+	ctx := context.Background()
+	mgmt := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}, Data: map[string]string{"v": "1"}})
+	factory := informers.NewSharedInformerFactory(mgmt, 0)
+	member := fake.NewClientset()
+	provider := &queuetest.Provider{}
+	provider.Set("a", &rest.Config{Host: "https://a"})
+	provider.Synced()
+
+	sources := factory.Core().V1().ConfigMaps()
+	p := &propagator{sources: sources.Lister()}
+	var err error
+	p.fleet, err = multicluster.New("everywhere", provider, p.engage,
+		multicluster.WithClients(func(context.Context, string, *rest.Config) (kubernetes.Interface, error) { return member, nil }),
+		multicluster.WithProbeInterval(time.Hour))
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var failures []error
+	p.hub, err = queue.New("everywhere", reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+		res, err := p.reconcileEverywhere(ctx, key)
+		if err != nil {
+			mu.Lock()
+			failures = append(failures, err)
+			mu.Unlock()
+		}
+		return res, err
+	}))
+	require.NoError(t, err)
+	p.results, err = multicluster.NewResults[string](p.fleet, p.hub)
+	require.NoError(t, err)
+	require.NoError(t, p.hub.Watch(queue.On(sources.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](p.hub)),
+		multicluster.OnMembers(p.fleet, p.hub, func(multicluster.MemberChange) []cache.ObjectName { return p.allSources() })))
+	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
+	p.writeStatus = statuses.write
+	queuetest.StartFleet(t, p.fleet, []queuetest.Controller{p.hub}, operator.WithInformers(factory))
+
+	web := cache.ObjectName{Namespace: "app", Name: "web"}
+	require.Eventually(t, func() bool { e, ok, _ := statuses.entry(web, "a"); return ok && e.Reason == "Applied" }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, mgmt.CoreV1().ConfigMaps("app").Delete(ctx, "web", metav1.DeleteOptions{}))
+	time.Sleep(time.Second)
+
+	_, kept := p.results.Get(web, "a")
+	assert.False(t, kept, "the results of a deleted source are kept")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, failures, "the deleted source's key fails and is retried")
+}

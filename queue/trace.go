@@ -1,0 +1,147 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
+)
+
+// Tracing reports whether the controller traces its reconciles
+// (WithTracing), and so records triggers: it implements
+// tracing.Recorder.
+func (c *Controller[K]) Tracing() bool { return c.cfg.tracer != nil }
+
+// Trigger records t as something that set off key's next reconcile, for
+// its span (see WithTracing); without tracing it does nothing. Sources of
+// keys call it just before they add the key. A key keeps at most
+// tracing.MaxTriggers triggers until its next reconcile starts, and
+// counts the others; it keeps them only while tracing is on, so their
+// memory is bounded by the keys that wait.
+func (c *Controller[K]) Trigger(key K, t tracing.Trigger) {
+	if c.cfg.tracer == nil {
+		return
+	}
+	c.triggerMu.Lock()
+	defer c.triggerMu.Unlock()
+	p := c.triggers[key]
+	if p == nil {
+		if c.triggers == nil {
+			c.triggers = map[K]*pendingTriggers{}
+		}
+		p = &pendingTriggers{}
+		c.triggers[key] = p
+	}
+	p.count++
+	p.last = t
+	if len(p.kept) < tracing.MaxTriggers {
+		p.kept = append(p.kept, t)
+	}
+}
+
+// pendingTriggers are the triggers of one key since its last reconcile
+// started.
+type pendingTriggers struct {
+	kept  []tracing.Trigger // the first tracing.MaxTriggers
+	last  tracing.Trigger
+	count int
+}
+
+// takeTriggers removes and returns the triggers recorded for key, nil if
+// none.
+func (c *Controller[K]) takeTriggers(key K) *pendingTriggers {
+	c.triggerMu.Lock()
+	defer c.triggerMu.Unlock()
+	p := c.triggers[key]
+	if p != nil {
+		delete(c.triggers, key)
+	}
+	return p
+}
+
+// reconcileSpan is the span of one traced reconcile.
+type reconcileSpan struct {
+	span  trace.Span
+	wrote func() bool
+}
+
+// startSpan starts the span of key's reconcile, a new root linked to its
+// triggers, and returns ctx carrying it and a mark for the reconcile's
+// writes.
+func (c *Controller[K]) startSpan(ctx context.Context, key K, triggers *pendingTriggers) (context.Context, *reconcileSpan) {
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs,
+		tracing.AttrController.String(c.name),
+		tracing.AttrKey.String(keyString(key)),
+		tracing.AttrAttempt.Int(c.rateLimiter.NumRequeues(key)+1),
+	)
+	if ck, ok := any(key).(tracing.ClusterKey); ok {
+		attrs = append(attrs, tracing.AttrCluster.String(ck.ClusterName()))
+	}
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal)}
+	if triggers != nil {
+		attrs = append(attrs, tracing.AttrTriggers.Int(triggers.count))
+		if dropped := triggers.count - len(triggers.kept); dropped > 0 {
+			attrs = append(attrs, tracing.AttrTriggersDropped.Int(dropped))
+		}
+		attrs = append(attrs, triggers.last.Attributes()...)
+		links := make([]trace.Link, 0, len(triggers.kept))
+		for _, t := range triggers.kept {
+			links = append(links, trace.Link{SpanContext: t.Link, Attributes: t.Attributes()})
+		}
+		opts = append(opts, trace.WithLinks(links...))
+	} else {
+		attrs = append(attrs, tracing.AttrTriggers.Int(0))
+	}
+	opts = append(opts, trace.WithAttributes(attrs...))
+	ctx, span := c.cfg.tracer.Start(ctx, "Reconcile "+c.name, opts...)
+	ctx, wrote := tracing.WithWriteMark(ctx)
+	return ctx, &reconcileSpan{span: span, wrote: wrote}
+}
+
+// end ends the span with how the reconcile ended.
+func (s *reconcileSpan) end(res spanEnd) {
+	err := res.err
+	attrs := []attribute.KeyValue{
+		tracing.AttrResult.String(res.result),
+		tracing.AttrRequeue.Bool(res.requeue),
+		tracing.AttrWrote.Bool(s.wrote()),
+	}
+	if res.after > 0 {
+		attrs = append(attrs, tracing.AttrRequeueAfter.String(res.after.String()))
+	}
+	s.span.SetAttributes(attrs...)
+	if err != nil && res.result != tracing.ResultCancelled {
+		s.span.RecordError(err)
+		s.span.SetStatus(codes.Error, err.Error())
+	}
+	s.span.End()
+}
+
+// spanEnd is how a traced reconcile ended, for its span.
+type spanEnd struct {
+	result  string
+	requeue bool
+	after   time.Duration
+	err     error
+}
+
+// traceRetry records the retry of key as its trigger, with tracing on.
+func (c *Controller[K]) traceRetry(key K) {
+	if c.cfg.tracer != nil {
+		c.Trigger(key, tracing.Trigger{Source: tracing.SourceRetry})
+	}
+}
+
+// keyString writes a key for its span: its String method, or fmt's.
+func keyString[K comparable](key K) string {
+	if s, ok := any(key).(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprint(key)
+}
