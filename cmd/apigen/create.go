@@ -687,6 +687,9 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			return nil, fmt.Errorf("the module already has %s", typesFile)
 		}
 		p.files[typesFile] = src
+		if err := p.packageMarkers(op, s, hub, pkgExists); err != nil {
+			return nil, err
+		}
 	}
 	if err == nil {
 		// A new version of a kind: a spoke of the hub, which becomes the
@@ -1020,7 +1023,7 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 	for queue := []string{s.Kind}; len(queue) > 0; queue = queue[1:] {
 		name := queue[0]
 		d, ok := decls[name]
-		if !ok || seen[d] || name == s.Kind+"List" {
+		if !ok || d.value || seen[d] || name == s.Kind+"List" {
 			continue
 		}
 		seen[d] = true
@@ -1041,6 +1044,34 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				uses[d] = append(uses[d], pkg)
 			}
 		})
+		if there || name == s.Kind+"List" {
+			continue
+		}
+		// Its methods (hand-written deep copies, JSON forms, ...), which
+		// the copy needs as much as its fields: with the declarations and
+		// imports they use; one that uses a variable or function of the
+		// hub's package, which the new version does not copy, is refused.
+		for _, m := range d.methods {
+			var refused error
+			methodUses(m.node.(*ast.FuncDecl), decls, func(n string) {
+				u := decls[n]
+				switch {
+				case u == nil || !u.value:
+					queue = append(queue, n)
+				case !registerNames[n] && refused == nil:
+					refused = fmt.Errorf("%s's method %s.%s uses %s, a %s of %s's package that a new version does not copy: make the method use none (or declare it in a file of its own in %s after the new version is made), then run apigen create api again; nothing written",
+						path.Join(hub.dir, m.file), d.names[0], m.names[0], n, map[bool]string{true: "function", false: "variable"}[isFunc(u)], hub.version, s.APIDir)
+				}
+			}, func(pkg string) {
+				if !slices.Contains(uses[m], pkg) {
+					uses[m] = append(uses[m], pkg)
+				}
+			})
+			if refused != nil {
+				return nil, nil, refused
+			}
+			copied = append(copied, m)
+		}
 	}
 	// init's template gives the package clause, the import of metav1 and
 	// the list type.
@@ -1072,6 +1103,12 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 		return nil, nil, fmt.Errorf("the new version's types, with the hub's: %w", err)
 	}
 	names := map[*ast.File]map[string]string{} // package names by import path, asked of go list where a file's imports do not say
+	imported := map[string]string{}            // import paths by the package name the copies use
+	for _, imp := range nf.Imports {
+		if p, err := strconv.Unquote(imp.Path.Value); err == nil && imp.Name != nil {
+			imported[imp.Name.Name] = p
+		}
+	}
 	for _, d := range copied {
 		for _, pkg := range uses[d] {
 			imp, err := importOf(d.ast, pkg, func() (map[string]string, error) {
@@ -1088,6 +1125,11 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				return nil, nil, fmt.Errorf("%s's %s: %w", path.Join(hub.dir, d.file), d.names[0], err)
 			}
 			if imp != [2]string{} {
+				if p, ok := imported[pkg]; ok && p != imp[1] {
+					return nil, nil, fmt.Errorf("%s's %s uses %s as the package %s, which another declaration that the new version of %s copies uses as %s: import one of them under another name in %s, then run apigen create api again; nothing written",
+						path.Join(hub.dir, d.file), d.names[0], pkg, imp[1], s.Kind, p, hub.dir)
+				}
+				imported[pkg] = imp[1]
 				astutil.AddNamedImport(nfset, nf, imp[0], imp[1])
 			}
 		}
@@ -1100,6 +1142,83 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 	return formatted, fields, err
 }
 
+// packageMarkers plans the CRD markers of the hub's package (such as
+// +kubebuilder:validation:Optional, which makes every field optional that
+// is not marked +required) in the new version's package s: in its doc.go
+// where the package is new, below +groupName; where it exists, its
+// markers must be the hub's, or the new version is refused.
+func (p *createPlan) packageMarkers(op *operatorDir, s *scaffold, hub kindVersion, pkgExists bool) error {
+	want, err := crdPackageMarkers(filepath.Join(op.mod.root, filepath.FromSlash(hub.dir)))
+	if err != nil {
+		return fmt.Errorf("reading the API package %s: %w", hub.dir, err)
+	}
+	if pkgExists {
+		have, err := crdPackageMarkers(filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir)))
+		if err != nil {
+			return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+		}
+		if !slices.Equal(have, want) {
+			list := func(ms []string) string {
+				if len(ms) == 0 {
+					return "none"
+				}
+				return strings.Join(ms, ", ")
+			}
+			return fmt.Errorf("the package %s has the package markers %s, %s of %s (%s) has %s: the new version's schema would differ from the hub's; make them the same, then run apigen create api again; nothing written",
+				s.APIDir, list(have), hub.version, s.Kind, hub.dir, list(want))
+		}
+		return nil
+	}
+	doc := path.Join(s.APIDir, "doc.go")
+	src, ok := p.files[doc]
+	if !ok || len(want) == 0 {
+		return nil
+	}
+	group := "// +groupName=" + s.Group + "\n"
+	i := bytes.Index(src, []byte(group))
+	if i < 0 {
+		return fmt.Errorf("%s: no %q line to add the package markers of %s below", doc, strings.TrimSpace(group), hub.dir)
+	}
+	i += len(group)
+	p.files[doc] = slices.Concat(src[:i], []byte("// "+strings.Join(want, "\n// ")+"\n"), src[i:])
+	return nil
+}
+
+// crdPackageMarkers returns the +kubebuilder markers of the Go package in
+// dir (in the comments above a package clause, where controller-gen reads
+// them), but those about a version alone, sorted, without duplicates and
+// without the leading "//".
+func crdPackageMarkers(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || strings.HasPrefix(n, "zz_generated") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, n), nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		for _, cg := range f.Comments {
+			if cg.End() > f.Package {
+				break
+			}
+			for _, c := range cg.List {
+				text := strings.TrimSpace(strings.TrimPrefix(c.Text, "//"))
+				if strings.HasPrefix(text, "+kubebuilder:") && !versionMarkers.MatchString("// "+text+"\n") && !slices.Contains(out, text) {
+					out = append(out, text)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // versionMarkers are the markers of a kind's type that are about its
 // version alone, which a new version does not copy.
 var versionMarkers = regexp.MustCompile(`(?m)^[ \t]*//[ \t]*\+kubebuilder:(storageversion|deprecatedversion|unservedversion|skipversion)\b.*\n`)
@@ -1110,14 +1229,17 @@ func withoutVersionMarkers(src string) string {
 }
 
 // apiDecl is a declaration of an API package that a new version of a kind
-// may copy: a type, or constants.
+// may copy: a type with its methods, or constants; or one it does not
+// copy but whose name it must know: a variable or a function.
 type apiDecl struct {
-	names []string
-	node  ast.Node  // the TypeSpec, or the ValueSpec or GenDecl of constants
-	src   string    // the declaration alone, with its comments (its doc and markers), as Go source
-	start int       // the offset in its file of where src starts, for a declaration not in a group
-	file  string    // its file, slash-separated, in the package's directory
-	ast   *ast.File // its file
+	names   []string
+	node    ast.Node   // the TypeSpec, or the ValueSpec or GenDecl of constants or variables, or the FuncDecl
+	src     string     // the declaration alone, with its comments (its doc and markers), as Go source
+	start   int        // the offset in its file of where src starts, for a declaration not in a group
+	file    string     // its file, slash-separated, in the package's directory
+	ast     *ast.File  // its file
+	value   bool       // a variable or a function (not a method), which a new version does not copy
+	methods []*apiDecl // of a type: the methods declared on it, in the order of the package's files
 }
 
 // packageDecls returns the type and constant declarations of the Go
@@ -1145,11 +1267,14 @@ func packageDecls(dir string) (map[string]*apiDecl, error) {
 // declaration in a group, type (A string; B string), is one of its own,
 // with the comments above it in the group; constants whose values depend
 // on their order (iota, or a value left out) are one declaration together.
+// Variables and functions are declarations too (value), methods are those
+// of their receiver's type, not declarations of their own.
 func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*apiDecl, error) {
 	decls := map[string]*apiDecl{}
+	methods := map[string][]*apiDecl{} // by the name of their receiver's type
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		b := files[name]
-		f, err := parser.ParseFile(fset, name, b, parser.ParseComments|parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, name, b, parser.ParseComments)
 		if err != nil {
 			return nil, err
 		}
@@ -1164,8 +1289,29 @@ func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*a
 			}
 		}
 		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok {
+				start := fd.Pos()
+				if fd.Doc != nil {
+					start = fd.Doc.Pos()
+				}
+				d := &apiDecl{node: fd, names: []string{fd.Name.Name}, src: string(b[off(start):off(fd.End())]), start: off(start)}
+				if fd.Recv == nil {
+					if fd.Name.Name != "init" && fd.Name.Name != "_" {
+						d.value = true
+						add(d)
+					}
+					continue
+				}
+				if len(fd.Recv.List) == 1 {
+					if recv := receiverType(fd.Recv.List[0].Type); recv != "" {
+						d.file, d.ast = name, f
+						methods[recv] = append(methods[recv], d)
+					}
+				}
+				continue
+			}
 			g, ok := decl.(*ast.GenDecl)
-			if !ok || (g.Tok != token.TYPE && g.Tok != token.CONST) {
+			if !ok || (g.Tok != token.TYPE && g.Tok != token.CONST && g.Tok != token.VAR) {
 				continue
 			}
 			if !g.Lparen.IsValid() || (g.Tok == token.CONST && ordered(g)) {
@@ -1180,6 +1326,7 @@ func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*a
 					}
 				}
 				d.names = specNames(g.Specs...)
+				d.value = g.Tok == token.VAR
 				add(d)
 				continue
 			}
@@ -1189,13 +1336,38 @@ func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*a
 				if cs := commentsAbove(fset, f, spec.Pos(), after); len(cs) > 0 {
 					start = cs[len(cs)-1].Pos()
 				}
-				add(&apiDecl{node: spec, names: specNames(spec), start: -1,
+				add(&apiDecl{node: spec, names: specNames(spec), start: -1, value: g.Tok == token.VAR,
 					src: string(b[off(start):off(spec.Pos())]) + g.Tok.String() + " " + string(b[off(spec.Pos()):off(spec.End())])})
 				after = spec.End()
 			}
 		}
 	}
+	for recv, ms := range methods {
+		if d, ok := decls[recv]; ok && !d.value {
+			if _, ok := d.node.(*ast.TypeSpec); ok {
+				d.methods = ms
+			}
+		}
+	}
 	return decls, nil
+}
+
+// receiverType returns the name of the type of a method's receiver, T of
+// T, *T, T[P] or *T[P].
+func receiverType(e ast.Expr) string {
+	if star, ok := e.(*ast.StarExpr); ok {
+		e = star.X
+	}
+	switch t := e.(type) {
+	case *ast.IndexExpr:
+		e = t.X
+	case *ast.IndexListExpr:
+		e = t.X
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
 }
 
 // specNames returns the names that specs declare.
@@ -1280,6 +1452,57 @@ func declUses(n ast.Node, name, pkg func(string)) {
 		return true
 	}
 	ast.Inspect(n, walk)
+}
+
+// registerNames are the names that register-gen declares in an API
+// package that does not declare them itself, as a new version's does not:
+// a method may use them.
+var registerNames = map[string]bool{"SchemeGroupVersion": true, "SchemeBuilder": true, "AddToScheme": true, "Kind": true, "Resource": true}
+
+// isFunc says whether d is a function.
+func isFunc(d *apiDecl) bool {
+	_, ok := d.node.(*ast.FuncDecl)
+	return ok
+}
+
+// methodUses calls name with each name that the method fd uses
+// unqualified and does not declare itself, and pkg with each name it
+// qualifies with a package name (a name that is neither its own nor one
+// of decls, the declarations of its package).
+func methodUses(fd *ast.FuncDecl, decls map[string]*apiDecl, name, pkg func(string)) {
+	local := func(id *ast.Ident) bool {
+		if id.Obj == nil {
+			return false
+		}
+		d, ok := id.Obj.Decl.(ast.Node)
+		return ok && d.Pos() >= fd.Pos() && d.Pos() < fd.End()
+	}
+	var walk func(ast.Node) bool
+	walk = func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok && !local(x) {
+				if _, own := decls[x.Name]; !own {
+					pkg(x.Name)
+					return false
+				}
+			}
+			ast.Inspect(n.X, walk)
+			return false
+		case *ast.Ident:
+			if !local(n) {
+				name(n.Name)
+			}
+		}
+		return true
+	}
+	if fd.Recv != nil {
+		ast.Inspect(fd.Recv, walk)
+	}
+	ast.Inspect(fd.Type, walk)
+	if fd.Body != nil {
+		ast.Inspect(fd.Body, walk)
+	}
 }
 
 // normalDecl is the source of a declaration as its copies compare: its

@@ -20,7 +20,7 @@ import (
 // Widget with a level. The conversion test that create webhook writes
 // fails although the versions' fields are the same (docs/new-api.md:
 // "exact while the versions' fields are the same").
-func TestReviewCreatedVersionKeepsMethodsOfCopiedTypes(t *testing.T) {
+func TestCreatedVersionKeepsMethodsOfCopiedTypes(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
 	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")

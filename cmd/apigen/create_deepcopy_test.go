@@ -18,7 +18,7 @@ import (
 // zz_generated.deepcopy.go calls in.Values.DeepCopyInto for WidgetSpec,
 // a method the new version's Values does not have, and the new version
 // does not build.
-func TestReviewCreateAPIVersionCopiesHandWrittenDeepCopy(t *testing.T) {
+func TestCreateAPIVersionCopiesHandWrittenDeepCopy(t *testing.T) {
 	t.Parallel()
 	op := hubOperator(t, func(text string) string {
 		text = strings.Replace(text, "\tMessage string", "\tValues Values `json:\"values,omitempty\"`\n\tMessage string", 1)
@@ -58,7 +58,7 @@ func (in *Values) DeepCopyInto(out *Values) {
 // The same in a module made by apigen init, as a user runs it: after
 // create api of a second version, the operator does not build (or create
 // api fails generating it).
-func TestReviewCreatedVersionWithHandWrittenDeepCopyBuilds(t *testing.T) {
+func TestCreatedVersionWithHandWrittenDeepCopyBuilds(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
 	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")

@@ -2,8 +2,8 @@ package main
 
 import (
 	"os"
-	"regexp"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,7 +19,7 @@ import (
 // no omitempty, no +optional) is required in the new version's schema:
 // the CRD's versions differ, and a v2 Widget without a name is refused
 // where a v1 one is admitted.
-func TestReviewCreateAPIVersionKeepsPackageMarkers(t *testing.T) {
+func TestCreateAPIVersionKeepsPackageMarkers(t *testing.T) {
 	t.Parallel()
 	op := hubOperator(t, func(text string) string {
 		require.Contains(t, text, "\t// Message is an example field")
@@ -49,7 +49,7 @@ func TestReviewCreateAPIVersionKeepsPackageMarkers(t *testing.T) {
 
 // The same in a module made by apigen init, as a user runs it: the CRD's
 // v2 schema requires spec.name, its v1 schema does not.
-func TestReviewCreatedVersionSchemaKeepsPackageMarkers(t *testing.T) {
+func TestCreatedVersionSchemaKeepsPackageMarkers(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
 	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
