@@ -5,7 +5,7 @@ GO ?= go
 TESTENV := testenv
 # Packages whose statement coverage must stay at or above COVER_MIN percent.
 CORE_PKGS := reconcile reconcile/reconciletest reconcile/write reconcile/finalizer reconcile/condition queue queue/leader queue/operator queue/queuetest queue/shard queue/tracing queue/multicluster queue/multicluster/kubeconfig queue/multicluster/clusterprofile \
-	informer owner events events/eventstest metrics metrics/metricstest webhook webhook/webhooktest foo
+	informer informer/optional owner events events/eventstest metrics metrics/metricstest webhook webhook/webhooktest foo
 COVER_MIN := 85
 # The tools users run with go tool (cmd/apigen, cmd/image), a module of
 # their own, which pins the code generators apigen runs.
@@ -31,7 +31,7 @@ help:
 	@echo "make bench            all benchmarks with their peers, written to BENCHMARKS.md (about 100 minutes)"
 	@echo "make bench-queue      worker-loop benchmark (ctrlkit vs hand-written client-go loop)"
 	@echo "make bench-fleet      fleet benchmarks: a quiet cluster beside a busy one, memory per replica (a few minutes)"
-	@echo "make mutants          mutation test of queue/shard, the Lease requests' timeouts and the fleet's probe and sync timeouts: which planted bugs the tests and the simulation catch (about an hour)"
+	@echo "make mutants          mutation test of queue/shard, the Lease requests' timeouts and the fleet's probe and sync timeouts: which planted bugs the tests and the simulation catch (about an hour; MUTANTS_FLAGS='-tests REGEXP -schedules N' for a quick run)"
 
 # The steps of make test, in order; STAGE+STAGE runs stages side by side.
 # hack/test-stages.sh keeps each stage's output in _output/test-STAGE.log and
@@ -250,6 +250,8 @@ bench-queue:
 # queue/leader's or queue/internal/lease's Lease requests, or in the
 # probe and sync timeouts of queue/multicluster's Fleet, that package's
 # tests). Fails if a bug survives both, or a mutant no longer applies. MUTANTS_FLAGS adds flags: -report-only,
-# -run NAME, -check (apply and build only), -rev REV.
+# -run NAME, -check (apply and build only), -rev REV; a quick run:
+# -tests REGEXP (only these package tests, the baseline's too) and
+# -schedules N (the simulation's schedules, 5000 by default).
 mutants:
 	$(GO) run ./hack/mutants -go $(GO) $(MUTANTS_FLAGS)

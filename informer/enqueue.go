@@ -26,7 +26,8 @@ import (
 // object's namespace/name and resourceVersion, and the trace context of
 // the write that caused the event when the object's tracing.Annotation is
 // new in it (an add, or an update that changed the annotation). Events of
-// an informer's initial list are tracing.EventInitialList; a relist after
+// an informer's initial list are tracing.EventInitialList, without a link
+// to the write the annotation names (the start set them off); a relist after
 // a watch could not resume shows as adds of the objects that are new and
 // updates of those that changed.
 type Queue[K comparable] interface {
@@ -129,7 +130,9 @@ func (e *enqueuer[T, K]) OnAdd(obj T, isInInitialList bool) {
 		if isInInitialList {
 			event = tracing.EventInitialList
 		}
-		return tracing.ObjectTrigger(event, e.source, obj, true)
+		// An object of the initial list was not brought by the event: its
+		// annotation names an old write, not what set this reconcile off.
+		return tracing.ObjectTrigger(event, e.source, obj, !isInInitialList)
 	}, keys)
 	for _, k := range keys {
 		add(k)

@@ -3,6 +3,7 @@ package queue
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -27,6 +28,10 @@ type delayQueue[K comparable] struct {
 
 	clock   clock.Clock
 	retries workqueue.CounterMetric
+	// due, if set, is called for each key just before it is added to the
+	// base queue, with retry telling a retry's add from a delay's (both
+	// when both were due); with q.mu held when the key waited here.
+	due atomic.Pointer[func(key K, retry bool)]
 
 	mu       sync.Mutex
 	waiting  delayHeap[K]
@@ -98,6 +103,9 @@ func (q *delayQueue[K]) add(key K, d time.Duration, retry bool) {
 	}
 	q.retries.Inc()
 	if d <= 0 {
+		if due := q.due.Load(); due != nil {
+			(*due)(key, retry)
+		}
 		q.Add(key)
 		return
 	}
@@ -131,6 +139,10 @@ func (q *delayQueue[K]) add(key K, d time.Duration, retry bool) {
 		}
 	}
 }
+
+// onDue makes f be called for each key just before it is added to the base
+// queue: see the due field.
+func (q *delayQueue[K]) onDue(f func(key K, retry bool)) { q.due.Store(&f) }
 
 // forgetRetry drops the retry key waits for, if any: a later reconcile of
 // the key made it needless. A delay the key also waits for is kept.
@@ -223,6 +235,14 @@ func (q *delayQueue[K]) addDue() (next time.Duration, ok bool) {
 		delete(q.entries, e.key)
 		if !e.retryAt.IsZero() {
 			q.retrying--
+		}
+		if due := q.due.Load(); due != nil {
+			if !e.delayAt.IsZero() && !e.delayAt.After(now) {
+				(*due)(e.key, false)
+			}
+			if !e.retryAt.IsZero() && !e.retryAt.After(now) {
+				(*due)(e.key, true)
+			}
 		}
 		// Under the lock, so that the key is never in neither queue nor
 		// counted as waiting here.

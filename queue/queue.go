@@ -100,6 +100,9 @@ type Controller[K comparable] struct {
 
 	active atomic.Int64
 	nextID atomic.Uint64
+	// working is true while Run's workers run: its handlers and gates
+	// have synced.
+	working atomic.Bool
 
 	// terminal holds, for each key whose last reconcile ended with a
 	// terminal error, that error's text and generation: the same error
@@ -327,6 +330,14 @@ func (c *Controller[K]) HasSynced() bool {
 	return true
 }
 
+// Running reports whether Run is under way: it has registered its
+// handlers, they and the gates have synced, and its workers have started,
+// so that every object in the informers' caches then has had its keys
+// added. It is false before and once Run returns. Unlike HasSynced, which
+// before Run reports on the informers alone, it tells a test that started
+// Run in the background when the controller works (see queuetest.Start).
+func (c *Controller[K]) Running() bool { return c.working.Load() }
+
 // Name returns the controller's name.
 func (c *Controller[K]) Name() string { return c.name }
 
@@ -381,14 +392,12 @@ func (c *Controller[K]) AddAfter(key K, d time.Duration) {
 	if !c.owns(key) {
 		return
 	}
-	if c.cfg.tracer != nil {
-		c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
-	}
 	if q := c.running.Load(); q != nil {
-		q.AddAfter(key, d)
+		q.AddAfter(key, d) // its trigger is recorded when the key is due
 		return
 	}
 	if d <= 0 {
+		c.traceDue(key, false)
 		c.base.Add(key)
 		return
 	}
@@ -474,6 +483,11 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	default:
 	}
 	q, delays := newWorkqueue(c.base, c.name, c.rateLimiter, c.metrics, c.clock)
+	if c.cfg.tracer != nil {
+		// A delay's or a retry's trigger belongs to the reconcile it sets
+		// off: it is recorded when the key is due, not when it was asked.
+		delays.onDue(c.traceDue)
+	}
 	c.queue, c.delays = q, delays
 	c.running.Store(delays)
 	now := c.now()
@@ -554,6 +568,8 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 
 	c.metrics.SetMaxWorkers(c.name, c.cfg.workers)
 	logger.Info("Starting workers", "count", c.cfg.workers)
+	c.working.Store(true)
+	defer c.working.Store(false)
 	var workers sync.WaitGroup
 	for range c.cfg.workers {
 		workers.Go(func() {
@@ -754,9 +770,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		obs.Outcome = OutcomeRequeueAfter
 		ended.result, ended.after = tracing.ResultRequeueAfter, res.RequeueAfter
 		c.forget(key)
-		if c.cfg.tracer != nil {
-			c.Trigger(key, tracing.Trigger{Source: tracing.SourceAfter})
-		}
 		c.delays.AddAfter(key, res.RequeueAfter)
 	case err == nil:
 		obs.Outcome = OutcomeSuccess
@@ -766,7 +779,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		// The cache is behind the controller's own write: not a failure.
 		obs.Outcome = OutcomeRequeue
 		ended.result, ended.requeue = tracing.ResultStale, true
-		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		c.keyLogger(rc).V(4).Info("Cache behind this controller's own write, requeued", "err", err.Error())
 	case errors.Is(err, &reconcile.TerminalError{}):
@@ -785,7 +797,6 @@ func (c *Controller[K]) reconcileKey(workCtx context.Context, key K, startedAt i
 		obs.Outcome = OutcomeError
 		ended.result, ended.requeue = tracing.ResultError, true
 		// What AddRateLimited does, marked as a retry.
-		c.traceRetry(key)
 		c.delays.addRetry(key, c.rateLimiter.When(key))
 		if isConflict(err) {
 			// A 409 (a stale resourceVersion, or a create of an object the

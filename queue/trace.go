@@ -21,10 +21,12 @@ func (c *Controller[K]) Tracing() bool { return c.cfg.tracer != nil }
 // its span (see WithTracing); without tracing it does nothing. Sources of
 // keys call it just before they add the key. A key keeps at most
 // tracing.MaxTriggers triggers until its next reconcile starts, and
-// counts the others; it keeps them only while tracing is on, so their
-// memory is bounded by the keys that wait.
+// counts the others; it keeps them only while tracing is on, and only for
+// keys this process owns (see Restrict), whose adds are accepted: the
+// trigger of a key another replica owns is dropped, like its add, so
+// their memory is bounded by the keys that wait here.
 func (c *Controller[K]) Trigger(key K, t tracing.Trigger) {
-	if c.cfg.tracer == nil {
+	if c.cfg.tracer == nil || !c.owns(key) {
 		return
 	}
 	c.triggerMu.Lock()
@@ -116,7 +118,13 @@ func (s *reconcileSpan) end(res spanEnd) {
 		attrs = append(attrs, tracing.AttrRequeueAfter.String(res.after.String()))
 	}
 	s.span.SetAttributes(attrs...)
-	if err != nil && res.result != tracing.ResultCancelled {
+	switch {
+	case err == nil || res.result == tracing.ResultCancelled:
+	case res.result == tracing.ResultStale:
+		// A cache behind the controller's own write is not a failure:
+		// the error is told as an event, and the span's status is left.
+		s.span.AddEvent("stale cache", trace.WithAttributes(attribute.String("message", err.Error())))
+	default:
 		s.span.RecordError(err)
 		s.span.SetStatus(codes.Error, err.Error())
 	}
@@ -131,11 +139,15 @@ type spanEnd struct {
 	err     error
 }
 
-// traceRetry records the retry of key as its trigger, with tracing on.
-func (c *Controller[K]) traceRetry(key K) {
-	if c.cfg.tracer != nil {
-		c.Trigger(key, tracing.Trigger{Source: tracing.SourceRetry})
+// traceDue records the trigger of key's delay (AddAfter,
+// Result.RequeueAfter) or, with retry, of its retry after a failed
+// reconcile, as the key becomes due.
+func (c *Controller[K]) traceDue(key K, retry bool) {
+	src := tracing.SourceAfter
+	if retry {
+		src = tracing.SourceRetry
 	}
+	c.Trigger(key, tracing.Trigger{Source: src})
 }
 
 // keyString writes a key for its span: its String method, or fmt's.

@@ -12,6 +12,7 @@
 // Run it from the module's root (make mutants does):
 //
 //	go run ./hack/mutants [-run REGEXP] [-j 2] [-timeout 10m] [-rev REV] [-report-only]
+//	go run ./hack/mutants -run REGEXP -tests REGEXP -schedules 500   # a quick run, below
 //	go run ./hack/mutants -check   # every mutant applies and compiles; no tests
 //	go run ./hack/mutants -list
 //
@@ -35,6 +36,14 @@
 // not catch, the package's other tests run. The command prints a Markdown table and the scores, writes them and every run's
 // output to -logs, and exits 1 if a mutant survived both runs (0 with
 // -report-only), 2 if the snapshot fails or a mutant is stale or invalid.
+//
+// A quick run restricts both runs, for the baseline and every mutant
+// alike: -tests REGEXP runs only the package tests it matches (go test
+// -run REGEXP, in every tested package) instead of all of them, and
+// -schedules N makes the simulation explore N schedules instead of 5,000
+// (its flag -shard.sim.schedules). The report then says the run was
+// restricted: a mutant it does not catch may still be caught by a test it
+// left out or a schedule past N; one it catches is caught.
 package main
 
 import (
@@ -86,6 +95,8 @@ type options struct {
 	list       bool
 	logs       string
 	goCmd      string
+	tests      string // -run of the package tests; "" runs them all
+	schedules  int    // the simulation's schedules; 0 leaves its default
 }
 
 func main() {
@@ -99,10 +110,20 @@ func main() {
 	flag.BoolVar(&o.list, "list", false, "print the mutants and exit")
 	flag.StringVar(&o.logs, "logs", "_output/mutants", "directory for the report and every run's output (relative to the module root)")
 	flag.StringVar(&o.goCmd, "go", "go", "the go command")
+	flag.StringVar(&o.tests, "tests", "", "quick run: the package-test runs (the baseline's too) run only the tests this regular expression matches (go test -run)")
+	flag.IntVar(&o.schedules, "schedules", 0, "quick run: the simulation explores this many schedules (0: its default, 5,000)")
 	flag.Parse()
 	var err error
 	if o.run, err = regexp.Compile(*run); err != nil {
 		fmt.Fprintln(os.Stderr, "mutants: -run:", err)
+		os.Exit(2)
+	}
+	if _, err := regexp.Compile(o.tests); err != nil {
+		fmt.Fprintln(os.Stderr, "mutants: -tests:", err)
+		os.Exit(2)
+	}
+	if o.schedules < 0 {
+		fmt.Fprintln(os.Stderr, "mutants: -schedules must not be negative")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -169,6 +190,9 @@ func runMain(ctx context.Context, o options) int {
 	start := time.Now()
 	pkgs := testedPkgs(selected)
 	fmt.Printf("mutation test of %s at %s: %d mutants, %d at once\n", strings.Join(pkgs, ", "), snap.desc, len(selected), o.jobs)
+	if o.restricted() {
+		fmt.Printf("restricted run: %s\n", o.restriction())
+	}
 	if !o.check {
 		if code := r.baseline(ctx, pkgs); code != 0 {
 			return code
@@ -216,6 +240,8 @@ func runMain(ctx context.Context, o options) int {
 // runs repeat: for pkgDir the simulation alone and all tests, for another
 // package all its tests. It returns the exit code, 0 if they pass.
 func (r *runner) baseline(ctx context.Context, pkgs []string) int {
+	// A run's pattern "" is the package tests: goTestOnce restricts it to
+	// -tests, and the simulation to -schedules, as for the mutants.
 	type run struct{ pkg, pattern, log, what string }
 	var runs []run
 	for _, pkg := range pkgs {
@@ -225,6 +251,9 @@ func (r *runner) baseline(ctx context.Context, pkgs []string) int {
 		runs = append(runs, run{pkg, "", "baseline.all", "all tests"})
 	}
 	for i := range runs {
+		if r.o.tests != "" && runs[i].pattern == "" {
+			runs[i].what = "the tests -tests selects"
+		}
 		if runs[i].pkg != pkgDir {
 			runs[i].log = "baseline." + snapName(runs[i].pkg)
 			runs[i].what += " of " + runs[i].pkg
@@ -297,6 +326,21 @@ func checkTable() error {
 		seen[m.name] = true
 	}
 	return nil
+}
+
+// restricted reports whether -tests or -schedules make this a quick run.
+func (o options) restricted() bool { return o.tests != "" || o.schedules > 0 }
+
+// restriction describes a quick run's restrictions.
+func (o options) restriction() string {
+	var parts []string
+	if o.tests != "" {
+		parts = append(parts, fmt.Sprintf("package tests only -run %q", o.tests))
+	}
+	if o.schedules > 0 {
+		parts = append(parts, fmt.Sprintf("simulation of %d schedules", o.schedules))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func moduleRoot(ctx context.Context, goCmd string) (string, error) {
@@ -459,8 +503,9 @@ var (
 )
 
 // goTest runs go test of package pkg on the snapshot with replace, and
-// -run pattern unless it is empty; a pattern of "^$" compiles and runs
-// nothing.
+// -run pattern unless it is empty (then -run is -tests, if set); a pattern
+// of "^$" compiles and runs nothing. A run of pkgDir's tests explores
+// -schedules schedules in the simulation, if set.
 func (r *runner) goTest(ctx context.Context, pkg string, replace map[string]string, pattern, skip, logName string) runResult {
 	for range 3 {
 		before := r.treeFiles()
@@ -480,6 +525,9 @@ func (r *runner) goTestOnce(ctx context.Context, pkg string, replace map[string]
 		return runResult{failed: true, err: err}
 	}
 	args := []string{"test", "-count=1", "-timeout=" + r.o.timeout.String(), "-overlay=" + ov}
+	if pattern == "" {
+		pattern = r.o.tests
+	}
 	if pattern != "" {
 		args = append(args, "-run="+pattern)
 	}
@@ -487,6 +535,9 @@ func (r *runner) goTestOnce(ctx context.Context, pkg string, replace map[string]
 		args = append(args, "-skip="+skip)
 	}
 	args = append(args, "./"+pkg+"/")
+	if pkg == pkgDir && r.o.schedules > 0 {
+		args = append(args, fmt.Sprintf("-shard.sim.schedules=%d", r.o.schedules))
+	}
 	// go test's own -timeout ends a hung test binary; this only backs it.
 	runCtx, cancel := context.WithTimeout(ctx, r.o.timeout+2*time.Minute)
 	defer cancel()
@@ -616,6 +667,9 @@ func (r runResult) verdict(sim bool) string {
 func writeReport(w io.Writer, o options, pkgs, desc string, results []result, took time.Duration) int {
 	fmt.Fprintf(w, "\nMutation test of %s at %s (%s, %s/%s, %d CPUs, %d mutants at once): %s.\n\n",
 		pkgs, desc, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), o.jobs, took.Round(time.Second))
+	if o.restricted() {
+		fmt.Fprintf(w, "Restricted run (%s): a mutant that survives it may still be caught by a test or schedule it left out.\n\n", o.restriction())
+	}
 	var invalid, survivors []string
 	for _, res := range results {
 		if res.invalid != "" {

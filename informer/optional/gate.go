@@ -59,7 +59,7 @@ type gate[T cache.Object, K comparable] struct {
 
 // Err reports why the Informer cannot work: Controller.Watch refuses
 // the Watch with it.
-func (g *gate[T, K]) Err() error { return g.inf.err }
+func (g *gate[T, K]) Err() error { return g.inf.Err() }
 
 // Start registers h on inf while ctx lasts.
 func (g *gate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) {

@@ -82,8 +82,17 @@ func NewInformer[T cache.Object](apis *APIs, gvr schema.GroupVersionResource, ne
 	return i
 }
 
-// Err reports why the Informer cannot work, or nil.
-func (i *Informer[T]) Err() error { return i.err }
+// Err reports why the Informer cannot work, or nil: a mistake in its
+// making, or the error of its APIs (see APIs.Err), which then run nothing.
+func (i *Informer[T]) Err() error {
+	if i.err != nil || i.apis == nil {
+		return i.err
+	}
+	if err := i.apis.Err(); err != nil {
+		return fmt.Errorf("optional: the APIs of %s cannot work: %w", resourceName(i.gvr), err)
+	}
+	return nil
+}
 
 // Resource returns the resource the Informer watches.
 func (i *Informer[T]) Resource() schema.GroupVersionResource { return i.gvr }

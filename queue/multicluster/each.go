@@ -85,6 +85,13 @@ func (f *Fleet[T]) walked() []string {
 
 // eachOne is Each's call for one cluster.
 func (f *Fleet[T]) eachOne(ctx context.Context, timeout time.Duration, cluster string, fn func(ctx context.Context, cluster string, v T) error) (err error) {
+	// Once the Fleet stops, every member is not ready, also a ready one
+	// whose stop has not begun yet (the Fleet stops them one by one).
+	select {
+	case <-f.stopping:
+		return fmt.Errorf("%w: %w", ErrNotReady, errStopping)
+	default:
+	}
 	claimCtx, release, ok := f.claim(ctx, Key{Cluster: cluster}, nil, nil)
 	if !ok {
 		st, _ := f.Status(cluster)

@@ -15,12 +15,21 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
 )
 
+// outageProbeInterval is the probe interval of the tests in which one
+// member stops answering while the others must stay ready throughout: a
+// member is engaged again (not ready meanwhile) only after three probes in
+// a row each went unanswered for the interval, which a member answering at
+// once does only if the test process stalls for three intervals, while
+// the member that stops answering fails its probes at once and is found
+// within three intervals.
+const outageProbeInterval = 500 * time.Millisecond
+
 // Each walks the members held, ready or not: a member that is not ready
 // is reported without calling fn, one that hangs is cut off by the
 // timeout, one that panics is reported, and none holds up the others.
 func TestEach(t *testing.T) {
 	c := newClusters("ok", "fails", "hangs", "panics", "down")
-	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond))
+	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(outageProbeInterval), multicluster.WithSyncTimeout(200*time.Millisecond))
 	for _, name := range []string{"ok", "fails", "hangs", "panics", "down"} {
 		f.members.Set(name, c.config(name))
 	}
@@ -116,21 +125,31 @@ func TestEachReportsMembersStillWantedAsNotReady(t *testing.T) {
 	f.members.Synced()
 	f.ready(t, "a")
 	f.ready(t, "b")
-	// hold keeps a held by an Each call until release is closed.
+	// hold keeps a held by an Each call until release is closed. A call
+	// that finds a not ready (a probe missed on a loaded machine) is
+	// made again, until waitFor has passed.
 	hold := func() (release chan struct{}, done chan struct{}) {
-		started, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
-			f.fleet.Each(context.Background(), 0, func(_ context.Context, cluster string, _ *member) error {
-				if cluster == "a" {
-					close(started)
-					<-release
-				}
-				return nil
-			})
-		}()
-		<-started
-		return release, done
+		release = make(chan struct{})
+		deadline := time.Now().Add(waitFor)
+		for {
+			started, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				f.fleet.Each(context.Background(), 0, func(_ context.Context, cluster string, _ *member) error {
+					if cluster == "a" {
+						close(started)
+						<-release
+					}
+					return nil
+				})
+			}()
+			select {
+			case <-started:
+				return release, done
+			case <-done:
+				require.True(t, time.Now().Before(deadline), "no Each call reached a within %v", waitFor)
+			}
+		}
 	}
 	notReady := func(t *testing.T, names ...string) {
 		t.Helper()

@@ -44,7 +44,7 @@ func (a *adds) count(k cache.ObjectName) int {
 // dropped.
 func TestResults(t *testing.T) {
 	c := newClusters("a", "b", "c")
-	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond))
+	f := startFleet(t, c, newRecorder().copyCluster, multicluster.WithProbeInterval(outageProbeInterval), multicluster.WithSyncTimeout(200*time.Millisecond))
 	q := newAdds()
 	results, err := multicluster.NewResults[string](f.fleet, q)
 	require.NoError(t, err)

@@ -144,8 +144,10 @@ type Flags struct {
 	// TracingSamplingRatio (--tracing-sampling-ratio) is the share of
 	// traces started by the operator (reconciles that no sampled write or
 	// parent set off) that are sampled, between 0 and 1; reconciles follow
-	// the decision of the writes they link to. Default: what
-	// $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG say, else 1.
+	// the decision of the writes they link to. Default: the ratio
+	// $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG name, else 1;
+	// left at zero before Bind and not given as a flag, the sampler too
+	// is the one $OTEL_TRACES_SAMPLER names (see TracerProvider).
 	TracingSamplingRatio float64
 	// TracingDropEmpty (--tracing-drop-empty) drops the spans of
 	// reconciles that wrote nothing and did not fail (tracing.DropEmpty).
@@ -165,6 +167,9 @@ type Flags struct {
 	metrics    *metrics.Recorder
 	tracer     *sdktrace.TracerProvider // made by TracerProvider
 	tracerErr  error
+	// samplerFromEnv: TracingSamplingRatio was neither set before Bind
+	// nor given as a flag, so $OTEL_TRACES_SAMPLER names the sampler.
+	samplerFromEnv bool
 }
 
 // Flag defaults not taken from other packages.
@@ -220,6 +225,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		f.WebhookCertDir = DefaultWebhookCertDir
 	}
 	if f.TracingSamplingRatio == 0 {
+		// Until --tracing-sampling-ratio is given, $OTEL_TRACES_SAMPLER
+		// names the sampler.
+		f.samplerFromEnv = true
 		f.TracingSamplingRatio = defaultSamplingRatio()
 	}
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", f.Kubeconfig, "Path to a kubeconfig. Without it: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
@@ -247,7 +255,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	fs.DurationVar(&f.CacheSyncTimeout, "cache-sync-timeout", f.CacheSyncTimeout, "How long to wait for the informer caches and the controllers to sync before giving up with an error.")
 	fs.StringVar(&f.TracingEndpoint, "tracing-endpoint", f.TracingEndpoint, "OTLP/HTTP URL of a trace collector, such as http://otel-collector:4318; traces every reconcile and client request. Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT, else no tracing.")
-	fs.Float64Var(&f.TracingSamplingRatio, "tracing-sampling-ratio", f.TracingSamplingRatio, "Share (0 to 1) of the traces the operator starts that are sampled; reconciles set off by a traced write follow its decision. Default: from $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG, else 1.")
+	fs.Var(ratioFlag{f}, "tracing-sampling-ratio", "Share (0 to 1) of the traces the operator starts that are sampled; reconciles set off by a traced write follow its decision. Default: the sampler $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG name, else 1.")
 	fs.BoolVar(&f.TracingDropEmpty, "tracing-drop-empty", f.TracingDropEmpty, "Drop the spans of reconciles that wrote nothing and did not fail.")
 	fs.BoolVar(&f.Version, "version", f.Version, "Print the version of this binary (module, VCS revision and time, Go version) and exit.")
 	klog.InitFlags(fs)

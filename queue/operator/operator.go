@@ -110,13 +110,23 @@ type check struct {
 // WithInformers gives Run the informer factories the controllers share.
 // They are started once the servers listen and shut down after the
 // controllers have stopped. Controllers must have requested their informers
-// (by building them with these factories) before Run starts.
+// (by building them with these factories) before Run starts. A factory
+// with an Err method that reports an error (an optional.APIs built wrong)
+// is refused: Run returns that error and runs nothing. A factory with a
+// StartWithContext method is started with it, with a context of Run's and
+// so its logger; another with Start.
 func WithInformers(factories ...informer.Factory) Option {
 	return func(c *config) {
 		for _, f := range factories {
 			if f == nil {
 				c.errs = append(c.errs, errors.New("informer factory is nil"))
 				continue
+			}
+			if e, ok := f.(interface{ Err() error }); ok {
+				if err := e.Err(); err != nil {
+					c.errs = append(c.errs, fmt.Errorf("informer factory: %w", err))
+					continue
+				}
 			}
 			c.factories = append(c.factories, f)
 		}
@@ -256,6 +266,19 @@ func Run(ctx context.Context, opts ...Option) error {
 			opt(&c)
 		}
 	}
+	logger := klog.FromContext(ctx)
+	if c.tracer != nil {
+		// Deferred first, so it runs last, after every part that traces
+		// has stopped; and on every return path, also when an option
+		// check fails, so that the provider never outlives Run.
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TracerShutdownTimeout)
+			defer cancel()
+			if err := c.tracer.Shutdown(flushCtx); err != nil {
+				logger.Error(err, "Exporting the last spans")
+			}
+		}()
+	}
 	if len(c.controllers) == 0 {
 		c.errs = append(c.errs, errors.New("no controller to run"))
 	}
@@ -267,18 +290,6 @@ func Run(ctx context.Context, opts ...Option) error {
 	}
 	if err := errors.Join(c.errs...); err != nil {
 		return fmt.Errorf("operator: %w", err)
-	}
-	logger := klog.FromContext(ctx)
-	if c.tracer != nil {
-		// Deferred first, so it runs last: after every part that traces
-		// has stopped.
-		defer func() {
-			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TracerShutdownTimeout)
-			defer cancel()
-			if err := c.tracer.Shutdown(flushCtx); err != nil {
-				logger.Error(err, "Exporting the last spans")
-			}
-		}()
 	}
 
 	// stopCtx ends with ctx or with the first failure.
@@ -310,7 +321,11 @@ func Run(ctx context.Context, opts ...Option) error {
 	}
 
 	for _, f := range c.factories {
-		f.Start(stopCtx.Done())
+		if s, ok := f.(interface{ StartWithContext(context.Context) }); ok {
+			s.StartWithContext(stopCtx)
+		} else {
+			f.Start(stopCtx.Done())
+		}
 	}
 	syncCtx, cancelSync := context.WithTimeout(stopCtx, c.cacheSyncTimeout)
 	var unsynced []string

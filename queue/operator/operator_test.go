@@ -331,7 +331,8 @@ type syncFailure struct {
 	informers.SharedInformerFactory
 }
 
-func (syncFailure) Start(<-chan struct{}) {}
+func (syncFailure) Start(<-chan struct{})            {}
+func (syncFailure) StartWithContext(context.Context) {}
 func (syncFailure) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
 	<-stop
 	return map[reflect.Type]bool{reflect.TypeFor[*corev1.ConfigMap](): false}

@@ -42,7 +42,9 @@ func (f *Flags) TracingEnabled() bool {
 // variables say (with their headers, timeout and TLS settings), in
 // batches; that samples with
 // sdktrace.ParentBased(tracing.FollowLinks(sdktrace.TraceIDRatioBased(ratio)))
-// at --tracing-sampling-ratio; that drops the spans of reconciles that
+// at --tracing-sampling-ratio, or, without the flag, with the sampler
+// $OTEL_TRACES_SAMPLER names as the OpenTelemetry specification defines
+// it (see envSampler); that drops the spans of reconciles that
 // wrote nothing with --tracing-drop-empty (tracing.DropEmpty); and whose
 // resource has service.name from $OTEL_SERVICE_NAME (else the binary's
 // name) and $OTEL_RESOURCE_ATTRIBUTES. RESTConfig's transport,
@@ -89,9 +91,13 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 	if f.TracingDropEmpty {
 		processor = tracing.DropEmpty(processor)
 	}
+	sampler := sdktrace.ParentBased(tracing.FollowLinks(sdktrace.TraceIDRatioBased(ratio)))
+	if f.samplerFromEnv {
+		sampler = envSampler(ratio)
+	}
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(tracing.FollowLinks(sdktrace.TraceIDRatioBased(ratio)))),
+		sdktrace.WithSampler(sampler),
 		sdktrace.WithSpanProcessor(processor),
 	), nil
 }
@@ -113,12 +119,13 @@ func tracingURL(endpoint string) (string, error) {
 }
 
 // defaultSamplingRatio is the ratio that $OTEL_TRACES_SAMPLER and
-// $OTEL_TRACES_SAMPLER_ARG name: always_on (and parentbased_always_on,
-// the default) 1, always_off 0, traceidratio its argument (default 1).
-// The parentbased_ prefix changes nothing: the operator's sampler always
-// follows parents and links.
+// $OTEL_TRACES_SAMPLER_ARG name for the traces the operator starts:
+// always_on (and parentbased_always_on, the default) 1, always_off 0,
+// traceidratio its argument (default 1), with or without the
+// parentbased_ prefix. What the sampler does with parents and links is
+// envSampler's.
 func defaultSamplingRatio() float64 {
-	switch strings.TrimPrefix(os.Getenv("OTEL_TRACES_SAMPLER"), "parentbased_") {
+	switch strings.TrimPrefix(samplerName(), "parentbased_") {
 	case "always_off":
 		return 0
 	case "traceidratio":
@@ -127,6 +134,55 @@ func defaultSamplingRatio() float64 {
 		}
 	}
 	return 1
+}
+
+// samplerName is $OTEL_TRACES_SAMPLER, whose values are not case
+// sensitive.
+func samplerName() string {
+	return strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER")))
+}
+
+// envSampler is the sampler $OTEL_TRACES_SAMPLER names, as the
+// OpenTelemetry specification defines them, at ratio (from
+// $OTEL_TRACES_SAMPLER_ARG): always_on samples every span, always_off
+// none, traceidratio decides by the trace ID alone, whatever the parent
+// or links; the parentbased_ ones (parentbased_always_on, the default,
+// parentbased_always_off, parentbased_traceidratio) follow a parent, and,
+// as this library documents, links (tracing.FollowLinks), and decide
+// roots at their ratio. Names it does not know are the default.
+func envSampler(ratio float64) sdktrace.Sampler {
+	switch samplerName() {
+	case "always_on":
+		return sdktrace.AlwaysSample()
+	case "always_off":
+		return sdktrace.NeverSample()
+	case "traceidratio":
+		return sdktrace.TraceIDRatioBased(ratio)
+	}
+	return sdktrace.ParentBased(tracing.FollowLinks(sdktrace.TraceIDRatioBased(ratio)))
+}
+
+// ratioFlag is --tracing-sampling-ratio: a float64 that, once given,
+// takes the sampling from $OTEL_TRACES_SAMPLER.
+type ratioFlag struct{ f *Flags }
+
+// String implements flag.Value.
+func (r ratioFlag) String() string {
+	if r.f == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(r.f.TracingSamplingRatio, 'g', -1, 64)
+}
+
+// Set implements flag.Value.
+func (r ratioFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("parse error: %w", err)
+	}
+	r.f.TracingSamplingRatio = v
+	r.f.samplerFromEnv = false
+	return nil
 }
 
 // validateTracing reports tracing flag values that cannot work.
@@ -145,7 +201,8 @@ func (f *Flags) validateTracing() []error {
 
 // WithTracerProvider makes Run shut tp down once the controllers and the
 // informers have stopped, which exports the spans it still holds, waiting
-// at most TracerShutdownTimeout. Flags.Options gives it for
+// at most TracerShutdownTimeout. Run does so on every return, also when it
+// fails its option checks before starting anything. Flags.Options gives it for
 // Flags.TracerProvider.
 func WithTracerProvider(tp interface{ Shutdown(context.Context) error }) Option {
 	return func(c *config) {

@@ -66,16 +66,31 @@ const Timeout = 30 * time.Second
 // Start runs ctrl in the background with operator.Run and opts (the
 // informer factories, typically: operator.WithInformers, or the options of
 // operator.Flags), with a logger that writes through t, and returns once
-// ctrl.HasSynced. When the test ends, Run is stopped and waited for (an
+// Run is under way: for a controller with a Running method, such as
+// *queue.Controller and a type embedding one, once Running reports true
+// (its handlers registered and synced, its workers started; HasSynced
+// alone reports on the informers before Run), for another once
+// ctrl.HasSynced. The test can thus end right after Start, and WaitIdle
+// after it waits for the keys of the objects that existed. When the test ends, Run is stopped and waited for (an
 // error from it fails the test); it stops ctrl and shuts the informers
 // down. It fails the test if ctrl does not sync within Timeout, and at
 // once if Run returns before. StartFleet runs a multicluster.Fleet with
 // its controllers.
 func Start(t testing.TB, ctrl Controller, opts ...operator.Option) {
 	t.Helper()
+	r, hasRunning := ctrl.(running)
 	start(t, "the controller to sync", []operator.Controller{ctrl}, opts, func() (bool, string) {
+		if hasRunning && !r.Running() {
+			return false, "Run not under way"
+		}
 		return ctrl.HasSynced(), "not synced"
 	})
+}
+
+// running is a Controller that tells when its Run is under way, as
+// *queue.Controller does.
+type running interface {
+	Running() bool
 }
 
 // start runs ctrls with operator.Run and opts for the rest of the test,

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -104,7 +105,8 @@ func (l slowLeases) Delete(ctx context.Context, name string, opts metav1.DeleteO
 // accepted) and an API server answering in 50ms, a replica restarted
 // under the identity of a process that is gone (a pod name) meets its
 // former Lease, reads it to take it over, abandons that read every time,
-// and never joins.
+// and never joins. Config must either refuse these timings, naming the
+// floor, or the replica must join.
 func TestRequestTimeoutFloorCoversReads(t *testing.T) {
 	former := formerLease("pod-0", time.Now().Add(-time.Minute))
 	c := &slowClient{Clientset: fake.NewClientset(former), latency: 50 * time.Millisecond}
@@ -112,7 +114,10 @@ func TestRequestTimeoutFloorCoversReads(t *testing.T) {
 		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 20 * time.Millisecond}
 	m, err := New(cfg)
 	if err != nil {
-		t.Skipf("Config refused, as the floor promises: %v", err)
+		// Refusing these timings keeps the floor's promise as well as
+		// joining does, if the refusal names the floor.
+		require.ErrorContains(t, err, lease.MinRequestTimeout.String(), "Config refused RetryPeriod %s, but not for the request timeout's floor", cfg.RetryPeriod)
+		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -311,7 +311,9 @@ func keepsClaim(t *testing.T, done chan error, claimCtx context.Context, ok func
 
 // TestHangingRequestKeepsTheKeys: a request of the replica's own Lease that
 // hangs until its context ends is abandoned in time for the replica to
-// join, or to renew within the renew deadline and keep its claims.
+// join, writing its Lease within the renew deadline of the hung request
+// (a create, or a restarted process's read of the Lease its former one
+// left), or to renew within the renew deadline and keep its claims.
 func TestHangingRequestKeepsTheKeys(t *testing.T) {
 	self := LeaseName("g", "pod-0")
 	for _, tc := range []struct {
@@ -360,6 +362,9 @@ func TestHangingRequestKeepsTheKeys(t *testing.T) {
 			}
 			r := runTimedMember(t, client)
 			keepsClaim(t, r.done, context.Background(), r.m.HasSynced, "joining")
+			if tc.before != nil {
+				assertJoinedWithinRenewDeadline(t, client)
+			}
 			claimCtx, release, ok := r.g.Claim(context.Background(), gateKey)
 			require.True(t, ok, "the only member owns every key")
 			release = sync.OnceFunc(release)
@@ -377,6 +382,31 @@ func TestHangingRequestKeepsTheKeys(t *testing.T) {
 			require.NoError(t, r.stop())
 		})
 	}
+}
+
+// assertJoinedWithinRenewDeadline asserts that the replica wrote its Lease
+// (a create, or the first renewal of a Lease it took over) within
+// RenewDeadline of sending the request that hung: it abandoned that
+// request in time to try again.
+func assertJoinedWithinRenewDeadline(t *testing.T, client *hangingClient) {
+	t.Helper()
+	var hung, joined *sentRequest
+	sent := client.recorded()
+	for i := range sent {
+		r := &sent[i]
+		switch {
+		case r.hung && hung == nil:
+			hung = r
+		case hung != nil && joined == nil && (r.verb == "create" || r.verb == "update") && !r.failed:
+			joined = r
+		}
+	}
+	require.NotNil(t, hung, "a request hung")
+	require.NotNil(t, joined, "the replica wrote its Lease after %s hung", hung)
+	deadline := timeoutConfig(client, "pod-0").RenewDeadline
+	assert.LessOrEqual(t, joined.sent.Sub(hung.sent), deadline,
+		"%s hung at %s and the replica wrote its Lease (%s) only at %s, more than RenewDeadline (%s) later",
+		hung, hung.sent.Format(time.StampMilli), joined, joined.sent.Format(time.StampMilli), deadline)
 }
 
 // TestLeaseRequestTimeouts: every request a replica sends carries a

@@ -21,6 +21,7 @@ package tracing
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sync/atomic"
 
@@ -188,7 +189,7 @@ func SetAnnotation(ctx context.Context, obj metav1.Object) bool {
 	if tp == "" {
 		return false
 	}
-	ann := obj.GetAnnotations()
+	ann := maps.Clone(obj.GetAnnotations()) // the map may be shared
 	if ann == nil {
 		ann = map[string]string{}
 	}

@@ -127,8 +127,9 @@
 // reconcile its event sets off, in this controller or another, links to
 // the span of the write. The annotation is set only on a write that is
 // sent anyway, because something the controller owns differs; it is never
-// compared, so it cannot make a write of its own, and an idle reconcile
-// still writes nothing. Status writes and server-side applies do not
+// compared (the mutated copy keeps the cached object's value, also where
+// mutate replaces all the annotations), so it cannot make a write of its
+// own, and an idle reconcile still writes nothing. Status writes and server-side applies do not
 // carry it (their requests still carry the traceparent header).
 package write
 
@@ -138,6 +139,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -601,6 +603,10 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 	if err != nil {
 		return zero, Unchanged, err
 	}
+	// The trace context annotation is never compared: obj keeps current's
+	// value of it, whatever mutate did to the annotations, and a write
+	// sent anyway sets it to this reconcile's.
+	keepAnnotation(current, obj)
 	if equality.Semantic.DeepEqual(current, obj) {
 		return current, Unchanged, nil
 	}
@@ -638,6 +644,27 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 		return updated, Unchanged, nil
 	}
 	return updated, Updated, nil
+}
+
+// keepAnnotation sets obj's tracing.Annotation to current's, or removes it
+// where current has none, on a copy of obj's annotations (mutate may have
+// set a map it shares with others).
+func keepAnnotation[T Object](current, obj T) {
+	was, had := current.GetAnnotations()[tracing.Annotation]
+	now, has := obj.GetAnnotations()[tracing.Annotation]
+	if had == has && was == now {
+		return
+	}
+	ann := maps.Clone(obj.GetAnnotations())
+	if had {
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[tracing.Annotation] = was
+	} else {
+		delete(ann, tracing.Annotation)
+	}
+	obj.SetAnnotations(ann)
 }
 
 // statusLeftOut returns an error when sent changed the status of current
