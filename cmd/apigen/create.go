@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/format"
 	"go/parser"
 	"go/token"
@@ -744,8 +745,8 @@ controllers = append(controllers, %sCtrl)`, s.Lower, s.Kind, s.GroupMethod, s.Ve
 }
 
 // apply writes the plan, generates as generate.go says with the plan's
-// arguments and tidies go.mod; a step that fails undoes what the steps
-// before it wrote.
+// arguments, tidies go.mod and builds the packages it wrote to; a step
+// that fails undoes what the steps before it wrote.
 func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Writer) (err error) {
 	root := op.mod.root
 	genArgs := strings.Join(quoteArgs(p.genArgs), " ")
@@ -824,6 +825,24 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	tidy.Stdout, tidy.Stderr = &out, &out
 	if err := runCommand(tidy); err != nil {
 		return fmt.Errorf("go mod tidy: %w\n%s", err, out.String())
+	}
+	// The packages it wrote to must build, or it undoes what it wrote: a
+	// copy that compiles in the hub's package may not in the new one.
+	var pkgs []string
+	for _, rel := range slices.Concat(slices.Collect(maps.Keys(p.files)), slices.Collect(maps.Keys(p.edits))) {
+		if pkg := "./" + strings.TrimSuffix(path.Dir(rel), "."); strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") && !slices.Contains(pkgs, pkg) {
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	if len(pkgs) > 0 {
+		slices.Sort(pkgs)
+		build := command(ctx, "go", append([]string{"build"}, pkgs...)...)
+		build.Dir = root
+		out.Reset()
+		build.Stdout, build.Stderr = &out, &out
+		if err := runCommand(build); err != nil {
+			return fmt.Errorf("what it wrote does not build, go build %s: %w\n%s", strings.Join(pkgs, " "), err, out.String())
+		}
 	}
 	for _, s := range p.printed {
 		_, _ = fmt.Fprint(stdout, "apigen create: "+s)
@@ -1024,11 +1043,32 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 	var copied []*apiDecl
 	uses := map[*apiDecl][]string{} // the package names each copied declaration uses
 	seen := map[*apiDecl]bool{}
-	for queue := []string{s.Kind}; len(queue) > 0; queue = queue[1:] {
-		name := queue[0]
+	// The other kinds of the hub's package (and their lists), which a
+	// new version of this kind never copies: each is a kind of its own,
+	// with versions of its own.
+	otherKinds := map[string]bool{}
+	for _, k := range op.kinds {
+		if k.dir == hub.dir && k.kind != s.Kind {
+			otherKinds[k.kind], otherKinds[k.kind+"List"] = true, true
+		}
+	}
+	type use struct {
+		name string
+		by   string // the declaration that uses it, for a refusal
+	}
+	for queue := []use{{name: s.Kind}}; len(queue) > 0; queue = queue[1:] {
+		name := queue[0].name
 		d, ok := decls[name]
-		if !ok || d.value || seen[d] || name == s.Kind+"List" {
+		if !ok || d.value || seen[d] || name == s.Kind+"List" || registerNames[name] {
 			continue
+		}
+		if name != s.Kind && (otherKinds[name] || rootMarkers.MatchString(d.src)) {
+			return nil, nil, fmt.Errorf("%s uses %s, another kind of %s's package (%s), which a new version of %s does not copy: make it use none (or move it out of the API package), then run apigen create api again; nothing written",
+				queue[0].by, name, hub.version, path.Join(hub.dir, d.file), s.Kind)
+		}
+		if d.constrained {
+			return nil, nil, fmt.Errorf("%s declares %s, which the new version of %s copies, in a file with build constraints, which a new version's types.go does not have: move it to a file without them, then run apigen create api again; nothing written",
+				path.Join(hub.dir, d.file), name, s.Kind)
 		}
 		seen[d] = true
 		there := false
@@ -1037,13 +1077,17 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				if normalDecl(t.src) != normalDecl(d.src) {
 					return nil, nil, fmt.Errorf("%s declares %s, which the new version of %s copies from %s (%s), unlike it: make the two the same or rename one, then run apigen create api again; nothing written", path.Join(s.APIDir, t.file), n, s.Kind, hub.version, path.Join(hub.dir, d.file))
 				}
+				if !slices.Equal(normalMethods(t.methods), normalMethods(d.methods)) {
+					return nil, nil, fmt.Errorf("%s declares %s as %s (%s) does, with methods unlike its methods, which the new version of %s copies: make the methods the same or rename one type, then run apigen create api again; nothing written", path.Join(s.APIDir, t.file), n, hub.version, path.Join(hub.dir, d.file), s.Kind)
+				}
 				there = true
 			}
 		}
 		if !there {
 			copied = append(copied, d)
 		}
-		declUses(d.node, func(n string) { queue = append(queue, n) }, func(pkg string) {
+		by := path.Join(hub.dir, d.file) + "'s " + d.names[0]
+		declUses(d.node, func(n string) { queue = append(queue, use{n, by}) }, func(pkg string) {
 			if !there && !slices.Contains(uses[d], pkg) {
 				uses[d] = append(uses[d], pkg)
 			}
@@ -1056,15 +1100,20 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 		// imports they use; one that uses a variable or function of the
 		// hub's package, which the new version does not copy, is refused.
 		for _, m := range d.methods {
+			if m.constrained {
+				return nil, nil, fmt.Errorf("%s declares the method %s.%s, which the new version of %s copies, in a file with build constraints, which a new version's types.go does not have: move it to a file without them, then run apigen create api again; nothing written",
+					path.Join(hub.dir, m.file), d.names[0], m.names[0], s.Kind)
+			}
 			var refused error
+			by := path.Join(hub.dir, m.file) + "'s method " + d.names[0] + "." + m.names[0]
 			methodUses(m.node.(*ast.FuncDecl), decls, func(n string) {
 				u := decls[n]
 				switch {
 				case u == nil || !u.value:
-					queue = append(queue, n)
+					queue = append(queue, use{n, by})
 				case !registerNames[n] && refused == nil:
-					refused = fmt.Errorf("%s's method %s.%s uses %s, a %s of %s's package that a new version does not copy: make the method use none (or declare it in a file of its own in %s after the new version is made), then run apigen create api again; nothing written",
-						path.Join(hub.dir, m.file), d.names[0], m.names[0], n, map[bool]string{true: "function", false: "variable"}[isFunc(u)], hub.version, s.APIDir)
+					refused = fmt.Errorf("%s uses %s, a %s of %s's package that a new version does not copy: make the method use none (or declare it in a file of its own in %s after the new version is made), then run apigen create api again; nothing written",
+						by, n, map[bool]string{true: "function", false: "variable"}[isFunc(u)], hub.version, s.APIDir)
 				}
 			}, func(pkg string) {
 				if !slices.Contains(uses[m], pkg) {
@@ -1244,27 +1293,77 @@ type apiDecl struct {
 	ast     *ast.File  // its file
 	value   bool       // a variable or a function (not a method), which a new version does not copy
 	methods []*apiDecl // of a type: the methods declared on it, in the order of the package's files
+	// constrained: its file has build constraints (a //go:build line or
+	// a _GOOS or _GOARCH name) that some platform does not meet, where a
+	// twin for the other platforms may be declared.
+	constrained bool
 }
 
 // packageDecls returns the type and constant declarations of the Go
-// package in dir, without its tests and generated files, by each name
-// they declare.
+// package in dir, without its tests, its generated files and the files
+// that this platform does not build, by each name they declare.
 func packageDecls(dir string) (map[string]*apiDecl, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	files := map[string][]byte{}
+	constrained := map[string]bool{}
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || strings.HasPrefix(n, "zz_generated") {
 			continue
 		}
-		if files[n], err = os.ReadFile(filepath.Join(dir, n)); err != nil {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
 			return nil, err
 		}
+		here, everywhere, err := buildsOn(dir, n, b)
+		if err != nil {
+			return nil, err
+		}
+		if here {
+			files[n], constrained[n] = b, !everywhere
+		}
 	}
-	return packageDeclsOf(token.NewFileSet(), files)
+	decls, err := packageDeclsOf(token.NewFileSet(), files)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range decls {
+		d.constrained = constrained[d.file]
+		for _, m := range d.methods {
+			m.constrained = constrained[m.file]
+		}
+	}
+	return decls, nil
+}
+
+// platforms are the platforms a file is built on, for buildsOn: a file of
+// an API package that one of them does not build has build constraints.
+var platforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "arm64"}, {"windows", "amd64"}, {"freebsd", "386"}, {"plan9", "arm"}}
+
+// buildsOn says whether the Go file name of dir, of source src, is built
+// on this platform (here), and on every platform (everywhere).
+func buildsOn(dir, name string, src []byte) (here, everywhere bool, err error) {
+	match := func(ctx build.Context) (bool, error) {
+		ctx.OpenFile = func(string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(src)), nil }
+		return ctx.MatchFile(dir, name)
+	}
+	if here, err = match(build.Default); err != nil {
+		return false, false, fmt.Errorf("%s: %w", name, err)
+	}
+	everywhere = true
+	for _, p := range platforms {
+		ctx := build.Default
+		ctx.GOOS, ctx.GOARCH = p[0], p[1]
+		ok, err := match(ctx)
+		if err != nil {
+			return false, false, fmt.Errorf("%s: %w", name, err)
+		}
+		everywhere = everywhere && ok
+	}
+	return here, everywhere, nil
 }
 
 // packageDeclsOf is packageDecls of the files given by name. A
@@ -1459,9 +1558,29 @@ func declUses(n ast.Node, name, pkg func(string)) {
 }
 
 // registerNames are the names that register-gen declares in an API
-// package that does not declare them itself, as a new version's does not:
-// a method may use them.
-var registerNames = map[string]bool{"SchemeGroupVersion": true, "SchemeBuilder": true, "AddToScheme": true, "Kind": true, "Resource": true}
+// package that does not declare SchemeGroupVersion itself, as a new
+// version's does not: a method may use them, and a new version never
+// copies them from a hub that declares them itself (its generated
+// register declares them).
+var registerNames = map[string]bool{
+	"GroupName": true, "GroupVersion": true, "SchemeGroupVersion": true, "Resource": true,
+	"SchemeBuilder": true, "localSchemeBuilder": true, "AddToScheme": true, "Install": true, "addKnownTypes": true,
+}
+
+// rootMarkers match the markers of a kind's type or its list's: a type
+// with one is a kind of its own, which a new version of another kind
+// does not copy.
+var rootMarkers = regexp.MustCompile(`(?m)^[ \t]*//[ \t]*\+(genclient|kubebuilder:object:root=true)\b`)
+
+// normalMethods returns the sources of methods as they compare, sorted.
+func normalMethods(methods []*apiDecl) []string {
+	out := make([]string, 0, len(methods))
+	for _, m := range methods {
+		out = append(out, normalDecl(m.src))
+	}
+	slices.Sort(out)
+	return out
+}
 
 // isFunc says whether d is a function.
 func isFunc(d *apiDecl) bool {
@@ -1472,7 +1591,9 @@ func isFunc(d *apiDecl) bool {
 // methodUses calls name with each name that the method fd uses
 // unqualified and does not declare itself, and pkg with each name it
 // qualifies with a package name (a name that is neither its own nor one
-// of decls, the declarations of its package).
+// of decls, the declarations of its package). The names of fields (of a
+// struct type it declares, or keys of a composite literal of a struct
+// type) are not names it uses.
 func methodUses(fd *ast.FuncDecl, decls map[string]*apiDecl, name, pkg func(string)) {
 	local := func(id *ast.Ident) bool {
 		if id.Obj == nil {
@@ -1481,6 +1602,9 @@ func methodUses(fd *ast.FuncDecl, decls map[string]*apiDecl, name, pkg func(stri
 		d, ok := id.Obj.Decl.(ast.Node)
 		return ok && d.Pos() >= fd.Pos() && d.Pos() < fd.End()
 	}
+	// elems are the element types of the composite literals whose type
+	// is left out (in a literal of a slice, array or map), by literal.
+	elems := map[*ast.CompositeLit]ast.Expr{}
 	var walk func(ast.Node) bool
 	walk = func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -1492,6 +1616,35 @@ func methodUses(fd *ast.FuncDecl, decls map[string]*apiDecl, name, pkg func(stri
 				}
 			}
 			ast.Inspect(n.X, walk)
+			return false
+		case *ast.Field:
+			ast.Inspect(n.Type, walk)
+			return false
+		case *ast.CompositeLit:
+			t := n.Type
+			if t == nil {
+				t = elems[n]
+			} else {
+				ast.Inspect(n.Type, walk)
+			}
+			fields, elem := literalOf(t, decls)
+			for _, e := range n.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					if lit := elided(e); lit != nil && elem != nil {
+						elems[lit] = elem
+					}
+					ast.Inspect(e, walk)
+					continue
+				}
+				if _, key := kv.Key.(*ast.Ident); !(fields && key) {
+					ast.Inspect(kv.Key, walk)
+				}
+				if lit := elided(kv.Value); lit != nil && elem != nil {
+					elems[lit] = elem
+				}
+				ast.Inspect(kv.Value, walk)
+			}
 			return false
 		case *ast.Ident:
 			if !local(n) {
@@ -1507,6 +1660,48 @@ func methodUses(fd *ast.FuncDecl, decls map[string]*apiDecl, name, pkg func(stri
 	if fd.Body != nil {
 		ast.Inspect(fd.Body, walk)
 	}
+}
+
+// elided returns the composite literal that e is, or &e is, if its type
+// is left out.
+func elided(e ast.Expr) *ast.CompositeLit {
+	if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		e = u.X
+	}
+	if lit, ok := e.(*ast.CompositeLit); ok && lit.Type == nil {
+		return lit
+	}
+	return nil
+}
+
+// literalOf says whether the keys of a composite literal of type t are
+// field names, and returns the type of its elements where it is a slice,
+// array or map type (nil if not known). A type of another package, or
+// one not known, is taken as a struct type.
+func literalOf(t ast.Expr, decls map[string]*apiDecl) (fields bool, elem ast.Expr) {
+	for range 10 { // a chain of named types, not a cycle
+		switch tt := t.(type) {
+		case *ast.StarExpr:
+			t = tt.X
+			continue
+		case *ast.ParenExpr:
+			t = tt.X
+			continue
+		case *ast.ArrayType:
+			return false, tt.Elt
+		case *ast.MapType:
+			return false, tt.Value
+		case *ast.Ident:
+			if d, ok := decls[tt.Name]; ok {
+				if spec, ok := d.node.(*ast.TypeSpec); ok {
+					t = spec.Type
+					continue
+				}
+			}
+		}
+		return true, nil
+	}
+	return true, nil
 }
 
 // normalDecl is the source of a declaration as its copies compare: its
