@@ -976,12 +976,15 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 // and constants of the hub's package that the kind uses, with the methods
 // declared on those types (not the generated ones) and the imports they
 // need; so every version agrees on what the CRD takes from one of them,
-// and the skeleton conversion is exact. Versions whose scopes disagree
-// are refused, as is a new package that declares a type, constant,
-// variable or function named like one the new version copies unlike the
-// hub's (an identical one is used as it is), a method that uses a
-// variable or function of the hub's package (but register-gen's), and
-// copies that use one package name for two packages.
+// and the skeleton conversion is exact. It copies neither another kind
+// (a type with +genclient or a root marker) nor the names register-gen
+// declares. Versions whose scopes disagree are refused, as is a new
+// package that declares a type, constant, variable or function named
+// like one the new version copies unlike the hub's (an identical type
+// with identical methods is used as it is), a method or type that uses
+// another kind, a method that uses a variable or function of the hub's
+// package (but register-gen's), a copy from a file with build
+// constraints, and copies that use one package name for two packages.
 func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions []kindVersion, hub kindVersion) ([]byte, []string, error) {
 	for _, v := range versions {
 		if v.nonNamespaced != v.clusterScope || v.clusterScope != hub.clusterScope {
