@@ -70,9 +70,10 @@ type Metrics interface {
 	// IncAPIWatchStops counts an Informer stopped because its resource
 	// was no longer served (or its CRD was deleted and created again).
 	IncAPIWatchStops(cluster, resource string)
-	// DeleteAPIWatchState removes the state of the Informer of resource
-	// on the APIs named cluster: its APIs shut down (the process stops,
-	// or a fleet's member left).
+	// DeleteAPIWatchState removes what was recorded of the Informer of
+	// resource on the APIs named cluster (its state and its count of
+	// stops): its APIs shut down (the process stops, or a fleet's member
+	// left).
 	DeleteAPIWatchState(cluster, resource string)
 }
 
