@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -31,7 +30,11 @@ func AllKeys[K comparable](K) bool { return true }
 //   - when it is served again, the new informer's initial list reaches h,
 //     which queues its keys again; a controller that was ready stays
 //     ready meanwhile (HasSynced does not turn false again while the
-//     controller runs).
+//     controller runs);
+//   - before the controller runs (a standby replica, whose Run has not
+//     begun), its HasSynced is the Informer's (see Informer.HasSynced),
+//     as it is a watched informer's: a standby whose caches synced is
+//     ready.
 //
 // needs may be nil: then no key is gated and only the watch follows the
 // resource (a controller of other objects that also watches an optional
@@ -50,48 +53,92 @@ type gate[T cache.Object, K comparable] struct {
 	inf   *Informer[T]
 	h     cache.TypedResourceEventHandler[T]
 	needs func(K) bool
-	// synced is the sync check of h's registration while Start runs.
-	synced atomic.Pointer[func() bool]
-	// ready is set once HasSynced reported true during this Start: it
-	// stays true while Start runs.
-	ready atomic.Bool
+
+	mu sync.Mutex
+	// started is set from Starting (or Start) until Start returns: the
+	// controller runs. guarded by mu.
+	started bool
+	// run counts the controller's runs and their ends, so that a check
+	// of one run does not mark another ready. guarded by mu.
+	run uint64
+	// synced is the sync check of h's registration while Start runs, nil
+	// before it registered h. guarded by mu.
+	synced func() bool
+	// ready is set once HasSynced reported true during this run: it stays
+	// true until Start returns. guarded by mu.
+	ready bool
 }
 
 // Err reports why the Informer cannot work: Controller.Watch refuses
 // the Watch with it.
 func (g *gate[T, K]) Err() error { return g.inf.Err() }
 
+// Starting is called by the controller's Run just before Start: from
+// then on HasSynced reports on h, no longer on the Informer alone.
+func (g *gate[T, K]) Starting() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lockedBegin()
+}
+
+// lockedBegin begins a run, unless one has begun. g.mu is held.
+func (g *gate[T, K]) lockedBegin() {
+	if g.started {
+		return
+	}
+	g.started, g.run, g.synced, g.ready = true, g.run+1, nil, false
+}
+
 // Start registers h on inf while ctx lasts.
 func (g *gate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) {
-	g.ready.Store(false)
+	g.mu.Lock()
+	g.lockedBegin()
+	run := g.run
+	g.mu.Unlock()
 	synced, remove := g.inf.AddEventHandler(ctx, g.h)
-	g.synced.Store(&synced)
+	g.mu.Lock()
+	if g.run == run {
+		g.synced = synced
+	}
+	g.mu.Unlock()
 	<-ctx.Done()
-	g.synced.Store(nil)
-	g.ready.Store(false)
+	g.mu.Lock()
+	if g.run == run {
+		g.started, g.run, g.synced, g.ready = false, g.run+1, nil, false
+	}
+	g.mu.Unlock()
 	remove()
 	klog.FromContext(ctx).V(4).Info("Removed the handler of an optional resource", "resource", resourceName(g.inf.gvr))
 }
 
-// HasSynced reports whether Start has registered h, the APIs know
+// HasSynced reports, while the controller runs (from just before Start
+// until it returns), whether Start has registered h, the APIs know
 // whether the resource is served and, if it is, h has seen its informer's
-// initial list; false before Start. Once true, it stays true until Start
-// returns: an informer started later (the resource installed, or back)
-// does not take the controller's readiness away.
+// initial list; once true, it stays true until Start returns: an
+// informer started later (the resource installed, or back) does not take
+// the controller's readiness away. Before the controller runs (a standby
+// replica) and after, it reports what the Informer's HasSynced does, as
+// Controller.HasSynced does for a watched informer: the APIs know what is
+// served and the running informer, if any, has synced.
 func (g *gate[T, K]) HasSynced() bool {
-	if g.ready.Load() {
+	g.mu.Lock()
+	started, run, synced, ready := g.started, g.run, g.synced, g.ready
+	g.mu.Unlock()
+	switch {
+	case !started:
+		return g.inf.HasSynced()
+	case ready:
 		return true
-	}
-	synced := g.synced.Load()
-	if synced == nil || !g.inf.apis.HasSynced() || !(*synced)() {
+	case synced == nil || !g.inf.apis.HasSynced() || !synced():
 		return false
 	}
-	g.ready.Store(true)
-	if g.synced.Load() != synced {
-		// Start returned meanwhile: its end cleared ready before.
-		g.ready.Store(false)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.run != run {
+		// Start returned meanwhile: this check was of a run that ended.
 		return false
 	}
+	g.ready = true
 	return true
 }
 

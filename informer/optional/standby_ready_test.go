@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlkit/ctrlkit/reconcile"
 
 	"github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
 	foofake "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned/fake"
@@ -29,10 +32,10 @@ import (
 // default a standby replica with synced caches is ready"; Controller.HasSynced:
 // "before Run, whether every watched informer has synced its cache, so
 // that a standby replica with warm informers reports ready"). A controller
-// with an optional.On watch never is: On's gate reports false before its
-// Start, which only Run calls, so a second replica (examples/summary runs
-// with leader election) stays unready and a rolling update stalls.
-func TestReviewStandbyWithOptionalWatchNeverReady(t *testing.T) {
+// with an optional.On watch is too: before Run, On's gate reports what its
+// Informer's HasSynced does, so a second replica (examples/summary runs
+// with leader election) turns ready and a rolling update goes on.
+func TestStandbyWithOptionalWatchIsReady(t *testing.T) {
 	other := "other"
 	kube := fake.NewClientset(&coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "op"},
@@ -80,4 +83,38 @@ func TestReviewStandbyWithOptionalWatchNeverReady(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// On's gate reports on its Informer only before the controller runs: from
+// Run on, the workers wait for On's handler to see the initial list, also
+// when the Informer synced long before (a standby replica that becomes the
+// leader), and the controller's readiness follows the handler.
+func TestGateWaitsForItsHandlerOnceRunStarts(t *testing.T) {
+	apis := optional.NewAPIs(crdClient(fooCRD(map[string]bool{"v1alpha1": true}, true)), nil)
+	newInformer, _ := fooInformers(foofake.NewClientset(foo("a")))
+	foos := optional.NewInformer(apis, foosGVR, newInformer)
+	release := make(chan struct{})
+	slow := cache.TypedResourceEventHandlerFuncs[*v1alpha1.Foo]{AddFunc: func(*v1alpha1.Foo) { <-release }}
+	ctrl, err := queue.New("foos", reconcile.Func[cache.ObjectName](func(context.Context, cache.ObjectName) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}))
+	require.NoError(t, err)
+	require.NoError(t, ctrl.Watch(optional.On(foos, slow, optional.AllKeys[cache.ObjectName])))
+	require.False(t, ctrl.HasSynced(), "ready before the APIs know what is served")
+	startAPIs(t, apis)
+	require.Eventually(t, ctrl.HasSynced, waitFor, time.Millisecond, "a standby whose optional informer synced is not ready")
+	require.True(t, foos.HasSynced())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // before the stop: Run waits for the handler
+	require.Never(t, ctrl.Running, 300*time.Millisecond, time.Millisecond,
+		"the workers started before On's handler saw the initial list")
+	require.False(t, ctrl.HasSynced(), "the running controller is ready before On's handler saw the initial list")
+	unblock()
+	require.Eventually(t, ctrl.Running, waitFor, time.Millisecond, "the workers never started")
+	require.True(t, ctrl.HasSynced())
 }
