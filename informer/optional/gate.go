@@ -26,7 +26,10 @@ func AllKeys[K comparable](K) bool { return true }
 //   - while the resource is not served, those keys are dropped: not
 //     queued, and dropped when their turn comes if they waited; their
 //     reconciles in flight when it goes away are cancelled with a cause
-//     wrapping ErrNotServed, neither retried nor counted as failed;
+//     wrapping ErrNotServed, neither retried nor counted as failed (a
+//     shutdown of the APIs cancels none: on a normal stop the controller
+//     lets them finish within its shutdown timeout, though Current then
+//     reports no informer);
 //   - when it is served again, the new informer's initial list reaches h,
 //     which queues its keys again; a controller that was ready stays
 //     ready meanwhile (HasSynced does not turn false again while the
@@ -153,7 +156,8 @@ func (g *gate[T, K]) Owns(key K) bool {
 }
 
 // Claim returns, for a key that needs the resource, a context cancelled
-// when the running informer stops; ok is false when none runs.
+// when the resource is no longer served (not when the APIs shut down);
+// ok is false when no informer runs.
 func (g *gate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(), bool) {
 	if g.needs == nil || !g.needs(key) {
 		return ctx, func() {}, true
@@ -162,9 +166,11 @@ func (g *gate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(),
 }
 
 // claim returns a context derived from ctx that is cancelled when the
-// running informer stops, with ErrNotServed as its cause (or
-// context.Canceled when the APIs shut down), and its release; ok is false
-// when no informer runs.
+// running informer stops because its resource is no longer served, with
+// a cause wrapping ErrNotServed, and its release; ok is false when no
+// informer runs. A shutdown of the APIs does not cancel it: the
+// controller drains its reconciles within its shutdown timeout, and
+// cancels them itself past it.
 func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool) {
 	i.mu.Lock()
 	run := i.run
@@ -173,14 +179,7 @@ func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool)
 		return nil, nil, false
 	}
 	claimCtx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(run.ctx, func() {
-		cause := context.Cause(run.ctx)
-		if !errors.Is(cause, ErrNotServed) {
-			// The APIs stopped: a shutdown, not a resource gone.
-			cause = context.Canceled
-		}
-		cancel(cause)
-	})
+	stop := context.AfterFunc(run.gone, func() { cancel(context.Cause(run.gone)) })
 	return claimCtx, func() {
 		stop()
 		cancel(nil)
@@ -271,7 +270,8 @@ func (g *MemberGate[T, K]) Owns(key K) bool {
 }
 
 // Claim returns, for a key of a member with an Informer, a context
-// cancelled when the member's informer stops; ok is false when none runs.
+// cancelled when the member's resource is no longer served (not when the
+// member's APIs shut down); ok is false when no informer runs.
 func (g *MemberGate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(), bool) {
 	inf := g.informerOf(key)
 	if inf == nil {

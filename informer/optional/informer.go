@@ -34,10 +34,15 @@ type Informer[T cache.Object] struct {
 // of its resource being served.
 type instance[T cache.Object] struct {
 	inf cache.TypedSharedIndexInformer[T]
-	// ctx ends, with ErrNotServed, when the instance is stopped.
+	// ctx ends when the instance is stopped: its informer's run.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	done   chan struct{} // closed once the informer's Run returned
+	// gone ends, with a cause wrapping ErrNotServed, when the instance is
+	// stopped because its resource is no longer served (not when its
+	// APIs shut down): the claims on it end with it.
+	gone     context.Context
+	markGone context.CancelCauseFunc
+	done     chan struct{} // closed once the informer's Run returned
 	// uid is the UID of the CRD the instance started for ("" when
 	// followed by discovery).
 	uid  types.UID
@@ -199,7 +204,7 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 	running := i.run != nil
 	recreated := running && i.run.uid != uid
 	i.mu.Unlock()
-	if served && recreated && i.stopRun() {
+	if served && recreated && i.stopRun(true) {
 		if i.apis.cfg.metrics != nil {
 			i.apis.cfg.metrics.IncAPIWatchStops(i.apis.cfg.name, resourceName(i.gvr))
 		}
@@ -228,7 +233,13 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 			return
 		}
 		runCtx, cancel := context.WithCancelCause(ctx)
-		run := &instance[T]{inf: inf, ctx: runCtx, cancel: cancel, done: make(chan struct{}), uid: uid, regs: map[*handler[T]]cache.ResourceEventHandlerRegistration{}}
+		// gone does not end with ctx: a shutdown leaves the reconciles in
+		// flight to the controller's drain.
+		gone, markGone := context.WithCancelCause(context.WithoutCancel(ctx))
+		run := &instance[T]{
+			inf: inf, ctx: runCtx, cancel: cancel, gone: gone, markGone: markGone,
+			done: make(chan struct{}), uid: uid, regs: map[*handler[T]]cache.ResourceEventHandlerRegistration{},
+		}
 		i.mu.Lock()
 		for hd := range i.handlers {
 			i.lockedRegister(run, hd)
@@ -242,7 +253,7 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 			inf.RunWithContext(runCtx)
 		})
 	case !served && running:
-		if i.stopRun() {
+		if i.stopRun(true) {
 			if i.apis.cfg.metrics != nil {
 				i.apis.cfg.metrics.IncAPIWatchStops(i.apis.cfg.name, resourceName(i.gvr))
 			}
@@ -252,12 +263,15 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 	}
 }
 
-// stop stops the running informer, if any, and waits for it.
-func (i *Informer[T]) stop() { i.stopRun() }
+// stop stops the running informer, if any, and waits for it: its APIs
+// shut down. The claims on it are left to the controller's drain.
+func (i *Informer[T]) stop() { i.stopRun(false) }
 
 // stopRun stops the running informer, if any, and waits for it; it
-// reports whether one ran.
-func (i *Informer[T]) stopRun() bool {
+// reports whether one ran. notServed says why: the resource is no longer
+// served (or its CRD was recreated), which cancels the claims on it, or,
+// when false, the APIs shut down, which leaves them be.
+func (i *Informer[T]) stopRun(notServed bool) bool {
 	i.mu.Lock()
 	run := i.run
 	if run == nil {
@@ -265,7 +279,13 @@ func (i *Informer[T]) stopRun() bool {
 		return false
 	}
 	i.run, i.state = nil, Stopped
-	run.cancel(fmt.Errorf("%w: %s", ErrNotServed, resourceName(i.gvr)))
+	if notServed {
+		err := fmt.Errorf("%w: %s", ErrNotServed, resourceName(i.gvr))
+		run.markGone(err)
+		run.cancel(err)
+	} else {
+		run.cancel(context.Canceled)
+	}
 	i.mu.Unlock()
 	<-run.done
 	return true

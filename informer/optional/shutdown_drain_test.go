@@ -21,10 +21,10 @@ import (
 // shutdown timeout (DESIGN.md: "on cancel it stops taking new keys, lets
 // in-flight reconciles finish (bounded by a timeout)"; "on a normal stop
 // it drains first"). A controller of an optional resource run the
-// documented way (operator.Run with WithInformers(apis)) has its
-// reconciles of gated keys cancelled at once instead: the APIs stop with
-// the same context and cancel every claim.
-func TestReviewNormalStopCancelsGatedReconcilesAtOnce(t *testing.T) {
+// documented way (operator.Run with WithInformers(apis)) has them
+// drained too: the APIs stop with the same context, and their shutdown
+// cancels no claim; only a resource no longer served does.
+func TestNormalStopDrainsGatedReconciles(t *testing.T) {
 	apis := optional.NewAPIs(crdClient(fooCRD(map[string]bool{"v1alpha1": true}, true)), nil)
 	newInformer, _ := fooInformers(foofake.NewClientset(foo("a")))
 	foos := optional.NewInformer(apis, foosGVR, newInformer)
