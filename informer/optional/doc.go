@@ -36,7 +36,7 @@
 // controller turns ready (and its workers start) with the resources that
 // are served, and the keys that need the resource (chosen by a function
 // of the key) are dropped, and their reconciles in flight cancelled, when
-// it goes away. In a fleet (package queue/multicluster), each member has
+// it goes away, and queued again when it is back. In a fleet (package queue/multicluster), each member has
 // its own APIs, made and added to the member with Cluster.AddInformers in
 // the engage function, with its handlers added by AddEventHandler (on the
 // member's Cluster.Queue): a member without the resource waits for it, and

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -31,7 +33,10 @@ func AllKeys[K comparable](K) bool { return true }
 //     lets them finish within its shutdown timeout, though Current then
 //     reports no informer);
 //   - when it is served again, the new informer's initial list reaches h,
-//     which queues its keys again; a controller that was ready stays
+//     which queues its keys again, and once h has seen it, the keys
+//     dropped or cancelled meanwhile are queued again too, also those
+//     that came from elsewhere (another watch, Add); a controller that
+//     was ready stays
 //     ready meanwhile (HasSynced does not turn false again while the
 //     controller runs);
 //   - before the controller runs (a standby replica, whose Run has not
@@ -70,6 +75,9 @@ type gate[T cache.Object, K comparable] struct {
 	// ready is set once HasSynced reported true during this run: it stays
 	// true until Start returns. guarded by mu.
 	ready bool
+	// dropped holds the keys dropped while the resource was not served,
+	// to queue again when it is. guarded by mu.
+	dropped map[K]struct{}
 }
 
 // Err reports why the Informer cannot work: Controller.Watch refuses
@@ -92,8 +100,9 @@ func (g *gate[T, K]) lockedBegin() {
 	g.started, g.run, g.synced, g.ready = true, g.run+1, nil, false
 }
 
-// Start registers h on inf while ctx lasts.
-func (g *gate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) {
+// Start registers h on inf while ctx lasts, and queues the keys dropped
+// while the resource was not served each time it is served again.
+func (g *gate[T, K]) Start(ctx context.Context, q queue.Enqueuer[K]) {
 	g.mu.Lock()
 	g.lockedBegin()
 	run := g.run
@@ -104,7 +113,7 @@ func (g *gate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) {
 		g.synced = synced
 	}
 	g.mu.Unlock()
-	<-ctx.Done()
+	g.requeueDropped(ctx, q, synced)
 	g.mu.Lock()
 	if g.run == run {
 		g.started, g.run, g.synced, g.ready = false, g.run+1, nil, false
@@ -145,24 +154,82 @@ func (g *gate[T, K]) HasSynced() bool {
 	return true
 }
 
+// requeueDropped queues the keys dropped while the resource was not
+// served, each time an informer of it runs and h has seen its initial
+// list (the keys h maps come from that list too; a key queued twice runs
+// once), until ctx ends.
+func (g *gate[T, K]) requeueDropped(ctx context.Context, q queue.Enqueuer[K], synced func() bool) {
+	for {
+		next := g.inf.started()
+		if _, running := g.inf.Current(); running {
+			err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+				return synced(), nil
+			})
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			dropped := g.dropped
+			g.dropped = nil
+			g.mu.Unlock()
+			for key := range dropped {
+				// Dropped again if the resource went away meanwhile.
+				q.Add(key)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-next:
+		}
+	}
+}
+
+// drop records key, dropped while the resource is not served.
+func (g *gate[T, K]) drop(key K) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dropped == nil {
+		g.dropped = map[K]struct{}{}
+	}
+	g.dropped[key] = struct{}{}
+}
+
 // Owns reports whether key may run: it does not need the resource, or the
-// resource is served.
+// resource is served. A key refused is queued again when the resource is
+// served.
 func (g *gate[T, K]) Owns(key K) bool {
 	if g.needs == nil || !g.needs(key) {
 		return true
 	}
-	_, running := g.inf.Current()
-	return running
+	if _, running := g.inf.Current(); !running {
+		g.drop(key)
+		return false
+	}
+	return true
 }
 
 // Claim returns, for a key that needs the resource, a context cancelled
 // when the resource is no longer served (not when the APIs shut down);
-// ok is false when no informer runs.
+// ok is false when no informer runs, and the key is then queued again
+// when the resource is served.
 func (g *gate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(), bool) {
 	if g.needs == nil || !g.needs(key) {
 		return ctx, func() {}, true
 	}
-	return g.inf.claim(ctx)
+	claimCtx, release, ok := g.inf.claim(ctx)
+	if !ok {
+		g.drop(key)
+		return nil, nil, false
+	}
+	return claimCtx, func() {
+		if errors.Is(context.Cause(claimCtx), ErrNotServed) {
+			// Cancelled as the resource went away: not retried, so
+			// run again when it is back.
+			g.drop(key)
+		}
+		release()
+	}, true
 }
 
 // claim returns a context derived from ctx that is cancelled when the
@@ -193,7 +260,9 @@ func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool)
 // while the other members' keys run. Keys of a member without an Informer
 // (not engaged here, or engaged without one) are left to the fleet. Give
 // Watch to the controller, and Set each member's Informer in the engage
-// function.
+// function. Unlike On's gate, a MemberGate does not queue again the keys
+// it dropped when the member's resource is served again: only the keys
+// its handlers map from the new informer's initial list are queued then.
 type MemberGate[T cache.Object, K comparable] struct {
 	clusterOf func(K) string
 	needs     func(K) bool

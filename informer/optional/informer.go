@@ -28,6 +28,9 @@ type Informer[T cache.Object] struct {
 	state    State                // guarded by mu
 	run      *instance[T]         // guarded by mu; nil unless Running
 	handlers map[*handler[T]]bool // guarded by mu; registered on every instance
+	// nextRun is closed when the next informer starts (nil until asked
+	// for). guarded by mu.
+	nextRun chan struct{}
 }
 
 // instance is one informer an Informer made, from the start to the stop
@@ -151,6 +154,17 @@ func (i *Informer[T]) AddEventHandler(ctx context.Context, h cache.TypedResource
 	return func() bool { return i.handlerSynced(hd) }, func() { i.removeHandler(hd) }
 }
 
+// started returns a channel closed when the Informer next starts an
+// informer (the resource is served again).
+func (i *Informer[T]) started() <-chan struct{} {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.nextRun == nil {
+		i.nextRun = make(chan struct{})
+	}
+	return i.nextRun
+}
+
 // handlerSynced reports whether hd has seen the initial list of the
 // running informer, true when none runs.
 func (i *Informer[T]) handlerSynced(hd *handler[T]) bool {
@@ -245,6 +259,10 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 			i.lockedRegister(run, hd)
 		}
 		i.run, i.state = run, Running
+		if i.nextRun != nil {
+			close(i.nextRun)
+			i.nextRun = nil
+		}
 		i.mu.Unlock()
 		i.apis.setState(i.gvr, Running)
 		logger.Info("Resource served: starting its watch")
