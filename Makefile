@@ -64,6 +64,9 @@ vet:
 	cd $(CMD) && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	@out=$$(git ls-files 2>/dev/null | while IFS= read -r f; do \
+		[ -f "$$f" ] && [ "$$(head -c 4 "$$f" | tr -d '\177')" = ELF ] && echo "$$f"; done; true); \
+	if [ -n "$$out" ]; then echo "executables tracked by git (build them, do not commit them):"; echo "$$out"; exit 1; fi
 
 # Everything derived from the API types and the +kubebuilder markers: deep
 # copies, clientsets (and fakes), listers, informers, apply configurations

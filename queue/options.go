@@ -184,6 +184,11 @@ func WithFairness[K comparable](group func(K) string) Option {
 // set reconciles off, and tracing.DropEmpty to drop the spans of
 // reconciles that wrote nothing. Default: no tracing, at no cost in the
 // worker loop.
+//
+// ExampleWithTracing runs a traced controller with an in-memory exporter;
+// a test records the spans with tracetest.SpanRecorder ("Testing traces
+// with fakes" in docs/tracing.md). operator.Flags.ControllerOptions gives
+// this option when tracing is on.
 func WithTracing(tp trace.TracerProvider) Option {
 	return func(c *config) {
 		if tp == nil {

@@ -350,7 +350,9 @@ func (c *Controller[K]) Name() string { return c.name }
 func (c *Controller[K]) Add(key K) {
 	if c.owns(key) {
 		c.base.Add(key)
+		return
 	}
+	c.ForgetTriggers(key) // recorded while the key was still owned
 }
 
 // owns reports whether key is this process's to reconcile: its
@@ -383,7 +385,9 @@ func (c *Controller[K]) owns(key K) bool {
 func (c *Controller[K]) AddLowPriority(key K) {
 	if c.owns(key) {
 		c.base.AddLow(key)
+		return
 	}
+	c.ForgetTriggers(key)
 }
 
 // AddAfter enqueues key once d has passed (at once if d <= 0), like Add.
@@ -679,10 +683,6 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		}
 		c.base.doneAt(key, end)
 	}()
-	var triggers *pendingTriggers
-	if c.cfg.tracer != nil {
-		triggers = c.takeTriggers(key)
-	}
 	if stopCtx.Err() != nil || c.abortError() != nil {
 		// Stopping: leave the key; it is not worked on by this process again.
 		return false
@@ -691,7 +691,7 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 		claimCtx, release, ok := o.Claim(workCtx, key)
 		if !ok {
 			// Another replica's key now: drop it, with its backoff.
-			c.forget(key)
+			c.refused(key)
 			return true
 		}
 		defer release()
@@ -700,11 +700,17 @@ func (c *Controller[K]) processNext(stopCtx, workCtx context.Context) bool {
 	gateCtx, releaseGates, ok := c.claimGates(workCtx, key)
 	if !ok {
 		// A gate closed for the key (its API is not served): drop it.
-		c.forget(key)
+		c.refused(key)
 		return true
 	}
 	defer releaseGates()
 	workCtx = gateCtx
+	// The triggers go to the reconcile that runs: a key refused above
+	// keeps them for its next turn, if it has one (see refused).
+	var triggers *pendingTriggers
+	if c.cfg.tracer != nil {
+		triggers = c.takeTriggers(key)
+	}
 	c.active.Add(1)
 	defer c.active.Add(-1)
 	end, timed = c.reconcileKey(workCtx, key, startedAt, triggers), true
@@ -842,6 +848,17 @@ func (c *Controller[K]) noteTerminal(key K, err error, terminal bool) bool {
 type terminalNote struct {
 	msg        string
 	generation int64
+}
+
+// refused drops key, whose claim was refused when its turn came, with its
+// backoff. Its triggers stay while the key is still this process's (an
+// Ownership that holds the key, or queues it again, for later: the
+// reconcile that finally runs names them), and go with the key otherwise.
+func (c *Controller[K]) refused(key K) {
+	c.forget(key)
+	if c.Tracing() && !c.owns(key) {
+		c.ForgetTriggers(key)
+	}
 }
 
 // forget ends key's backoff: the rate limiter forgets its failures, and a

@@ -23,8 +23,14 @@ func (c *Controller[K]) Tracing() bool { return c.cfg.tracer != nil }
 // tracing.MaxTriggers triggers until its next reconcile starts, and
 // counts the others; it keeps them only while tracing is on, and only for
 // keys this process owns (see Restrict), whose adds are accepted: the
-// trigger of a key another replica owns is dropped, like its add, so
-// their memory is bounded by the keys that wait here.
+// trigger of a key another replica owns is dropped, like its add. The
+// triggers of a key go to the reconcile that runs under the key's claims;
+// a key whose claim is refused at its turn keeps them while it is still
+// owned (its Ownership holds it, or queues it again, for later) and loses
+// them when it is dropped, as does a key whose add is dropped and a key a
+// source drops (ForgetTriggers). Their memory is so bounded by the keys
+// that wait here, held ones included, and the owned keys an Ownership
+// refused without queuing them again.
 func (c *Controller[K]) Trigger(key K, t tracing.Trigger) {
 	if c.cfg.tracer == nil || !c.owns(key) {
 		return
@@ -52,6 +58,19 @@ type pendingTriggers struct {
 	kept  []tracing.Trigger // the first tracing.MaxTriggers
 	last  tracing.Trigger
 	count int
+}
+
+// ForgetTriggers drops the triggers recorded for key (see Trigger). A
+// source that holds keys back and adds them later, such as the Fleet of
+// package queue/multicluster, calls it when it drops a key it held rather
+// than adding it, so that the triggers of keys that will not be
+// reconciled do not stay, nor show up in a later reconcile of the key.
+// Without tracing it does nothing.
+func (c *Controller[K]) ForgetTriggers(key K) {
+	if c.cfg.tracer == nil {
+		return
+	}
+	c.takeTriggers(key)
 }
 
 // takeTriggers removes and returns the triggers recorded for key, nil if

@@ -163,22 +163,20 @@ func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSe
 }
 
 // cleanup deletes cs's ConfigMap from every member that is ready; the
-// finalizer goes once the Fleet knows all its members (HasSynced) and every
-// member cs went to (as its spec or status says) is cleaned or no longer a
-// member: one not ready (rotating, not answering, the Fleet stopping) is
-// waited for, one its Provider refused is not.
+// finalizer goes once the Fleet knows all its members (HasSynced) and
+// every member is cleaned or no longer a member. One not ready (rotating,
+// not answering, the Fleet stopping) is waited for, whatever cs's spec and
+// status say: it may hold the ConfigMap from a write whose status write
+// was lost. One its Provider refused is not.
 func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
 	if !c.fleet.HasSynced() {
 		return reconcile.Result{}, errors.New("the fleet has not learnt its members yet")
 	}
-	key, had := cache.MetaObjectToName(cs), slices.Clone(c.targets(cs))
+	key := cache.MetaObjectToName(cs)
 	errs := c.fleet.Each(ctx, memberTimeout, func(ctx context.Context, _ string, m *member) error { return m.remove(ctx, key) })
-	for _, m := range cs.Status.Members {
-		had = append(had, m.Cluster)
-	}
 	var left []error
 	for cluster, err := range errs { // every member, ready or not, but one its Provider refused
-		if err != nil && slices.Contains(had, cluster) {
+		if err != nil {
 			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, err))
 		}
 	}

@@ -65,8 +65,9 @@ type member struct {
 	copies *write.Objects[*corev1.ConfigMap]
 	lister corelisters.ConfigMapLister
 	events record.EventRecorder
-	// refused tells, of each copy reconciled since the member was engaged,
-	// whether it was refused (not a copy). Guarded by the copier's mu.
+	// refused tells, of each source reconciled since the member was
+	// engaged and not gone since, whether its copy was refused (not a
+	// copy). Guarded by the copier's mu.
 	refused map[cache.ObjectName]bool
 }
 
@@ -155,6 +156,11 @@ func (c *copier) reconcileCopy(ctx context.Context, m *member, key multicluster.
 		return reconcile.Result{}, err
 	}
 	isSource := err == nil && sourceSelector.Matches(labels.Set(src.Labels))
+	if !isSource { // a source gone is forgotten
+		c.mu.Lock()
+		delete(m.refused, key.ObjectName)
+		c.mu.Unlock()
+	}
 	client := m.client.CoreV1().ConfigMaps(key.Namespace)
 	cp, found, err := m.copies.Get(key.ObjectName)
 	switch {

@@ -38,6 +38,12 @@ const DefaultDiscoveryPeriod = time.Minute
 // accepts: discovery is a request per group version each period.
 const MinDiscoveryPeriod = 5 * time.Second
 
+// MaxHoldOffPeriods bounds the hold-off of a group version whose
+// resources' watches answered 503 (ServiceUnavailable) while discovery
+// served it: discovery's next 1, 2, 4, ... and at most MaxHoldOffPeriods
+// answers that serve it are not believed before its watches start again.
+const MaxHoldOffPeriods = 16
+
 // ErrNotServed is the cause of the context of a reconcile cancelled
 // because the resource its key needs is no longer served.
 var ErrNotServed = errors.New("resource no longer served")
@@ -117,8 +123,14 @@ func WithName(name string) Option {
 // of discovery every discovery period, by a goroutine of its own, so that
 // a discovery request that hangs (an aggregated API whose backend does
 // not answer) holds back only the answers about the resources followed
-// by discovery, never those followed by their CRDs. It applies to
-// NewInformer.
+// by discovery, never those followed by their CRDs. A group version that
+// discovery reports unavailable (a 503, or marked stale) is not served:
+// its watches stop until discovery serves it again. A list or watch of
+// the resource that answers 503 stops the watches of its group version
+// too, and holds it off: discovery's next answers serving it are not
+// believed for 1, 2, 4, ... (at most MaxHoldOffPeriods) periods, so that
+// a backend that stays down is not listed, nor its failure logged, in a
+// loop. It applies to NewInformer.
 func FromDiscovery() Option {
 	return func(c *config) { c.fromDiscovery = true; c.informerOnly = append(c.informerOnly, "FromDiscovery") }
 }
@@ -143,6 +155,8 @@ type follower interface {
 	follow(ctx context.Context, served bool, uid types.UID)
 	// stop stops the Informer's informer and waits for it.
 	stop()
+	// running reports whether an informer runs.
+	running() bool
 	syncedNow() bool
 	objectType() reflect.Type
 }
@@ -171,6 +185,9 @@ type APIs struct {
 	// discovered holds discovery's last answer by group version: the
 	// resources it serves. guarded by discMu.
 	discovered map[schema.GroupVersion]map[string]bool
+	// holds holds, by group version, the hold-off after its watches
+	// answered 503. guarded by discMu.
+	holds map[schema.GroupVersion]*holdOff
 
 	mu        sync.Mutex
 	started   bool       // guarded by mu
@@ -184,7 +201,7 @@ type APIs struct {
 // are refused: Err reports it, and Start starts nothing.
 func NewAPIs(crds apiextensionsclientset.Interface, disc discovery.DiscoveryInterface, opts ...Option) *APIs {
 	cfg := newConfig(opts)
-	a := &APIs{cfg: cfg, disc: disc, kick: make(chan struct{}, 1), discovered: map[schema.GroupVersion]map[string]bool{}}
+	a := &APIs{cfg: cfg, disc: disc, kick: make(chan struct{}, 1), discovered: map[schema.GroupVersion]map[string]bool{}, holds: map[schema.GroupVersion]*holdOff{}}
 	switch {
 	case crds == nil:
 		a.err = errors.New("optional: NewAPIs needs a CRD clientset")
@@ -262,11 +279,12 @@ func (a *APIs) StartWithContext(ctx context.Context) {
 			byDiscovery = append(byDiscovery, gv)
 		}
 	}
+	followers := slices.Clone(a.followers)
 	a.wg.Go(func() { a.crds.RunWithContext(ctx) })
 	if len(byDiscovery) > 0 {
-		a.wg.Go(func() { a.discoverEvery(ctx, byDiscovery) })
+		a.wg.Go(func() { a.discoverEvery(ctx, byDiscovery, followers) })
 	}
-	a.wg.Go(func() { a.loop(ctx, slices.Clone(a.followers), byDiscovery) })
+	a.wg.Go(func() { a.loop(ctx, followers, byDiscovery) })
 }
 
 // wake makes the loop decide again.
@@ -322,10 +340,24 @@ func (a *APIs) loop(ctx context.Context, followers []follower, byDiscovery []sch
 	}
 }
 
+// holdOff is how many of discovery's answers serving a group version are
+// not believed, after its watches answered 503.
+type holdOff struct {
+	// left is how many answers serving it are still not believed.
+	left int
+	// length is the last hold-off, in answers: doubled at each 503 of
+	// the watches started after it, reset once they have synced.
+	length int
+}
+
+// errUnavailable is discover's error for a group version that discovery
+// reports unavailable.
+var errUnavailable = errors.New("group version unavailable")
+
 // discoverEvery asks discovery about each of gvs now and every discovery
 // period, until ctx ends, and wakes the loop with each answer. It runs
 // on its own: a request that hangs delays only the next answers.
-func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion) {
+func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion, followers []follower) {
 	t := time.NewTicker(a.cfg.period)
 	defer t.Stop()
 	for {
@@ -333,12 +365,16 @@ func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion) {
 			if ctx.Err() != nil {
 				return
 			}
-			if served, err := a.discover(ctx, gv); err == nil {
-				a.discMu.Lock()
-				a.discovered[gv] = served
-				a.discMu.Unlock()
-				a.wake()
+			served, err := a.discover(ctx, gv)
+			switch {
+			case errors.Is(err, errUnavailable):
+				a.record(gv, nil, false, followers)
+			case err != nil:
+				continue
+			default:
+				a.record(gv, served, true, followers)
 			}
+			a.wake()
 		}
 		select {
 		case <-ctx.Done():
@@ -348,13 +384,79 @@ func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion) {
 	}
 }
 
+// record keeps discovery's answer about gv: served, the resources it
+// serves, when it answered; none, when it reported gv unavailable (which
+// is not an answer before it has answered once: the APIs stay unsynced).
+// While gv is held off, an answer serving it is counted and not
+// believed; once the watches of gv's resources have synced, or discovery
+// answers that gv serves nothing (it was removed), its hold-off is
+// reset.
+func (a *APIs) record(gv schema.GroupVersion, served map[string]bool, answered bool, followers []follower) {
+	a.discMu.Lock()
+	defer a.discMu.Unlock()
+	if !answered {
+		if _, ok := a.discovered[gv]; ok {
+			a.discovered[gv] = map[string]bool{}
+		}
+		return
+	}
+	if len(served) == 0 {
+		delete(a.holds, gv)
+	}
+	if h := a.holds[gv]; h != nil && len(served) > 0 {
+		if h.left > 0 {
+			h.left--
+			a.discovered[gv] = map[string]bool{}
+			return
+		}
+		running := false
+		synced := true
+		for _, f := range followers {
+			if f.byDiscovery() && f.resource().GroupVersion() == gv && f.running() {
+				running = true
+				synced = synced && f.syncedNow()
+			}
+		}
+		if running && synced {
+			delete(a.holds, gv)
+		}
+	}
+	a.discovered[gv] = served
+}
+
+// watchUnavailable takes gv as no longer served after a watch of one of
+// its resources answered 503, and holds it off: discovery's next answers
+// serving it are not believed for twice as many periods as the last
+// hold-off (at least one, at most MaxHoldOffPeriods). Only the first 503
+// after gv was served counts.
+func (a *APIs) watchUnavailable(gv schema.GroupVersion) {
+	a.discMu.Lock()
+	if len(a.discovered[gv]) > 0 {
+		h := a.holds[gv]
+		if h == nil {
+			h = &holdOff{}
+			a.holds[gv] = h
+		}
+		h.length = min(max(1, 2*h.length), MaxHoldOffPeriods)
+		h.left = h.length
+		a.discovered[gv] = map[string]bool{}
+	}
+	a.discMu.Unlock()
+	a.wake()
+}
+
 // discover asks discovery which resources of gv are served. A group
-// version discovery does not know serves none; on any other error the
-// last answer stands.
+// version discovery does not know serves none; one discovery reports
+// unavailable (see unavailable) yields errUnavailable; on any other
+// error the last answer stands.
 func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (map[string]bool, error) {
 	list, err := a.disc.ServerResourcesForGroupVersion(gv.String())
 	if apierrors.IsNotFound(err) {
 		return map[string]bool{}, nil
+	}
+	if unavailable(err, gv) {
+		klog.FromContext(ctx).V(2).Info("Discovery reports the group version unavailable; its resources are not served", "groupVersion", gv.String(), "err", err.Error())
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Discovery failed; keeping what it said last", "groupVersion", gv.String(), "err", err.Error())
@@ -365,6 +467,24 @@ func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (map[string
 		served[r.Name] = true
 	}
 	return served, nil
+}
+
+// unavailable reports whether err says that gv is unavailable: a 503
+// (ServiceUnavailable: an aggregated API whose backend is down), or a
+// group version that aggregated discovery marks stale or failed so.
+func unavailable(err error, gv schema.GroupVersion) bool {
+	var stale discovery.StaleGroupVersionError
+	var failed *discovery.ErrGroupDiscoveryFailed
+	switch {
+	case err == nil:
+		return false
+	case apierrors.IsServiceUnavailable(err), errors.As(err, &stale):
+		return true
+	case errors.As(err, &failed):
+		gvErr, ok := failed.Groups[gv]
+		return ok && unavailable(gvErr, gv)
+	}
+	return false
 }
 
 // servedByCRD reports whether the CRD of gvr is established and serves

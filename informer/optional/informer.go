@@ -234,11 +234,24 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 			return
 		}
 		// Between a CRD's removal and the stop it causes, a relist may
-		// find the resource gone: said quietly, as the stop follows.
+		// find the resource gone: said quietly, as the stop follows. A
+		// resource followed by discovery whose list or watch answers 503
+		// (an aggregated API whose backend is down) is stopped and held
+		// off, instead of listed again and logged in a loop.
 		if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			if ctx.Err() != nil {
+				// The informer is being stopped: its request was
+				// cancelled, nothing failed.
+				return
+			}
 			if apierrors.IsNotFound(err) {
 				logger.V(2).Info("Resource not found by its watch; stopping it once its removal is seen", "err", err.Error())
 				i.apis.wake()
+				return
+			}
+			if i.cfg.fromDiscovery && apierrors.IsServiceUnavailable(err) {
+				logger.V(2).Info("Resource unavailable to its watch; stopping it until discovery serves it again", "err", err.Error())
+				i.apis.watchUnavailable(i.gvr.GroupVersion())
 				return
 			}
 			cache.DefaultWatchErrorHandler(ctx, r, err)
@@ -284,6 +297,12 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 // stop stops the running informer, if any, and waits for it: its APIs
 // shut down. The claims on it are left to the controller's drain.
 func (i *Informer[T]) stop() { i.stopRun(false) }
+
+// running reports whether an informer runs.
+func (i *Informer[T]) running() bool {
+	_, ok := i.Current()
+	return ok
+}
 
 // stopRun stops the running informer, if any, and waits for it; it
 // reports whether one ran. notServed says why: the resource is no longer

@@ -47,7 +47,11 @@ func (c *clusterQueue) add(name cache.ObjectName, low bool) {
 	m := c.m
 	m.mu.Lock()
 	if !m.lockedReady() {
-		m.keys.lockedHold(m.name, c.token, &c.slot, c.q, name, low)
+		if !m.keys.lockedHold(m.name, c.token, &c.slot, c.q, name, low) {
+			// Dropped: the cluster stopped being held since the key's
+			// trigger was recorded.
+			forgetTriggers(c.q, Key{Cluster: m.name, ObjectName: name})
+		}
 		m.mu.Unlock()
 		return
 	}
@@ -177,7 +181,9 @@ func (k *keeper) lockedAdopt(cluster string, qs queues, take bool) {
 		}
 		token, q, ok := qs.resolve(h.token, *h.slot)
 		if !ok {
-			if !take {
+			if take {
+				h.lockedDrop(cluster)
+			} else {
 				kept = append(kept, h)
 			}
 			continue
@@ -226,9 +232,34 @@ func (k *keeper) lockedTake(cluster string, qs queues) (release func()) {
 // lockedPrune drops the keys held for the clusters whose keys are no
 // longer held.
 func (k *keeper) lockedPrune() {
-	for cluster := range k.held {
+	for cluster, held := range k.held {
 		if !k.lockedHolds(cluster) {
-			delete(k.held, cluster)
+			k.lockedDrop(cluster, held)
 		}
+	}
+}
+
+// lockedDrop drops the keys held for cluster.
+func (k *keeper) lockedDrop(cluster string, held []*heldKeys) {
+	for _, h := range held {
+		h.lockedDrop(cluster)
+	}
+	delete(k.held, cluster)
+}
+
+// lockedDrop drops the triggers its queue recorded for the keys of h (see
+// queue.Controller.ForgetTriggers), which are dropped: they would stay in
+// the queue, and show up in a later reconcile of the key.
+func (h *heldKeys) lockedDrop(cluster string) {
+	for _, name := range h.order {
+		forgetTriggers(h.q, Key{Cluster: cluster, ObjectName: name})
+	}
+}
+
+// forgetTriggers drops the triggers q recorded for key, if q records
+// triggers (see queue.Controller.ForgetTriggers).
+func forgetTriggers(q informer.Queue[Key], key Key) {
+	if f, ok := q.(interface{ ForgetTriggers(key Key) }); ok {
+		f.ForgetTriggers(key)
 	}
 }

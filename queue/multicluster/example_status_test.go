@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -136,7 +137,11 @@ func (p *propagator) reconcileSource(ctx context.Context, key cache.ObjectName) 
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	members, ready := p.results.Status(key, src.Generation, p.fleet.Members())
+	clusters := p.fleet.Members()
+	if !p.results.Reported(key, clusters) {
+		return reconcile.Result{}, nil // the entries written before stand until every ready member reports
+	}
+	members, ready := p.results.Status(key, src.Generation, clusters)
 	return reconcile.Result{}, p.writeStatus(ctx, src, members, ready)
 }
 
@@ -144,11 +149,11 @@ func (p *propagator) reconcileSource(ctx context.Context, key cache.ObjectName) 
 // source applies it to every member held here (ten seconds each at
 // most), and writes its status. A member that failed is retried with
 // the key's backoff; one that is not ready comes back with OnMembers.
+// A source that is gone has its copy deleted in every member.
 func (p *propagator) reconcileEverywhere(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
 	src, err := p.sources.ConfigMaps(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		p.results.Forget(key)
-		return reconcile.Result{}, nil
+		return p.removeEverywhere(ctx, key)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
@@ -160,6 +165,31 @@ func (p *propagator) reconcileEverywhere(ctx context.Context, key cache.ObjectNa
 	})
 	members, ready := p.results.Status(key, src.Generation, p.fleet.Members())
 	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), p.writeStatus(ctx, src, members, ready))
+}
+
+// removeEverywhere deletes the copies of a source that is gone, then
+// forgets its results. Nothing is decided before the Fleet has synced
+// (a member not known yet may hold a copy), and a member that is not
+// ready counts as not done: the key is retried until every member
+// reported answers, or leaves.
+func (p *propagator) removeEverywhere(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+	if !p.fleet.HasSynced() {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	errs := p.fleet.Each(ctx, 10*time.Second, func(ctx context.Context, _ string, s *site) error {
+		err := s.client.CoreV1().ConfigMaps(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	for _, cluster := range slices.Sorted(maps.Keys(errs)) {
+		if errs[cluster] != nil {
+			return reconcile.Result{}, fmt.Errorf("member %s: %w", cluster, errs[cluster])
+		}
+	}
+	p.results.Forget(key)
+	return reconcile.Result{}, nil
 }
 
 // result is a member's result of applying src.

@@ -69,7 +69,11 @@ type Cluster struct {
 // AddInformers makes the Fleet start f with the cluster's own factory and
 // wait for its caches before the cluster's keys run, and shut it down
 // when the cluster leaves: for the informer factories of generated
-// clientsets built from Config. Call it from the engage function.
+// clientsets built from Config. A factory with a StartWithContext method
+// (as client-go's generated factories have) is started with it, with a
+// context of the member's that ends when the member stops and whose
+// logger names the cluster; one without, with Start. Call it from the
+// engage function.
 func (c *Cluster) AddInformers(f informer.Factory) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -415,15 +419,17 @@ func (f *Fleet[T]) converge(ctx context.Context) {
 // for them: their metrics series, and, in the function it returns, which
 // the caller calls once f.mu is released, the controllers' retry limiters
 // and the results of Results of those that left (no longer wanted, or
-// owned): a member engaged again (its credentials rotated) or stopped
-// with the Fleet keeps them. f.mu is held.
+// owned, now or at any time since the engagement was told to leave, even
+// if reported again since): a member engaged again for new credentials
+// only, or stopped with the Fleet, keeps them. f.mu is held.
 func (f *Fleet[T]) lockedForget(names []string) (leave func()) {
 	var left []string
 	for _, name := range names {
+		departed := f.members[name] != nil && f.members[name].e.Departed()
 		delete(f.members, name)
 		f.cfg.metrics.ForgetCluster(f.name, name)
 		f.lockedNote(name) // left
-		if !f.set.IsWanted(name) || (f.gate != nil && !f.gate.Owns(name)) {
+		if departed || !f.set.IsWanted(name) || (f.gate != nil && !f.gate.Owns(name)) {
 			left = append(left, name)
 		}
 	}
@@ -624,7 +630,13 @@ func (f *Fleet[T]) attempt(ctx context.Context, m *member) (stop func(), client 
 	defer cancelSync()
 	factories := cl.informerFactories()
 	for _, fac := range factories {
-		fac.Start(actx.Done())
+		// The context form, where the factory offers it: its
+		// informers log with the member's logger.
+		if s, ok := fac.(interface{ StartWithContext(context.Context) }); ok {
+			s.StartWithContext(actx)
+		} else {
+			fac.Start(actx.Done())
+		}
 	}
 	for _, fac := range factories {
 		for typ, ok := range fac.WaitForCacheSync(syncCtx.Done()) {

@@ -524,7 +524,9 @@ func TestNewValidation(t *testing.T) {
 func TestClusterStopsAnswering(t *testing.T) {
 	c := newClusters("a", "b")
 	r := newRecorder()
-	f := startFleet(t, c, r.copyCluster, multicluster.WithProbeInterval(20*time.Millisecond), multicluster.WithSyncTimeout(200*time.Millisecond))
+	// Each probe may take as long as the interval: 20 ms was missed on a
+	// loaded machine, and the member, never ready, never reconciled.
+	f := startFleet(t, c, r.copyCluster, multicluster.WithProbeInterval(200*time.Millisecond), multicluster.WithSyncTimeout(time.Second))
 	f.members.Set("a", c.config("a"))
 	f.members.Set("b", c.config("b"))
 	f.members.Synced()

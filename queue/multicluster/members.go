@@ -378,6 +378,9 @@ func (f *Fleet[T]) stopAll(ctx context.Context) error {
 	f.mu.Lock()
 	f.keys.stopping = true
 	close(f.stopping)
+	for cluster, held := range f.keys.held {
+		f.keys.lockedDrop(cluster, held)
+	}
 	f.keys.held = nil
 	ms := make([]*member, 0, len(f.members))
 	for _, m := range f.members {

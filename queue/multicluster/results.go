@@ -248,6 +248,28 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 	return res, ok
 }
 
+// Reported reports whether every member of clusters that the Fleet has
+// ready has a result for hub kept: one Set since this process started,
+// or since the member joined. The results live in this process, so after
+// a restart of the operator Status lists every ready member Pending ("no
+// result yet") until its first reconcile reports, although the status
+// the hub object holds from before the restart may still be true. A hub
+// reconcile whose object may hold such a status writes nothing while
+// Reported is false, and keeps the entries written before: the first Set
+// of each member adds the hub key again. Members not ready, not held or
+// refused do not count: Status lists them as they are.
+func (r *Results[K, V]) Reported(hub K, clusters []string) bool {
+	for _, name := range clusters {
+		if st, held := r.fleet.Status(name); !held || !st.Ready {
+			continue
+		}
+		if _, ok := r.Get(hub, name); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Status builds the status of the hub object of key hub, at generation
 // (its metadata.generation; 0 accepts a result of any generation), over
 // clusters, the members that should have it (fleet.Members() for every

@@ -83,6 +83,9 @@ func TestResults(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
 	assert.Equal(t, multicluster.ReasonMembersNotReady, cond.Reason)
 	assert.Equal(t, int64(2), cond.ObservedGeneration)
+	assert.False(t, results.Reported(hub, []string{"a", "b", "c"}), "c, ready, has reported nothing")
+	assert.True(t, results.Reported(hub, []string{"a", "b"}), "a result of another generation is a report")
+	assert.True(t, results.Reported(other, []string{"a"}))
 
 	// A member that stops answering is Unreachable, with its last result.
 	c.down["a"].Store(true)
@@ -98,6 +101,9 @@ func TestResults(t *testing.T) {
 	assert.Equal(t, "rv-2", got.Value)
 	assert.Equal(t, multicluster.ReasonMembersUnreachable, cond.Reason)
 	assert.Contains(t, cond.Message, "a (Unreachable: ")
+	none := cacheName("app", "none")
+	assert.True(t, results.Reported(none, []string{"a"}), "a member not ready does not count")
+	assert.False(t, results.Reported(none, []string{"a", "b"}))
 	c.down["a"].Store(false)
 	f.ready(t, "a")
 
@@ -112,6 +118,7 @@ func TestResults(t *testing.T) {
 	assert.False(t, kept, "the results of a member that left are dropped")
 	statuses, _ = results.Status(hub, 2, []string{"a"})
 	assert.Equal(t, multicluster.ReasonNotHeld, statuses[0].Reason)
+	assert.True(t, results.Reported(none, []string{"a"}), "a member not held does not count")
 
 	// A result for a member not held is dropped.
 	results.Set(hub, "a", ok)

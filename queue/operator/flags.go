@@ -138,8 +138,10 @@ type Flags struct {
 	// TracingEndpoint (--tracing-endpoint) turns tracing on (see
 	// TracerProvider): the OTLP/HTTP URL of a collector, such as
 	// http://otel-collector:4318 (/v1/traces is added to a URL without a
-	// path). Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
-	// $OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing.
+	// path); Validate refuses a host:port without the scheme. Default:
+	// $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT
+	// if set (URLs too), else no tracing. docs/operator.md lists every
+	// OTEL_* variable the flags honour.
 	TracingEndpoint string
 	// TracingSamplingRatio (--tracing-sampling-ratio) is the share of
 	// traces started by the operator (reconciles that no sampled write or
@@ -148,9 +150,15 @@ type Flags struct {
 	// $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG name, else 1;
 	// left at zero before Bind and not given as a flag, the sampler too
 	// is the one $OTEL_TRACES_SAMPLER names (see TracerProvider).
+	// Validate refuses the flag given without an endpoint (it would do
+	// nothing), and a sampler or argument in the environment that
+	// TracerProvider cannot build.
 	TracingSamplingRatio float64
 	// TracingDropEmpty (--tracing-drop-empty) drops the spans of
 	// reconciles that wrote nothing and did not fail (tracing.DropEmpty).
+	// Validate refuses the flag given without an endpoint; set in the
+	// struct before Bind, it is the program's default for when tracing
+	// is on.
 	TracingDropEmpty bool
 	// Version (--version) makes Main print the binary's version
 	// (BuildVersion: module, VCS revision and time, Go version) to standard
@@ -170,6 +178,9 @@ type Flags struct {
 	// samplerFromEnv: TracingSamplingRatio was neither set before Bind
 	// nor given as a flag, so $OTEL_TRACES_SAMPLER names the sampler.
 	samplerFromEnv bool
+	// ratioGiven and dropEmptyGiven: --tracing-sampling-ratio and
+	// --tracing-drop-empty (true) were given on the command line.
+	ratioGiven, dropEmptyGiven bool
 }
 
 // Flag defaults not taken from other packages.
@@ -254,14 +265,16 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", f.KeepManagedFields, "Keep metadata.managedFields in the informer caches. By default they are dropped: controllers rarely read them, and they are about a third of a cached object.")
 	fs.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", f.ShutdownTimeout, "How long in-flight reconciles may run after a stop signal.")
 	fs.DurationVar(&f.CacheSyncTimeout, "cache-sync-timeout", f.CacheSyncTimeout, "How long to wait for the informer caches and the controllers to sync before giving up with an error.")
-	fs.StringVar(&f.TracingEndpoint, "tracing-endpoint", f.TracingEndpoint, "OTLP/HTTP URL of a trace collector, such as http://otel-collector:4318; traces every reconcile and client request. Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT, else no tracing.")
-	fs.Var(ratioFlag{f}, "tracing-sampling-ratio", "Share (0 to 1) of the traces the operator starts that are sampled; reconciles set off by a traced write follow its decision. Default: the sampler $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG name, else 1.")
-	fs.BoolVar(&f.TracingDropEmpty, "tracing-drop-empty", f.TracingDropEmpty, "Drop the spans of reconciles that wrote nothing and did not fail.")
+	fs.StringVar(&f.TracingEndpoint, "tracing-endpoint", f.TracingEndpoint, "OTLP/HTTP URL of a trace collector, such as http://otel-collector:4318 (with the scheme); traces every reconcile and client request. Default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT, else no tracing.")
+	fs.Var(ratioFlag{f}, "tracing-sampling-ratio", "Share (0 to 1) of the traces the operator starts that are sampled; reconciles set off by a traced write follow its decision. Default: the sampler $OTEL_TRACES_SAMPLER and $OTEL_TRACES_SAMPLER_ARG name, else 1. Needs an endpoint.")
+	fs.Var(dropEmptyFlag{f}, "tracing-drop-empty", "Drop the spans of reconciles that wrote nothing and did not fail. Needs an endpoint.")
 	fs.BoolVar(&f.Version, "version", f.Version, "Print the version of this binary (module, VCS revision and time, Go version) and exit.")
 	klog.InitFlags(fs)
 }
 
-// Validate reports every flag value that cannot work.
+// Validate reports every flag value that cannot work, and the OTEL_*
+// variables the tracing flags read (see TracerProvider) whose values they
+// cannot use.
 func (f *Flags) Validate() error {
 	var errs []error
 	if f.QPS <= 0 || f.Burst < 1 {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/klog/v2"
 
 	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
@@ -27,12 +29,44 @@ const TracerShutdownTimeout = 5 * time.Second
 // TracingEnabled reports whether the operator traces: --tracing-endpoint
 // is set, or $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
 // $OTEL_EXPORTER_OTLP_ENDPOINT is, unless $OTEL_SDK_DISABLED is "true" or
-// $OTEL_TRACES_EXPORTER is "none".
+// $OTEL_TRACES_EXPORTER is "none" (in any case). Without an endpoint
+// tracing is off, unlike an OpenTelemetry SDK left to its defaults, which
+// would export to localhost.
 func (f *Flags) TracingEnabled() bool {
-	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") || os.Getenv("OTEL_TRACES_EXPORTER") == "none" {
+	if sdkDisabled() || tracesExporter() == "none" {
 		return false
 	}
-	return f.TracingEndpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+	return f.hasEndpoint()
+}
+
+// hasEndpoint reports whether a trace endpoint is given, by the flag or
+// by a variable.
+func (f *Flags) hasEndpoint() bool {
+	return f.TracingEndpoint != "" || os.Getenv(envTracesEndpoint) != "" || os.Getenv(envEndpoint) != ""
+}
+
+// The OTEL_* variables the flags read.
+const (
+	envSDKDisabled    = "OTEL_SDK_DISABLED"
+	envExporter       = "OTEL_TRACES_EXPORTER"
+	envEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	envSamplerName    = "OTEL_TRACES_SAMPLER"
+	envSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
+	envProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+)
+
+// sdkDisabled reports whether $OTEL_SDK_DISABLED is "true" (in any case):
+// then no OTEL_* variable is read.
+func sdkDisabled() bool {
+	return strings.EqualFold(strings.TrimSpace(os.Getenv(envSDKDisabled)), "true")
+}
+
+// tracesExporter is $OTEL_TRACES_EXPORTER, whose values are not case
+// sensitive.
+func tracesExporter() string {
+	return strings.ToLower(strings.TrimSpace(os.Getenv(envExporter)))
 }
 
 // TracerProvider returns the operator's tracer provider when tracing is
@@ -47,7 +81,12 @@ func (f *Flags) TracingEnabled() bool {
 // it (see envSampler); that drops the spans of reconciles that
 // wrote nothing with --tracing-drop-empty (tracing.DropEmpty); and whose
 // resource has service.name from $OTEL_SERVICE_NAME (else the binary's
-// name) and $OTEL_RESOURCE_ATTRIBUTES. RESTConfig's transport,
+// name) and $OTEL_RESOURCE_ATTRIBUTES (an entry of it that does not
+// parse is logged and left out). It fails, as Validate does, on
+// the OTEL_* values it cannot use ($OTEL_TRACES_EXPORTER other than otlp
+// or none, a sampler or sampler argument envSampler cannot build, an
+// endpoint variable that is not an http:// or https:// URL) instead of
+// letting the SDK log them and go on with its defaults. RESTConfig's transport,
 // ControllerOptions and Options use it; Run, given Options, shuts it down
 // after the controllers and informers stopped, which exports what is left.
 // It is never made the global provider of otel.
@@ -56,7 +95,13 @@ func (f *Flags) TracerProvider() (trace.TracerProvider, error) {
 		return nil, nil
 	}
 	if f.tracer == nil && f.tracerErr == nil {
-		f.tracer, f.tracerErr = f.newTracerProvider(context.Background())
+		if errs := f.envErrors(); len(errs) > 0 {
+			// Checked first: the SDK would log what it cannot use, and
+			// go on with its defaults.
+			f.tracerErr = fmt.Errorf("operator: %w", errors.Join(errs...))
+		} else {
+			f.tracer, f.tracerErr = f.newTracerProvider(context.Background())
+		}
 	}
 	if f.tracerErr != nil {
 		return nil, f.tracerErr
@@ -82,8 +127,13 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 		resource.WithFromEnv(),
 		resource.WithTelemetrySDK(),
 	)
-	if err != nil {
-		// A resource with some attributes left out still serves.
+	switch {
+	case errors.Is(err, resource.ErrPartialResource):
+		// An attribute that does not parse (in $OTEL_RESOURCE_ATTRIBUTES)
+		// is left out; the others, service.name among them, still serve.
+		klog.FromContext(ctx).Error(err, "Tracing resource: some attributes left out")
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Tracing resource: using the SDK's default")
 		res = resource.Default()
 	}
 	ratio := f.TracingSamplingRatio
@@ -105,17 +155,26 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 // tracingURL returns the URL of --tracing-endpoint that the exporter
 // posts to: /v1/traces is added to a URL without a path.
 func tracingURL(endpoint string) (string, error) {
-	u, err := url.Parse(endpoint)
+	u, err := endpointURL("--tracing-endpoint", endpoint)
 	if err != nil {
-		return "", fmt.Errorf("--tracing-endpoint %q: %w", endpoint, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("--tracing-endpoint %q must be an http:// or https:// URL, such as http://otel-collector:4318", endpoint)
+		return "", err
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/v1/traces"
 	}
 	return u.String(), nil
+}
+
+// endpointURL parses the endpoint that name (a flag or a variable) gives:
+// an http:// or https:// URL with a host, as the OpenTelemetry
+// specification has OTLP/HTTP endpoints. A host:port alone is refused: it
+// does not say whether to use TLS.
+func endpointURL(name, endpoint string) (*url.URL, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s %q must be an http:// or https:// URL, such as http://otel-collector:4318 (OTLP/HTTP; a host:port alone does not say whether to use TLS)", name, endpoint)
+	}
+	return u, nil
 }
 
 // defaultSamplingRatio is the ratio that $OTEL_TRACES_SAMPLER and
@@ -129,17 +188,35 @@ func defaultSamplingRatio() float64 {
 	case "always_off":
 		return 0
 	case "traceidratio":
-		if r, err := strconv.ParseFloat(os.Getenv("OTEL_TRACES_SAMPLER_ARG"), 64); err == nil && r >= 0 && r <= 1 {
+		if r, err := samplerArg(); err == nil {
 			return r
 		}
 	}
 	return 1
 }
 
+// samplerArg is the ratio $OTEL_TRACES_SAMPLER_ARG gives, 1 when it is
+// not set, or an error when it is not a number between 0 and 1.
+func samplerArg() (float64, error) {
+	arg := strings.TrimSpace(os.Getenv(envSamplerArg))
+	if arg == "" {
+		return 1, nil
+	}
+	r, err := strconv.ParseFloat(arg, 64)
+	if err != nil || r < 0 || r > 1 {
+		return 0, fmt.Errorf("$%s %q must be a ratio between 0 and 1 with $%s=%s", envSamplerArg, arg, envSamplerName, samplerName())
+	}
+	return r, nil
+}
+
+// samplerNames are the values of $OTEL_TRACES_SAMPLER that envSampler
+// builds.
+var samplerNames = []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
+
 // samplerName is $OTEL_TRACES_SAMPLER, whose values are not case
 // sensitive.
 func samplerName() string {
-	return strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER")))
+	return strings.ToLower(strings.TrimSpace(os.Getenv(envSamplerName)))
 }
 
 // envSampler is the sampler $OTEL_TRACES_SAMPLER names, as the
@@ -149,7 +226,8 @@ func samplerName() string {
 // or links; the parentbased_ ones (parentbased_always_on, the default,
 // parentbased_always_off, parentbased_traceidratio) follow a parent, and,
 // as this library documents, links (tracing.FollowLinks), and decide
-// roots at their ratio. Names it does not know are the default.
+// roots at their ratio. An empty name is the default; envErrors refuses
+// the names not in samplerNames.
 func envSampler(ratio float64) sdktrace.Sampler {
 	switch samplerName() {
 	case "always_on":
@@ -182,6 +260,33 @@ func (r ratioFlag) Set(s string) error {
 	}
 	r.f.TracingSamplingRatio = v
 	r.f.samplerFromEnv = false
+	r.f.ratioGiven = true
+	return nil
+}
+
+// dropEmptyFlag is --tracing-drop-empty: a bool that remembers it was
+// given, so that Validate refuses it without an endpoint.
+type dropEmptyFlag struct{ f *Flags }
+
+// IsBoolFlag makes the flag take no value.
+func (d dropEmptyFlag) IsBoolFlag() bool { return true }
+
+// String implements flag.Value.
+func (d dropEmptyFlag) String() string {
+	if d.f == nil {
+		return "false"
+	}
+	return strconv.FormatBool(d.f.TracingDropEmpty)
+}
+
+// Set implements flag.Value.
+func (d dropEmptyFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("parse error: %w", err)
+	}
+	d.f.TracingDropEmpty = v
+	d.f.dropEmptyGiven = v
 	return nil
 }
 
@@ -195,6 +300,65 @@ func (f *Flags) validateTracing() []error {
 	}
 	if f.TracingSamplingRatio < 0 || f.TracingSamplingRatio > 1 {
 		errs = append(errs, fmt.Errorf("--tracing-sampling-ratio must be between 0 and 1, got %v", f.TracingSamplingRatio))
+	}
+	// Without an endpoint tracing is off: a tracing flag given on the
+	// command line would be ignored. (Defaults set in the struct before
+	// Bind are the program's, for when tracing is turned on.)
+	if !f.hasEndpoint() {
+		for _, given := range []struct {
+			flag string
+			set  bool
+		}{{"--tracing-sampling-ratio", f.ratioGiven}, {"--tracing-drop-empty", f.dropEmptyGiven}} {
+			if given.set {
+				errs = append(errs, fmt.Errorf("%s needs a trace endpoint: --tracing-endpoint, $%s or $%s (without one, tracing is off)", given.flag, envTracesEndpoint, envEndpoint))
+			}
+		}
+	}
+	return append(errs, f.envErrors()...)
+}
+
+// envErrors reports the OTEL_* variables that the flags cannot use, unless
+// $OTEL_SDK_DISABLED is "true": an exporter other than otlp or none, a
+// sampler envSampler does not build or a sampler argument that is not a
+// ratio, an OTLP protocol other than http/protobuf, and an endpoint
+// variable that the flags would use (no
+// --tracing-endpoint) that is not an http:// or https:// URL.
+func (f *Flags) envErrors() []error {
+	if sdkDisabled() {
+		return nil
+	}
+	var errs []error
+	if e := tracesExporter(); e != "" && e != "otlp" && e != "none" {
+		errs = append(errs, fmt.Errorf("$%s %q: this operator exports traces over OTLP (\"otlp\", the default) or not at all (\"none\")", envExporter, os.Getenv(envExporter)))
+	}
+	if name := samplerName(); name != "" {
+		if !slices.Contains(samplerNames, name) {
+			errs = append(errs, fmt.Errorf("$%s %q is not one of %s", envSamplerName, os.Getenv(envSamplerName), strings.Join(samplerNames, ", ")))
+		} else if strings.HasSuffix(name, "traceidratio") {
+			if _, err := samplerArg(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	// The variable of the traces wins over the general one, as the
+	// exporter reads them.
+	for _, name := range []string{envTracesProtocol, envProtocol} {
+		if v := os.Getenv(name); v != "" {
+			if v != "http/protobuf" {
+				errs = append(errs, fmt.Errorf("$%s %q: this operator exports OTLP over HTTP in protobuf (\"http/protobuf\", the default), as --tracing-endpoint does", name, v))
+			}
+			break
+		}
+	}
+	if f.TracingEndpoint == "" {
+		for _, name := range []string{envTracesEndpoint, envEndpoint} {
+			if v := os.Getenv(name); v != "" {
+				if _, err := endpointURL("$"+name, v); err != nil {
+					errs = append(errs, err)
+				}
+				break
+			}
+		}
 	}
 	return errs
 }

@@ -25,7 +25,8 @@ import (
 // clearOTelEnv unsets the OTEL_* variables the flags read.
 func clearOTelEnv(t *testing.T) {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SDK_DISABLED",
-		"OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_SERVICE_NAME"} {
+		"OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_SERVICE_NAME",
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
 		t.Setenv(k, "")
 	}
 }
@@ -48,7 +49,7 @@ func TestTracingFlags(t *testing.T) {
 		{name: "OTEL_TRACES_EXPORTER=none wins", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_TRACES_EXPORTER": "none"}, ratio: 1},
 		{name: "ratio from OTEL_TRACES_SAMPLER_ARG", env: map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"}, ratio: 0.25},
 		{name: "always_off", env: map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, ratio: 0},
-		{name: "the flag wins over the environment", args: []string{"--tracing-sampling-ratio=0.5"}, env: map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, ratio: 0.5},
+		{name: "the flag wins over the environment", args: []string{"--tracing-sampling-ratio=0.5"}, env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_SAMPLER": "always_off"}, enabled: true, ratio: 0.5},
 		{name: "endpoint without scheme", args: []string{"--tracing-endpoint=collector:4318"}, ratio: 1, enabled: true, invalid: "must be an http:// or https:// URL"},
 		{name: "ratio above 1", args: []string{"--tracing-sampling-ratio=2"}, ratio: 2, invalid: "--tracing-sampling-ratio must be between 0 and 1"},
 	}

@@ -1,4 +1,5 @@
-// Package queuetest runs controllers in tests: Start runs one as
+// Package queuetest runs controllers in tests: Start runs one (or, with
+// All, several) as
 // operator.Run would, over informer factories of fake clientsets typically,
 // for the rest of a test, WaitIdle waits until it has nothing left to do,
 // and Advance moves the fake clock of a controller that waits for time
@@ -35,6 +36,7 @@ package queuetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -76,15 +78,96 @@ const Timeout = 30 * time.Second
 // down. It fails the test if ctrl does not sync within Timeout, and at
 // once if Run returns before. StartFleet runs a multicluster.Fleet with
 // its controllers.
+//
+// Several controllers, such as an operator's, are given as one with All:
+// Start runs each, and returns once every one is under way.
 func Start(t testing.TB, ctrl Controller, opts ...operator.Option) {
 	t.Helper()
-	r, hasRunning := ctrl.(running)
-	start(t, "the controller to sync", []operator.Controller{ctrl}, opts, func() (bool, string) {
-		if hasRunning && !r.Running() {
-			return false, "Run not under way"
+	ctrls := []Controller{ctrl}
+	if g, ok := ctrl.(group); ok {
+		ctrls = g
+	}
+	run := make([]operator.Controller, len(ctrls))
+	for i, c := range ctrls {
+		run[i] = c
+	}
+	start(t, "the controller to sync", run, opts, func() (bool, string) {
+		for i, c := range ctrls {
+			if r, ok := c.(running); ok && !r.Running() {
+				return false, fmt.Sprintf("Run of controller %d not under way", i)
+			}
+			if !c.HasSynced() {
+				return false, fmt.Sprintf("controller %d not synced", i)
+			}
 		}
-		return ctrl.HasSynced(), "not synced"
+		return true, ""
 	})
+}
+
+// All returns ctrls as one Controller, for a test of several controllers
+// that act on each other's writes, as an operator's do. Start runs each of
+// them with operator.Run, as operator.WithControllers(ctrls...) would, and
+// returns once every one is under way; WaitIdle waits until none has
+// anything to do. Given to operator.Run itself, it runs them all until ctx
+// ends, and returns their errors.
+//
+//	ctrls := queuetest.All(mirror, labeler)
+//	queuetest.Start(t, ctrls, operator.WithInformers(factory))
+//	queuetest.WaitIdle(t, ctrls, kube)
+func All(ctrls ...Controller) Controller { return group(ctrls) }
+
+// group is the Controller of All.
+type group []Controller
+
+// Run runs every controller until ctx ends or one of them fails, which
+// stops the others, and returns the errors of all.
+func (g group) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(g))
+	for _, c := range g {
+		go func() {
+			err := c.Run(ctx)
+			if err != nil {
+				cancel()
+			}
+			errs <- err
+		}()
+	}
+	var all []error
+	for range g {
+		if err := <-errs; err != nil {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// HasSynced reports whether every controller has synced.
+func (g group) HasSynced() bool {
+	for _, c := range g {
+		if !c.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Len is the sum of the controllers' Len.
+func (g group) Len() int { return g.sum(Controller.Len) }
+
+// Active is the sum of the controllers' Active.
+func (g group) Active() int { return g.sum(Controller.Active) }
+
+// Retrying is the sum of the controllers' Retrying.
+func (g group) Retrying() int { return g.sum(Controller.Retrying) }
+
+func (g group) sum(count func(Controller) int) int {
+	n := 0
+	for _, c := range g {
+		n += count(c)
+	}
+	return n
 }
 
 // running is a Controller that tells when its Run is under way, as

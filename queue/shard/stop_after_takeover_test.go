@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -22,32 +21,14 @@ func TestStopAfterTakeoverWithinBudget(t *testing.T) {
 	client := newHangingClient(t, nil, formerLease("pod-0", time.Now()))
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 12 * time.Second, RenewDeadline: 9 * time.Second, RetryPeriod: 500 * time.Millisecond}
-	m, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	m, cancel, done := startRun(t, cfg)
 	// Wait until the first write after the takeover came back: the hold
 	// (no claim before RenewDeadline after it) has begun.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	waitUntil(t, done, "the takeover's first write came back", func() bool {
 		var hold bool
 		m.withCore(func(c *core) { hold = c.takeover && c.hold > 0 })
-		if hold {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the takeover's first write never came back")
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned %v", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return hold
+	})
 	// From now on every update of the Lease hangs.
 	client.setChooser(func(r sentRequest) reqFate {
 		if r.verb == "update" {

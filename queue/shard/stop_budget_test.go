@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -26,25 +25,8 @@ func TestStopWithHungLeavesWithinRenewDeadline(t *testing.T) {
 	})
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
-	m, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	deadline := time.Now().Add(time.Minute)
-	for !m.HasSynced() {
-		if time.Now().After(deadline) {
-			t.Fatal("did not join")
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	m, cancel, done := startRun(t, cfg)
+	waitUntil(t, done, "joined", m.HasSynced)
 	start := time.Now()
 	cancel()
 	select {

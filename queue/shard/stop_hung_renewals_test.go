@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -19,25 +18,8 @@ func TestStopWhileRenewalsHangEnds(t *testing.T) {
 	client := newHangingClient(t, nil)
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
-	m, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	deadline := time.Now().Add(time.Minute)
-	for !m.HasSynced() {
-		if time.Now().After(deadline) {
-			t.Fatal("did not join")
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	m, cancel, done := startRun(t, cfg)
+	waitUntil(t, done, "joined", m.HasSynced)
 	// From now on every update of the Lease hangs (an API server that
 	// stopped answering writes); stop once a renewal hangs.
 	client.setChooser(func(r sentRequest) reqFate {
@@ -46,12 +28,9 @@ func TestStopWhileRenewalsHangEnds(t *testing.T) {
 		}
 		return reqAnswered
 	})
-	for client.count(func(r sentRequest) bool { return r.hung && r.ended.IsZero() }) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no renewal hung")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, done, "a renewal hangs", func() bool {
+		return client.count(func(r sentRequest) bool { return r.hung && r.ended.IsZero() }) > 0
+	})
 	start := time.Now()
 	cancel()
 	write := lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)

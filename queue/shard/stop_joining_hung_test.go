@@ -67,14 +67,7 @@ func TestStopWhileJoiningSurvivesOneHungDelete(t *testing.T) {
 	c := &stopJoinClient{Clientset: fake.NewClientset(), applied: make(chan struct{})}
 	cfg := Config{Client: c, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}
-	m, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	m, cancel, done := startRun(t, cfg)
 	select {
 	case <-c.applied:
 	case <-time.After(20 * time.Second):

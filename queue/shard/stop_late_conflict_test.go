@@ -96,31 +96,10 @@ func TestStopAfterALateConflictWithinBudget(t *testing.T) {
 	client := &slowConflictClient{Clientset: fake.NewClientset()}
 	cfg := Config{Client: client, Namespace: "ops", Group: "g", Identity: "pod-0",
 		LeaseDuration: 25 * time.Second, RenewDeadline: 18 * time.Second, RetryPeriod: 6 * time.Second}
-	m, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out: %s", what)
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("%s: Run returned %v", what, err)
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}
-	waitFor("a renewal answered", func() bool { return client.renewals.Load() > 0 })
+	_, cancel, done := startRun(t, cfg)
+	waitUntil(t, done, "a renewal answered", func() bool { return client.renewals.Load() > 0 })
 	client.armed.Store(true)
-	waitFor("a renewal sent after arming", func() bool { return client.slow.Load() > 0 })
+	waitUntil(t, done, "a renewal sent after arming", func() bool { return client.slow.Load() > 0 })
 	start := time.Now()
 	cancel() // a stop while that renewal is in flight, with nothing to drain
 	write := lease.RequestTimeout(cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)

@@ -16,7 +16,16 @@
 // Annotation, as its link's span context, so the reconcile links to the
 // span of that write, also in another controller or operator.
 //
-// See docs/tracing.md for the trace of a Foo and how to export it.
+// Where to start: queue.WithTracing traces a controller's reconciles
+// (ExampleWithTracing of package queue); WrapConfig (or Transport) traces
+// its clients' requests; FollowLinks and DropEmpty shape what a provider
+// samples and exports (Example, ExampleDropEmpty); operator.Flags does all
+// of it from --tracing-endpoint and the OTEL_* variables. The examples are
+// in the package's documentation on pkg.go.dev (go doc does not print
+// examples; go test -run Example -v runs them).
+//
+// See docs/tracing.md for the trace of a Foo, how to export it, and how to
+// test traces with fake clientsets.
 package tracing
 
 import (
@@ -52,10 +61,13 @@ type Event string
 
 // The informer events.
 const (
-	// EventAdd: an object appeared after the informer's initial list.
+	// EventAdd: an object appeared after the informer's initial list,
+	// also an object new in a relist after a watch could not resume.
 	EventAdd Event = "add"
-	// EventInitialList: an object of the informer's initial list (or of
-	// a relist after a watch could not resume).
+	// EventInitialList: an object of the informer's initial list, before
+	// its first sync (client-go's isInInitialList). A relist after a
+	// watch could not resume is not one: its objects show as adds and
+	// updates.
 	EventInitialList Event = "initial-list"
 	// EventUpdate: an object changed (its resourceVersion did).
 	EventUpdate Event = "update"

@@ -120,8 +120,11 @@
 //
 // # Traces
 //
-// With a traced reconcile (queue.WithTracing), every write marks the
-// reconcile as one that wrote (tracing.MarkWrite), and the creates and
+// With a traced reconcile (queue.WithTracing), every write sent marks the
+// reconcile as one that wrote (tracing.MarkWrite), just before its
+// request goes out: a call that sends nothing (an Unchanged update, a
+// Delete of an object already being deleted, a write refused for a stale
+// cache) does not mark it. The creates and
 // updates of an object itself (Ensure, Update) set its
 // tracing.Annotation to the reconcile's trace context, so that the
 // reconcile its event sets off, in this controller or another, links to
@@ -395,12 +398,12 @@ func (o *Objects[T]) UpdateStatus(ctx context.Context, c StatusClient[T], obj T,
 // the 422 of a failed test operation is quiet while the object has changed
 // since obj and the cache has not seen it yet.
 func (o *Objects[T]) Patch(ctx context.Context, c Client[T], obj T, pt types.PatchType, data []byte, subresources ...string) (T, error) {
-	tracing.MarkWrite(ctx)
 	var zero T
 	name := cache.MetaObjectToName(obj)
 	if err := o.check(name, obj); err != nil {
 		return zero, err
 	}
+	tracing.MarkWrite(ctx)
 	patched, err := c.Patch(ctx, name.Name, pt, data, metav1.PatchOptions{}, subresources...)
 	if err != nil {
 		return zero, o.verdict(ctx, c, name, obj, true, err, nil)
@@ -417,7 +420,6 @@ func (o *Objects[T]) Patch(ctx context.Context, c Client[T], obj T, pt types.Pat
 // incarnation, or shows it being deleted at a later version than obj's, Get
 // reports the cache as stale.
 func (o *Objects[T]) Delete(ctx context.Context, c Client[T], obj T) error {
-	tracing.MarkWrite(ctx)
 	name := cache.MetaObjectToName(obj)
 	if err := o.check(name, obj); err != nil {
 		return err
@@ -430,6 +432,7 @@ func (o *Objects[T]) Delete(ctx context.Context, c Client[T], obj T) error {
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
+	tracing.MarkWrite(ctx)
 	err := c.Delete(ctx, name.Name, opts)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -524,6 +527,7 @@ func apply[T Object, A any](ctx context.Context, o *Objects[T], key appliedKey, 
 	if found && ok && last.hash == hash && last.version == cached.GetResourceVersion() {
 		return cached, Unchanged, nil
 	}
+	tracing.MarkWrite(ctx)
 	applied, err := send(ctx, cfg, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	if err != nil {
 		return zero, Unchanged, err
@@ -615,10 +619,10 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 		// context of the reconcile (a status write cannot).
 		tracing.SetAnnotation(ctx, obj)
 	}
-	tracing.MarkWrite(ctx)
 	var updated T
 	switch {
 	case !informer.Trimmed(current):
+		tracing.MarkWrite(ctx)
 		updated, err = w.update(obj)
 	case w.patch == nil:
 		return zero, Unchanged, fmt.Errorf("write: %s: %w: its status cannot be updated from it; use ApplyStatus or a patch", name, ErrTrimmed)
@@ -627,6 +631,7 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 		if perr != nil {
 			return zero, Unchanged, perr
 		}
+		tracing.MarkWrite(ctx)
 		updated, err = w.patch(name.Name, pt, data)
 	}
 	if err != nil {

@@ -138,7 +138,11 @@ func (s *Set[C]) LeaveUnwanted() {
 	for _, name := range slices.Sorted(maps.Keys(s.held)) {
 		e := s.held[name]
 		cfg, wanted := s.wanted[name]
-		if !wanted || !s.same(cfg, e.config) || (s.claimer != nil && !s.claimer.Owns(name)) {
+		owned := s.claimer == nil || s.claimer.Owns(name)
+		if !wanted || !owned {
+			e.departed = true
+		}
+		if !wanted || !s.same(cfg, e.config) || !owned {
 			e.leave()
 		}
 	}
@@ -191,10 +195,13 @@ type Engagement[C any] struct {
 	release func() // the claim on the name; nil once released
 	phase   Phase
 	leaving bool
-	final   bool
-	closed  bool // Quiesce: no new sub-claim
-	subs    map[*sub]struct{}
-	drained chan struct{} // closed when the last sub-claim is released
+	// departed: told to leave because its name was no longer wanted or
+	// owned (not for a new config, nor the owner's stop).
+	departed bool
+	final    bool
+	closed   bool // Quiesce: no new sub-claim
+	subs     map[*sub]struct{}
+	drained  chan struct{} // closed when the last sub-claim is released
 }
 
 type sub struct{ cancel context.CancelCauseFunc }
@@ -217,6 +224,12 @@ func (e *Engagement[C]) Phase() Phase { return e.phase }
 // Leaving reports whether the engagement was told to end: by Converge,
 // CancelAll, Leave, or a claim that moved.
 func (e *Engagement[C]) Leaving() bool { return e.leaving || e.ctx.Err() != nil }
+
+// Departed reports whether e was told to leave because its name was no
+// longer wanted or no longer owned at some point, even if it is wanted
+// and owned again since: the name left, rather than getting a new config
+// or stopping with the owner.
+func (e *Engagement[C]) Departed() bool { return e.departed }
 
 // Final reports whether the engagement has drained for the last time: it
 // is ending, and takes no more work.

@@ -116,10 +116,13 @@ func TestConvergeEndsWhatIsNoLongerWantedOwnedOrCurrent(t *testing.T) {
 		name   string
 		change func(s *engagement.Set[string], c *claimer)
 		cause  error
+		// departed: the name left (its results go), even when it is
+		// wanted again before the engagement ended.
+		departed bool
 	}{
-		{"no longer wanted", func(s *engagement.Set[string], _ *claimer) { s.Unwant("east") }, errLeft},
-		{"another config", func(s *engagement.Set[string], _ *claimer) { s.Want("east", "v2") }, errLeft},
-		{"moved", func(_ *engagement.Set[string], c *claimer) { c.move("east") }, errMoved},
+		{"no longer wanted", func(s *engagement.Set[string], _ *claimer) { s.Unwant("east") }, errLeft, true},
+		{"another config", func(s *engagement.Set[string], _ *claimer) { s.Want("east", "v2") }, errLeft, false},
+		{"moved", func(_ *engagement.Set[string], c *claimer) { c.move("east") }, errMoved, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +140,7 @@ func TestConvergeEndsWhatIsNoLongerWantedOwnedOrCurrent(t *testing.T) {
 			again, _ := s.Converge(context.Background())
 			assert.Empty(t, again, "no second engagement while the first has not ended")
 			assert.True(t, e.Leaving())
+			assert.Equal(t, tt.departed, e.Departed())
 			assert.ErrorIs(t, context.Cause(e.Context()), tt.cause)
 			assert.Error(t, work.Err(), "the work in it is cancelled at once")
 			assert.Same(t, e, s.Get("east"))
@@ -160,6 +164,20 @@ func TestConvergeEndsWhatIsNoLongerWantedOwnedOrCurrent(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDepartedWhenWantedAgainBeforeItEnded(t *testing.T) {
+	s := engagement.New[string](nil, same, errLeft)
+	s.Want("east", "v1")
+	started, _ := s.Converge(context.Background())
+	require.Len(t, started, 1)
+	e := started[0]
+	s.Unwant("east")
+	s.LeaveUnwanted()
+	s.Want("east", "v1") // reported again before it ended
+	s.LeaveUnwanted()
+	assert.True(t, e.Leaving())
+	assert.True(t, e.Departed(), "it left all the same")
 }
 
 func TestSubClaims(t *testing.T) {
