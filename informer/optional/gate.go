@@ -126,12 +126,13 @@ func (g *gate[T, K]) Start(ctx context.Context, q queue.Enqueuer[K]) {
 // HasSynced reports, while the controller runs (from just before Start
 // until it returns), whether Start has registered h, the APIs know
 // whether the resource is served and, if it is, h has seen its informer's
-// initial list; once true, it stays true until Start returns: an
-// informer started later (the resource installed, or back) does not take
-// the controller's readiness away. Before the controller runs (a standby
-// replica) and after, it reports what the Informer's HasSynced does, as
-// Controller.HasSynced does for a watched informer: the APIs know what is
-// served and the running informer, if any, has synced.
+// initial list (another resource of the APIs does not hold it back);
+// once true, it stays true until Start returns: an informer started
+// later (the resource installed, or back) does not take the controller's
+// readiness away. Before the controller runs (a standby replica) and
+// after, it reports what the Informer's HasSynced does, as
+// Controller.HasSynced does for a watched informer: the APIs know whether
+// the resource is served and the running informer, if any, has synced.
 func (g *gate[T, K]) HasSynced() bool {
 	g.mu.Lock()
 	started, run, synced, ready := g.started, g.run, g.synced, g.ready
@@ -141,7 +142,7 @@ func (g *gate[T, K]) HasSynced() bool {
 		return g.inf.HasSynced()
 	case ready:
 		return true
-	case synced == nil || !g.inf.apis.HasSynced() || !synced():
+	case synced == nil || !g.inf.known.Load() || !synced():
 		return false
 	}
 	g.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,6 +24,8 @@ type Informer[T cache.Object] struct {
 	cfg         config
 	err         error
 	newInformer func() cache.TypedSharedIndexInformer[T]
+	// known is set once the APIs decided whether the resource is served.
+	known atomic.Bool
 
 	mu       sync.Mutex
 	state    State                // guarded by mu
@@ -126,11 +129,17 @@ func (i *Informer[T]) Current() (cache.TypedSharedIndexInformer[T], bool) {
 }
 
 // HasSynced reports whether the Informer has what it should: its APIs
-// know whether the resource is served, and if it is, the running
-// informer has synced.
+// have decided whether its resource is served (from its CRD once the CRD
+// informer synced; with FromDiscovery, once discovery was asked about its
+// group version, a failed request taking it as not served) and, if it is,
+// the running informer has synced. It depends on its own resource only:
+// another resource whose discovery fails or hangs does not hold it back.
 func (i *Informer[T]) HasSynced() bool {
-	return i.apis != nil && i.apis.HasSynced() && i.syncedNow()
+	return i.apis != nil && i.hasSynced()
 }
+
+func (i *Informer[T]) decided()        { i.known.Store(true) }
+func (i *Informer[T]) hasSynced() bool { return i.known.Load() && i.syncedNow() }
 
 // syncedNow reports whether no informer runs or the running one synced.
 func (i *Informer[T]) syncedNow() bool {

@@ -22,13 +22,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/operator"
 )
 
-// An aggregated API whose backend is down (discovery answers 503) must
-// hold back only what follows it by discovery: a controller of Foos,
-// whose CRD is installed and established, on the same APIs, must start
-// its workers and reconcile its Foos (FromDiscovery: "never those followed
-// by their CRDs"; issue 64: "the controller starts with the watches whose
-// resources are served").
-func TestReviewFailingDiscoveryHoldsBackCRDController(t *testing.T) {
+// An aggregated API whose backend is down (discovery answers 503) holds
+// back nothing but its own resource, which is taken as absent: a
+// controller of Foos, whose CRD is installed and established, on the same
+// APIs, starts its workers and reconciles its Foos.
+func TestFailingDiscoveryLeavesCRDControllerRunning(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{metricsGVR: "WidgetList"})
 	disc := newDiscovery()
 	disc.set("metrics.example.com/v1", []string{"widgets"}, errors.New("the server is currently unable to handle the request"))
@@ -57,12 +55,11 @@ func TestReviewFailingDiscoveryHoldsBackCRDController(t *testing.T) {
 		ctrl.HasSynced(), foos.HasSynced(), apis.HasSynced())
 }
 
-// The same, run the documented way: operator.Run waits for the APIs, which
-// never sync while the aggregated API's backend is down, and so ends the
-// process with ErrCacheSyncTimeout (a restart loop for as long as the
-// backend is down), although the Foo CRD is installed and its Foos could
-// be reconciled: the restart issue 64 meant to do away with.
-func TestReviewFailingDiscoveryEndsOperatorRun(t *testing.T) {
+// The same, run the documented way: operator.Run waits for the APIs, and
+// an aggregated API whose backend is down must not make it end with
+// ErrCacheSyncTimeout (a restart loop for as long as the backend is down)
+// while the Foo CRD is installed and its Foos can be reconciled.
+func TestFailingDiscoveryLeavesOperatorRunning(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{metricsGVR: "WidgetList"})
 	disc := newDiscovery()
 	disc.set("metrics.example.com/v1", []string{"widgets"}, errors.New("the server is currently unable to handle the request"))
