@@ -53,10 +53,22 @@ func (r *Recorder) IncAPIWatchStops(cluster, resource string) {
 	r.apiWatch.stops.WithLabelValues(cluster, resource).Inc()
 }
 
-// DeleteAPIWatchState removes the ctrlkit_api_watch_state series of
-// cluster and resource: the watch's APIs shut down.
+// DeleteAPIWatchState removes the series of cluster and resource, its
+// ctrlkit_api_watch_state and its ctrlkit_api_watch_stops_total: the
+// watch's APIs shut down (the process stops, or the member cluster left
+// the fleet), so that members that come and go leave no series behind. A
+// member's APIs started again count their stops from zero.
 func (r *Recorder) DeleteAPIWatchState(cluster, resource string) {
 	for _, s := range optional.States {
 		r.apiWatch.state.DeleteLabelValues(cluster, resource, string(s))
 	}
+	r.apiWatch.stops.DeleteLabelValues(cluster, resource)
+}
+
+// forgetAPIWatches deletes the series of every watch of an optional
+// resource of cluster.
+func (r *Recorder) forgetAPIWatches(cluster string) {
+	match := prometheus.Labels{labelCluster: cluster}
+	r.apiWatch.state.DeletePartialMatch(match)
+	r.apiWatch.stops.DeletePartialMatch(match)
 }

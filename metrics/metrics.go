@@ -90,7 +90,9 @@
 // in a fleet, else empty) and resource ("widgets.example.com/v1"): the
 // state gauge is 1 for the state the watch is in (waiting, running,
 // stopped) and 0 for the others, and the counter counts the watches
-// stopped because their API went away:
+// stopped because their API went away. A watch's series are deleted when
+// its APIs shut down, and a member cluster's when it leaves the fleet
+// (ForgetCluster):
 //
 //	ctrlkit_api_watch_state{cluster, resource, state}  gauge
 //	ctrlkit_api_watch_stops_total{cluster, resource}   counter

@@ -74,8 +74,11 @@ func (r *Recorder) ObserveClusterReconcile(fleet, cluster string, d time.Duratio
 	r.cluster.duration.WithLabelValues(fleet, cluster).Observe(d.Seconds())
 }
 
-// ForgetCluster deletes every series of cluster in fleet.
+// ForgetCluster deletes every series of cluster in fleet, and the series
+// of the watches of optional resources of the APIs named cluster
+// (ctrlkit_api_watch_*, which have no fleet label).
 func (r *Recorder) ForgetCluster(fleet, cluster string) {
+	r.forgetAPIWatches(cluster)
 	match := prometheus.Labels{labelFleet: fleet, labelCluster: cluster}
 	r.cluster.ready.DeletePartialMatch(match)
 	r.cluster.failures.DeletePartialMatch(match)

@@ -22,8 +22,20 @@ type Gate[K comparable] interface {
 	// it serves now: the controller's workers start, and its HasSynced
 	// reports true, only once every gate's HasSynced does. A gate whose
 	// informers are not running reports true once it knows they should
-	// not run.
+	// not run. A Gate with a method Starting() has it called by Run just
+	// before its Start, so that its HasSynced can tell a controller that
+	// has not started (before Run, a standby replica's readiness) from one
+	// whose Start has not registered its handlers yet.
 	HasSynced() bool
+}
+
+// gateStarter is a Gate that Run tells, just before it calls the gate's
+// Start, that the controller is starting: from then on the gate's
+// HasSynced must report on what the controller's workers wait for, while
+// before it (a standby replica) it may report on its informers alone, as
+// Controller.HasSynced does for a watched informer.
+type gateStarter interface {
+	Starting()
 }
 
 // Gated returns a Watch that runs g while the controller runs (its Start,

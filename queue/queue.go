@@ -543,6 +543,9 @@ func (c *Controller[K]) Run(ctx context.Context) (err error) {
 	}
 	gates := c.loadGates()
 	for _, g := range gates {
+		if s, ok := g.(gateStarter); ok {
+			s.Starting()
+		}
 		background.Go(func() { g.Start(stopCtx, c) })
 	}
 	stopMetrics := make(chan struct{})

@@ -38,6 +38,18 @@ const DefaultDiscoveryPeriod = time.Minute
 // accepts: discovery is a request per group version each period.
 const MinDiscoveryPeriod = 5 * time.Second
 
+// DiscoveryTimeout bounds each discovery request, whatever the discovery
+// client's own timeout: a request that hangs (an aggregated API whose
+// backend accepts and never answers) fails after it, and its resources
+// are taken as not served until discovery answers.
+const DiscoveryTimeout = 30 * time.Second
+
+// FirstDiscoveryRetry is how soon discovery is asked again about a group
+// version after a failed request (an error other than NotFound, a 503
+// included): the wait doubles at each failure in a row, up to the
+// discovery period, and is reset by an answer.
+const FirstDiscoveryRetry = time.Second
+
 // MaxHoldOffPeriods bounds the hold-off of a group version whose
 // resources' watches answered 503 (ServiceUnavailable) while discovery
 // served it: discovery's next 1, 2, 4, ... and at most MaxHoldOffPeriods
@@ -76,9 +88,10 @@ type Metrics interface {
 	// IncAPIWatchStops counts an Informer stopped because its resource
 	// was no longer served (or its CRD was deleted and created again).
 	IncAPIWatchStops(cluster, resource string)
-	// DeleteAPIWatchState removes the state of the Informer of resource
-	// on the APIs named cluster: its APIs shut down (the process stops,
-	// or a fleet's member left).
+	// DeleteAPIWatchState removes what was recorded of the Informer of
+	// resource on the APIs named cluster (its state and its count of
+	// stops): its APIs shut down (the process stops, or a fleet's member
+	// left).
 	DeleteAPIWatchState(cluster, resource string)
 }
 
@@ -90,6 +103,7 @@ type Option func(*config)
 
 type config struct {
 	period        time.Duration
+	retry         time.Duration
 	metrics       Metrics
 	name          string
 	fromDiscovery bool
@@ -121,10 +135,15 @@ func WithName(name string) Option {
 // API, or one built into the API server): whether it is served is asked
 // of discovery every discovery period, by a goroutine of its own, so that
 // a discovery request that hangs (an aggregated API whose backend does
-// not answer) holds back only the answers about the resources followed
-// by discovery, never those followed by their CRDs. A group version that
-// discovery reports unavailable (a 503, or marked stale) is not served:
-// its watches stop until discovery serves it again. A list or watch of
+// not answer; DiscoveryTimeout bounds it) holds back only the answers
+// about the resources followed by discovery, never those followed by
+// their CRDs. A group version whose discovery fails before it ever
+// answered is taken as not served (its Informer waits, and is synced:
+// it holds nothing back); one whose discovery fails later keeps its last
+// answer, unless discovery reports it unavailable (a 503, or marked
+// stale): then it is not served, its watches stop until discovery serves
+// it again. A failed request is asked again sooner than the period (see
+// FirstDiscoveryRetry). A list or watch of
 // the resource that answers 503 stops the watches of its group version
 // too, and holds it off: discovery's next answers serving it are not
 // believed for 1, 2, 4, ... (at most MaxHoldOffPeriods) periods, so that
@@ -135,7 +154,7 @@ func FromDiscovery() Option {
 }
 
 func newConfig(opts []Option) config {
-	c := config{period: DefaultDiscoveryPeriod}
+	c := config{period: DefaultDiscoveryPeriod, retry: FirstDiscoveryRetry}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -157,6 +176,11 @@ type follower interface {
 	// running reports whether an informer runs.
 	running() bool
 	syncedNow() bool
+	// decided records that the APIs decided whether the resource is
+	// served; hasSynced reports whether they have and the running
+	// informer, if any, has synced.
+	decided()
+	hasSynced() bool
 	objectType() reflect.Type
 }
 
@@ -175,8 +199,8 @@ type APIs struct {
 	// kick wakes the loop after a CRD event.
 	kick chan struct{}
 	// synced is set once the loop has decided for every Informer after
-	// the CRD informer synced and discovery answered (successfully, or
-	// with NotFound) about every group version asked.
+	// the CRD informer synced and discovery was asked (whatever it
+	// answered) about every group version of them.
 	synced atomic.Bool
 	wg     sync.WaitGroup
 
@@ -184,6 +208,9 @@ type APIs struct {
 	// discovered holds discovery's last answer by group version: the
 	// resources it serves. guarded by discMu.
 	discovered map[schema.GroupVersion]map[string]bool
+	// asked holds the group versions discovery was asked about, whatever
+	// it answered. guarded by discMu.
+	asked map[schema.GroupVersion]bool
 	// holds holds, by group version, the hold-off after its watches
 	// answered 503. guarded by discMu.
 	holds map[schema.GroupVersion]*holdOff
@@ -200,7 +227,7 @@ type APIs struct {
 // are refused: Err reports it, and Start starts nothing.
 func NewAPIs(crds apiextensionsclientset.Interface, disc discovery.DiscoveryInterface, opts ...Option) *APIs {
 	cfg := newConfig(opts)
-	a := &APIs{cfg: cfg, disc: disc, kick: make(chan struct{}, 1), discovered: map[schema.GroupVersion]map[string]bool{}, holds: map[schema.GroupVersion]*holdOff{}}
+	a := &APIs{cfg: cfg, disc: disc, kick: make(chan struct{}, 1), discovered: map[schema.GroupVersion]map[string]bool{}, asked: map[schema.GroupVersion]bool{}, holds: map[schema.GroupVersion]*holdOff{}}
 	switch {
 	case crds == nil:
 		a.err = errors.New("optional: NewAPIs needs a CRD clientset")
@@ -312,23 +339,24 @@ func (a *APIs) loop(ctx context.Context, followers []follower, byDiscovery []sch
 	for {
 		a.discMu.Lock()
 		discovered := maps.Clone(a.discovered)
+		asked := maps.Clone(a.asked)
 		a.discMu.Unlock()
-		answered := true
-		for _, gv := range byDiscovery {
-			if _, ok := discovered[gv]; !ok {
-				answered = false
-			}
-		}
+		all := true
 		for _, f := range followers {
 			gvr := f.resource()
 			if f.byDiscovery() {
 				f.follow(ctx, discovered[gvr.GroupVersion()][gvr.Resource], "")
-				continue
+				if !asked[gvr.GroupVersion()] {
+					all = false
+					continue
+				}
+			} else {
+				served, uid := a.servedByCRD(gvr)
+				f.follow(ctx, served, uid)
 			}
-			served, uid := a.servedByCRD(gvr)
-			f.follow(ctx, served, uid)
+			f.decided()
 		}
-		if answered {
+		if all {
 			a.synced.Store(true)
 		}
 		select {
@@ -354,27 +382,45 @@ type holdOff struct {
 var errUnavailable = errors.New("group version unavailable")
 
 // discoverEvery asks discovery about each of gvs now and every discovery
-// period, until ctx ends, and wakes the loop with each answer. It runs
+// period, until ctx ends, and wakes the loop with each answer. A group
+// version whose request failed is asked again after FirstDiscoveryRetry,
+// then twice as long at each failure in a row, up to the period. It runs
 // on its own: a request that hangs delays only the next answers.
 func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion, followers []follower) {
-	t := time.NewTicker(a.cfg.period)
+	next := make([]time.Time, len(gvs))
+	retry := make([]time.Duration, len(gvs))
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		for _, gv := range gvs {
+		for j, gv := range gvs {
 			if ctx.Err() != nil {
 				return
 			}
+			if time.Now().Before(next[j]) {
+				continue
+			}
 			served, err := a.discover(ctx, gv)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				retry[j] = min(max(a.cfg.retry, 2*retry[j]), a.cfg.period)
+				next[j] = time.Now().Add(retry[j])
+			} else {
+				retry[j] = 0
+				next[j] = time.Now().Add(a.cfg.period)
+			}
 			switch {
 			case errors.Is(err, errUnavailable):
 				a.record(gv, nil, false, followers)
 			case err != nil:
-				continue
+				a.recordFailure(gv)
 			default:
 				a.record(gv, served, true, followers)
 			}
 			a.wake()
 		}
+		t.Reset(time.Until(slices.MinFunc(next, time.Time.Compare)))
 		select {
 		case <-ctx.Done():
 			return
@@ -383,9 +429,17 @@ func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion, fol
 	}
 }
 
+// recordFailure keeps that discovery was asked about gv and failed: the
+// last answer stands, and none means that gv is not served.
+func (a *APIs) recordFailure(gv schema.GroupVersion) {
+	a.discMu.Lock()
+	defer a.discMu.Unlock()
+	a.asked[gv] = true
+}
+
 // record keeps discovery's answer about gv: served, the resources it
-// serves, when it answered; none, when it reported gv unavailable (which
-// is not an answer before it has answered once: the APIs stay unsynced).
+// serves, when it answered; none, when it reported gv unavailable (gv is
+// then not served).
 // While gv is held off, an answer serving it is counted and not
 // believed; once the watches of gv's resources have synced, or discovery
 // answers that gv serves nothing (it was removed), its hold-off is
@@ -393,6 +447,7 @@ func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion, fol
 func (a *APIs) record(gv schema.GroupVersion, served map[string]bool, answered bool, followers []follower) {
 	a.discMu.Lock()
 	defer a.discMu.Unlock()
+	a.asked[gv] = true
 	if !answered {
 		if _, ok := a.discovered[gv]; ok {
 			a.discovered[gv] = map[string]bool{}
@@ -444,12 +499,14 @@ func (a *APIs) watchUnavailable(gv schema.GroupVersion) {
 	a.wake()
 }
 
-// discover asks discovery which resources of gv are served. A group
-// version discovery does not know serves none; one discovery reports
-// unavailable (see unavailable) yields errUnavailable; on any other
-// error the last answer stands.
+// discover asks discovery which resources of gv are served, within
+// DiscoveryTimeout and until ctx ends. A group version discovery does not
+// know serves none; one discovery reports unavailable (see unavailable)
+// yields errUnavailable; any other error is returned.
 func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (map[string]bool, error) {
-	list, err := a.disc.ServerResourcesForGroupVersion(gv.String())
+	reqCtx, cancel := context.WithTimeout(ctx, DiscoveryTimeout)
+	defer cancel()
+	list, err := discovery.ToDiscoveryInterfaceWithContext(a.disc).ServerResourcesForGroupVersionWithContext(reqCtx, gv.String())
 	if apierrors.IsNotFound(err) {
 		return map[string]bool{}, nil
 	}
@@ -521,41 +578,44 @@ func (a *APIs) Served(gvr schema.GroupVersionResource) bool {
 	return served
 }
 
-// HasSynced reports whether the APIs know what is served: the CRD
-// informer has synced, discovery has answered (successfully, or with
-// NotFound) about every group version of the resources declared with
-// FromDiscovery, and every Informer has been started or left waiting
-// accordingly. A discovery that keeps failing (an aggregated API whose
-// backend is not up) keeps it false.
+// HasSynced reports whether the APIs have decided for every Informer
+// whether its resource is served, and started it or left it waiting
+// accordingly: the CRD informer has synced and discovery has been asked
+// about every group version of the resources declared with FromDiscovery
+// (a failed request counts: its resources are taken as not served). It
+// says nothing of the Informers' own informers; each Informer's HasSynced
+// depends on its own resource only.
 func (a *APIs) HasSynced() bool { return a.synced.Load() }
 
-// WaitForCacheSync waits until HasSynced and the informers of the served
-// resources have synced, or stopCh is closed. It reports, by the object
-// type of the CRD informer and of each Informer, whether they have
-// (Informers of one type are reported together).
+// WaitForCacheSync waits until the CRD informer has synced and every
+// Informer has synced (see Informer.HasSynced: its resource decided and,
+// if served, its informer synced), or stopCh is closed. It reports, by
+// the object type of the CRD informer and of each Informer, whether they
+// have (Informers of one type are reported together): the CRD informer's
+// by itself, never held back by discovery.
 func (a *APIs) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
 	a.mu.Lock()
 	followers := slices.Clone(a.followers)
 	a.mu.Unlock()
 	synced := func() bool {
-		if !a.HasSynced() {
+		if a.crds == nil || !a.crds.HasSynced() {
 			return false
 		}
 		for _, f := range followers {
-			if !f.syncedNow() {
+			if !f.hasSynced() {
 				return false
 			}
 		}
 		return true
 	}
-	ok := cache.WaitForCacheSync(stopCh, synced)
-	res := map[reflect.Type]bool{reflect.TypeFor[*apiextensionsv1.CustomResourceDefinition](): a.HasSynced() || ok}
+	cache.WaitForCacheSync(stopCh, synced)
+	res := map[reflect.Type]bool{reflect.TypeFor[*apiextensionsv1.CustomResourceDefinition](): a.crds != nil && a.crds.HasSynced()}
 	for _, f := range followers {
 		t := f.objectType()
 		if prev, seen := res[t]; seen {
-			res[t] = prev && f.syncedNow()
+			res[t] = prev && f.hasSynced()
 		} else {
-			res[t] = f.syncedNow()
+			res[t] = f.hasSynced()
 		}
 	}
 	return res
@@ -563,10 +623,9 @@ func (a *APIs) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
 
 // Shutdown waits until the goroutines of Start have returned: the CRD
 // informer, the loop, every Informer's informer and the discovery
-// goroutine (with a discovery request in flight, until the request
-// returns: the discovery client's timeout bounds it). The states of the
-// Informers are removed from the metrics. Close Start's stopCh (or end
-// its context) first.
+// goroutine (a discovery request in flight is cancelled by the end of
+// Start's context). The states of the Informers are removed from the
+// metrics. Close Start's stopCh (or end its context) first.
 func (a *APIs) Shutdown() { a.wg.Wait() }
 
 // setState records an Informer's state in the metrics.

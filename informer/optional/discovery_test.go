@@ -40,6 +40,10 @@ func newDiscovery() *discovery {
 }
 
 func (d *discovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	return d.ServerResourcesForGroupVersionWithContext(context.Background(), gv)
+}
+
+func (d *discovery) ServerResourcesForGroupVersionWithContext(_ context.Context, gv string) (*metav1.APIResourceList, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.asked++

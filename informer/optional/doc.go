@@ -17,8 +17,9 @@
 // CRD. Resources that no CRD defines (aggregated APIs, declared with
 // FromDiscovery) are looked up in discovery, one request per group
 // version every discovery period (WithDiscoveryPeriod), by a goroutine of
-// its own so that a hung request holds back no CRD; nothing is polled
-// for the others. APIs needs get, list and watch on
+// its own so that a hung request holds back no CRD; a request that fails
+// takes its resources as not served (holding back no readiness) and is
+// retried sooner, backed off; nothing is polled for the others. APIs needs get, list and watch on
 // customresourcedefinitions.apiextensions.k8s.io: this package carries the
 // +kubebuilder:rbac marker of that rule, which apigen adds to the roles
 // of every operator whose packages (-rbac-paths) import this one.
@@ -36,7 +37,7 @@
 // controller turns ready (and its workers start) with the resources that
 // are served, and the keys that need the resource (chosen by a function
 // of the key) are dropped, and their reconciles in flight cancelled, when
-// it goes away. In a fleet (package queue/multicluster), each member has
+// it goes away, and queued again when it is back. In a fleet (package queue/multicluster), each member has
 // its own APIs, made and added to the member with Cluster.AddInformers in
 // the engage function, with its handlers added by AddEventHandler (on the
 // member's Cluster.Queue): a member without the resource waits for it, and

@@ -35,6 +35,10 @@ type hangingDiscovery struct {
 }
 
 func (d *hangingDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	return d.ServerResourcesForGroupVersionWithContext(context.Background(), gv)
+}
+
+func (d *hangingDiscovery) ServerResourcesForGroupVersionWithContext(ctx context.Context, gv string) (*metav1.APIResourceList, error) {
 	d.mu.Lock()
 	h := d.hanging
 	d.mu.Unlock()
@@ -42,12 +46,18 @@ func (d *hangingDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.AP
 		d.mu.Lock()
 		d.blocked++
 		d.mu.Unlock()
-		<-h
+		select {
+		case <-h:
+		case <-ctx.Done():
+		}
 		d.mu.Lock()
 		d.blocked--
 		d.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return d.discovery.ServerResourcesForGroupVersion(gv)
+	return d.discovery.ServerResourcesForGroupVersionWithContext(ctx, gv)
 }
 
 // isBlocked reports whether a question is blocked in the hang.

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -27,11 +28,21 @@ func AllKeys[K comparable](K) bool { return true }
 //   - while the resource is not served, those keys are dropped: not
 //     queued, and dropped when their turn comes if they waited; their
 //     reconciles in flight when it goes away are cancelled with a cause
-//     wrapping ErrNotServed, neither retried nor counted as failed;
+//     wrapping ErrNotServed, neither retried nor counted as failed (a
+//     shutdown of the APIs cancels none: on a normal stop the controller
+//     lets them finish within its shutdown timeout, though Current then
+//     reports no informer);
 //   - when it is served again, the new informer's initial list reaches h,
-//     which queues its keys again; a controller that was ready stays
+//     which queues its keys again, and once h has seen it, the keys
+//     dropped or cancelled meanwhile are queued again too, also those
+//     that came from elsewhere (another watch, Add); a controller that
+//     was ready stays
 //     ready meanwhile (HasSynced does not turn false again while the
-//     controller runs).
+//     controller runs);
+//   - before the controller runs (a standby replica, whose Run has not
+//     begun), its HasSynced is the Informer's (see Informer.HasSynced),
+//     as it is a watched informer's: a standby whose caches synced is
+//     ready.
 //
 // needs may be nil: then no key is gated and only the watch follows the
 // resource (a controller of other objects that also watches an optional
@@ -50,74 +61,184 @@ type gate[T cache.Object, K comparable] struct {
 	inf   *Informer[T]
 	h     cache.TypedResourceEventHandler[T]
 	needs func(K) bool
-	// synced is the sync check of h's registration while Start runs.
-	synced atomic.Pointer[func() bool]
-	// ready is set once HasSynced reported true during this Start: it
-	// stays true while Start runs.
-	ready atomic.Bool
+
+	mu sync.Mutex
+	// started is set from Starting (or Start) until Start returns: the
+	// controller runs. guarded by mu.
+	started bool
+	// run counts the controller's runs and their ends, so that a check
+	// of one run does not mark another ready. guarded by mu.
+	run uint64
+	// synced is the sync check of h's registration while Start runs, nil
+	// before it registered h. guarded by mu.
+	synced func() bool
+	// ready is set once HasSynced reported true during this run: it stays
+	// true until Start returns. guarded by mu.
+	ready bool
+	// dropped holds the keys dropped while the resource was not served,
+	// to queue again when it is. guarded by mu.
+	dropped map[K]struct{}
 }
 
 // Err reports why the Informer cannot work: Controller.Watch refuses
 // the Watch with it.
 func (g *gate[T, K]) Err() error { return g.inf.Err() }
 
-// Start registers h on inf while ctx lasts.
-func (g *gate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) {
-	g.ready.Store(false)
+// Starting is called by the controller's Run just before Start: from
+// then on HasSynced reports on h, no longer on the Informer alone.
+func (g *gate[T, K]) Starting() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lockedBegin()
+}
+
+// lockedBegin begins a run, unless one has begun. g.mu is held.
+func (g *gate[T, K]) lockedBegin() {
+	if g.started {
+		return
+	}
+	g.started, g.run, g.synced, g.ready = true, g.run+1, nil, false
+}
+
+// Start registers h on inf while ctx lasts, and queues the keys dropped
+// while the resource was not served each time it is served again.
+func (g *gate[T, K]) Start(ctx context.Context, q queue.Enqueuer[K]) {
+	g.mu.Lock()
+	g.lockedBegin()
+	run := g.run
+	g.mu.Unlock()
 	synced, remove := g.inf.AddEventHandler(ctx, g.h)
-	g.synced.Store(&synced)
-	<-ctx.Done()
-	g.synced.Store(nil)
-	g.ready.Store(false)
+	g.mu.Lock()
+	if g.run == run {
+		g.synced = synced
+	}
+	g.mu.Unlock()
+	g.requeueDropped(ctx, q, synced)
+	g.mu.Lock()
+	if g.run == run {
+		g.started, g.run, g.synced, g.ready = false, g.run+1, nil, false
+	}
+	g.mu.Unlock()
 	remove()
 	klog.FromContext(ctx).V(4).Info("Removed the handler of an optional resource", "resource", resourceName(g.inf.gvr))
 }
 
-// HasSynced reports whether Start has registered h, the APIs know
+// HasSynced reports, while the controller runs (from just before Start
+// until it returns), whether Start has registered h, the APIs know
 // whether the resource is served and, if it is, h has seen its informer's
-// initial list; false before Start. Once true, it stays true until Start
-// returns: an informer started later (the resource installed, or back)
-// does not take the controller's readiness away.
+// initial list (another resource of the APIs does not hold it back);
+// once true, it stays true until Start returns: an informer started
+// later (the resource installed, or back) does not take the controller's
+// readiness away. Before the controller runs (a standby replica) and
+// after, it reports what the Informer's HasSynced does, as
+// Controller.HasSynced does for a watched informer: the APIs know whether
+// the resource is served and the running informer, if any, has synced.
 func (g *gate[T, K]) HasSynced() bool {
-	if g.ready.Load() {
+	g.mu.Lock()
+	started, run, synced, ready := g.started, g.run, g.synced, g.ready
+	g.mu.Unlock()
+	switch {
+	case !started:
+		return g.inf.HasSynced()
+	case ready:
 		return true
-	}
-	synced := g.synced.Load()
-	if synced == nil || !g.inf.apis.HasSynced() || !(*synced)() {
+	case synced == nil || !g.inf.known.Load() || !synced():
 		return false
 	}
-	g.ready.Store(true)
-	if g.synced.Load() != synced {
-		// Start returned meanwhile: its end cleared ready before.
-		g.ready.Store(false)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.run != run {
+		// Start returned meanwhile: this check was of a run that ended.
+		return false
+	}
+	g.ready = true
+	return true
+}
+
+// requeueDropped queues the keys dropped while the resource was not
+// served, each time an informer of it runs and h has seen its initial
+// list (the keys h maps come from that list too; a key queued twice runs
+// once), until ctx ends.
+func (g *gate[T, K]) requeueDropped(ctx context.Context, q queue.Enqueuer[K], synced func() bool) {
+	for {
+		next := g.inf.started()
+		if _, running := g.inf.Current(); running {
+			err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+				return synced(), nil
+			})
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			dropped := g.dropped
+			g.dropped = nil
+			g.mu.Unlock()
+			for key := range dropped {
+				// Dropped again if the resource went away meanwhile.
+				q.Add(key)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-next:
+		}
+	}
+}
+
+// drop records key, dropped while the resource is not served.
+func (g *gate[T, K]) drop(key K) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dropped == nil {
+		g.dropped = map[K]struct{}{}
+	}
+	g.dropped[key] = struct{}{}
+}
+
+// Owns reports whether key may run: it does not need the resource, or the
+// resource is served. A key refused is queued again when the resource is
+// served.
+func (g *gate[T, K]) Owns(key K) bool {
+	if g.needs == nil || !g.needs(key) {
+		return true
+	}
+	if _, running := g.inf.Current(); !running {
+		g.drop(key)
 		return false
 	}
 	return true
 }
 
-// Owns reports whether key may run: it does not need the resource, or the
-// resource is served.
-func (g *gate[T, K]) Owns(key K) bool {
-	if g.needs == nil || !g.needs(key) {
-		return true
-	}
-	_, running := g.inf.Current()
-	return running
-}
-
 // Claim returns, for a key that needs the resource, a context cancelled
-// when the running informer stops; ok is false when none runs.
+// when the resource is no longer served (not when the APIs shut down);
+// ok is false when no informer runs, and the key is then queued again
+// when the resource is served.
 func (g *gate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(), bool) {
 	if g.needs == nil || !g.needs(key) {
 		return ctx, func() {}, true
 	}
-	return g.inf.claim(ctx)
+	claimCtx, release, ok := g.inf.claim(ctx)
+	if !ok {
+		g.drop(key)
+		return nil, nil, false
+	}
+	return claimCtx, func() {
+		if errors.Is(context.Cause(claimCtx), ErrNotServed) {
+			// Cancelled as the resource went away: not retried, so
+			// run again when it is back.
+			g.drop(key)
+		}
+		release()
+	}, true
 }
 
 // claim returns a context derived from ctx that is cancelled when the
-// running informer stops, with ErrNotServed as its cause (or
-// context.Canceled when the APIs shut down), and its release; ok is false
-// when no informer runs.
+// running informer stops because its resource is no longer served, with
+// a cause wrapping ErrNotServed, and its release; ok is false when no
+// informer runs. A shutdown of the APIs does not cancel it: the
+// controller drains its reconciles within its shutdown timeout, and
+// cancels them itself past it.
 func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool) {
 	i.mu.Lock()
 	run := i.run
@@ -126,14 +247,7 @@ func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool)
 		return nil, nil, false
 	}
 	claimCtx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(run.ctx, func() {
-		cause := context.Cause(run.ctx)
-		if !errors.Is(cause, ErrNotServed) {
-			// The APIs stopped: a shutdown, not a resource gone.
-			cause = context.Canceled
-		}
-		cancel(cause)
-	})
+	stop := context.AfterFunc(run.gone, func() { cancel(context.Cause(run.gone)) })
 	return claimCtx, func() {
 		stop()
 		cancel(nil)
@@ -147,7 +261,9 @@ func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool)
 // while the other members' keys run. Keys of a member without an Informer
 // (not engaged here, or engaged without one) are left to the fleet. Give
 // Watch to the controller, and Set each member's Informer in the engage
-// function.
+// function. Unlike On's gate, a MemberGate does not queue again the keys
+// it dropped when the member's resource is served again: only the keys
+// its handlers map from the new informer's initial list are queued then.
 type MemberGate[T cache.Object, K comparable] struct {
 	clusterOf func(K) string
 	needs     func(K) bool
@@ -224,7 +340,8 @@ func (g *MemberGate[T, K]) Owns(key K) bool {
 }
 
 // Claim returns, for a key of a member with an Informer, a context
-// cancelled when the member's informer stops; ok is false when none runs.
+// cancelled when the member's resource is no longer served (not when the
+// member's APIs shut down); ok is false when no informer runs.
 func (g *MemberGate[T, K]) Claim(ctx context.Context, key K) (context.Context, func(), bool) {
 	inf := g.informerOf(key)
 	if inf == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,21 +24,31 @@ type Informer[T cache.Object] struct {
 	cfg         config
 	err         error
 	newInformer func() cache.TypedSharedIndexInformer[T]
+	// known is set once the APIs decided whether the resource is served.
+	known atomic.Bool
 
 	mu       sync.Mutex
 	state    State                // guarded by mu
 	run      *instance[T]         // guarded by mu; nil unless Running
 	handlers map[*handler[T]]bool // guarded by mu; registered on every instance
+	// nextRun is closed when the next informer starts (nil until asked
+	// for). guarded by mu.
+	nextRun chan struct{}
 }
 
 // instance is one informer an Informer made, from the start to the stop
 // of its resource being served.
 type instance[T cache.Object] struct {
 	inf cache.TypedSharedIndexInformer[T]
-	// ctx ends, with ErrNotServed, when the instance is stopped.
+	// ctx ends when the instance is stopped: its informer's run.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	done   chan struct{} // closed once the informer's Run returned
+	// gone ends, with a cause wrapping ErrNotServed, when the instance is
+	// stopped because its resource is no longer served (not when its
+	// APIs shut down): the claims on it end with it.
+	gone     context.Context
+	markGone context.CancelCauseFunc
+	done     chan struct{} // closed once the informer's Run returned
 	// uid is the UID of the CRD the instance started for ("" when
 	// followed by discovery).
 	uid  types.UID
@@ -118,11 +129,17 @@ func (i *Informer[T]) Current() (cache.TypedSharedIndexInformer[T], bool) {
 }
 
 // HasSynced reports whether the Informer has what it should: its APIs
-// know whether the resource is served, and if it is, the running
-// informer has synced.
+// have decided whether its resource is served (from its CRD once the CRD
+// informer synced; with FromDiscovery, once discovery was asked about its
+// group version, a failed request taking it as not served) and, if it is,
+// the running informer has synced. It depends on its own resource only:
+// another resource whose discovery fails or hangs does not hold it back.
 func (i *Informer[T]) HasSynced() bool {
-	return i.apis != nil && i.apis.HasSynced() && i.syncedNow()
+	return i.apis != nil && i.hasSynced()
 }
+
+func (i *Informer[T]) decided()        { i.known.Store(true) }
+func (i *Informer[T]) hasSynced() bool { return i.known.Load() && i.syncedNow() }
 
 // syncedNow reports whether no informer runs or the running one synced.
 func (i *Informer[T]) syncedNow() bool {
@@ -144,6 +161,17 @@ func (i *Informer[T]) AddEventHandler(ctx context.Context, h cache.TypedResource
 		i.lockedRegister(i.run, hd)
 	}
 	return func() bool { return i.handlerSynced(hd) }, func() { i.removeHandler(hd) }
+}
+
+// started returns a channel closed when the Informer next starts an
+// informer (the resource is served again).
+func (i *Informer[T]) started() <-chan struct{} {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.nextRun == nil {
+		i.nextRun = make(chan struct{})
+	}
+	return i.nextRun
 }
 
 // handlerSynced reports whether hd has seen the initial list of the
@@ -199,7 +227,7 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 	running := i.run != nil
 	recreated := running && i.run.uid != uid
 	i.mu.Unlock()
-	if served && recreated && i.stopRun() {
+	if served && recreated && i.stopRun(true) {
 		if i.apis.cfg.metrics != nil {
 			i.apis.cfg.metrics.IncAPIWatchStops(i.apis.cfg.name, resourceName(i.gvr))
 		}
@@ -241,12 +269,22 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 			return
 		}
 		runCtx, cancel := context.WithCancelCause(ctx)
-		run := &instance[T]{inf: inf, ctx: runCtx, cancel: cancel, done: make(chan struct{}), uid: uid, regs: map[*handler[T]]cache.ResourceEventHandlerRegistration{}}
+		// gone does not end with ctx: a shutdown leaves the reconciles in
+		// flight to the controller's drain.
+		gone, markGone := context.WithCancelCause(context.WithoutCancel(ctx))
+		run := &instance[T]{
+			inf: inf, ctx: runCtx, cancel: cancel, gone: gone, markGone: markGone,
+			done: make(chan struct{}), uid: uid, regs: map[*handler[T]]cache.ResourceEventHandlerRegistration{},
+		}
 		i.mu.Lock()
 		for hd := range i.handlers {
 			i.lockedRegister(run, hd)
 		}
 		i.run, i.state = run, Running
+		if i.nextRun != nil {
+			close(i.nextRun)
+			i.nextRun = nil
+		}
 		i.mu.Unlock()
 		i.apis.setState(i.gvr, Running)
 		logger.Info("Resource served: starting its watch")
@@ -255,7 +293,7 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 			inf.RunWithContext(runCtx)
 		})
 	case !served && running:
-		if i.stopRun() {
+		if i.stopRun(true) {
 			if i.apis.cfg.metrics != nil {
 				i.apis.cfg.metrics.IncAPIWatchStops(i.apis.cfg.name, resourceName(i.gvr))
 			}
@@ -265,8 +303,9 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 	}
 }
 
-// stop stops the running informer, if any, and waits for it.
-func (i *Informer[T]) stop() { i.stopRun() }
+// stop stops the running informer, if any, and waits for it: its APIs
+// shut down. The claims on it are left to the controller's drain.
+func (i *Informer[T]) stop() { i.stopRun(false) }
 
 // running reports whether an informer runs.
 func (i *Informer[T]) running() bool {
@@ -275,8 +314,10 @@ func (i *Informer[T]) running() bool {
 }
 
 // stopRun stops the running informer, if any, and waits for it; it
-// reports whether one ran.
-func (i *Informer[T]) stopRun() bool {
+// reports whether one ran. notServed says why: the resource is no longer
+// served (or its CRD was recreated), which cancels the claims on it, or,
+// when false, the APIs shut down, which leaves them be.
+func (i *Informer[T]) stopRun(notServed bool) bool {
 	i.mu.Lock()
 	run := i.run
 	if run == nil {
@@ -284,7 +325,13 @@ func (i *Informer[T]) stopRun() bool {
 		return false
 	}
 	i.run, i.state = nil, Stopped
-	run.cancel(fmt.Errorf("%w: %s", ErrNotServed, resourceName(i.gvr)))
+	if notServed {
+		err := fmt.Errorf("%w: %s", ErrNotServed, resourceName(i.gvr))
+		run.markGone(err)
+		run.cancel(err)
+	} else {
+		run.cancel(context.Canceled)
+	}
 	i.mu.Unlock()
 	<-run.done
 	return true
