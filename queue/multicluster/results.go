@@ -283,7 +283,9 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 // it Pending until it reports), nor is one that left and came back. The
 // first Set of each member adds the hub key again, so a reconcile that
 // wrote nothing runs again then; after the two minutes nothing re-queues
-// it by itself.
+// it by itself. A hub object whose status holds no entries yet (one
+// created since) has nothing to keep: its reconcile writes it whatever
+// Reported says.
 func (r *Results[K, V]) Reported(hub K, clusters []string) bool {
 	r.mu.Lock()
 	var waitFor []string
