@@ -119,7 +119,7 @@ type Results[K comparable, V any] struct {
 
 // reportWait bounds how long after the Fleet's first sync Reported waits
 // for the first result of the members ready then.
-const reportWait = 2 * time.Minute
+var reportWait = 2 * time.Minute
 
 // fleetView is what Results needs of a Fleet.
 type fleetView interface {
