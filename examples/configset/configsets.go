@@ -72,7 +72,15 @@ func newConfigSets(client versioned.Interface, sets fleetinformers.TypedConfigSe
 		return nil, err
 	}
 	r := finalizer.Reconciler(fleetv1alpha1.Finalizer, objects, c.client.ConfigSets, finalizer.Funcs[*fleetv1alpha1.ConfigSet]{Apply: c.apply, Cleanup: c.cleanup})
-	if c.hub, err = queue.New("configsets", r, opts...); err != nil {
+	// A ConfigSet gone (its cleanup done, or its finalizer removed by
+	// hand) has its results forgotten.
+	gone := reconcile.Func[cache.ObjectName](func(ctx context.Context, key cache.ObjectName) (reconcile.Result, error) {
+		if _, found, err := objects.Get(key); err == nil && !found {
+			c.results.Forget(key)
+		}
+		return r.Reconcile(ctx, key)
+	})
+	if c.hub, err = queue.New("configsets", gone, opts...); err != nil {
 		return nil, err
 	}
 	if c.results, err = multicluster.NewResults[struct{}](c.fleet, c.hub); err != nil {
@@ -179,9 +187,6 @@ func (c *configSets) cleanup(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (
 		if err != nil {
 			left = append(left, fmt.Errorf("member %s not cleaned up: %w", cluster, err))
 		}
-	}
-	if len(left) == 0 {
-		c.results.Forget(key)
 	}
 	return reconcile.Result{}, errors.Join(left...)
 }

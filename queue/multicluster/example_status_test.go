@@ -139,7 +139,7 @@ func (p *propagator) reconcileSource(ctx context.Context, key cache.ObjectName) 
 	}
 	clusters := p.fleet.Members()
 	if !p.results.Reported(key, clusters) {
-		return reconcile.Result{}, nil // the entries written before stand until every ready member reports
+		return reconcile.Result{}, nil // after a restart, the entries written before stand until the members found then report
 	}
 	members, ready := p.results.Status(key, src.Generation, clusters)
 	return reconcile.Result{}, p.writeStatus(ctx, src, members, ready)

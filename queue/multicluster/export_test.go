@@ -9,3 +9,12 @@ import "time"
 func WithClientStopTimeout(d time.Duration) Option {
 	return func(c *config) { c.clientWait = d }
 }
+
+// SetReportWait sets how long after the Fleet's first sync
+// Results.Reported waits for the members ready then, for a Results made
+// afterwards, until the test ends.
+func SetReportWait(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := reportWait
+	reportWait = d
+	t.Cleanup(func() { reportWait = old })
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,11 +110,21 @@ type Results[K comparable, V any] struct {
 	// synced, added when it syncs; synced is set then. Guarded by mu.
 	waiting map[K]struct{}
 	synced  bool
+	// restarted holds the members ready when the Fleet first synced,
+	// whose first result for a hub key Reported waits for, until
+	// restartedUntil. Guarded by mu.
+	restarted      map[string]struct{}
+	restartedUntil time.Time
 }
+
+// reportWait bounds how long after the Fleet's first sync Reported waits
+// for the first result of the members ready then.
+var reportWait = 2 * time.Minute
 
 // fleetView is what Results needs of a Fleet.
 type fleetView interface {
 	Status(cluster string) (Status, bool)
+	Members() []string
 	HasSynced() bool
 	// isStopping reports whether the Fleet has started to stop.
 	isStopping() bool
@@ -149,8 +160,15 @@ func NewResults[V any, T any, K comparable](f *Fleet[T], q queue.Enqueuer[K]) (*
 // fleetSynced adds the hub keys whose Status was Unknown because the
 // Fleet had not synced.
 func (r *Results[K, V]) fleetSynced() {
+	restarted := map[string]struct{}{}
+	for _, name := range r.fleet.Members() {
+		if st, held := r.fleet.Status(name); held && st.Ready {
+			restarted[name] = struct{}{}
+		}
+	}
 	r.mu.Lock()
 	r.synced = true
+	r.restarted, r.restartedUntil = restarted, time.Now().Add(reportWait)
 	hubs := r.waiting
 	r.waiting = nil
 	r.mu.Unlock()
@@ -226,6 +244,7 @@ func (r *Results[K, V]) Forget(hub K) {
 // keys.
 func (r *Results[K, V]) drop(cluster string) {
 	r.mu.Lock()
+	delete(r.restarted, cluster)
 	hubs := r.byName[cluster]
 	delete(r.byName, cluster)
 	for hub := range hubs {
@@ -248,26 +267,45 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 	return res, ok
 }
 
-// Reported reports whether every member of clusters that the Fleet has
-// ready has a result for hub kept: one Set since this process started,
-// or since the member joined. The results live in this process, so after
-// a restart of the operator Status lists every ready member Pending ("no
-// result yet") until its first reconcile reports, although the status
-// the hub object holds from before the restart may still be true. A hub
-// reconcile whose object may hold such a status writes nothing while
-// Reported is false, and keeps the entries written before: the first Set
-// of each member adds the hub key again. Members not ready, not held or
-// refused do not count: Status lists them as they are.
+// Reported reports whether the hub reconcile of hub may write its status
+// over clusters, or should write nothing and keep the entries written
+// before. The results live in this process, so after a restart of the
+// operator Status lists every ready member Pending ("no result yet")
+// until its first reconcile reports, although the status the hub object
+// holds from before the restart may still be true. Reported is false
+// only while all of these hold: some member of clusters that was ready
+// when the Fleet first synced (the members this process found at its
+// start) is ready and has no result for hub kept yet, not two minutes
+// have passed since that sync, and every member of clusters is ready (a
+// member not ready, not held or refused is a change to write at once:
+// Status lists it Unreachable or NotHeld). A member that joins, or
+// becomes ready, after the first sync is never waited for (Status lists
+// it Pending until it reports), nor is one that left and came back. The
+// first Set of each member adds the hub key again, so a reconcile that
+// wrote nothing runs again then; after the two minutes nothing re-queues
+// it by itself. A hub object whose status holds no entries yet (one
+// created since) has nothing to keep: its reconcile writes it whatever
+// Reported says.
 func (r *Results[K, V]) Reported(hub K, clusters []string) bool {
-	for _, name := range clusters {
-		if st, held := r.fleet.Status(name); !held || !st.Ready {
-			continue
-		}
-		if _, ok := r.Get(hub, name); !ok {
-			return false
+	r.mu.Lock()
+	var waitFor []string
+	if len(r.restarted) > 0 && time.Now().Before(r.restartedUntil) {
+		for _, name := range clusters {
+			if _, ok := r.restarted[name]; !ok {
+				continue
+			}
+			if _, ok := r.byHub[hub][name]; !ok {
+				waitFor = append(waitFor, name)
+			}
 		}
 	}
-	return true
+	r.mu.Unlock()
+	for _, name := range clusters {
+		if st, held := r.fleet.Status(name); !held || !st.Ready {
+			return true
+		}
+	}
+	return len(waitFor) == 0
 }
 
 // Status builds the status of the hub object of key hub, at generation

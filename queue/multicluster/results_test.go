@@ -103,7 +103,8 @@ func TestResults(t *testing.T) {
 	assert.Contains(t, cond.Message, "a (Unreachable: ")
 	none := cacheName("app", "none")
 	assert.True(t, results.Reported(none, []string{"a"}), "a member not ready does not count")
-	assert.False(t, results.Reported(none, []string{"a", "b"}))
+	assert.True(t, results.Reported(none, []string{"a", "b"}), "a member not ready is written at once, b's first result not waited for")
+	assert.False(t, results.Reported(none, []string{"b"}), "b, ready at the first sync, has reported nothing for none")
 	c.down["a"].Store(false)
 	f.ready(t, "a")
 
