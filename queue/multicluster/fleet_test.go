@@ -58,6 +58,8 @@ type clusters struct {
 	// hold, when set for a cluster, keeps its client from being built
 	// until it is closed.
 	hold map[string]chan struct{}
+	// held counts, per cluster, the client builds that waited on hold.
+	held map[string]int
 	// seen counts, per cluster, the events its informers delivered for
 	// each object (a handler of its own beside the controller's).
 	seen map[multicluster.Key]int
@@ -67,7 +69,7 @@ var errDown = errors.New("connection refused")
 
 func newClusters(names ...string) *clusters {
 	c := &clusters{clients: map[string]*fake.Clientset{}, built: map[string]int{}, fail: map[string]error{}, down: map[string]*atomic.Bool{},
-		hold: map[string]chan struct{}{}, seen: map[multicluster.Key]int{}}
+		hold: map[string]chan struct{}{}, held: map[string]int{}, seen: map[multicluster.Key]int{}}
 	for _, name := range names {
 		client := fake.NewClientset(configMap("app", "settings", name))
 		down := &atomic.Bool{}
@@ -84,11 +86,21 @@ func newClusters(names ...string) *clusters {
 	return c
 }
 
+// heldBuilds returns how many client builds of name waited on its hold.
+func (c *clusters) heldBuilds(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[name]
+}
+
 func (c *clusters) config(name string) *rest.Config { return &rest.Config{Host: "https://" + name} }
 
 func (c *clusters) newClient(_ context.Context, name string, cfg *rest.Config) (kubernetes.Interface, error) {
 	c.mu.Lock()
 	hold := c.hold[name]
+	if hold != nil {
+		c.held[name]++
+	}
 	c.mu.Unlock()
 	if hold != nil {
 		<-hold

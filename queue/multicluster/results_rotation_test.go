@@ -1,7 +1,6 @@
 package multicluster_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -38,11 +37,10 @@ func TestResultsKeptWhileCredentialsRotate(t *testing.T) {
 	rotated := c.config("a")
 	rotated.BearerToken = "rotated"
 	f.members.Set("a", rotated)
-	// The old engagement drains and ends (a leaves Clusters), the new one
-	// starts and waits for its client (a is back in Clusters, not ready).
-	require.Eventually(t, func() bool { return !slices.Contains(f.fleet.Clusters(), "a") }, waitFor, time.Millisecond)
-	require.Eventually(t, func() bool { return slices.Contains(f.fleet.Clusters(), "a") }, waitFor, time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	// The old engagement drains and ends, the new one starts and waits
+	// for its client (a is engaging, not ready).
+	require.Eventually(t, func() bool { return c.heldBuilds("a") > 0 }, waitFor, 5*time.Millisecond,
+		"the engagement with the rotated credentials builds its client")
 	st, held := f.fleet.Status("a")
 	require.True(t, held)
 	require.False(t, st.Ready)
