@@ -1,0 +1,37 @@
+package operator
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// Review: TracerProvider's doc promises that an entry of
+// $OTEL_RESOURCE_ATTRIBUTES that does not parse "is logged and left out"
+// (through klog, as the resource error is), and docs/operator.md that
+// nothing is left to a line of the standard library's log. An entry whose
+// value does not percent-decode (the specification has the values
+// percent-encoded) is kept, undecoded, in the resource, and reported only
+// by the SDK's global error handler, on the standard library's log.
+func TestReviewResourceEntryThatDoesNotDecodeIsLeftOut(t *testing.T) {
+	clearOTelEnv(t)
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,team=a%zzb")
+	logged := stdlibLog(t)
+	f := parse(t, Flags{}, "--tracing-endpoint=http://127.0.0.1:1")
+	require.NoError(t, f.Validate())
+	tp, err := f.TracerProvider()
+	require.NoError(t, err)
+	defer func() { _ = tp.(*sdktrace.TracerProvider).Shutdown(context.Background()) }()
+	_, span := tp.Tracer("test").Start(context.Background(), "x")
+	span.End()
+	got := map[string]string{}
+	for _, kv := range span.(sdktrace.ReadOnlySpan).Resource().Attributes() {
+		got[string(kv.Key)] = kv.Value.Emit()
+	}
+	assert.Equal(t, "prod", got["deployment.environment"])
+	assert.NotContains(t, got, "team", "an entry that does not parse is left out: %v", got)
+	assert.Empty(t, logged.String(), "the standard library's log")
+}
