@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/format"
 	"go/parser"
 	"go/token"
@@ -687,6 +688,9 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			return nil, fmt.Errorf("the module already has %s", typesFile)
 		}
 		p.files[typesFile] = src
+		if err := p.packageMarkers(op, s, hub, pkgExists); err != nil {
+			return nil, err
+		}
 	}
 	if err == nil {
 		// A new version of a kind: a spoke of the hub, which becomes the
@@ -741,8 +745,8 @@ controllers = append(controllers, %sCtrl)`, s.Lower, s.Kind, s.GroupMethod, s.Ve
 }
 
 // apply writes the plan, generates as generate.go says with the plan's
-// arguments and tidies go.mod; a step that fails undoes what the steps
-// before it wrote.
+// arguments, tidies go.mod and builds the packages it wrote to; a step
+// that fails undoes what the steps before it wrote.
 func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Writer) (err error) {
 	root := op.mod.root
 	genArgs := strings.Join(quoteArgs(p.genArgs), " ")
@@ -821,6 +825,24 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	tidy.Stdout, tidy.Stderr = &out, &out
 	if err := runCommand(tidy); err != nil {
 		return fmt.Errorf("go mod tidy: %w\n%s", err, out.String())
+	}
+	// The packages it wrote to must build, or it undoes what it wrote: a
+	// copy that compiles in the hub's package may not in the new one.
+	var pkgs []string
+	for _, rel := range slices.Concat(slices.Collect(maps.Keys(p.files)), slices.Collect(maps.Keys(p.edits))) {
+		if pkg := "./" + strings.TrimSuffix(path.Dir(rel), "."); strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") && !slices.Contains(pkgs, pkg) {
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	if len(pkgs) > 0 {
+		slices.Sort(pkgs)
+		build := command(ctx, "go", append([]string{"build"}, pkgs...)...)
+		build.Dir = root
+		out.Reset()
+		build.Stdout, build.Stderr = &out, &out
+		if err := runCommand(build); err != nil {
+			return fmt.Errorf("what it wrote does not build, go build %s: %w\n%s", strings.Join(pkgs, " "), err, out.String())
+		}
 	}
 	for _, s := range p.printed {
 		_, _ = fmt.Fprint(stdout, "apigen create: "+s)
@@ -951,11 +973,18 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 // its markers (resource with plural, scope, short names and categories,
 // subresources, printer columns, validation) but those of a version of
 // its own (storage, served, deprecated), init's list type, and the types
-// and constants of the hub's package that the kind uses, with the imports
-// they need; so every version agrees on what the CRD takes from one of
-// them, and the skeleton conversion is exact. Versions whose scopes
-// disagree are refused, as is a new package that declares a type the new
-// version copies unlike the hub's (an identical one is used as it is).
+// and constants of the hub's package that the kind uses, with the methods
+// declared on those types (not the generated ones) and the imports they
+// need; so every version agrees on what the CRD takes from one of them,
+// and the skeleton conversion is exact. It copies neither another kind
+// (a type with +genclient or a root marker) nor the names register-gen
+// declares. Versions whose scopes disagree are refused, as is a new
+// package that declares a type, constant, variable or function named
+// like one the new version copies unlike the hub's (an identical type
+// with identical methods is used as it is), a method or type that uses
+// another kind, a method that uses a variable or function of the hub's
+// package (but register-gen's), a copy from a file with build
+// constraints, and copies that use one package name for two packages.
 func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions []kindVersion, hub kindVersion) ([]byte, []string, error) {
 	for _, v := range versions {
 		if v.nonNamespaced != v.clusterScope || v.clusterScope != hub.clusterScope {
@@ -1017,11 +1046,32 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 	var copied []*apiDecl
 	uses := map[*apiDecl][]string{} // the package names each copied declaration uses
 	seen := map[*apiDecl]bool{}
-	for queue := []string{s.Kind}; len(queue) > 0; queue = queue[1:] {
-		name := queue[0]
+	// The other kinds of the hub's package (and their lists), which a
+	// new version of this kind never copies: each is a kind of its own,
+	// with versions of its own.
+	otherKinds := map[string]bool{}
+	for _, k := range op.kinds {
+		if k.dir == hub.dir && k.kind != s.Kind {
+			otherKinds[k.kind], otherKinds[k.kind+"List"] = true, true
+		}
+	}
+	type use struct {
+		name string
+		by   string // the declaration that uses it, for a refusal
+	}
+	for queue := []use{{name: s.Kind}}; len(queue) > 0; queue = queue[1:] {
+		name := queue[0].name
 		d, ok := decls[name]
-		if !ok || seen[d] || name == s.Kind+"List" {
+		if !ok || d.value || seen[d] || name == s.Kind+"List" || registerNames[name] {
 			continue
+		}
+		if name != s.Kind && (otherKinds[name] || rootMarkers.MatchString(d.src)) {
+			return nil, nil, fmt.Errorf("%s uses %s, another kind of %s's package (%s), which a new version of %s does not copy: make it use none (or move it out of the API package), then run apigen create api again; nothing written",
+				queue[0].by, name, hub.version, path.Join(hub.dir, d.file), s.Kind)
+		}
+		if d.constrained {
+			return nil, nil, fmt.Errorf("%s declares %s, which the new version of %s copies, in a file with build constraints, which a new version's types.go does not have: move it to a file without them, then run apigen create api again; nothing written",
+				path.Join(hub.dir, d.file), name, s.Kind)
 		}
 		seen[d] = true
 		there := false
@@ -1030,17 +1080,54 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				if normalDecl(t.src) != normalDecl(d.src) {
 					return nil, nil, fmt.Errorf("%s declares %s, which the new version of %s copies from %s (%s), unlike it: make the two the same or rename one, then run apigen create api again; nothing written", path.Join(s.APIDir, t.file), n, s.Kind, hub.version, path.Join(hub.dir, d.file))
 				}
+				if !slices.Equal(normalMethods(t.methods), normalMethods(d.methods)) {
+					return nil, nil, fmt.Errorf("%s declares %s as %s (%s) does, with methods unlike its methods, which the new version of %s copies: make the methods the same or rename one type, then run apigen create api again; nothing written", path.Join(s.APIDir, t.file), n, hub.version, path.Join(hub.dir, d.file), s.Kind)
+				}
 				there = true
 			}
 		}
 		if !there {
 			copied = append(copied, d)
 		}
-		declUses(d.node, func(n string) { queue = append(queue, n) }, func(pkg string) {
+		by := path.Join(hub.dir, d.file) + "'s " + d.names[0]
+		declUses(d.node, func(n string) { queue = append(queue, use{n, by}) }, func(pkg string) {
 			if !there && !slices.Contains(uses[d], pkg) {
 				uses[d] = append(uses[d], pkg)
 			}
 		})
+		if there || name == s.Kind+"List" {
+			continue
+		}
+		// Its methods (hand-written deep copies, JSON forms, ...), which
+		// the copy needs as much as its fields: with the declarations and
+		// imports they use; one that uses a variable or function of the
+		// hub's package, which the new version does not copy, is refused.
+		for _, m := range d.methods {
+			if m.constrained {
+				return nil, nil, fmt.Errorf("%s declares the method %s.%s, which the new version of %s copies, in a file with build constraints, which a new version's types.go does not have: move it to a file without them, then run apigen create api again; nothing written",
+					path.Join(hub.dir, m.file), d.names[0], m.names[0], s.Kind)
+			}
+			var refused error
+			by := path.Join(hub.dir, m.file) + "'s method " + d.names[0] + "." + m.names[0]
+			methodUses(m.node.(*ast.FuncDecl), decls, func(n string) {
+				u := decls[n]
+				switch {
+				case u == nil || !u.value:
+					queue = append(queue, use{n, by})
+				case !registerNames[n] && refused == nil:
+					refused = fmt.Errorf("%s uses %s, a %s of %s's package that a new version does not copy: make the method use none (or declare it in a file of its own in %s after the new version is made), then run apigen create api again; nothing written",
+						by, n, map[bool]string{true: "function", false: "variable"}[isFunc(u)], hub.version, s.APIDir)
+				}
+			}, func(pkg string) {
+				if !slices.Contains(uses[m], pkg) {
+					uses[m] = append(uses[m], pkg)
+				}
+			})
+			if refused != nil {
+				return nil, nil, refused
+			}
+			copied = append(copied, m)
+		}
 	}
 	// init's template gives the package clause, the import of metav1 and
 	// the list type.
@@ -1072,6 +1159,12 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 		return nil, nil, fmt.Errorf("the new version's types, with the hub's: %w", err)
 	}
 	names := map[*ast.File]map[string]string{} // package names by import path, asked of go list where a file's imports do not say
+	imported := map[string]string{}            // import paths by the package name the copies use
+	for _, imp := range nf.Imports {
+		if p, err := strconv.Unquote(imp.Path.Value); err == nil && imp.Name != nil {
+			imported[imp.Name.Name] = p
+		}
+	}
 	for _, d := range copied {
 		for _, pkg := range uses[d] {
 			imp, err := importOf(d.ast, pkg, func() (map[string]string, error) {
@@ -1088,6 +1181,11 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				return nil, nil, fmt.Errorf("%s's %s: %w", path.Join(hub.dir, d.file), d.names[0], err)
 			}
 			if imp != [2]string{} {
+				if p, ok := imported[pkg]; ok && p != imp[1] {
+					return nil, nil, fmt.Errorf("%s's %s uses %s as the package %s, which another declaration that the new version of %s copies uses as %s: import one of them under another name in %s, then run apigen create api again; nothing written",
+						path.Join(hub.dir, d.file), d.names[0], pkg, imp[1], s.Kind, p, hub.dir)
+				}
+				imported[pkg] = imp[1]
 				astutil.AddNamedImport(nfset, nf, imp[0], imp[1])
 			}
 		}
@@ -1100,6 +1198,83 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 	return formatted, fields, err
 }
 
+// packageMarkers plans the CRD markers of the hub's package (such as
+// +kubebuilder:validation:Optional, which makes every field optional that
+// is not marked +required) in the new version's package s: in its doc.go
+// where the package is new, below +groupName; where it exists, its
+// markers must be the hub's, or the new version is refused.
+func (p *createPlan) packageMarkers(op *operatorDir, s *scaffold, hub kindVersion, pkgExists bool) error {
+	want, err := crdPackageMarkers(filepath.Join(op.mod.root, filepath.FromSlash(hub.dir)))
+	if err != nil {
+		return fmt.Errorf("reading the API package %s: %w", hub.dir, err)
+	}
+	if pkgExists {
+		have, err := crdPackageMarkers(filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir)))
+		if err != nil {
+			return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+		}
+		if !slices.Equal(have, want) {
+			list := func(ms []string) string {
+				if len(ms) == 0 {
+					return "none"
+				}
+				return strings.Join(ms, ", ")
+			}
+			return fmt.Errorf("the package %s has the package markers %s, %s of %s (%s) has %s: the new version's schema would differ from the hub's; make them the same, then run apigen create api again; nothing written",
+				s.APIDir, list(have), hub.version, s.Kind, hub.dir, list(want))
+		}
+		return nil
+	}
+	doc := path.Join(s.APIDir, "doc.go")
+	src, ok := p.files[doc]
+	if !ok || len(want) == 0 {
+		return nil
+	}
+	group := "// +groupName=" + s.Group + "\n"
+	i := bytes.Index(src, []byte(group))
+	if i < 0 {
+		return fmt.Errorf("%s: no %q line to add the package markers of %s below", doc, strings.TrimSpace(group), hub.dir)
+	}
+	i += len(group)
+	p.files[doc] = slices.Concat(src[:i], []byte("// "+strings.Join(want, "\n// ")+"\n"), src[i:])
+	return nil
+}
+
+// crdPackageMarkers returns the +kubebuilder markers of the Go package in
+// dir (in the comments above a package clause, where controller-gen reads
+// them), but those about a version alone, sorted, without duplicates and
+// without the leading "//".
+func crdPackageMarkers(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || strings.HasPrefix(n, "zz_generated") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, n), nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		for _, cg := range f.Comments {
+			if cg.End() > f.Package {
+				break
+			}
+			for _, c := range cg.List {
+				text := strings.TrimSpace(strings.TrimPrefix(c.Text, "//"))
+				if strings.HasPrefix(text, "+kubebuilder:") && !versionMarkers.MatchString("// "+text+"\n") && !slices.Contains(out, text) {
+					out = append(out, text)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // versionMarkers are the markers of a kind's type that are about its
 // version alone, which a new version does not copy.
 var versionMarkers = regexp.MustCompile(`(?m)^[ \t]*//[ \t]*\+kubebuilder:(storageversion|deprecatedversion|unservedversion|skipversion)\b.*\n`)
@@ -1110,46 +1285,102 @@ func withoutVersionMarkers(src string) string {
 }
 
 // apiDecl is a declaration of an API package that a new version of a kind
-// may copy: a type, or constants.
+// may copy: a type with its methods, or constants; or one it does not
+// copy but whose name it must know: a variable or a function.
 type apiDecl struct {
-	names []string
-	node  ast.Node  // the TypeSpec, or the ValueSpec or GenDecl of constants
-	src   string    // the declaration alone, with its comments (its doc and markers), as Go source
-	start int       // the offset in its file of where src starts, for a declaration not in a group
-	file  string    // its file, slash-separated, in the package's directory
-	ast   *ast.File // its file
+	names   []string
+	node    ast.Node   // the TypeSpec, or the ValueSpec or GenDecl of constants or variables, or the FuncDecl
+	src     string     // the declaration alone, with its comments (its doc and markers), as Go source
+	start   int        // the offset in its file of where src starts, for a declaration not in a group
+	file    string     // its file, slash-separated, in the package's directory
+	ast     *ast.File  // its file
+	value   bool       // a variable or a function (not a method), which a new version does not copy
+	methods []*apiDecl // of a type: the methods declared on it, in the order of the package's files
+	// constrained: its file has build constraints (a //go:build line or
+	// a _GOOS or _GOARCH name) that some platform does not meet, where a
+	// twin for the other platforms may be declared.
+	constrained bool
 }
 
 // packageDecls returns the type and constant declarations of the Go
-// package in dir, without its tests and generated files, by each name
-// they declare.
+// package in dir, without its tests, its generated files and the files
+// that this platform does not build, by each name they declare.
 func packageDecls(dir string) (map[string]*apiDecl, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	files := map[string][]byte{}
+	constrained := map[string]bool{}
 	for _, e := range entries {
 		n := e.Name()
 		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || strings.HasPrefix(n, "zz_generated") {
 			continue
 		}
-		if files[n], err = os.ReadFile(filepath.Join(dir, n)); err != nil {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
 			return nil, err
 		}
+		here, everywhere, err := buildsOn(dir, n, b)
+		if err != nil {
+			return nil, err
+		}
+		if here {
+			files[n], constrained[n] = b, !everywhere
+		}
 	}
-	return packageDeclsOf(token.NewFileSet(), files)
+	decls, err := packageDeclsOf(token.NewFileSet(), files)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range decls {
+		d.constrained = constrained[d.file]
+		for _, m := range d.methods {
+			m.constrained = constrained[m.file]
+		}
+	}
+	return decls, nil
+}
+
+// platforms are the platforms a file is built on, for buildsOn: a file of
+// an API package that one of them does not build has build constraints.
+var platforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "arm64"}, {"windows", "amd64"}, {"freebsd", "386"}, {"plan9", "arm"}}
+
+// buildsOn says whether the Go file name of dir, of source src, is built
+// on this platform (here), and on every platform (everywhere).
+func buildsOn(dir, name string, src []byte) (here, everywhere bool, err error) {
+	match := func(ctx build.Context) (bool, error) {
+		ctx.OpenFile = func(string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(src)), nil }
+		return ctx.MatchFile(dir, name)
+	}
+	if here, err = match(build.Default); err != nil {
+		return false, false, fmt.Errorf("%s: %w", name, err)
+	}
+	everywhere = true
+	for _, p := range platforms {
+		ctx := build.Default
+		ctx.GOOS, ctx.GOARCH = p[0], p[1]
+		ok, err := match(ctx)
+		if err != nil {
+			return false, false, fmt.Errorf("%s: %w", name, err)
+		}
+		everywhere = everywhere && ok
+	}
+	return here, everywhere, nil
 }
 
 // packageDeclsOf is packageDecls of the files given by name. A
 // declaration in a group, type (A string; B string), is one of its own,
 // with the comments above it in the group; constants whose values depend
 // on their order (iota, or a value left out) are one declaration together.
+// Variables and functions are declarations too (value), methods are those
+// of their receiver's type, not declarations of their own.
 func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*apiDecl, error) {
 	decls := map[string]*apiDecl{}
+	methods := map[string][]*apiDecl{} // by the name of their receiver's type
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		b := files[name]
-		f, err := parser.ParseFile(fset, name, b, parser.ParseComments|parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, name, b, parser.ParseComments)
 		if err != nil {
 			return nil, err
 		}
@@ -1164,8 +1395,29 @@ func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*a
 			}
 		}
 		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok {
+				start := fd.Pos()
+				if fd.Doc != nil {
+					start = fd.Doc.Pos()
+				}
+				d := &apiDecl{node: fd, names: []string{fd.Name.Name}, src: string(b[off(start):off(fd.End())]), start: off(start)}
+				if fd.Recv == nil {
+					if fd.Name.Name != "init" && fd.Name.Name != "_" {
+						d.value = true
+						add(d)
+					}
+					continue
+				}
+				if len(fd.Recv.List) == 1 {
+					if recv := receiverType(fd.Recv.List[0].Type); recv != "" {
+						d.file, d.ast = name, f
+						methods[recv] = append(methods[recv], d)
+					}
+				}
+				continue
+			}
 			g, ok := decl.(*ast.GenDecl)
-			if !ok || (g.Tok != token.TYPE && g.Tok != token.CONST) {
+			if !ok || (g.Tok != token.TYPE && g.Tok != token.CONST && g.Tok != token.VAR) {
 				continue
 			}
 			if !g.Lparen.IsValid() || (g.Tok == token.CONST && ordered(g)) {
@@ -1180,6 +1432,7 @@ func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*a
 					}
 				}
 				d.names = specNames(g.Specs...)
+				d.value = g.Tok == token.VAR
 				add(d)
 				continue
 			}
@@ -1189,13 +1442,38 @@ func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*a
 				if cs := commentsAbove(fset, f, spec.Pos(), after); len(cs) > 0 {
 					start = cs[len(cs)-1].Pos()
 				}
-				add(&apiDecl{node: spec, names: specNames(spec), start: -1,
+				add(&apiDecl{node: spec, names: specNames(spec), start: -1, value: g.Tok == token.VAR,
 					src: string(b[off(start):off(spec.Pos())]) + g.Tok.String() + " " + string(b[off(spec.Pos()):off(spec.End())])})
 				after = spec.End()
 			}
 		}
 	}
+	for recv, ms := range methods {
+		if d, ok := decls[recv]; ok && !d.value {
+			if _, ok := d.node.(*ast.TypeSpec); ok {
+				d.methods = ms
+			}
+		}
+	}
 	return decls, nil
+}
+
+// receiverType returns the name of the type of a method's receiver, T of
+// T, *T, T[P] or *T[P].
+func receiverType(e ast.Expr) string {
+	if star, ok := e.(*ast.StarExpr); ok {
+		e = star.X
+	}
+	switch t := e.(type) {
+	case *ast.IndexExpr:
+		e = t.X
+	case *ast.IndexListExpr:
+		e = t.X
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
 }
 
 // specNames returns the names that specs declare.
@@ -1280,6 +1558,153 @@ func declUses(n ast.Node, name, pkg func(string)) {
 		return true
 	}
 	ast.Inspect(n, walk)
+}
+
+// registerNames are the names that register-gen declares in an API
+// package that does not declare SchemeGroupVersion itself, as a new
+// version's does not: a method may use them, and a new version never
+// copies them from a hub that declares them itself (its generated
+// register declares them).
+var registerNames = map[string]bool{
+	"GroupName": true, "GroupVersion": true, "SchemeGroupVersion": true, "Resource": true,
+	"SchemeBuilder": true, "localSchemeBuilder": true, "AddToScheme": true, "Install": true, "addKnownTypes": true,
+}
+
+// rootMarkers match the markers of a kind's type or its list's: a type
+// with one is a kind of its own, which a new version of another kind
+// does not copy.
+var rootMarkers = regexp.MustCompile(`(?m)^[ \t]*//[ \t]*\+(genclient|kubebuilder:object:root=true)\b`)
+
+// normalMethods returns the sources of methods as they compare, sorted.
+func normalMethods(methods []*apiDecl) []string {
+	out := make([]string, 0, len(methods))
+	for _, m := range methods {
+		out = append(out, normalDecl(m.src))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// isFunc says whether d is a function.
+func isFunc(d *apiDecl) bool {
+	_, ok := d.node.(*ast.FuncDecl)
+	return ok
+}
+
+// methodUses calls name with each name that the method fd uses
+// unqualified and does not declare itself, and pkg with each name it
+// qualifies with a package name (a name that is neither its own nor one
+// of decls, the declarations of its package). The names of fields (of a
+// struct type it declares, or keys of a composite literal of a struct
+// type) are not names it uses.
+func methodUses(fd *ast.FuncDecl, decls map[string]*apiDecl, name, pkg func(string)) {
+	local := func(id *ast.Ident) bool {
+		if id.Obj == nil {
+			return false
+		}
+		d, ok := id.Obj.Decl.(ast.Node)
+		return ok && d.Pos() >= fd.Pos() && d.Pos() < fd.End()
+	}
+	// elems are the element types of the composite literals whose type
+	// is left out (in a literal of a slice, array or map), by literal.
+	elems := map[*ast.CompositeLit]ast.Expr{}
+	var walk func(ast.Node) bool
+	walk = func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok && !local(x) {
+				if _, own := decls[x.Name]; !own {
+					pkg(x.Name)
+					return false
+				}
+			}
+			ast.Inspect(n.X, walk)
+			return false
+		case *ast.Field:
+			ast.Inspect(n.Type, walk)
+			return false
+		case *ast.CompositeLit:
+			t := n.Type
+			if t == nil {
+				t = elems[n]
+			} else {
+				ast.Inspect(n.Type, walk)
+			}
+			fields, elem := literalOf(t, decls)
+			for _, e := range n.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					if lit := elided(e); lit != nil && elem != nil {
+						elems[lit] = elem
+					}
+					ast.Inspect(e, walk)
+					continue
+				}
+				if _, key := kv.Key.(*ast.Ident); !(fields && key) {
+					ast.Inspect(kv.Key, walk)
+				}
+				if lit := elided(kv.Value); lit != nil && elem != nil {
+					elems[lit] = elem
+				}
+				ast.Inspect(kv.Value, walk)
+			}
+			return false
+		case *ast.Ident:
+			if !local(n) {
+				name(n.Name)
+			}
+		}
+		return true
+	}
+	if fd.Recv != nil {
+		ast.Inspect(fd.Recv, walk)
+	}
+	ast.Inspect(fd.Type, walk)
+	if fd.Body != nil {
+		ast.Inspect(fd.Body, walk)
+	}
+}
+
+// elided returns the composite literal that e is, or &e is, if its type
+// is left out.
+func elided(e ast.Expr) *ast.CompositeLit {
+	if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		e = u.X
+	}
+	if lit, ok := e.(*ast.CompositeLit); ok && lit.Type == nil {
+		return lit
+	}
+	return nil
+}
+
+// literalOf says whether the keys of a composite literal of type t are
+// field names, and returns the type of its elements where it is a slice,
+// array or map type (nil if not known). A type of another package, or
+// one not known, is taken as a struct type.
+func literalOf(t ast.Expr, decls map[string]*apiDecl) (fields bool, elem ast.Expr) {
+	for range 10 { // a chain of named types, not a cycle
+		switch tt := t.(type) {
+		case *ast.StarExpr:
+			t = tt.X
+			continue
+		case *ast.ParenExpr:
+			t = tt.X
+			continue
+		case *ast.ArrayType:
+			return false, tt.Elt
+		case *ast.MapType:
+			return false, tt.Value
+		case *ast.Ident:
+			if d, ok := decls[tt.Name]; ok {
+				if spec, ok := d.node.(*ast.TypeSpec); ok {
+					t = spec.Type
+					continue
+				}
+			}
+		}
+		return true, nil
+	}
+	return true, nil
 }
 
 // normalDecl is the source of a declaration as its copies compare: its

@@ -239,7 +239,8 @@ func (m *Membership) HasSynced() bool {
 }
 
 // Members returns the Lease names of the members this replica considers
-// live, itself included, sorted.
+// live, itself included, sorted. Once Run has returned it keeps returning
+// the last members it saw, while its Gates own no key.
 func (m *Membership) Members() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()

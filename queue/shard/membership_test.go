@@ -3,7 +3,9 @@ package shard_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -63,9 +66,14 @@ type world struct {
 
 type replica struct {
 	m       *shard.Membership
+	gate    *shard.Gate[string]
+	ctrl    *queue.Controller[string]
+	started time.Time
 	cancel  context.CancelFunc
 	runErr  chan error
 	ctrlErr chan error
+	// ranOut holds what the membership's Run returned, once it has.
+	ranOut atomic.Pointer[error]
 
 	once            sync.Once
 	ctrlRes, runRes error
@@ -135,8 +143,13 @@ func (w *world) start(id string) *replica {
 	require.NoError(w.t, ctrl.Restrict(gate))
 	require.NoError(w.t, ctrl.Watch(queue.Periodic(ctrl, 250*time.Millisecond, func(context.Context) ([]string, error) { return w.keys, nil })))
 	ctx, stop := context.WithCancel(context.Background())
-	rep := &replica{m: m, cancel: stop, runErr: make(chan error, 1), ctrlErr: make(chan error, 1)}
-	go func() { rep.runErr <- m.Run(ctx) }()
+	rep := &replica{m: m, gate: gate, ctrl: ctrl, started: time.Now(), cancel: stop,
+		runErr: make(chan error, 1), ctrlErr: make(chan error, 1)}
+	go func() {
+		err := m.Run(ctx)
+		rep.ranOut.Store(&err)
+		rep.runErr <- err
+	}()
 	go func() { rep.ctrlErr <- ctrl.Run(ctx) }()
 	w.mu.Lock()
 	w.replicas[id] = rep
@@ -153,23 +166,137 @@ func (w *world) stopAll() {
 
 // settled waits until every replica in ids sees exactly ids as members
 // and every key was reconciled by its owner among them since mark.
+//
+// It waits in two stages, each allowed waitFor. First every replica must
+// see ids, have synced and run its controller's workers: the first join
+// alone takes LeaseDuration (a joining replica claims nothing before)
+// plus however far the Lease informers lag on a loaded machine, time the
+// reconcilers cannot use. Then every key must be reconciled by its owner,
+// the members still agreeing. A replica whose membership returned (a lost
+// Lease) never reconciles again, so either stage fails at once, naming it.
+//
+// The check runs every poll while the reconcilers need w.mu twice per
+// key, so it holds w.mu only to compare counts, and it records one
+// reason to wait, not a failed assertion per key: those 600 assertions,
+// each formatted with its stack under w.mu, took 60 to 100 ms of CPU per
+// check under the race detector. Polled every 20 ms, the check held w.mu
+// most of the time, starving the reconcilers, and took most of a CPU from
+// the Lease renewals, which on a loaded machine came back later than
+// RenewDeadline, so that every replica lost its Lease before it
+// reconciled its keys.
 func (w *world) settled(ids []string, mark map[string]map[string]int) {
 	w.t.Helper()
 	names := make([]string, len(ids))
 	for i, id := range ids {
 		names[i] = shard.LeaseName(group, id)
 	}
-	require.EventuallyWithT(w.t, func(c *assert.CollectT) {
+	owners := make(map[string]string, len(w.keys))
+	for _, key := range w.keys {
+		owners[key] = ids[indexOf(names, shard.Assign(names, key))]
+	}
+	members := slices.Sorted(slices.Values(names))
+	ready := func() (string, error) {
 		for _, id := range ids {
-			assert.ElementsMatch(c, names, w.replicas[id].m.Members(), "members seen by %s", id)
+			r := w.replicas[id]
+			if err := r.ranOut.Load(); err != nil {
+				return "", fmt.Errorf("the membership of %s returned: %w", id, *err)
+			}
+			switch seen := r.m.Members(); {
+			case !slices.Equal(members, seen):
+				return fmt.Sprintf("%s sees the members %v", id, seen), nil
+			case !r.m.HasSynced():
+				return fmt.Sprintf("the membership of %s has not synced", id), nil
+			case !r.ctrl.Running():
+				return fmt.Sprintf("the workers of %s do not run", id), nil
+			}
+		}
+		return "", nil
+	}
+	w.waitUntil(ids, mark, "every replica sees the members and runs its workers", ready)
+	w.waitUntil(ids, mark, "every key is reconciled by its owner", func() (string, error) {
+		if why, err := ready(); why != "" || err != nil {
+			return why, err
+		}
+		missing, example := 0, ""
+		w.mu.Lock()
+		for _, key := range w.keys {
+			if owner := owners[key]; w.done[owner][key] <= mark[owner][key] {
+				if missing == 0 {
+					example = fmt.Sprintf("%s (owner %s)", key, owner)
+				}
+				missing++
+			}
+		}
+		w.mu.Unlock()
+		if missing > 0 {
+			return fmt.Sprintf("%d keys not reconciled by their owner, %s among them", missing, example), nil
+		}
+		return "", nil
+	})
+}
+
+// waitUntil polls check until it returns no reason to wait, for up to
+// waitFor, and fails the test, describing every replica, if check
+// returns an error or the time runs out.
+func (w *world) waitUntil(ids []string, mark map[string]map[string]int, what string, check func() (why string, err error)) {
+	w.t.Helper()
+	start := time.Now()
+	why := ""
+	err := wait.PollUntilContextTimeout(context.Background(), poll, waitFor, true, func(context.Context) (bool, error) {
+		var err error
+		why, err = check()
+		return why == "" && err == nil, err
+	})
+	if err != nil {
+		w.describe(ids, mark)
+		if why != "" {
+			err = fmt.Errorf("%w; last seen: %s", err, why)
+		}
+		w.t.Fatalf("waiting on %v until %s: %v, after %s", ids, what, err, time.Since(start).Round(time.Millisecond))
+	}
+	w.t.Logf("%s on %v after %s", what, ids, time.Since(start).Round(time.Millisecond))
+}
+
+// describe logs what each replica sees: whether its membership still
+// runs, its members, whether it synced, how many keys its gate owns and
+// how many it reconciled since mark, and its controller's state.
+func (w *world) describe(ids []string, mark map[string]map[string]int) {
+	w.t.Helper()
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = shard.LeaseName(group, id)
+	}
+	w.mu.Lock()
+	order := slices.Clone(w.order)
+	w.mu.Unlock()
+	for _, id := range order {
+		r := w.replicas[id]
+		run := "running"
+		if err := r.ranOut.Load(); err != nil {
+			run = fmt.Sprintf("returned %v", *err)
+		}
+		owned, shouldOwn := 0, 0
+		for _, key := range w.keys {
+			if r.gate.Owns(key) {
+				owned++
+			}
+			if slices.Contains(ids, id) && shard.Assign(names, key) == shard.LeaseName(group, id) {
+				shouldOwn++
+			}
 		}
 		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, key := range w.keys {
-			owner := ids[indexOf(names, shard.Assign(names, key))]
-			assert.Greater(c, w.done[owner][key], mark[owner][key], "%s not reconciled by its owner %s", key, owner)
+		since, total := 0, 0
+		for key, n := range w.done[id] {
+			total += n
+			if n > mark[id][key] {
+				since++
+			}
 		}
-	}, waitFor, poll)
+		w.mu.Unlock()
+		w.t.Logf("replica %s (%s, up %s): membership %s; members %v; HasSynced %t; gate owns %d keys (%d by the target list); reconciled %d keys since the mark, %d reconciles in all; controller synced %t, workers running %t, queued %d",
+			id, shard.LeaseName(group, id), time.Since(r.started).Round(time.Millisecond), run, r.m.Members(), r.m.HasSynced(),
+			owned, shouldOwn, since, total, r.ctrl.HasSynced(), r.ctrl.Running(), r.ctrl.Len())
+	}
 }
 
 func indexOf(s []string, v string) int {

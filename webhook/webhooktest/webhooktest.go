@@ -128,9 +128,10 @@ func Patched[T any](t testing.TB, req *admissionv1.AdmissionRequest, resp *admis
 // kind, loses nothing: for each version it fills n objects with random
 // values (seeded by seed, so that a failure replays) and converts each to
 // every other version and back, failing t when one comes back different.
-// The values are ones an API server could store: free-form fields
-// (apiextensionsv1.JSON, runtime.RawExtension) hold valid JSON, compact
-// as encoding/json writes it.
+// The values are ones an API server could store: free-form fields hold
+// valid JSON, compact as encoding/json writes it: any JSON value in an
+// apiextensionsv1.JSON, a JSON object in a runtime.RawExtension (whose
+// schema in a CRD is type: object).
 func RoundTrip[H runtime.Object](t testing.TB, h http.Handler, kind string, versions []webhook.Version[H], seed int64, n int) {
 	t.Helper()
 	f := fuzzer.FuzzerFor(fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, freeFormFuncs), rand.NewSource(seed), serializer.NewCodecFactory(runtime.NewScheme()))
@@ -217,18 +218,21 @@ func post(t testing.TB, h http.Handler, in, out any) {
 // freeFormFuncs fill the free-form fields, apiextensionsv1.JSON and
 // runtime.RawExtension, with what an API server stores in them: valid
 // JSON, compact as encoding/json writes it, never null (so that a pointer
-// to one, which the filler leaves nil at times, comes back as it went).
+// to one, which the filler leaves nil at times, comes back as it went);
+// any JSON value in an apiextensionsv1.JSON, a JSON object in a
+// runtime.RawExtension, whose schema is type: object.
 func freeFormFuncs(serializer.CodecFactory) []any {
 	return []any{
-		func(j *apiextensionsv1.JSON, c randfill.Continue) { j.Raw = randomJSON(c) },
-		func(r *runtime.RawExtension, c randfill.Continue) { r.Raw, r.Object = randomJSON(c), nil },
+		func(j *apiextensionsv1.JSON, c randfill.Continue) { j.Raw = randomJSON(randomValue(c, 3, false)) },
+		func(r *runtime.RawExtension, c randfill.Continue) {
+			r.Raw, r.Object = randomJSON(randomObject(c, 3)), nil
+		},
 	}
 }
 
-// randomJSON returns a random JSON value, not null, that survives
-// encoding/json: compact, with no character that it escapes.
-func randomJSON(c randfill.Continue) []byte {
-	data, err := json.Marshal(randomValue(c, 3, false))
+// randomJSON returns v as JSON, compact as encoding/json writes it.
+func randomJSON(v any) []byte {
+	data, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("webhooktest: encoding a random JSON value: %v", err))
 	}
@@ -258,12 +262,18 @@ func randomValue(c randfill.Continue, depth int, null bool) any {
 		}
 		return list
 	default:
-		object := map[string]any{}
-		for range c.Rand.Intn(4) {
-			object[randomWord(c)] = randomValue(c, depth-1, true)
-		}
-		return object
+		return randomObject(c, depth)
 	}
+}
+
+// randomObject returns a random JSON object whose values are depth-1
+// levels deep at most.
+func randomObject(c randfill.Continue, depth int) map[string]any {
+	object := map[string]any{}
+	for range c.Rand.Intn(4) {
+		object[randomWord(c)] = randomValue(c, depth-1, true)
+	}
+	return object
 }
 
 // randomWord returns a string of up to 8 letters and digits.
