@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Review: the OpenTelemetry specification has enum values of the OTEL_*
+// the OpenTelemetry specification has enum values of the OTEL_*
 // variables read case-insensitively ("Enum values SHOULD be interpreted in
 // a case-insensitive manner"), as this package does for
 // $OTEL_TRACES_EXPORTER and $OTEL_TRACES_SAMPLER ("in any case"). The
 // protocol, http/protobuf, is compared as given: a valid setting is
 // refused and the operator does not start.
-func TestReviewProtocolCaseInsensitive(t *testing.T) {
+func TestProtocolCaseInsensitive(t *testing.T) {
 	for _, v := range []string{"HTTP/PROTOBUF", "Http/Protobuf"} {
 		t.Run(v, func(t *testing.T) {
 			clearOTelEnv(t)

@@ -10,7 +10,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
-// Review: Transport's doc shows
+// Transport's doc shows
 //
 //	client := &http.Client{Transport: tracing.Transport(tp)(http.DefaultTransport)}
 //
@@ -19,7 +19,7 @@ import (
 // documented line then calls a nil function and panics, so a program
 // written after the doc crashes unless tracing is on. WrapConfig copes
 // with a nil tp; the plain-transport form does not.
-func TestReviewTransportSnippetWithTracingOff(t *testing.T) {
+func TestTransportSnippetWithTracingOff(t *testing.T) {
 	var tp trace.TracerProvider // what Flags.TracerProvider returns with tracing off
 	assert.NotPanics(t, func() {
 		client := &http.Client{Transport: tracing.Transport(tp)(http.DefaultTransport)}

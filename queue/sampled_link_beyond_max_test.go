@@ -16,7 +16,7 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile"
 )
 
-// Review: docs/tracing.md ("Sampling across objects") promises that under
+// docs/tracing.md ("Sampling across objects") promises that under
 // ParentBased(FollowLinks(root)), what the flags build, "a reconcile with
 // a link to a sampled span is sampled", so that "a trace sampled where it
 // started is kept whole across the objects it reaches". A key keeps only
@@ -26,7 +26,7 @@ import (
 // sampled write that then sets it off is not a link, the sampler never
 // sees it, and the reconcile is decided by the root ratio: the sampled
 // trace stops here.
-func TestReviewSampledWriteBeyondMaxTriggersStillSampled(t *testing.T) {
+func TestSampledWriteBeyondMaxTriggersStillSampled(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec),
 		sdktrace.WithSampler(sdktrace.ParentBased(tracing.FollowLinks(sdktrace.NeverSample()))))

@@ -12,13 +12,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// Review: docs/operator.md says "/v1/traces is added to the flag's URL and
+// docs/operator.md says "/v1/traces is added to the flag's URL and
 // OTEL_EXPORTER_OTLP_ENDPOINT's" and that the flag stands for the
 // variables. With a URL that has a path (a collector behind a gateway,
 // http://gw/otlp), the variable posts to /otlp/v1/traces but the flag
 // posts to /otlp: moving the same URL from the variable to the flag sends
 // the spans somewhere else (a 404 at the gateway).
-func TestReviewEndpointFlagAndVariableSamePath(t *testing.T) {
+func TestEndpointFlagAndVariableSamePath(t *testing.T) {
 	var mu sync.Mutex
 	var paths []string
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +33,7 @@ func TestReviewEndpointFlagAndVariableSamePath(t *testing.T) {
 	export := func(f Flags) {
 		tp, err := f.TracerProvider()
 		require.NoError(t, err)
-		_, span := tp.Tracer("review").Start(context.Background(), "s")
+		_, span := tp.Tracer("test").Start(context.Background(), "s")
 		span.End()
 		require.NoError(t, f.tracer.ForceFlush(context.Background()))
 		require.NoError(t, tp.(*sdktrace.TracerProvider).Shutdown(context.Background()))

@@ -18,13 +18,13 @@ import (
 	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
-// Review: a rest.Config whose Host carries a path (kcp's
+// a rest.Config whose Host carries a path (kcp's
 // https://host/clusters/<workspace>, Rancher's /k8s/clusters/<id>, an
 // API server behind a path-routing proxy) sends requests whose path does
 // not start with /apis/coordination.k8s.io/. Transport's doc promises
 // Lease requests are "always" untraced; with such a Host each renewal is
 // a root span and carries a traceparent header.
-func TestReviewLeaseUntracedBehindAPathPrefix(t *testing.T) {
+func TestLeaseUntracedBehindAPathPrefix(t *testing.T) {
 	var mu sync.Mutex
 	var header, path string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

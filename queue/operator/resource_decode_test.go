@@ -9,14 +9,14 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// Review: TracerProvider's doc promises that an entry of
+// TracerProvider's doc promises that an entry of
 // $OTEL_RESOURCE_ATTRIBUTES that does not parse "is logged and left out"
 // (through klog, as the resource error is), and docs/operator.md that
 // nothing is left to a line of the standard library's log. An entry whose
 // value does not percent-decode (the specification has the values
 // percent-encoded) is kept, undecoded, in the resource, and reported only
 // by the SDK's global error handler, on the standard library's log.
-func TestReviewResourceEntryThatDoesNotDecodeIsLeftOut(t *testing.T) {
+func TestResourceEntryThatDoesNotDecodeIsLeftOut(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,team=a%zzb")
 	logged := stdlibLog(t)

@@ -6,14 +6,14 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// Review: the sampling ratio must be between 0 and 1 (the flag's doc, and
+// the sampling ratio must be between 0 and 1 (the flag's doc, and
 // the specification for $OTEL_TRACES_SAMPLER_ARG of a traceidratio
 // sampler), and Validate "refuses every value that cannot work". NaN
 // parses as a float and passes both range checks (every comparison with
 // NaN is false), so it is accepted; sdktrace.TraceIDRatioBased(NaN) then
 // converts NaN to an integer bound, which Go leaves to the platform
 // (everything sampled on amd64, nothing on arm64).
-func TestReviewNaNSamplingRatioRefused(t *testing.T) {
+func TestNaNSamplingRatioRefused(t *testing.T) {
 	t.Run("flag", func(t *testing.T) {
 		clearOTelEnv(t)
 		f := parse(t, Flags{}, "--tracing-endpoint=http://127.0.0.1:1", "--tracing-sampling-ratio=NaN")
