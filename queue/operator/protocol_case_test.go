@@ -15,7 +15,7 @@ import (
 // protocol, http/protobuf, is compared as given: a valid setting is
 // refused and the operator does not start.
 func TestProtocolCaseInsensitive(t *testing.T) {
-	for _, v := range []string{"HTTP/PROTOBUF", "Http/Protobuf"} {
+	for _, v := range []string{"HTTP/PROTOBUF", "Http/Protobuf", " http/protobuf "} {
 		t.Run(v, func(t *testing.T) {
 			clearOTelEnv(t)
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")

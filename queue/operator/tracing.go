@@ -320,7 +320,7 @@ func (f *Flags) validateTracing() []error {
 // envErrors reports the OTEL_* variables that the flags cannot use, unless
 // $OTEL_SDK_DISABLED is "true": an exporter other than otlp or none, a
 // sampler envSampler does not build or a sampler argument that is not a
-// ratio, an OTLP protocol other than http/protobuf, and an endpoint
+// ratio, an OTLP protocol other than http/protobuf (in any case), and an endpoint
 // variable that the flags would use (no
 // --tracing-endpoint) that is not an http:// or https:// URL.
 func (f *Flags) envErrors() []error {
@@ -341,10 +341,10 @@ func (f *Flags) envErrors() []error {
 		}
 	}
 	// The variable of the traces wins over the general one, as the
-	// exporter reads them.
+	// exporter reads them. Its values are not case sensitive.
 	for _, name := range []string{envTracesProtocol, envProtocol} {
 		if v := os.Getenv(name); v != "" {
-			if v != "http/protobuf" {
+			if strings.ToLower(strings.TrimSpace(v)) != "http/protobuf" {
 				errs = append(errs, fmt.Errorf("$%s %q: this operator exports OTLP over HTTP in protobuf (\"http/protobuf\", the default), as --tracing-endpoint does", name, v))
 			}
 			break
