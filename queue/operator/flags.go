@@ -277,7 +277,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 // cannot use.
 func (f *Flags) Validate() error {
 	var errs []error
-	if f.QPS <= 0 || f.Burst < 1 {
+	if !(f.QPS > 0) || f.Burst < 1 { // NaN too
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", f.QPS, f.Burst))
 	}
 	if f.ShutdownTimeout <= 0 {

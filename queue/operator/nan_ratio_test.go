@@ -28,3 +28,11 @@ func TestNaNSamplingRatioRefused(t *testing.T) {
 		assert.ErrorContains(t, f.Validate(), "OTEL_TRACES_SAMPLER_ARG")
 	})
 }
+
+// TestNaNQPSRefused: --kube-api-qps must be positive, and NaN, which no
+// comparison refuses, is not.
+func TestNaNQPSRefused(t *testing.T) {
+	clearOTelEnv(t)
+	f := parse(t, Flags{}, "--kube-api-qps=NaN")
+	assert.ErrorContains(t, f.Validate(), "--kube-api-qps and --kube-api-burst must be positive")
+}

@@ -196,17 +196,26 @@ func defaultSamplingRatio() float64 {
 }
 
 // samplerArg is the ratio $OTEL_TRACES_SAMPLER_ARG gives, 1 when it is
-// not set, or an error when it is not a number between 0 and 1.
+// not set, or an error when it is not a number between 0 and 1 (NaN
+// included).
 func samplerArg() (float64, error) {
 	arg := strings.TrimSpace(os.Getenv(envSamplerArg))
 	if arg == "" {
 		return 1, nil
 	}
 	r, err := strconv.ParseFloat(arg, 64)
-	if err != nil || r < 0 || r > 1 {
+	if err != nil || !validRatio(r) {
 		return 0, fmt.Errorf("$%s %q must be a ratio between 0 and 1 with $%s=%s", envSamplerArg, arg, envSamplerName, samplerName())
 	}
 	return r, nil
+}
+
+// validRatio reports whether r is a sampling ratio: between 0 and 1, and
+// not NaN (which every comparison would let through, and which
+// sdktrace.TraceIDRatioBased would turn into a bound the platform
+// decides).
+func validRatio(r float64) bool {
+	return r >= 0 && r <= 1
 }
 
 // samplerNames are the values of $OTEL_TRACES_SAMPLER that envSampler
@@ -298,7 +307,7 @@ func (f *Flags) validateTracing() []error {
 			errs = append(errs, err)
 		}
 	}
-	if f.TracingSamplingRatio < 0 || f.TracingSamplingRatio > 1 {
+	if !validRatio(f.TracingSamplingRatio) {
 		errs = append(errs, fmt.Errorf("--tracing-sampling-ratio must be between 0 and 1, got %v", f.TracingSamplingRatio))
 	}
 	// Without an endpoint tracing is off: a tracing flag given on the
