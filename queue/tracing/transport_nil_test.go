@@ -16,9 +16,7 @@ import (
 //
 // for "any http.RoundTripper", with tp typically operator.Flags'
 // TracerProvider, which is nil when tracing is off (no endpoint): the
-// documented line then calls a nil function and panics, so a program
-// written after the doc crashes unless tracing is on. WrapConfig copes
-// with a nil tp; the plain-transport form does not.
+// documented line must work then too, as WrapConfig does with a nil tp.
 func TestTransportSnippetWithTracingOff(t *testing.T) {
 	var tp trace.TracerProvider // what Flags.TracerProvider returns with tracing off
 	assert.NotPanics(t, func() {
