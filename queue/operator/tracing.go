@@ -153,14 +153,19 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 }
 
 // tracingURL returns the URL of --tracing-endpoint that the exporter
-// posts to: /v1/traces is added to a URL without a path.
+// posts to: /v1/traces is added to the URL's path, as the exporter does
+// for $OTEL_EXPORTER_OTLP_ENDPOINT (http://gw/otlp posts to
+// http://gw/otlp/v1/traces), unless the path already ends with
+// /v1/traces (a full traces URL, as $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+// takes, is used as it is).
 func tracingURL(endpoint string) (string, error) {
 	u, err := endpointURL("--tracing-endpoint", endpoint)
 	if err != nil {
 		return "", err
 	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = "/v1/traces"
+	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1/traces") {
+		u.Path = strings.TrimRight(u.Path, "/") + "/v1/traces"
+		u.RawPath = ""
 	}
 	return u.String(), nil
 }
