@@ -55,6 +55,8 @@ const (
 	envSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 	envProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	envTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	envResourceAttrs  = "OTEL_RESOURCE_ATTRIBUTES"
+	envServiceName    = "OTEL_SERVICE_NAME"
 )
 
 // sdkDisabled reports whether $OTEL_SDK_DISABLED is "true" (in any case):
@@ -82,7 +84,8 @@ func tracesExporter() string {
 // wrote nothing with --tracing-drop-empty (tracing.DropEmpty); and whose
 // resource has service.name from $OTEL_SERVICE_NAME (else the binary's
 // name) and $OTEL_RESOURCE_ATTRIBUTES (an entry of it that does not
-// parse is logged and left out). It fails, as Validate does, on
+// parse, or whose value does not percent-decode, is logged through klog
+// and left out; see envResourceAttributes). It fails, as Validate does, on
 // the OTEL_* values it cannot use ($OTEL_TRACES_EXPORTER other than otlp
 // or none, a sampler or sampler argument envSampler cannot build, an
 // endpoint variable that is not an http:// or https:// URL) instead of
@@ -122,15 +125,17 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 	if err != nil {
 		return nil, fmt.Errorf("operator: the OTLP trace exporter: %w", err)
 	}
+	// The variables are read here rather than by resource.WithFromEnv,
+	// which keeps an entry that does not decode and reports it on the
+	// standard library's log.
+	envAttrs, envBad := envResourceAttributes(ctx)
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", filepath.Base(os.Args[0]))),
-		resource.WithFromEnv(),
+		resource.WithAttributes(envAttrs...),
 		resource.WithTelemetrySDK(),
 	)
 	switch {
 	case errors.Is(err, resource.ErrPartialResource):
-		// An attribute that does not parse (in $OTEL_RESOURCE_ATTRIBUTES)
-		// is left out; the others, service.name among them, still serve.
 		klog.FromContext(ctx).Error(err, "Tracing resource: some attributes left out")
 	case err != nil:
 		klog.FromContext(ctx).Error(err, "Tracing resource: using the SDK's default")
@@ -145,11 +150,63 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 	if f.samplerFromEnv {
 		sampler = envSampler(ratio)
 	}
-	return sdktrace.NewTracerProvider(
-		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sampler),
-		sdktrace.WithSpanProcessor(processor),
-	), nil
+	build := func() *sdktrace.TracerProvider {
+		return sdktrace.NewTracerProvider(
+			sdktrace.WithResource(res),
+			sdktrace.WithSampler(sampler),
+			sdktrace.WithSpanProcessor(processor),
+		)
+	}
+	if envBad {
+		return withoutEnvResource(build), nil
+	}
+	return build(), nil
+}
+
+// withoutEnvResource calls build with $OTEL_RESOURCE_ATTRIBUTES unset,
+// and sets it back: sdktrace.WithResource merges the variable into the
+// provider's resource again, keeping the entries envResourceAttributes
+// left out and reporting them on the standard library's log. It is used
+// only when the variable has such an entry, while the operator starts;
+// the process's environment lacks the variable for that call.
+func withoutEnvResource(build func() *sdktrace.TracerProvider) *sdktrace.TracerProvider {
+	v, ok := os.LookupEnv(envResourceAttrs)
+	if !ok {
+		return build()
+	}
+	_ = os.Unsetenv(envResourceAttrs)
+	defer func() { _ = os.Setenv(envResourceAttrs, v) }()
+	return build()
+}
+
+// envResourceAttributes returns the resource attributes that
+// $OTEL_RESOURCE_ATTRIBUTES (key=value entries separated by commas, the
+// values percent-encoded) and $OTEL_SERVICE_NAME give, the latter last so
+// that its service.name wins. An entry without "=", with an empty key, or
+// whose value does not percent-decode is logged (klog) and left out; the
+// others are kept; bad reports whether there was such an entry.
+func envResourceAttributes(ctx context.Context) (attrs []attribute.KeyValue, bad bool) {
+	if s := strings.TrimSpace(os.Getenv(envResourceAttrs)); s != "" {
+		var left []string
+		for _, entry := range strings.Split(s, ",") {
+			k, v, found := strings.Cut(entry, "=")
+			key := strings.TrimSpace(k)
+			val, err := url.PathUnescape(strings.TrimSpace(v))
+			if !found || key == "" || err != nil {
+				left = append(left, entry)
+				continue
+			}
+			attrs = append(attrs, attribute.String(key, val))
+		}
+		if len(left) > 0 {
+			bad = true
+			klog.FromContext(ctx).Error(nil, "Tracing resource: entries of $"+envResourceAttrs+" that do not parse (key=value, the value percent-encoded) left out", "entries", left)
+		}
+	}
+	if name := strings.TrimSpace(os.Getenv(envServiceName)); name != "" {
+		attrs = append(attrs, attribute.String("service.name", name))
+	}
+	return attrs, bad
 }
 
 // tracingURL returns the URL of --tracing-endpoint that the exporter
