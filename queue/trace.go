@@ -20,8 +20,9 @@ func (c *Controller[K]) Tracing() bool { return c.cfg.tracer != nil }
 // Trigger records t as something that set off key's next reconcile, for
 // its span (see WithTracing); without tracing it does nothing. Sources of
 // keys call it just before they add the key. A key keeps at most
-// tracing.MaxTriggers triggers until its next reconcile starts, and
-// counts the others; it keeps them only while tracing is on, and only for
+// tracing.MaxTriggers triggers until its next reconcile starts (those
+// linked to a sampled span first, then those with a link, and always the
+// latest; see tracing.MaxTriggers), and counts the others; it keeps them only while tracing is on, and only for
 // keys this process owns (see Restrict), whose adds are accepted: the
 // trigger of a key another replica owns is dropped, like its add. The
 // triggers of a key go to the reconcile that runs under the key's claims;
@@ -47,17 +48,51 @@ func (c *Controller[K]) Trigger(key K, t tracing.Trigger) {
 	}
 	p.count++
 	p.last = t
-	if len(p.kept) < tracing.MaxTriggers {
-		p.kept = append(p.kept, t)
-	}
+	p.keep(t)
 }
 
 // pendingTriggers are the triggers of one key since its last reconcile
 // started.
 type pendingTriggers struct {
-	kept  []tracing.Trigger // the first tracing.MaxTriggers
+	kept  []tracing.Trigger // at most tracing.MaxTriggers, in the order they came
 	last  tracing.Trigger
 	count int
+}
+
+// keep adds t, the latest trigger, to the kept ones. When they are
+// tracing.MaxTriggers already, it drops the one that tells least: a
+// trigger without a link before one linked to a span that was not
+// sampled, and that before one linked to a sampled span (the sampler
+// follows those); among triggers alike, the latest kept one, so that the
+// first ones stay. t itself is always kept, so that the latest trigger is
+// a link too.
+func (p *pendingTriggers) keep(t tracing.Trigger) {
+	if len(p.kept) < tracing.MaxTriggers {
+		p.kept = append(p.kept, t)
+		return
+	}
+	victim := len(p.kept) - 1
+	for i := len(p.kept) - 2; i >= 0; i-- {
+		if linkRank(p.kept[i]) < linkRank(p.kept[victim]) {
+			victim = i
+		}
+	}
+	copy(p.kept[victim:], p.kept[victim+1:])
+	p.kept[len(p.kept)-1] = t
+}
+
+// linkRank orders triggers by what their link tells the sampler: 0 for no
+// link, 1 for a link to a span that was not sampled, 2 for a link to a
+// sampled span.
+func linkRank(t tracing.Trigger) int {
+	switch {
+	case !t.Link.IsValid():
+		return 0
+	case !t.Link.IsSampled():
+		return 1
+	default:
+		return 2
+	}
 }
 
 // ForgetTriggers drops the triggers recorded for key (see Trigger). A

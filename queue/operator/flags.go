@@ -137,8 +137,9 @@ type Flags struct {
 	Sharded bool
 	// TracingEndpoint (--tracing-endpoint) turns tracing on (see
 	// TracerProvider): the OTLP/HTTP URL of a collector, such as
-	// http://otel-collector:4318 (/v1/traces is added to a URL without a
-	// path); Validate refuses a host:port without the scheme. Default:
+	// http://otel-collector:4318 (/v1/traces is added to its path, as for
+	// $OTEL_EXPORTER_OTLP_ENDPOINT, unless the path ends with /v1/traces);
+	// Validate refuses a host:port without the scheme. Default:
 	// $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or $OTEL_EXPORTER_OTLP_ENDPOINT
 	// if set (URLs too), else no tracing. docs/operator.md lists every
 	// OTEL_* variable the flags honour.
@@ -277,7 +278,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 // cannot use.
 func (f *Flags) Validate() error {
 	var errs []error
-	if f.QPS <= 0 || f.Burst < 1 {
+	if !(f.QPS > 0) || f.Burst < 1 { // NaN too
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", f.QPS, f.Burst))
 	}
 	if f.ShutdownTimeout <= 0 {

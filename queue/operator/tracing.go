@@ -55,6 +55,8 @@ const (
 	envSamplerArg     = "OTEL_TRACES_SAMPLER_ARG"
 	envProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	envTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	envResourceAttrs  = "OTEL_RESOURCE_ATTRIBUTES"
+	envServiceName    = "OTEL_SERVICE_NAME"
 )
 
 // sdkDisabled reports whether $OTEL_SDK_DISABLED is "true" (in any case):
@@ -82,7 +84,8 @@ func tracesExporter() string {
 // wrote nothing with --tracing-drop-empty (tracing.DropEmpty); and whose
 // resource has service.name from $OTEL_SERVICE_NAME (else the binary's
 // name) and $OTEL_RESOURCE_ATTRIBUTES (an entry of it that does not
-// parse is logged and left out). It fails, as Validate does, on
+// parse, or whose value does not percent-decode, is logged through klog
+// and left out; see envResourceAttributes). It fails, as Validate does, on
 // the OTEL_* values it cannot use ($OTEL_TRACES_EXPORTER other than otlp
 // or none, a sampler or sampler argument envSampler cannot build, an
 // endpoint variable that is not an http:// or https:// URL) instead of
@@ -122,15 +125,17 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 	if err != nil {
 		return nil, fmt.Errorf("operator: the OTLP trace exporter: %w", err)
 	}
+	// The variables are read here rather than by resource.WithFromEnv,
+	// which keeps an entry that does not decode and reports it on the
+	// standard library's log.
+	envAttrs, envBad := envResourceAttributes(ctx)
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", filepath.Base(os.Args[0]))),
-		resource.WithFromEnv(),
+		resource.WithAttributes(envAttrs...),
 		resource.WithTelemetrySDK(),
 	)
 	switch {
 	case errors.Is(err, resource.ErrPartialResource):
-		// An attribute that does not parse (in $OTEL_RESOURCE_ATTRIBUTES)
-		// is left out; the others, service.name among them, still serve.
 		klog.FromContext(ctx).Error(err, "Tracing resource: some attributes left out")
 	case err != nil:
 		klog.FromContext(ctx).Error(err, "Tracing resource: using the SDK's default")
@@ -145,22 +150,79 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 	if f.samplerFromEnv {
 		sampler = envSampler(ratio)
 	}
-	return sdktrace.NewTracerProvider(
-		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sampler),
-		sdktrace.WithSpanProcessor(processor),
-	), nil
+	build := func() *sdktrace.TracerProvider {
+		return sdktrace.NewTracerProvider(
+			sdktrace.WithResource(res),
+			sdktrace.WithSampler(sampler),
+			sdktrace.WithSpanProcessor(processor),
+		)
+	}
+	if envBad {
+		return withoutEnvResource(build), nil
+	}
+	return build(), nil
+}
+
+// withoutEnvResource calls build with $OTEL_RESOURCE_ATTRIBUTES unset,
+// and sets it back: sdktrace.WithResource merges the variable into the
+// provider's resource again, keeping the entries envResourceAttributes
+// left out and reporting them on the standard library's log. It is used
+// only when the variable has such an entry, while the operator starts;
+// the process's environment lacks the variable for that call.
+func withoutEnvResource(build func() *sdktrace.TracerProvider) *sdktrace.TracerProvider {
+	v, ok := os.LookupEnv(envResourceAttrs)
+	if !ok {
+		return build()
+	}
+	_ = os.Unsetenv(envResourceAttrs)
+	defer func() { _ = os.Setenv(envResourceAttrs, v) }()
+	return build()
+}
+
+// envResourceAttributes returns the resource attributes that
+// $OTEL_RESOURCE_ATTRIBUTES (key=value entries separated by commas, the
+// values percent-encoded) and $OTEL_SERVICE_NAME give, the latter last so
+// that its service.name wins. An entry without "=", with an empty key, or
+// whose value does not percent-decode is logged (klog) and left out; the
+// others are kept; bad reports whether there was such an entry.
+func envResourceAttributes(ctx context.Context) (attrs []attribute.KeyValue, bad bool) {
+	if s := strings.TrimSpace(os.Getenv(envResourceAttrs)); s != "" {
+		var left []string
+		for _, entry := range strings.Split(s, ",") {
+			k, v, found := strings.Cut(entry, "=")
+			key := strings.TrimSpace(k)
+			val, err := url.PathUnescape(strings.TrimSpace(v))
+			if !found || key == "" || err != nil {
+				left = append(left, entry)
+				continue
+			}
+			attrs = append(attrs, attribute.String(key, val))
+		}
+		if len(left) > 0 {
+			bad = true
+			klog.FromContext(ctx).Error(nil, "Tracing resource: entries of $"+envResourceAttrs+" that do not parse (key=value, the value percent-encoded) left out", "entries", left)
+		}
+	}
+	if name := strings.TrimSpace(os.Getenv(envServiceName)); name != "" {
+		attrs = append(attrs, attribute.String("service.name", name))
+	}
+	return attrs, bad
 }
 
 // tracingURL returns the URL of --tracing-endpoint that the exporter
-// posts to: /v1/traces is added to a URL without a path.
+// posts to: /v1/traces is added to the URL's path, as the exporter does
+// for $OTEL_EXPORTER_OTLP_ENDPOINT (http://gw/otlp posts to
+// http://gw/otlp/v1/traces), unless the path already ends with
+// /v1/traces (a full traces URL, as $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+// takes, is used as it is).
 func tracingURL(endpoint string) (string, error) {
 	u, err := endpointURL("--tracing-endpoint", endpoint)
 	if err != nil {
 		return "", err
 	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = "/v1/traces"
+	if !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1/traces") {
+		u.Path = strings.TrimRight(u.Path, "/") + "/v1/traces"
+		u.RawPath = ""
 	}
 	return u.String(), nil
 }
@@ -196,17 +258,26 @@ func defaultSamplingRatio() float64 {
 }
 
 // samplerArg is the ratio $OTEL_TRACES_SAMPLER_ARG gives, 1 when it is
-// not set, or an error when it is not a number between 0 and 1.
+// not set, or an error when it is not a number between 0 and 1 (NaN
+// included).
 func samplerArg() (float64, error) {
 	arg := strings.TrimSpace(os.Getenv(envSamplerArg))
 	if arg == "" {
 		return 1, nil
 	}
 	r, err := strconv.ParseFloat(arg, 64)
-	if err != nil || r < 0 || r > 1 {
+	if err != nil || !validRatio(r) {
 		return 0, fmt.Errorf("$%s %q must be a ratio between 0 and 1 with $%s=%s", envSamplerArg, arg, envSamplerName, samplerName())
 	}
 	return r, nil
+}
+
+// validRatio reports whether r is a sampling ratio: between 0 and 1, and
+// not NaN (which every comparison would let through, and which
+// sdktrace.TraceIDRatioBased would turn into a bound the platform
+// decides).
+func validRatio(r float64) bool {
+	return r >= 0 && r <= 1
 }
 
 // samplerNames are the values of $OTEL_TRACES_SAMPLER that envSampler
@@ -298,7 +369,7 @@ func (f *Flags) validateTracing() []error {
 			errs = append(errs, err)
 		}
 	}
-	if f.TracingSamplingRatio < 0 || f.TracingSamplingRatio > 1 {
+	if !validRatio(f.TracingSamplingRatio) {
 		errs = append(errs, fmt.Errorf("--tracing-sampling-ratio must be between 0 and 1, got %v", f.TracingSamplingRatio))
 	}
 	// Without an endpoint tracing is off: a tracing flag given on the
@@ -320,7 +391,7 @@ func (f *Flags) validateTracing() []error {
 // envErrors reports the OTEL_* variables that the flags cannot use, unless
 // $OTEL_SDK_DISABLED is "true": an exporter other than otlp or none, a
 // sampler envSampler does not build or a sampler argument that is not a
-// ratio, an OTLP protocol other than http/protobuf, and an endpoint
+// ratio, an OTLP protocol other than http/protobuf (in any case), and an endpoint
 // variable that the flags would use (no
 // --tracing-endpoint) that is not an http:// or https:// URL.
 func (f *Flags) envErrors() []error {
@@ -341,10 +412,10 @@ func (f *Flags) envErrors() []error {
 		}
 	}
 	// The variable of the traces wins over the general one, as the
-	// exporter reads them.
+	// exporter reads them. Its values are not case sensitive.
 	for _, name := range []string{envTracesProtocol, envProtocol} {
 		if v := os.Getenv(name); v != "" {
-			if v != "http/protobuf" {
+			if strings.ToLower(strings.TrimSpace(v)) != "http/protobuf" {
 				errs = append(errs, fmt.Errorf("$%s %q: this operator exports OTLP over HTTP in protobuf (\"http/protobuf\", the default), as --tracing-endpoint does", name, v))
 			}
 			break

@@ -92,6 +92,8 @@ func TestTracingURL(t *testing.T) {
 		"http://c:4318":            "http://c:4318/v1/traces",
 		"http://c:4318/":           "http://c:4318/v1/traces",
 		"https://c/otlp/v1/traces": "https://c/otlp/v1/traces",
+		"https://c/otlp":           "https://c/otlp/v1/traces",
+		"https://c/otlp/":          "https://c/otlp/v1/traces",
 	} {
 		got, err := tracingURL(in)
 		require.NoError(t, err)

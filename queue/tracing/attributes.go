@@ -28,7 +28,8 @@ const (
 	// (see MarkWrite).
 	AttrWrote attribute.Key = "ctrlkit.wrote"
 	// AttrTriggers counts the triggers recorded for the reconcile;
-	// AttrTriggersDropped those beyond MaxTriggers, which have no link.
+	// AttrTriggersDropped those beyond MaxTriggers, which have no link
+	// (see MaxTriggers for which are kept).
 	AttrTriggers        attribute.Key = "ctrlkit.triggers"
 	AttrTriggersDropped attribute.Key = "ctrlkit.triggers.dropped"
 	// The attributes of a trigger: on each link, and those of the latest

@@ -50,10 +50,14 @@ const Annotation = "tracing.k8s.io/traceparent"
 const ScopeName = "github.com/ctrlkit/ctrlkit/queue"
 
 // MaxTriggers bounds the triggers a controller keeps for one key until its
-// next reconcile starts: the first MaxTriggers become the links of the
-// reconcile's span, the span's ctrlkit.triggers.dropped attribute counts
-// the others, and the latest trigger is always in the span's own
-// attributes.
+// next reconcile starts; the kept ones become the links of the
+// reconcile's span and the span's ctrlkit.triggers.dropped attribute
+// counts the others. Beyond the bound, triggers with a link to a sampled
+// span are kept ahead of those with a link to a span that was not
+// sampled, and those ahead of triggers without a link, so that a sampler
+// that follows links (FollowLinks) sees the sampled writes that set the
+// reconcile off; among triggers alike the first ones are kept. The latest
+// trigger is always kept, and is also in the span's own attributes.
 const MaxTriggers = 16
 
 // Event is the kind of informer event that set a reconcile off.

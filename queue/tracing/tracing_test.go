@@ -188,7 +188,7 @@ func TestTransport(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.Contains(t, got[0], child.SpanContext().SpanID().String(), "%s: the header names the client span", tt.method)
 	}
-	assert.Nil(t, tracing.Transport(nil))
+	assert.Same(t, http.DefaultTransport, tracing.Transport(nil)(http.DefaultTransport), "tracing off: the transport unchanged")
 	plain := &rest.Config{}
 	tracing.WrapConfig(plain, nil)
 	assert.Nil(t, plain.WrapTransport)

@@ -24,13 +24,16 @@ import (
 // requests are sent untraced, without a span or header, as they would be
 // traces of their own every few seconds: those of Leases (leader election
 // and shard membership renew theirs), always, and those of events made
-// outside a span (an event recorder's posts). A nil tp returns nil, which
-// Wrap ignores. It wraps any http.RoundTripper, as ExampleTransport shows:
+// outside a span (an event recorder's posts), also when the client's host
+// has a path before the API's (such as https://host/clusters/NAME). A nil
+// tp (tracing off) returns a wrapper that returns the transport it is
+// given, unchanged. It wraps any http.RoundTripper, as ExampleTransport
+// shows, with tracing on or off:
 //
 //	client := &http.Client{Transport: tracing.Transport(tp)(http.DefaultTransport)}
 func Transport(tp trace.TracerProvider) func(http.RoundTripper) http.RoundTripper {
 	if tp == nil {
-		return nil
+		return func(rt http.RoundTripper) http.RoundTripper { return rt }
 	}
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return &marking{plain: rt, next: otelhttp.NewTransport(rt,
@@ -44,13 +47,28 @@ func Transport(tp trace.TracerProvider) func(http.RoundTripper) http.RoundTrippe
 // header: a request of a Lease (leader election and shard membership renew
 // theirs every few seconds), and a request of events made outside a span
 // (an event recorder's sink posts them), which would otherwise each be a trace of
-// their own, all the time, that says nothing about a reconcile.
+// their own, all the time, that says nothing about a reconcile. The API's
+// path may come after a prefix of the host's (a proxy's, such as
+// /clusters/NAME): every /api/ or /apis/ segment of the path is tried as
+// its start.
 func untraced(req *http.Request) bool {
 	path := req.URL.Path
-	if strings.HasPrefix(path, "/apis/coordination.k8s.io/") {
-		return true
+	for i := 0; i < len(path); i++ {
+		if path[i] != '/' {
+			continue
+		}
+		rest := path[i:]
+		if !strings.HasPrefix(rest, "/api/") && !strings.HasPrefix(rest, "/apis/") {
+			continue
+		}
+		if strings.HasPrefix(rest, "/apis/coordination.k8s.io/") {
+			return true
+		}
+		if isEvents(rest) && !trace.SpanContextFromContext(req.Context()).IsValid() {
+			return true
+		}
 	}
-	return isEvents(path) && !trace.SpanContextFromContext(req.Context()).IsValid()
+	return false
 }
 
 // isEvents reports whether path is of the core or events.k8s.io events:

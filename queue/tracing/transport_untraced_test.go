@@ -56,6 +56,13 @@ func TestTransportLeavesLeasesAndRecordedEventsUntraced(t *testing.T) {
 		{"namespace named events", http.MethodGet, "/api/v1/namespaces/events", false, true},
 		{"configmaps of namespace events", http.MethodGet, "/api/v1/namespaces/events/configmaps", false, true},
 		{"events of every namespace", http.MethodGet, "/api/v1/events", false, false},
+		{"lease renewal behind a path prefix", http.MethodPut, "/clusters/root:org/apis/coordination.k8s.io/v1/namespaces/ns/leases/op", false, false},
+		{"lease renewal behind a proxy's prefix", http.MethodPut, "/k8s/clusters/c-1/apis/coordination.k8s.io/v1/namespaces/ns/leases/op", false, false},
+		{"recorded event behind a path prefix", http.MethodPost, "/clusters/root:org/api/v1/namespaces/ns/events", false, false},
+		{"recorded event, events.k8s.io, behind a path prefix", http.MethodPost, "/k8s/clusters/c-1/apis/events.k8s.io/v1/namespaces/ns/events", false, false},
+		{"event within a span behind a path prefix", http.MethodPost, "/clusters/root:org/api/v1/namespaces/ns/events", true, true},
+		{"list behind a path prefix", http.MethodGet, "/clusters/root:org/api/v1/namespaces/ns/configmaps", false, true},
+		{"write behind a prefix named api", http.MethodPost, "/api/clusters/c-1/apis/apps/v1/namespaces/ns/deployments", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(rec.Ended())
