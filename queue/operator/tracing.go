@@ -134,10 +134,7 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 		resource.WithAttributes(envAttrs...),
 		resource.WithTelemetrySDK(),
 	)
-	switch {
-	case errors.Is(err, resource.ErrPartialResource):
-		klog.FromContext(ctx).Error(err, "Tracing resource: some attributes left out")
-	case err != nil:
+	if err != nil {
 		klog.FromContext(ctx).Error(err, "Tracing resource: using the SDK's default")
 		res = resource.Default()
 	}
