@@ -22,9 +22,10 @@ func (c *Controller[K]) Tracing() bool { return c.cfg.tracer != nil }
 // keys call it just before they add the key. A key keeps at most
 // tracing.MaxTriggers triggers until its next reconcile starts (those
 // linked to a sampled span first, then those with a link, and always the
-// latest; see tracing.MaxTriggers), and counts the others; it keeps them only while tracing is on, and only for
-// keys this process owns (see Restrict), whose adds are accepted: the
-// trigger of a key another replica owns is dropped, like its add. The
+// latest; see tracing.MaxTriggers), and counts the others; it keeps them
+// only while tracing is on, and only for keys this process owns (see
+// Restrict), whose adds are accepted: the trigger of a key another
+// replica owns is dropped, like its add. The
 // triggers of a key go to the reconcile that runs under the key's claims;
 // a key whose claim is refused at its turn keeps them while it is still
 // owned (its Ownership holds it, or queues it again, for later) and loses
