@@ -67,10 +67,11 @@ func TestHubCentricShapeForgetsADeletedSource(t *testing.T) {
 	web := cache.ObjectName{Namespace: "app", Name: "web"}
 	require.Eventually(t, func() bool { e, ok, _ := statuses.entry(web, "a"); return ok && e.Reason == "Applied" }, 10*time.Second, 5*time.Millisecond)
 	require.NoError(t, mgmt.CoreV1().ConfigMaps("app").Delete(ctx, "web", metav1.DeleteOptions{}))
-	time.Sleep(time.Second)
-
-	_, kept := p.results.Get(web, "a")
-	assert.False(t, kept, "the results of a deleted source are kept")
+	// Forgotten, and the key done: neither queued nor waiting for a retry.
+	require.Eventually(t, func() bool {
+		_, kept := p.results.Get(web, "a")
+		return !kept && p.hub.Len() == 0 && p.hub.Active() == 0 && p.hub.Retrying() == 0
+	}, 10*time.Second, 5*time.Millisecond, "the results of a deleted source are kept, or its key is still queued")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, failures, "the deleted source's key fails and is retried")

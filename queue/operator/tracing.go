@@ -83,12 +83,12 @@ func tracesExporter() string {
 // it (see envSampler); that drops the spans of reconciles that
 // wrote nothing with --tracing-drop-empty (tracing.DropEmpty); and whose
 // resource has service.name from $OTEL_SERVICE_NAME (else the binary's
-// name) and $OTEL_RESOURCE_ATTRIBUTES (an entry of it that does not
-// parse, or whose value does not percent-decode, is logged through klog
-// and left out; see envResourceAttributes). It fails, as Validate does, on
+// name) and $OTEL_RESOURCE_ATTRIBUTES. It fails, as Validate does, on
 // the OTEL_* values it cannot use ($OTEL_TRACES_EXPORTER other than otlp
 // or none, a sampler or sampler argument envSampler cannot build, an
-// endpoint variable that is not an http:// or https:// URL) instead of
+// endpoint variable that is not an http:// or https:// URL, an entry of
+// $OTEL_RESOURCE_ATTRIBUTES that is not key=value with its value
+// percent-encoded, or whose key is percent-encoded) instead of
 // letting the SDK log them and go on with its defaults. RESTConfig's transport,
 // ControllerOptions and Options use it; Run, given Options, shuts it down
 // after the controllers and informers stopped, which exports what is left.
@@ -125,10 +125,10 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 	if err != nil {
 		return nil, fmt.Errorf("operator: the OTLP trace exporter: %w", err)
 	}
-	// The variables are read here rather than by resource.WithFromEnv,
-	// which keeps an entry that does not decode and reports it on the
-	// standard library's log.
-	envAttrs, envBad := envResourceAttributes(ctx)
+	// The SDK merges the variables into the resource too (envErrors
+	// refused what it would read otherwise): they are given here as well
+	// so that they win over the default service.name.
+	envAttrs, _ := envResourceAttributes()
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", filepath.Base(os.Args[0]))),
 		resource.WithAttributes(envAttrs...),
@@ -147,57 +147,32 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 	if f.samplerFromEnv {
 		sampler = envSampler(ratio)
 	}
-	build := func() *sdktrace.TracerProvider {
-		return sdktrace.NewTracerProvider(
-			sdktrace.WithResource(res),
-			sdktrace.WithSampler(sampler),
-			sdktrace.WithSpanProcessor(processor),
-		)
-	}
-	if envBad {
-		return withoutEnvResource(build), nil
-	}
-	return build(), nil
-}
-
-// withoutEnvResource calls build with $OTEL_RESOURCE_ATTRIBUTES unset,
-// and sets it back: sdktrace.WithResource merges the variable into the
-// provider's resource again, keeping the entries envResourceAttributes
-// left out and reporting them on the standard library's log. It is used
-// only when the variable has such an entry, while the operator starts;
-// the process's environment lacks the variable for that call.
-func withoutEnvResource(build func() *sdktrace.TracerProvider) *sdktrace.TracerProvider {
-	v, ok := os.LookupEnv(envResourceAttrs)
-	if !ok {
-		return build()
-	}
-	_ = os.Unsetenv(envResourceAttrs)
-	defer func() { _ = os.Setenv(envResourceAttrs, v) }()
-	return build()
+	return sdktrace.NewTracerProvider(
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sampler),
+		sdktrace.WithSpanProcessor(processor),
+	), nil
 }
 
 // envResourceAttributes returns the resource attributes that
 // $OTEL_RESOURCE_ATTRIBUTES (key=value entries separated by commas, the
 // values percent-encoded) and $OTEL_SERVICE_NAME give, the latter last so
-// that its service.name wins. An entry without "=", with an empty key, or
-// whose value does not percent-decode is logged (klog) and left out; the
-// others are kept; bad reports whether there was such an entry.
-func envResourceAttributes(ctx context.Context) (attrs []attribute.KeyValue, bad bool) {
+// that its service.name wins, and the entries of the former that cannot
+// be used: without "=", with an empty key, with a key holding a percent
+// sign (the SDK, which merges the variable into every resource, would
+// keep such a key undecoded), or with a value that does not
+// percent-decode.
+func envResourceAttributes() (attrs []attribute.KeyValue, bad []string) {
 	if s := strings.TrimSpace(os.Getenv(envResourceAttrs)); s != "" {
-		var left []string
 		for _, entry := range strings.Split(s, ",") {
 			k, v, found := strings.Cut(entry, "=")
 			key := strings.TrimSpace(k)
 			val, err := url.PathUnescape(strings.TrimSpace(v))
-			if !found || key == "" || err != nil {
-				left = append(left, entry)
+			if !found || key == "" || strings.Contains(key, "%") || err != nil {
+				bad = append(bad, entry)
 				continue
 			}
 			attrs = append(attrs, attribute.String(key, val))
-		}
-		if len(left) > 0 {
-			bad = true
-			klog.FromContext(ctx).Error(nil, "Tracing resource: entries of $"+envResourceAttrs+" that do not parse (key=value, the value percent-encoded) left out", "entries", left)
 		}
 	}
 	if name := strings.TrimSpace(os.Getenv(envServiceName)); name != "" {
@@ -388,9 +363,11 @@ func (f *Flags) validateTracing() []error {
 // envErrors reports the OTEL_* variables that the flags cannot use, unless
 // $OTEL_SDK_DISABLED is "true": an exporter other than otlp or none, a
 // sampler envSampler does not build or a sampler argument that is not a
-// ratio, an OTLP protocol other than http/protobuf (in any case), and an endpoint
+// ratio, an OTLP protocol other than http/protobuf (in any case), an endpoint
 // variable that the flags would use (no
-// --tracing-endpoint) that is not an http:// or https:// URL.
+// --tracing-endpoint) that is not an http:// or https:// URL, and, when
+// tracing is on, entries of $OTEL_RESOURCE_ATTRIBUTES that
+// envResourceAttributes cannot use.
 func (f *Flags) envErrors() []error {
 	if sdkDisabled() {
 		return nil
@@ -416,6 +393,11 @@ func (f *Flags) envErrors() []error {
 				errs = append(errs, fmt.Errorf("$%s %q: this operator exports OTLP over HTTP in protobuf (\"http/protobuf\", the default), as --tracing-endpoint does", name, v))
 			}
 			break
+		}
+	}
+	if f.TracingEnabled() {
+		if _, bad := envResourceAttributes(); len(bad) > 0 {
+			errs = append(errs, fmt.Errorf("$%s: entries that are not key=value, with the key not percent-encoded and the value percent-encoded: %q", envResourceAttrs, bad))
 		}
 	}
 	if f.TracingEndpoint == "" {

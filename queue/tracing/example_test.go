@@ -34,7 +34,10 @@ func Example() {
 func ExampleFollowLinks() {
 	exporter := tracetest.NewInMemoryExporter()
 	sampler := sdktrace.ParentBased(tracing.FollowLinks(sdktrace.TraceIDRatioBased(0.1)))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracing.DropEmpty(sdktrace.NewBatchSpanProcessor(exporter))))
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSampler(sampler),
+		sdktrace.WithSpanProcessor(tracing.DropEmpty(sdktrace.NewBatchSpanProcessor(exporter))),
+	)
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	fmt.Println(sampler.Description())
 	// Output: ParentBased{root:FollowLinks{TraceIDRatioBased{0.1}},remoteParentSampled:AlwaysOnSampler,remoteParentNotSampled:AlwaysOffSampler,localParentSampled:AlwaysOnSampler,localParentNotSampled:AlwaysOffSampler}
