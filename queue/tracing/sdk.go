@@ -57,7 +57,10 @@ func (f followLinks) Description() string {
 // AttrWrote is false) and ended without an error. Use it in place of
 // next when the reconciles that found nothing to do are noise:
 //
-//	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracing.DropEmpty(sdktrace.NewBatchSpanProcessor(exporter))))
+//	tp := sdktrace.NewTracerProvider(
+//		sdktrace.WithSampler(sampler),
+//		sdktrace.WithSpanProcessor(tracing.DropEmpty(sdktrace.NewBatchSpanProcessor(exporter))),
+//	)
 //
 // Only the reconcile's own span is dropped: the client spans of its reads,
 // sampled with it, are still exported, without their parent.
