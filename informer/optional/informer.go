@@ -304,8 +304,14 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 }
 
 // stop stops the running informer, if any, and waits for it: its APIs
-// shut down. The claims on it are left to the controller's drain.
-func (i *Informer[T]) stop() { i.stopRun(false) }
+// shut down. The claims on it are left to the controller's drain. The
+// Informer is Stopped after it, whether or not an informer ran.
+func (i *Informer[T]) stop() {
+	i.stopRun(false)
+	i.mu.Lock()
+	i.state = Stopped
+	i.mu.Unlock()
+}
 
 // running reports whether an informer runs.
 func (i *Informer[T]) running() bool {

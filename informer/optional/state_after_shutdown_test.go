@@ -17,7 +17,7 @@ import (
 // resource "has not been served since the APIs started". An Informer
 // whose resource was not served when its APIs shut down still reports
 // Waiting: a member that left looks like one waiting for its CRD.
-func TestReviewWaitingInformerStateAfterShutdown(t *testing.T) {
+func TestWaitingInformerStoppedAfterShutdown(t *testing.T) {
 	apis := optional.NewAPIs(crdClient(), nil)
 	newInformer, _ := fooInformers(fake.NewClientset())
 	foos := optional.NewInformer(apis, foosGVR, newInformer)
