@@ -133,11 +133,11 @@ func WithName(name string) Option {
 
 // FromDiscovery declares that no CRD defines the resource (an aggregated
 // API, or one built into the API server): whether it is served is asked
-// of discovery every discovery period, by a goroutine of its own, so that
-// a discovery request that hangs (an aggregated API whose backend does
-// not answer; DiscoveryTimeout bounds it) holds back only the answers
-// about the resources followed by discovery, never those followed by
-// their CRDs. A group version whose discovery fails before it ever
+// of discovery every discovery period, by a goroutine of its group
+// version's own, so that a discovery request that hangs (an aggregated
+// API whose backend does not answer; DiscoveryTimeout bounds it) holds
+// back only the answers about the resources of its group version, never
+// those of another group version nor those followed by their CRDs. A group version whose discovery fails before it ever
 // answered is taken as not served (its Informer waits, and is synced:
 // it holds nothing back); one whose discovery fails later keeps its last
 // answer, unless discovery reports it unavailable (a 503, or marked
@@ -382,50 +382,53 @@ type holdOff struct {
 var errUnavailable = errors.New("group version unavailable")
 
 // discoverEvery asks discovery about each of gvs now and every discovery
-// period, until ctx ends, and wakes the loop with each answer. A group
-// version whose request failed is asked again after FirstDiscoveryRetry,
-// then twice as long at each failure in a row, up to the period. It runs
-// on its own: a request that hangs delays only the next answers.
+// period, until ctx ends, and wakes the loop with each answer: one
+// goroutine per group version, so that a request that hangs delays only
+// the next answers about its own group version. A group version whose
+// request failed is asked again after FirstDiscoveryRetry, then twice as
+// long at each failure in a row, up to the period. It returns once every
+// goroutine has.
 func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion, followers []follower) {
-	next := make([]time.Time, len(gvs))
-	retry := make([]time.Duration, len(gvs))
+	var wg sync.WaitGroup
+	for _, gv := range gvs {
+		wg.Go(func() { a.discoverOne(ctx, gv, followers) })
+	}
+	wg.Wait()
+}
+
+// discoverOne asks discovery about gv now and every discovery period (or
+// sooner after a failure, see discoverEvery), until ctx ends.
+func (a *APIs) discoverOne(ctx context.Context, gv schema.GroupVersion, followers []follower) {
+	var retry time.Duration
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		for j, gv := range gvs {
-			if ctx.Err() != nil {
-				return
-			}
-			if time.Now().Before(next[j]) {
-				continue
-			}
-			served, err := a.discover(ctx, gv)
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				retry[j] = min(max(a.cfg.retry, 2*retry[j]), a.cfg.period)
-				next[j] = time.Now().Add(retry[j])
-			} else {
-				retry[j] = 0
-				next[j] = time.Now().Add(a.cfg.period)
-			}
-			switch {
-			case errors.Is(err, errUnavailable):
-				a.record(gv, nil, false, followers)
-			case err != nil:
-				a.recordFailure(gv)
-			default:
-				a.record(gv, served, true, followers)
-			}
-			a.wake()
-		}
-		t.Reset(time.Until(slices.MinFunc(next, time.Time.Compare)))
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		served, err := a.discover(ctx, gv)
+		if ctx.Err() != nil {
+			return
+		}
+		next := a.cfg.period
+		if err != nil {
+			retry = min(max(a.cfg.retry, 2*retry), a.cfg.period)
+			next = retry
+		} else {
+			retry = 0
+		}
+		switch {
+		case errors.Is(err, errUnavailable):
+			a.record(gv, nil, false, followers)
+		case err != nil:
+			a.recordFailure(gv)
+		default:
+			a.record(gv, served, true, followers)
+		}
+		a.wake()
+		t.Reset(next)
 	}
 }
 
@@ -623,8 +626,8 @@ func (a *APIs) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
 
 // Shutdown waits until the goroutines of Start have returned: the CRD
 // informer, the loop, every Informer's informer and the discovery
-// goroutine (a discovery request in flight is cancelled by the end of
-// Start's context). The states of the Informers are removed from the
+// goroutines, one per group version (a discovery request in flight is
+// cancelled by the end of Start's context). The states of the Informers are removed from the
 // metrics. Close Start's stopCh (or end its context) first.
 func (a *APIs) Shutdown() { a.wg.Wait() }
 

@@ -23,7 +23,7 @@ import (
 // was installed again and the dropped keys were queued: its release
 // records the key as dropped, after the only requeue that would take it,
 // and the key never runs again (until the CRD goes and comes once more).
-func TestReviewReconcileCancelledByAQuickCRDReturnLosesItsKey(t *testing.T) {
+func TestReconcileCancelledByAQuickCRDReturnRunsAgain(t *testing.T) {
 	crds := crdClient(fooCRD(map[string]bool{"v1alpha1": true}, true))
 	apis := optional.NewAPIs(crds, nil)
 	newInformer, _ := fooInformers(foofake.NewClientset())

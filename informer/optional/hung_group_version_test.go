@@ -45,7 +45,7 @@ func (d *oneHungGroupVersion) ServerResourcesForGroupVersionWithContext(ctx cont
 // the other: a hung request of one (declared first) holds the first
 // answer about every other for DiscoveryTimeout (30s), and each of its
 // retries (1s, 2s, 4s, ... later) holds their next answers as long.
-func TestReviewHungGroupVersionHoldsBackAnotherGroupVersion(t *testing.T) {
+func TestHungGroupVersionHoldsBackNoOtherGroupVersion(t *testing.T) {
 	hungGVR := schema.GroupVersionResource{Group: "hung.example.com", Version: "v1", Resource: "gadgets"}
 	disc := &oneHungGroupVersion{discovery: newDiscovery(), hung: "hung.example.com/v1"}
 	disc.set("metrics.example.com/v1", []string{"widgets"}, nil)

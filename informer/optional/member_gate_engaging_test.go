@@ -2,7 +2,6 @@ package optional_test
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -34,10 +33,7 @@ import (
 // not running yet (its APIs start after engage returns) and refuses it.
 // MemberGate's documented limitation is about a resource that is not
 // served; this one is.
-func TestReviewMemberGateDropsKeysOfAnEngagingMember(t *testing.T) {
-	// REVIEW_NO_GATE=1 runs the same without the MemberGate: it passes,
-	// the key is held and runs once east is ready.
-	withGate := os.Getenv("REVIEW_NO_GATE") == ""
+func TestMemberGateHoldsKeysOfAnEngagingMember(t *testing.T) {
 	var provider queuetest.Provider
 	provider.Set("west", &rest.Config{Host: "https://west"})
 	provider.Synced()
@@ -71,9 +67,7 @@ func TestReviewMemberGateDropsKeysOfAnEngagingMember(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	require.NoError(t, err)
-	if withGate {
-		require.NoError(t, ctrl.Watch(gate.Watch()))
-	}
+	require.NoError(t, ctrl.Watch(gate.Watch()))
 	queuetest.StartFleet(t, fleet, []queuetest.Controller{ctrl})
 
 	provider.Set("east", &rest.Config{Host: "https://east"}) // east joins

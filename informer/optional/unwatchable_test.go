@@ -28,7 +28,7 @@ import (
 // "Failed to watch" at error level and lists and watches again, backed
 // off, for as long as the API is served: the watch-error loop the
 // package exists to prevent, from the documented snippet.
-func TestReviewDocumentedPodMetricsInformerLogsWatchErrorsInALoop(t *testing.T) {
+func TestUnwatchableResourceLogsNoWatchErrorLoop(t *testing.T) {
 	ctx, logged := testLogger(t)
 	podMetricsGVR := schema.GroupVersionResource{Group: "metrics.k8s.io", Version: "v1beta1", Resource: "pods"}
 	var lists, watches atomic.Int32
