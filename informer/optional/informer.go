@@ -163,6 +163,13 @@ func (i *Informer[T]) AddEventHandler(ctx context.Context, h cache.TypedResource
 	return func() bool { return i.handlerSynced(hd) }, func() { i.removeHandler(hd) }
 }
 
+// current returns the running instance, nil when none runs.
+func (i *Informer[T]) current() *instance[T] {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.run
+}
+
 // started returns a channel closed when the Informer next starts an
 // informer (the resource is served again).
 func (i *Informer[T]) started() <-chan struct{} {
