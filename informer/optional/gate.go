@@ -298,7 +298,11 @@ func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool)
 // member: a member whose resource is not served runs none of them, and
 // the reconciles of its keys in flight when it goes away are cancelled,
 // while the other members' keys run. Keys of a member without an Informer
-// (not engaged here, or engaged without one) are left to the fleet. Give
+// (not engaged here, or engaged without one), and those of a member whose
+// Informer's APIs have not decided yet whether the resource is served (it
+// engages, or engages again) or have shut down (it leaves, or engages
+// again), are left to the fleet, which holds those of a member that is
+// not ready until it is. Give
 // Watch to the controller, and Set each member's Informer in the engage
 // function. Unlike On's gate, a MemberGate does not queue again the keys
 // it dropped when the member's resource is served again: only the keys
@@ -368,10 +372,13 @@ func (g *MemberGate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) { <-c
 func (g *MemberGate[T, K]) HasSynced() bool { return true }
 
 // Owns reports whether key may run: it does not need the resource, its
-// member has no Informer, or the member's resource is served.
+// member has no Informer, the APIs of the member's Informer have not
+// decided yet whether the resource is served or have shut down (the
+// fleet holds such a key until the member is ready), or the member's
+// resource is served.
 func (g *MemberGate[T, K]) Owns(key K) bool {
 	inf := g.informerOf(key)
-	if inf == nil {
+	if inf == nil || !inf.known.Load() || inf.ended.Load() {
 		return true
 	}
 	_, running := inf.Current()

@@ -26,6 +26,8 @@ type Informer[T cache.Object] struct {
 	newInformer func() cache.TypedSharedIndexInformer[T]
 	// known is set once the APIs decided whether the resource is served.
 	known atomic.Bool
+	// ended is set once the APIs shut down.
+	ended atomic.Bool
 
 	mu       sync.Mutex
 	state    State                // guarded by mu
@@ -314,6 +316,7 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 // shut down. The claims on it are left to the controller's drain. The
 // Informer is Stopped after it, whether or not an informer ran.
 func (i *Informer[T]) stop() {
+	i.ended.Store(true)
 	i.stopRun(false)
 	i.mu.Lock()
 	i.state = Stopped
