@@ -133,7 +133,10 @@ func WithName(name string) Option {
 
 // FromDiscovery declares that no CRD defines the resource (an aggregated
 // API, or one built into the API server): whether it is served is asked
-// of discovery every discovery period, by a goroutine of its group
+// of discovery every discovery period (a resource discovery serves
+// without the verbs list and watch, such as metrics.k8s.io's pods, cannot
+// be watched: it is taken as not served, its Informer waits, and that is
+// logged once), by a goroutine of its group
 // version's own, so that a discovery request that hangs (an aggregated
 // API whose backend does not answer; DiscoveryTimeout bounds it) holds
 // back only the answers about the resources of its group version, never
@@ -223,7 +226,10 @@ type APIs struct {
 // NewAPIs returns the APIs of the cluster of crds and disc: it follows the
 // cluster's CustomResourceDefinitions with crds and, for the resources
 // declared with FromDiscovery, asks disc every discovery period. disc may
-// be nil when no resource uses FromDiscovery. Options that do not apply
+// be nil when no resource uses FromDiscovery. disc must ask the API
+// server each time: a cached discovery client (memory.NewMemCacheClient)
+// keeps its first answers unless it is invalidated, and the APIs would
+// not see a group version come or go. Options that do not apply
 // are refused: Err reports it, and Start starts nothing.
 func NewAPIs(crds apiextensionsclientset.Interface, disc discovery.DiscoveryInterface, opts ...Option) *APIs {
 	cfg := newConfig(opts)
@@ -400,6 +406,9 @@ func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion, fol
 // sooner after a failure, see discoverEvery), until ctx ends.
 func (a *APIs) discoverOne(ctx context.Context, gv schema.GroupVersion, followers []follower) {
 	var retry time.Duration
+	// unwatchable holds the followed resources of gv discovery serves
+	// without list or watch, logged once until they are watchable.
+	unwatchable := map[string]bool{}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -408,9 +417,12 @@ func (a *APIs) discoverOne(ctx context.Context, gv schema.GroupVersion, follower
 			return
 		case <-t.C:
 		}
-		served, err := a.discover(ctx, gv)
+		served, verbs, err := a.discover(ctx, gv)
 		if ctx.Err() != nil {
 			return
+		}
+		if err == nil {
+			a.logUnwatchable(ctx, gv, verbs, unwatchable, followers)
 		}
 		next := a.cfg.period
 		if err != nil {
@@ -502,30 +514,63 @@ func (a *APIs) watchUnavailable(gv schema.GroupVersion) {
 	a.wake()
 }
 
-// discover asks discovery which resources of gv are served, within
-// DiscoveryTimeout and until ctx ends. A group version discovery does not
-// know serves none; one discovery reports unavailable (see unavailable)
-// yields errUnavailable; any other error is returned.
-func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (map[string]bool, error) {
+// logUnwatchable logs, once until it is watchable again, each resource
+// of gv followed by discovery that discovery serves without the verbs
+// list and watch (verbs, by resource).
+func (a *APIs) logUnwatchable(ctx context.Context, gv schema.GroupVersion, verbs map[string][]string, logged map[string]bool, followers []follower) {
+	for _, f := range followers {
+		gvr := f.resource()
+		if !f.byDiscovery() || gvr.GroupVersion() != gv {
+			continue
+		}
+		v, ok := verbs[gvr.Resource]
+		switch {
+		case !ok:
+			delete(logged, gvr.Resource)
+		case !logged[gvr.Resource]:
+			logged[gvr.Resource] = true
+			klog.FromContext(ctx).Info("Resource served without the verbs list and watch: it cannot be watched, so it is taken as not served", "resource", resourceName(gvr), "verbs", v)
+		}
+	}
+}
+
+// discover asks discovery which resources of gv are served and can be
+// watched, within DiscoveryTimeout and until ctx ends; it also returns
+// the verbs of those it serves that cannot (see watchable). A group
+// version discovery does not know serves none; one discovery reports
+// unavailable (see unavailable) yields errUnavailable; any other error is
+// returned.
+func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (served map[string]bool, unwatchable map[string][]string, err error) {
 	reqCtx, cancel := context.WithTimeout(ctx, DiscoveryTimeout)
 	defer cancel()
 	list, err := discovery.ToDiscoveryInterfaceWithContext(a.disc).ServerResourcesForGroupVersionWithContext(reqCtx, gv.String())
 	if apierrors.IsNotFound(err) {
-		return map[string]bool{}, nil
+		return map[string]bool{}, nil, nil
 	}
 	if unavailable(err, gv) {
 		klog.FromContext(ctx).V(2).Info("Discovery reports the group version unavailable; its resources are not served", "groupVersion", gv.String(), "err", err.Error())
-		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Discovery failed; keeping what it said last", "groupVersion", gv.String(), "err", err.Error())
-		return nil, err
+		return nil, nil, err
 	}
-	served := map[string]bool{}
+	served, unwatchable = map[string]bool{}, map[string][]string{}
 	for _, r := range list.APIResources {
-		served[r.Name] = true
+		if watchable(r.Verbs) {
+			served[r.Name] = true
+		} else {
+			unwatchable[r.Name] = r.Verbs
+		}
 	}
-	return served, nil
+	return served, unwatchable, nil
+}
+
+// watchable reports whether a resource discovery serves with verbs can
+// be listed and watched. A resource without verbs (discovery that does
+// not report them, as some fakes) is taken as watchable.
+func watchable(verbs metav1.Verbs) bool {
+	return len(verbs) == 0 || slices.Contains(verbs, "list") && slices.Contains(verbs, "watch")
 }
 
 // unavailable reports whether err says that gv is unavailable: a 503

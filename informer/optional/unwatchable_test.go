@@ -19,15 +19,14 @@ import (
 	"github.com/ctrlkit/ctrlkit/informer/optional"
 )
 
-// docs/optional-apis.md's dynamic example follows metrics.k8s.io's pods
-// with FromDiscovery ("an aggregated API such as metrics.k8s.io"), and
-// the package promises "no watch-error loop". metrics-server serves pods
-// and nodes with the verbs get and list only: a watch answers 405
-// (MethodNotSupported), as this backend does. The Informer runs, its
-// list succeeds, its watch fails, and client-go's error handler logs
-// "Failed to watch" at error level and lists and watches again, backed
-// off, for as long as the API is served: the watch-error loop the
-// package exists to prevent, from the documented snippet.
+// metrics-server serves metrics.k8s.io's pods and nodes with the verbs
+// get and list only: a watch answers 405 (MethodNotSupported), as this
+// backend does. An Informer of such a resource, followed by discovery,
+// would list, fail to watch, log client-go's "Failed to watch" at error
+// level, and list and watch again for as long as the API is served: the
+// watch-error loop the package exists to prevent. Discovery's verbs say
+// it cannot be watched: it is taken as not served (the Informer waits,
+// synced), logged once, and never listed nor watched.
 func TestUnwatchableResourceLogsNoWatchErrorLoop(t *testing.T) {
 	ctx, logged := testLogger(t)
 	podMetricsGVR := schema.GroupVersionResource{Group: "metrics.k8s.io", Version: "v1beta1", Resource: "pods"}
@@ -51,16 +50,19 @@ func TestUnwatchableResourceLogsNoWatchErrorLoop(t *testing.T) {
 	for i := range disc.lists["metrics.k8s.io/v1beta1"].APIResources {
 		disc.lists["metrics.k8s.io/v1beta1"].APIResources[i].Verbs = []string{"get", "list"} // as metrics-server serves them
 	}
-	apis := optional.NewAPIs(crdClient(), disc)
+	apis := optional.NewAPIs(crdClient(), disc, optional.WithDiscoveryPeriod(optional.MinDiscoveryPeriod))
 	podMetrics := optional.NewInformer(apis, podMetricsGVR, func() cache.TypedSharedIndexInformer[*unstructured.Unstructured] {
 		return cache.NewTypedSharedIndexInformer[*unstructured.Unstructured](
 			dynamicinformer.NewFilteredDynamicInformer(dyn, podMetricsGVR, "", 0, cache.Indexers{}, nil).Informer())
 	}, optional.FromDiscovery())
 	stop := startAPIsWithContext(t, ctx, apis)
-	require.Eventually(t, func() bool { return podMetrics.State() == optional.Running && podMetrics.HasSynced() }, waitFor, time.Millisecond)
-	time.Sleep(6 * time.Second)
+	require.Eventually(t, podMetrics.HasSynced, waitFor, time.Millisecond)
+	require.Equal(t, optional.Waiting, podMetrics.State(), "a resource that cannot be watched is not served")
+	time.Sleep(6 * time.Second) // more than a discovery period: discovery answers again
 	stop()
-	errs, _ := logged()
-	t.Logf("in 6s: %d lists, %d watches, %d errors logged", lists.Load(), watches.Load(), errs)
-	assert.LessOrEqual(t, errs, 1, "watch errors logged in a loop for the documented pod metrics Informer (%d lists, %d watches in 6s)", lists.Load(), watches.Load())
+	errs, all := logged()
+	t.Logf("in 6s: %d lists, %d watches, %d errors and %d lines logged", lists.Load(), watches.Load(), errs, all)
+	assert.LessOrEqual(t, errs, 1, "watch errors logged in a loop for the pod metrics Informer (%d lists, %d watches in 6s)", lists.Load(), watches.Load())
+	assert.Zero(t, lists.Load()+watches.Load(), "a resource that cannot be watched was listed or watched")
+	assert.Equal(t, 1, all, "a resource that cannot be watched is logged once")
 }
