@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ import (
 // unlabelled ConfigMap of that name (someone else's) is never in the
 // cache, and Reconcile creates the summary again and again, each time
 // AlreadyExists, logged as a failure and retried with backoff forever.
-func TestReviewForeignUnlabelledConfigMapRetriedForever(t *testing.T) {
+func TestForeignUnlabelledConfigMapLeftAlone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	web := &v1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web"},
 		Spec: v1alpha1.FooSpec{DeploymentName: "web", Replicas: ptr.To[int32](2)}}
@@ -65,4 +66,36 @@ func TestReviewForeignUnlabelledConfigMapRetriedForever(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	require.LessOrEqual(t, len(creates), 1,
 		"a ConfigMap of the summary's name that the Foo does not control was not left alone: %d more creates of the summary, each AlreadyExists", len(creates))
+}
+
+// A summary the Foo controls that lost the summaries' label is not in
+// the cache either: its Create answers AlreadyExists, and it is labelled
+// again (and then kept up to date), not left alone nor created again.
+func TestUnlabelledSummaryOfTheFooLabelledAgain(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	web := &v1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web"},
+		Spec: v1alpha1.FooSpec{DeploymentName: "web", Replicas: ptr.To[int32](2)}}
+	unlabelled := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-summary",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Foo", Name: "web", UID: "uid-web", Controller: ptr.To(true)}}}}
+	kube := fake.NewClientset(unlabelled)
+	apis := optional.NewAPIs(apiextensionsfake.NewClientset(fooCRD()), nil)
+	foos := foofake.NewClientset(web)
+	fooInformer := optional.NewInformer(apis, v1alpha1.SchemeGroupVersion.WithResource("foos"), func() cache.TypedSharedIndexInformer[*v1alpha1.Foo] {
+		return fooinformers.NewSharedInformerFactory(foos, 0).Samplecontroller().V1alpha1().Foos().TypedInformer()
+	})
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedBy + "=" + manager }))
+	ctrl, err := newController(kube, fooInformer, factory.Core().V1().ConfigMaps())
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, operator.WithInformers(factory, apis), operator.WithControllers(ctrl))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	want := map[string]string{"deploymentName": "web", "replicas": "2", "availableReplicas": "0"}
+	require.Eventually(t, func() bool {
+		cm, err := kube.CoreV1().ConfigMaps("default").Get(context.Background(), "web-summary", metav1.GetOptions{})
+		return err == nil && cm.Labels[managedBy] == manager && maps.Equal(cm.Data, want)
+	}, waitFor, 10*time.Millisecond, "the Foo's summary without the summaries' label was not labelled again")
 }
