@@ -89,6 +89,9 @@ func (s *summaries) Reconcile(ctx context.Context, key cache.ObjectName) (reconc
 			Data: want,
 		}
 		_, err = s.kube.CoreV1().ConfigMaps(key.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, s.existing(ctx, key, foo, want)
+		}
 		return reconcile.Result{}, err
 	case err != nil:
 		return reconcile.Result{}, err
@@ -104,4 +107,34 @@ func (s *summaries) Reconcile(ctx context.Context, key cache.ObjectName) (reconc
 		return reconcile.Result{}, fmt.Errorf("updating the summary of %s: %w", key, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// existing handles a ConfigMap of the summary's name that exists but that
+// the cache does not hold (the cache holds the labelled ConfigMaps only):
+// a summary created since the cache last heard, whose event brings the
+// Foo back; a summary of the Foo that lost its label, labelled again; or
+// someone else's ConfigMap, which the Foo does not control, left alone
+// (one line logged, not retried: an edit of the Foo tries again).
+func (s *summaries) existing(ctx context.Context, key cache.ObjectName, foo *v1alpha1.Foo, want map[string]string) error {
+	cm, err := s.kube.CoreV1().ConfigMaps(key.Namespace).Get(ctx, summaryName(key.Name), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the ConfigMap of the summary of %s: %w", key, err)
+	}
+	switch {
+	case !metav1.IsControlledBy(cm, foo):
+		klog.FromContext(ctx).Info("Leaving alone a ConfigMap of a summary's name that the Foo does not control", "configMap", summaryName(key.Name))
+		return nil
+	case cm.Labels[managedBy] == manager:
+		return nil // the cache has not seen it yet
+	}
+	cm = cm.DeepCopy()
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[managedBy] = manager
+	cm.Data = want
+	if _, err := s.kube.CoreV1().ConfigMaps(key.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("labelling the summary of %s: %w", key, err)
+	}
+	return nil
 }

@@ -133,11 +133,14 @@ func WithName(name string) Option {
 
 // FromDiscovery declares that no CRD defines the resource (an aggregated
 // API, or one built into the API server): whether it is served is asked
-// of discovery every discovery period, by a goroutine of its own, so that
-// a discovery request that hangs (an aggregated API whose backend does
-// not answer; DiscoveryTimeout bounds it) holds back only the answers
-// about the resources followed by discovery, never those followed by
-// their CRDs. A group version whose discovery fails before it ever
+// of discovery every discovery period (a resource discovery serves
+// without the verbs list and watch, such as metrics.k8s.io's pods, cannot
+// be watched: it is taken as not served, its Informer waits, and that is
+// logged once), by a goroutine of its group
+// version's own, so that a discovery request that hangs (an aggregated
+// API whose backend does not answer; DiscoveryTimeout bounds it) holds
+// back only the answers about the resources of its group version, never
+// those of another group version nor those followed by their CRDs. A group version whose discovery fails before it ever
 // answered is taken as not served (its Informer waits, and is synced:
 // it holds nothing back); one whose discovery fails later keeps its last
 // answer, unless discovery reports it unavailable (a 503, or marked
@@ -223,7 +226,10 @@ type APIs struct {
 // NewAPIs returns the APIs of the cluster of crds and disc: it follows the
 // cluster's CustomResourceDefinitions with crds and, for the resources
 // declared with FromDiscovery, asks disc every discovery period. disc may
-// be nil when no resource uses FromDiscovery. Options that do not apply
+// be nil when no resource uses FromDiscovery. disc must ask the API
+// server each time: a cached discovery client (memory.NewMemCacheClient)
+// keeps its first answers unless it is invalidated, and the APIs would
+// not see a group version come or go. Options that do not apply
 // are refused: Err reports it, and Start starts nothing.
 func NewAPIs(crds apiextensionsclientset.Interface, disc discovery.DiscoveryInterface, opts ...Option) *APIs {
 	cfg := newConfig(opts)
@@ -382,50 +388,59 @@ type holdOff struct {
 var errUnavailable = errors.New("group version unavailable")
 
 // discoverEvery asks discovery about each of gvs now and every discovery
-// period, until ctx ends, and wakes the loop with each answer. A group
-// version whose request failed is asked again after FirstDiscoveryRetry,
-// then twice as long at each failure in a row, up to the period. It runs
-// on its own: a request that hangs delays only the next answers.
+// period, until ctx ends, and wakes the loop with each answer: one
+// goroutine per group version, so that a request that hangs delays only
+// the next answers about its own group version. A group version whose
+// request failed is asked again after FirstDiscoveryRetry, then twice as
+// long at each failure in a row, up to the period. It returns once every
+// goroutine has.
 func (a *APIs) discoverEvery(ctx context.Context, gvs []schema.GroupVersion, followers []follower) {
-	next := make([]time.Time, len(gvs))
-	retry := make([]time.Duration, len(gvs))
+	var wg sync.WaitGroup
+	for _, gv := range gvs {
+		wg.Go(func() { a.discoverOne(ctx, gv, followers) })
+	}
+	wg.Wait()
+}
+
+// discoverOne asks discovery about gv now and every discovery period (or
+// sooner after a failure, see discoverEvery), until ctx ends.
+func (a *APIs) discoverOne(ctx context.Context, gv schema.GroupVersion, followers []follower) {
+	var retry time.Duration
+	// unwatchable holds the followed resources of gv discovery serves
+	// without list or watch, logged once until they are watchable.
+	unwatchable := map[string]bool{}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		for j, gv := range gvs {
-			if ctx.Err() != nil {
-				return
-			}
-			if time.Now().Before(next[j]) {
-				continue
-			}
-			served, err := a.discover(ctx, gv)
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				retry[j] = min(max(a.cfg.retry, 2*retry[j]), a.cfg.period)
-				next[j] = time.Now().Add(retry[j])
-			} else {
-				retry[j] = 0
-				next[j] = time.Now().Add(a.cfg.period)
-			}
-			switch {
-			case errors.Is(err, errUnavailable):
-				a.record(gv, nil, false, followers)
-			case err != nil:
-				a.recordFailure(gv)
-			default:
-				a.record(gv, served, true, followers)
-			}
-			a.wake()
-		}
-		t.Reset(time.Until(slices.MinFunc(next, time.Time.Compare)))
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		served, verbs, err := a.discover(ctx, gv)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			a.logUnwatchable(ctx, gv, verbs, unwatchable, followers)
+		}
+		next := a.cfg.period
+		if err != nil {
+			retry = min(max(a.cfg.retry, 2*retry), a.cfg.period)
+			next = retry
+		} else {
+			retry = 0
+		}
+		switch {
+		case errors.Is(err, errUnavailable):
+			a.record(gv, nil, false, followers)
+		case err != nil:
+			a.recordFailure(gv)
+		default:
+			a.record(gv, served, true, followers)
+		}
+		a.wake()
+		t.Reset(next)
 	}
 }
 
@@ -499,30 +514,63 @@ func (a *APIs) watchUnavailable(gv schema.GroupVersion) {
 	a.wake()
 }
 
-// discover asks discovery which resources of gv are served, within
-// DiscoveryTimeout and until ctx ends. A group version discovery does not
-// know serves none; one discovery reports unavailable (see unavailable)
-// yields errUnavailable; any other error is returned.
-func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (map[string]bool, error) {
+// logUnwatchable logs, once until it is watchable again, each resource
+// of gv followed by discovery that discovery serves without the verbs
+// list and watch (verbs, by resource).
+func (a *APIs) logUnwatchable(ctx context.Context, gv schema.GroupVersion, verbs map[string][]string, logged map[string]bool, followers []follower) {
+	for _, f := range followers {
+		gvr := f.resource()
+		if !f.byDiscovery() || gvr.GroupVersion() != gv {
+			continue
+		}
+		v, ok := verbs[gvr.Resource]
+		switch {
+		case !ok:
+			delete(logged, gvr.Resource)
+		case !logged[gvr.Resource]:
+			logged[gvr.Resource] = true
+			klog.FromContext(ctx).Info("Resource served without the verbs list and watch: it cannot be watched, so it is taken as not served", "resource", resourceName(gvr), "verbs", v)
+		}
+	}
+}
+
+// discover asks discovery which resources of gv are served and can be
+// watched, within DiscoveryTimeout and until ctx ends; it also returns
+// the verbs of those it serves that cannot (see watchable). A group
+// version discovery does not know serves none; one discovery reports
+// unavailable (see unavailable) yields errUnavailable; any other error is
+// returned.
+func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (served map[string]bool, unwatchable map[string][]string, err error) {
 	reqCtx, cancel := context.WithTimeout(ctx, DiscoveryTimeout)
 	defer cancel()
 	list, err := discovery.ToDiscoveryInterfaceWithContext(a.disc).ServerResourcesForGroupVersionWithContext(reqCtx, gv.String())
 	if apierrors.IsNotFound(err) {
-		return map[string]bool{}, nil
+		return map[string]bool{}, nil, nil
 	}
 	if unavailable(err, gv) {
 		klog.FromContext(ctx).V(2).Info("Discovery reports the group version unavailable; its resources are not served", "groupVersion", gv.String(), "err", err.Error())
-		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Discovery failed; keeping what it said last", "groupVersion", gv.String(), "err", err.Error())
-		return nil, err
+		return nil, nil, err
 	}
-	served := map[string]bool{}
+	served, unwatchable = map[string]bool{}, map[string][]string{}
 	for _, r := range list.APIResources {
-		served[r.Name] = true
+		if watchable(r.Verbs) {
+			served[r.Name] = true
+		} else {
+			unwatchable[r.Name] = r.Verbs
+		}
 	}
-	return served, nil
+	return served, unwatchable, nil
+}
+
+// watchable reports whether a resource discovery serves with verbs can
+// be listed and watched. A resource without verbs (discovery that does
+// not report them, as some fakes) is taken as watchable.
+func watchable(verbs metav1.Verbs) bool {
+	return len(verbs) == 0 || slices.Contains(verbs, "list") && slices.Contains(verbs, "watch")
 }
 
 // unavailable reports whether err says that gv is unavailable: a 503
@@ -623,8 +671,8 @@ func (a *APIs) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
 
 // Shutdown waits until the goroutines of Start have returned: the CRD
 // informer, the loop, every Informer's informer and the discovery
-// goroutine (a discovery request in flight is cancelled by the end of
-// Start's context). The states of the Informers are removed from the
+// goroutines, one per group version (a discovery request in flight is
+// cancelled by the end of Start's context). The states of the Informers are removed from the
 // metrics. Close Start's stopCh (or end its context) first.
 func (a *APIs) Shutdown() { a.wg.Wait() }
 

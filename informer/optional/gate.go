@@ -35,8 +35,9 @@ func AllKeys[K comparable](K) bool { return true }
 //   - when it is served again, the new informer's initial list reaches h,
 //     which queues its keys again, and once h has seen it, the keys
 //     dropped or cancelled meanwhile are queued again too, also those
-//     that came from elsewhere (another watch, Add); a controller that
-//     was ready stays
+//     that came from elsewhere (another watch, Add), and a reconcile
+//     cancelled as the resource went away that returns only after that
+//     has its key queued at once; a controller that was ready stays
 //     ready meanwhile (HasSynced does not turn false again while the
 //     controller runs);
 //   - before the controller runs (a standby replica, whose Run has not
@@ -78,6 +79,14 @@ type gate[T cache.Object, K comparable] struct {
 	// dropped holds the keys dropped while the resource was not served,
 	// to queue again when it is. guarded by mu.
 	dropped map[K]struct{}
+	// q is the queue of Start while it runs, nil otherwise. guarded by
+	// mu.
+	q queue.Enqueuer[K]
+	// flushed is the informer whose initial list h has seen and for which
+	// the dropped keys were queued again, nil before: a key dropped while
+	// it still runs is queued at once, not recorded (no later requeue
+	// would take it). guarded by mu.
+	flushed *instance[T]
 }
 
 // Err reports why the Informer cannot work: Controller.Watch refuses
@@ -106,6 +115,7 @@ func (g *gate[T, K]) Start(ctx context.Context, q queue.Enqueuer[K]) {
 	g.mu.Lock()
 	g.lockedBegin()
 	run := g.run
+	g.q, g.flushed = q, nil
 	g.mu.Unlock()
 	synced, remove := g.inf.AddEventHandler(ctx, g.h)
 	g.mu.Lock()
@@ -117,6 +127,7 @@ func (g *gate[T, K]) Start(ctx context.Context, q queue.Enqueuer[K]) {
 	g.mu.Lock()
 	if g.run == run {
 		g.started, g.run, g.synced, g.ready = false, g.run+1, nil, false
+		g.q, g.flushed = nil, nil
 	}
 	g.mu.Unlock()
 	remove()
@@ -158,11 +169,12 @@ func (g *gate[T, K]) HasSynced() bool {
 // requeueDropped queues the keys dropped while the resource was not
 // served, each time an informer of it runs and h has seen its initial
 // list (the keys h maps come from that list too; a key queued twice runs
-// once), until ctx ends.
+// once), until ctx ends. From then on until that informer stops, a key
+// dropped is queued at once (see drop).
 func (g *gate[T, K]) requeueDropped(ctx context.Context, q queue.Enqueuer[K], synced func() bool) {
 	for {
 		next := g.inf.started()
-		if _, running := g.inf.Current(); running {
+		if run := g.inf.current(); run != nil {
 			err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 				return synced(), nil
 			})
@@ -170,6 +182,13 @@ func (g *gate[T, K]) requeueDropped(ctx context.Context, q queue.Enqueuer[K], sy
 				return
 			}
 			g.mu.Lock()
+			if g.inf.current() != run {
+				// Another informer runs, or none: h has not seen its
+				// list; the keys wait for it.
+				g.mu.Unlock()
+				continue
+			}
+			g.flushed = run
 			dropped := g.dropped
 			g.dropped = nil
 			g.mu.Unlock()
@@ -186,10 +205,26 @@ func (g *gate[T, K]) requeueDropped(ctx context.Context, q queue.Enqueuer[K], sy
 	}
 }
 
-// drop records key, dropped while the resource is not served.
+// drop records key, dropped while the resource was not served, to be
+// queued again with the others when an informer runs and h has seen its
+// list; if that requeue is done already (the resource came back before
+// the key's reconcile, cancelled as it went away, returned), key is
+// queued at once instead. The check and the record are made under g.mu,
+// as requeueDropped takes the keys, so that no key falls between them.
 func (g *gate[T, K]) drop(key K) {
 	g.mu.Lock()
+	if run := g.inf.current(); run != nil && run == g.flushed && g.q != nil {
+		q := g.q
+		g.mu.Unlock()
+		q.Add(key)
+		return
+	}
 	defer g.mu.Unlock()
+	g.lockedRecord(key)
+}
+
+// lockedRecord records key, to be queued again. g.mu is held.
+func (g *gate[T, K]) lockedRecord(key K) {
 	if g.dropped == nil {
 		g.dropped = map[K]struct{}{}
 	}
@@ -198,16 +233,20 @@ func (g *gate[T, K]) drop(key K) {
 
 // Owns reports whether key may run: it does not need the resource, or the
 // resource is served. A key refused is queued again when the resource is
-// served.
+// served: it is checked and recorded under g.mu, as requeueDropped takes
+// the keys, so that an informer started meanwhile either owns it or
+// finds it recorded.
 func (g *gate[T, K]) Owns(key K) bool {
 	if g.needs == nil || !g.needs(key) {
 		return true
 	}
-	if _, running := g.inf.Current(); !running {
-		g.drop(key)
-		return false
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.inf.current() != nil {
+		return true
 	}
-	return true
+	g.lockedRecord(key)
+	return false
 }
 
 // Claim returns, for a key that needs the resource, a context cancelled
@@ -259,7 +298,11 @@ func (i *Informer[T]) claim(ctx context.Context) (context.Context, func(), bool)
 // member: a member whose resource is not served runs none of them, and
 // the reconciles of its keys in flight when it goes away are cancelled,
 // while the other members' keys run. Keys of a member without an Informer
-// (not engaged here, or engaged without one) are left to the fleet. Give
+// (not engaged here, or engaged without one), and those of a member whose
+// Informer's APIs have not decided yet whether the resource is served (it
+// engages, or engages again) or have shut down (it leaves, or engages
+// again), are left to the fleet, which holds those of a member that is
+// not ready until it is. Give
 // Watch to the controller, and Set each member's Informer in the engage
 // function. Unlike On's gate, a MemberGate does not queue again the keys
 // it dropped when the member's resource is served again: only the keys
@@ -329,10 +372,13 @@ func (g *MemberGate[T, K]) Start(ctx context.Context, _ queue.Enqueuer[K]) { <-c
 func (g *MemberGate[T, K]) HasSynced() bool { return true }
 
 // Owns reports whether key may run: it does not need the resource, its
-// member has no Informer, or the member's resource is served.
+// member has no Informer, the APIs of the member's Informer have not
+// decided yet whether the resource is served or have shut down (the
+// fleet holds such a key until the member is ready), or the member's
+// resource is served.
 func (g *MemberGate[T, K]) Owns(key K) bool {
 	inf := g.informerOf(key)
-	if inf == nil {
+	if inf == nil || !inf.known.Load() || inf.ended.Load() {
 		return true
 	}
 	_, running := inf.Current()

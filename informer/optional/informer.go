@@ -26,6 +26,8 @@ type Informer[T cache.Object] struct {
 	newInformer func() cache.TypedSharedIndexInformer[T]
 	// known is set once the APIs decided whether the resource is served.
 	known atomic.Bool
+	// ended is set once the APIs shut down.
+	ended atomic.Bool
 
 	mu       sync.Mutex
 	state    State                // guarded by mu
@@ -161,6 +163,13 @@ func (i *Informer[T]) AddEventHandler(ctx context.Context, h cache.TypedResource
 		i.lockedRegister(i.run, hd)
 	}
 	return func() bool { return i.handlerSynced(hd) }, func() { i.removeHandler(hd) }
+}
+
+// current returns the running instance, nil when none runs.
+func (i *Informer[T]) current() *instance[T] {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.run
 }
 
 // started returns a channel closed when the Informer next starts an
@@ -304,8 +313,15 @@ func (i *Informer[T]) follow(ctx context.Context, served bool, uid types.UID) {
 }
 
 // stop stops the running informer, if any, and waits for it: its APIs
-// shut down. The claims on it are left to the controller's drain.
-func (i *Informer[T]) stop() { i.stopRun(false) }
+// shut down. The claims on it are left to the controller's drain. The
+// Informer is Stopped after it, whether or not an informer ran.
+func (i *Informer[T]) stop() {
+	i.ended.Store(true)
+	i.stopRun(false)
+	i.mu.Lock()
+	i.state = Stopped
+	i.mu.Unlock()
+}
 
 // running reports whether an informer runs.
 func (i *Informer[T]) running() bool {

@@ -76,12 +76,12 @@ func dynamicWidgets(apis *optional.APIs, dyn dynamic.Interface) (*optional.Infor
 		return cache.NewTypedSharedIndexInformer[*unstructured.Unstructured](
 			dynamicinformer.NewFilteredDynamicInformer(dyn, widgetsGVR, "", 0, cache.Indexers{}, nil).Informer())
 	})
-	podMetricsGVR := schema.GroupVersionResource{Group: "metrics.k8s.io", Version: "v1beta1", Resource: "pods"}
-	podMetrics := optional.NewInformer(apis, podMetricsGVR, func() cache.TypedSharedIndexInformer[*unstructured.Unstructured] {
+	flundersGVR := schema.GroupVersionResource{Group: "wardle.example.com", Version: "v1alpha1", Resource: "flunders"}
+	flunders := optional.NewInformer(apis, flundersGVR, func() cache.TypedSharedIndexInformer[*unstructured.Unstructured] {
 		return cache.NewTypedSharedIndexInformer[*unstructured.Unstructured](
-			dynamicinformer.NewFilteredDynamicInformer(dyn, podMetricsGVR, "", 0, cache.Indexers{}, nil).Informer())
+			dynamicinformer.NewFilteredDynamicInformer(dyn, flundersGVR, "", 0, cache.Indexers{}, nil).Informer())
 	}, optional.FromDiscovery())
-	return widgets, podMetrics
+	return widgets, flunders
 }
 
 // someKeys gates only part of a controller's keys (the page's keys
@@ -138,9 +138,9 @@ func TestOptionalAPIsPage(t *testing.T) {
 		t.Fatal("the operator did not stop")
 	}
 	apis := optional.NewAPIs(apiextensionsfake.NewClientset(), fake.NewClientset().Discovery())
-	widgets, podMetrics := dynamicWidgets(apis, nil)
+	widgets, flunders := dynamicWidgets(apis, nil)
 	require.NoError(t, widgets.Err())
-	require.NoError(t, podMetrics.Err())
+	require.NoError(t, flunders.Err())
 	_ = someKeys
 	_ = memberEngage
 	_ = gateMembers
