@@ -234,6 +234,11 @@ type Fleet[T any] struct {
 	hasSynced bool                   // HasSynced returned true
 	onLeave   []func(cluster string) // called once f.mu is released, with the names of the members that left
 	onSynced  []func()               // called once, f.mu not held, when HasSynced is first seen true after a change (runSyncedHooks)
+	// onNotReady is called, f.mu held, with the name of a ready member
+	// that goes not ready; onStop once, f.mu not held, when the Fleet
+	// starts to stop (stopAll).
+	onNotReady []func(cluster string)
+	onStop     []func()
 	// watchers are told of every change of a member's Status: one per
 	// OnMembers Watch. (Results does not watch: it hears of the members
 	// that leave through onLeave.)
@@ -812,6 +817,9 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	drained, final := m.e.Drain()
 	if m.status.Ready {
 		f.lockedNote(m.name) // not ready
+		for _, fn := range f.onNotReady {
+			fn(m.name)
+		}
 		m.status.Since = time.Now()
 	}
 	m.status.Ready = false

@@ -45,7 +45,7 @@ func TestPerMemberNewHubObjectWrittenWhileReportedWaits(t *testing.T) {
 		multicluster.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	require.NoError(t, err)
 	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
-	p.writeStatus = statuses.write
+	p.writeStatus, p.written = statuses.write, statuses.written
 	provider.Set("a", c.config("a"))
 	provider.Set("b", c.config("b"))
 	provider.Synced()

@@ -30,7 +30,7 @@ func TestReportedDoesNotWaitForMemberReadyAgainAfterFirstSync(t *testing.T) {
 	require.Eventually(t, f.fleet.HasSynced, waitFor, time.Millisecond)
 	hub := cacheName("app", "web")
 	results.Set(hub, "a", multicluster.MemberResult[string]{Ready: true, Reason: "Applied", ObservedGeneration: 1})
-	require.False(t, results.Reported(hub, []string{"a", "b"}), "b, ready at the first sync, has not reported")
+	require.False(t, results.Reported(hub, []string{"a", "b"}, 1), "b, ready at the first sync, has not reported")
 
 	// b stops answering, then becomes ready again.
 	c.down["b"].Store(true)
@@ -39,6 +39,6 @@ func TestReportedDoesNotWaitForMemberReadyAgainAfterFirstSync(t *testing.T) {
 	f.ready(t, "b")
 
 	st, _ := f.fleet.Status("b")
-	assert.True(t, results.Reported(hub, []string{"a", "b"}),
+	assert.True(t, results.Reported(hub, []string{"a", "b"}, 1),
 		"b became ready again after the first sync (ready since %s), and is still waited for", st.Since.Format(time.RFC3339Nano))
 }
