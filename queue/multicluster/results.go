@@ -219,9 +219,9 @@ func (r *Results[K, V]) stop() {
 	r.restarted, r.heldBack, r.waitEnd = nil, nil, nil
 }
 
-// lockedNotReady stops Reported's wait for cluster, which went not ready:
-// ready again, it is a member that became ready after the first sync.
-// The Fleet's mu is held.
+// lockedNotReady stops Reported's wait for cluster, which went not ready
+// (or is engaged again): ready again, it is a member that became ready
+// after the first sync. The Fleet's mu is held.
 func (r *Results[K, V]) lockedNotReady(cluster string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -321,8 +321,8 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 
 // Reported reports whether the hub reconcile of hub may write its status
 // over clusters, or should write nothing and keep the entries written
-// before; written is how many member entries the status the hub object
-// holds has (len(obj.Status.Members)). The results live in this process,
+// before; written is the number of member entries in the status the hub
+// object holds now (len(obj.Status.Members)). The results live in this process,
 // so after a restart of the operator Status lists every ready member
 // Pending ("no result yet") until its first reconcile reports, although
 // the status the hub object holds from before the restart may still be
