@@ -32,7 +32,7 @@ import (
 // not change that; with it, every such update also carries the
 // reconcile's new trace context in the annotation, which is a change: a
 // new resourceVersion, an update event, the next reconcile, for ever.
-func TestReviewTracingTurnsAWebhookUndoneUpdateIntoAWriteLoop(t *testing.T) {
+func TestTracingMakesNoWriteLoopOfAWebhookUndoneUpdate(t *testing.T) {
 	for _, traced := range []bool{false, true} {
 		name := "untraced"
 		if traced {

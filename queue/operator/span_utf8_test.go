@@ -27,7 +27,7 @@ import (
 // the error's text, OTLP's string fields must be UTF-8, and the protobuf
 // encoding of the whole batch fails, so nothing of it reaches the
 // collector (the SDK reports it on the standard library's log).
-func TestReviewNonUTF8ErrorLosesTheBatch(t *testing.T) {
+func TestNonUTF8ErrorKeepsTheBatch(t *testing.T) {
 	clearOTelEnv(t)
 	var mu sync.Mutex
 	var posts []string

@@ -27,7 +27,7 @@ import (
 // the same difference and writes again with a newer trace context, for
 // ever. Tracing must not turn a write the server finds nothing in into a
 // write loop ("The annotation, and why it makes no write loops").
-func TestReviewTracedUpdateUndoneByAWebhookWritesForEver(t *testing.T) {
+func TestTracedUpdateUndoneByAWebhookSettles(t *testing.T) {
 	e := newEnv(t)
 	ctx := reconciletest.Context(t)
 	stored := settings()

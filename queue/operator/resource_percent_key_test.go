@@ -15,7 +15,7 @@ import (
 // is a valid key (the specification does not decode keys; "%" is a token
 // character of W3C Baggage), and the SDK's own merge puts it in the
 // resource as it is: it should be accepted, not refused.
-func TestReviewResourceKeyWithAPercentSignThatIsNotAnEscape(t *testing.T) {
+func TestResourceKeyWithAPercentSignThatIsNotAnEscape(t *testing.T) {
 	clearOTelEnv(t)
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "discount%=10,deployment.environment=prod")
 	f := parse(t, Flags{}, "--tracing-endpoint=http://127.0.0.1:1")
@@ -23,7 +23,7 @@ func TestReviewResourceKeyWithAPercentSignThatIsNotAnEscape(t *testing.T) {
 	tp, err := f.TracerProvider()
 	require.NoError(t, err)
 	defer func() { _ = tp.(*sdktrace.TracerProvider).Shutdown(context.Background()) }()
-	_, span := tp.Tracer("review").Start(context.Background(), "x")
+	_, span := tp.Tracer("test").Start(context.Background(), "x")
 	span.End()
 	got := map[string]string{}
 	for _, kv := range span.(sdktrace.ReadOnlySpan).Resource().Attributes() {
