@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -133,12 +135,12 @@ type reconcileSpan struct {
 func (c *Controller[K]) startSpan(ctx context.Context, key K, triggers *pendingTriggers) (context.Context, *reconcileSpan) {
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs,
-		tracing.AttrController.String(c.name),
-		tracing.AttrKey.String(keyString(key)),
+		tracing.AttrController.String(validUTF8(c.name)),
+		tracing.AttrKey.String(validUTF8(keyString(key))),
 		tracing.AttrAttempt.Int(c.rateLimiter.NumRequeues(key)+1),
 	)
 	if ck, ok := any(key).(tracing.ClusterKey); ok {
-		attrs = append(attrs, tracing.AttrCluster.String(ck.ClusterName()))
+		attrs = append(attrs, tracing.AttrCluster.String(validUTF8(ck.ClusterName())))
 	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal)}
 	if triggers != nil {
@@ -156,7 +158,7 @@ func (c *Controller[K]) startSpan(ctx context.Context, key K, triggers *pendingT
 		attrs = append(attrs, tracing.AttrTriggers.Int(0))
 	}
 	opts = append(opts, trace.WithAttributes(attrs...))
-	ctx, span := c.cfg.tracer.Start(ctx, "Reconcile "+c.name, opts...)
+	ctx, span := c.cfg.tracer.Start(ctx, "Reconcile "+validUTF8(c.name), opts...)
 	ctx, wrote := tracing.WithWriteMark(ctx)
 	return ctx, &reconcileSpan{span: span, wrote: wrote}
 }
@@ -178,10 +180,15 @@ func (s *reconcileSpan) end(res spanEnd) {
 	case res.result == tracing.ResultStale:
 		// A cache behind the controller's own write is not a failure:
 		// the error is told as an event, and the span's status is left.
-		s.span.AddEvent("stale cache", trace.WithAttributes(attribute.String("message", err.Error())))
+		s.span.AddEvent("stale cache", trace.WithAttributes(attribute.String("message", validUTF8(err.Error()))))
 	default:
-		s.span.RecordError(err)
-		s.span.SetStatus(codes.Error, err.Error())
+		// The error's text as RecordError records it, made valid UTF-8.
+		msg := validUTF8(err.Error())
+		s.span.AddEvent("exception", trace.WithAttributes(
+			attribute.String("exception.type", validUTF8(errorType(err))),
+			attribute.String("exception.message", msg),
+		))
+		s.span.SetStatus(codes.Error, msg)
 	}
 	s.span.End()
 }
@@ -203,6 +210,26 @@ func (c *Controller[K]) traceDue(key K, retry bool) {
 		src = tracing.SourceRetry
 	}
 	c.Trigger(key, tracing.Trigger{Source: src})
+}
+
+// validUTF8 returns s with each run of bytes that are not valid UTF-8
+// replaced by U+FFFD: OTLP's strings must be UTF-8, and one string that
+// is not makes the encoding of the whole export batch fail, losing the
+// spans of every other reconcile in it. A valid s is returned as it is,
+// without allocating.
+func validUTF8(s string) string {
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// errorType names the type of err for an exception event, as the
+// OpenTelemetry SDK's RecordError does: its package path and name.
+func errorType(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		// Pointers and other unnamed types.
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
 }
 
 // keyString writes a key for its span: its String method, or fmt's.

@@ -24,6 +24,11 @@ func TestResourceAttributesThatCannotBeUsedAreRefused(t *testing.T) {
 		{"bad escape", "deployment.environment=prod,team=%4", "team=%4"},
 		{"bad escape inside", "deployment.environment=prod,team=a%zzb", "team=a%zzb"},
 		{"encoded key", "example.com%2Fteam=platform", "example.com%2Fteam=platform"},
+		{"encoded key, lower case", "example.com%2fteam=platform", "example.com%2fteam=platform"},
+		{"encoded key after a bare percent sign", "a%b%41=x", "a%b%41=x"},
+		{"value not UTF-8", "deployment.environment=prod,team=caf%e9", "team=caf%e9"},
+		{"value not UTF-8 unencoded", "team=caf\xe9", `team=caf\xe9`},
+		{"key not UTF-8", "caf\xe9=x", `caf\xe9=x`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clearOTelEnv(t)

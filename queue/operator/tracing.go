@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -157,18 +158,23 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 // envResourceAttributes returns the resource attributes that
 // $OTEL_RESOURCE_ATTRIBUTES (key=value entries separated by commas, the
 // values percent-encoded) and $OTEL_SERVICE_NAME give, the latter last so
-// that its service.name wins, and the entries of the former that cannot
-// be used: without "=", with an empty key, with a key holding a percent
-// sign (the SDK, which merges the variable into every resource, would
-// keep such a key undecoded), or with a value that does not
-// percent-decode.
+// that its service.name wins, and what of them cannot be used: entries of
+// the former without "=", with an empty key, with a key holding a %XX
+// escape (a percent sign followed by two hex digits: the SDK, which merges
+// the variable into every resource, would keep such a key undecoded; a
+// percent sign that starts no such escape is kept in the key as it is),
+// with a value that does not percent-decode, or with a key or decoded
+// value that is not valid UTF-8 (OTLP's strings must be UTF-8: the
+// encoding of every export would fail); and $OTEL_SERVICE_NAME, named as
+// "OTEL_SERVICE_NAME=" and its value, when it is not valid UTF-8.
 func envResourceAttributes() (attrs []attribute.KeyValue, bad []string) {
 	if s := strings.TrimSpace(os.Getenv(envResourceAttrs)); s != "" {
 		for _, entry := range strings.Split(s, ",") {
 			k, v, found := strings.Cut(entry, "=")
 			key := strings.TrimSpace(k)
 			val, err := url.PathUnescape(strings.TrimSpace(v))
-			if !found || key == "" || strings.Contains(key, "%") || err != nil {
+			if !found || key == "" || hasPercentEscape(key) || err != nil ||
+				!utf8.ValidString(key) || !utf8.ValidString(val) {
 				bad = append(bad, entry)
 				continue
 			}
@@ -176,9 +182,28 @@ func envResourceAttributes() (attrs []attribute.KeyValue, bad []string) {
 		}
 	}
 	if name := strings.TrimSpace(os.Getenv(envServiceName)); name != "" {
-		attrs = append(attrs, attribute.String("service.name", name))
+		if !utf8.ValidString(name) {
+			bad = append(bad, envServiceName+"="+os.Getenv(envServiceName))
+		} else {
+			attrs = append(attrs, attribute.String("service.name", name))
+		}
 	}
 	return attrs, bad
+}
+
+// hasPercentEscape reports whether s holds a %XX escape: a percent sign
+// followed by two hex digits.
+func hasPercentEscape(s string) bool {
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] == '%' && isHex(s[i+1]) && isHex(s[i+2]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
 }
 
 // tracingURL returns the URL of --tracing-endpoint that the exporter
@@ -397,7 +422,7 @@ func (f *Flags) envErrors() []error {
 	}
 	if f.TracingEnabled() {
 		if _, bad := envResourceAttributes(); len(bad) > 0 {
-			errs = append(errs, fmt.Errorf("$%s: entries that are not key=value, with the key not percent-encoded and the value percent-encoded: %q", envResourceAttrs, bad))
+			errs = append(errs, fmt.Errorf("$%s, $%s: entries that are not key=value, with a key of UTF-8 holding no %%XX escape and a value that percent-decodes to UTF-8: %q", envResourceAttrs, envServiceName, bad))
 		}
 	}
 	if f.TracingEndpoint == "" {

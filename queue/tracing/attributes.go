@@ -1,6 +1,8 @@
 package tracing
 
 import (
+	"strings"
+
 	"go.opentelemetry.io/otel/attribute"
 )
 
@@ -59,20 +61,21 @@ const (
 )
 
 // Attributes returns the attributes of t, those of AttrTriggerEvent and
-// its siblings, leaving out the empty ones.
+// its siblings, leaving out the empty ones; bytes of its strings that are
+// not valid UTF-8 are replaced by U+FFFD (OTLP's strings must be UTF-8).
 func (t Trigger) Attributes() []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 4)
 	if t.Event != "" {
-		attrs = append(attrs, AttrTriggerEvent.String(string(t.Event)))
+		attrs = append(attrs, AttrTriggerEvent.String(strings.ToValidUTF8(string(t.Event), "\uFFFD")))
 	}
 	if t.Source != "" {
-		attrs = append(attrs, AttrTriggerSource.String(string(t.Source)))
+		attrs = append(attrs, AttrTriggerSource.String(strings.ToValidUTF8(string(t.Source), "\uFFFD")))
 	}
 	if t.Object != "" {
-		attrs = append(attrs, AttrTriggerObject.String(t.Object))
+		attrs = append(attrs, AttrTriggerObject.String(strings.ToValidUTF8(t.Object, "\uFFFD")))
 	}
 	if t.ResourceVersion != "" {
-		attrs = append(attrs, AttrTriggerResourceVersion.String(t.ResourceVersion))
+		attrs = append(attrs, AttrTriggerResourceVersion.String(strings.ToValidUTF8(t.ResourceVersion, "\uFFFD")))
 	}
 	return attrs
 }

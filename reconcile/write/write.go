@@ -134,6 +134,24 @@
 // mutate replaces all the annotations), so it cannot make a write of its
 // own, and an idle reconcile still writes nothing. Status writes and server-side applies do not
 // carry it (their requests still carry the traceparent header).
+//
+// An update sent because something differs may still change nothing the
+// controller owns: a mutating webhook or defaulting undoes it. Untraced,
+// the API server answers at the version the object had, and no event
+// follows; traced, the annotation alone would change, and its event would
+// set off a reconcile that writes again, for ever. So an update whose
+// answer is at the version the object had, or differs from the object
+// before it in nothing but the annotation, the resourceVersion and the
+// managedFields, is remembered for the object (its UID and the answer's
+// resourceVersion) and reported Unchanged; the object's next updates are
+// sent without the annotation while the object (as read by the caller) is
+// still at that version, so they change nothing and no event follows. An
+// update that changes the object forgets it, and so does Forget; entries
+// of objects the cache shows changed or gone are swept as the other
+// per-object entries are. The loop thus ends after one write where
+// untraced it ends after none. Updates of a trimmed object are not
+// compared with the answer, and such an update of one still writes the
+// annotation each time.
 package write
 
 import (
@@ -197,7 +215,10 @@ type Change string
 
 const (
 	// Unchanged: the object already was as wanted, so no request was sent,
-	// or the API server answered with the object at the version it had.
+	// or the API server answered with the object at the version it had, or
+	// (an update of the object itself) changed in nothing but its
+	// tracing.Annotation: a webhook or defaulting undid the change (see
+	// the package doc's Traces).
 	Unchanged Change = "unchanged"
 	// Created: the object did not exist and was created.
 	Created Change = "created"
@@ -257,6 +278,25 @@ type Objects[T Object] struct {
 	// resourceVersion the API server answered.
 	applied        map[appliedKey]appliedConfig
 	appliedSweepAt int
+	// settled names the objects whose last update changed nothing the
+	// controller owns (see settledVersion); their next updates, while they
+	// are at that version, carry no trace context annotation.
+	settled        map[cache.ObjectName]settledVersion
+	settledSweepAt int
+}
+
+// settledVersion is the incarnation and resourceVersion an object had
+// after an update that changed nothing the controller owns: the API server
+// answered at the version it had, or with only the tracing.Annotation
+// changed (a webhook or defaulting undid the rest).
+type settledVersion struct {
+	uid     types.UID
+	version string
+}
+
+// holds reports whether obj is still as the update that s remembers left it.
+func (s settledVersion) holds(obj metav1.Object) bool {
+	return obj.GetUID() == s.uid && obj.GetResourceVersion() == s.version
 }
 
 // appliedKey names what an apply went to: an object, or its status.
@@ -303,7 +343,8 @@ func New[T Object](inf cache.TypedSharedIndexInformer[T], opts ...Option) *Objec
 		opt(&cfg)
 	}
 	return &Objects[T]{indexer: inf.GetIndexer(), cfg: cfg, pending: map[cache.ObjectName]written{}, sweepAt: minSweep,
-		applied: map[appliedKey]appliedConfig{}, appliedSweepAt: minSweep}
+		applied: map[appliedKey]appliedConfig{}, appliedSweepAt: minSweep,
+		settled: map[cache.ObjectName]settledVersion{}, settledSweepAt: minSweep}
 }
 
 // Get returns the cached object named name and whether the cache holds one.
@@ -457,6 +498,7 @@ func (o *Objects[T]) Forget(name cache.ObjectName) {
 	o.forgetLocked(name)
 	delete(o.applied, appliedKey{name: name})
 	delete(o.applied, appliedKey{name: name, status: true})
+	delete(o.settled, name)
 }
 
 // Applier is the part of a generated typed client that applies
@@ -614,9 +656,13 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 	if equality.Semantic.DeepEqual(current, obj) {
 		return current, Unchanged, nil
 	}
-	if w.patch != nil {
+	if w.patch != nil && !o.isSettled(name, current) {
 		// A write of the object itself, sent anyway: it carries the trace
-		// context of the reconcile (a status write cannot).
+		// context of the reconcile (a status write cannot), unless the
+		// last update of the object changed nothing the controller owns
+		// and the object has not changed since: then the annotation
+		// would be all this write changes, a new version whose event
+		// sets off the next reconcile, which would write again.
 		tracing.SetAnnotation(ctx, obj)
 	}
 	var updated T
@@ -643,12 +689,63 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 			return updated, Updated, err
 		}
 	}
-	if v := updated.GetResourceVersion(); v != "" && v == current.GetResourceVersion() {
-		// The API server found nothing to change (a webhook or defaulting
-		// undid the change): nothing was written.
+	v := updated.GetResourceVersion()
+	if w.patch == nil {
+		if v != "" && v == current.GetResourceVersion() {
+			return updated, Unchanged, nil // a webhook undid the change
+		}
+		return updated, Updated, nil
+	}
+	if v != "" && v == current.GetResourceVersion() || onlyAnnotationDiffers(current, updated) {
+		// The API server found nothing the controller owns to change (a
+		// webhook or defaulting undid the change): nothing was written
+		// but, at most, the trace context annotation. The object's next
+		// updates carry none while it stays at this version.
+		o.settle(name, updated)
 		return updated, Unchanged, nil
 	}
+	o.unsettle(name)
 	return updated, Updated, nil
+}
+
+// isSettled reports whether the last update of name changed nothing the
+// controller owns and current is still at the version it left.
+func (o *Objects[T]) isSettled(name cache.ObjectName, current T) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s, ok := o.settled[name]
+	return ok && s.holds(current)
+}
+
+// settle remembers that an update of name, answered with answer, changed
+// nothing the controller owns.
+func (o *Objects[T]) settle(name cache.ObjectName, answer T) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.settled[name] = settledVersion{uid: answer.GetUID(), version: answer.GetResourceVersion()}
+	o.sweepLocked()
+}
+
+// unsettle forgets that name was settled: an update changed it.
+func (o *Objects[T]) unsettle(name cache.ObjectName) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.settled, name)
+}
+
+// onlyAnnotationDiffers reports whether answer, the API server's answer to
+// an update of current, differs from current in nothing but the
+// tracing.Annotation and what the server sets on every write (the
+// resourceVersion, the managedFields).
+func onlyAnnotationDiffers[T Object](current, answer T) bool {
+	cp, ok := answer.DeepCopyObject().(T)
+	if !ok {
+		return false
+	}
+	keepAnnotation(current, cp)
+	cp.SetResourceVersion(current.GetResourceVersion())
+	cp.SetManagedFields(current.GetManagedFields())
+	return equality.Semantic.DeepEqual(current, cp)
 }
 
 // keepAnnotation sets obj's tracing.Annotation to current's, or removes it
@@ -833,6 +930,17 @@ func (o *Objects[T]) sweepLocked() {
 			}
 		}
 		o.sweepAt = max(minSweep, 2*len(o.pending))
+	}
+	if len(o.settled) >= o.settledSweepAt {
+		for name, s := range o.settled {
+			if _, behind := o.pending[name]; behind {
+				continue // the cache may not show the settled version yet
+			}
+			if cached, found, _, err := o.cached(name); err == nil && (!found || !s.holds(cached)) {
+				delete(o.settled, name)
+			}
+		}
+		o.settledSweepAt = max(minSweep, 2*len(o.settled))
 	}
 	if len(o.applied) >= o.appliedSweepAt {
 		for key := range o.applied {
