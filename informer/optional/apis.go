@@ -543,7 +543,7 @@ func (a *APIs) logUnwatchable(ctx context.Context, gv schema.GroupVersion, verbs
 func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (served map[string]bool, unwatchable map[string][]string, err error) {
 	reqCtx, cancel := context.WithTimeout(ctx, DiscoveryTimeout)
 	defer cancel()
-	list, err := discovery.ToDiscoveryInterfaceWithContext(a.disc).ServerResourcesForGroupVersionWithContext(reqCtx, gv.String())
+	list, err := resourcesFor(reqCtx, a.disc, gv)
 	if apierrors.IsNotFound(err) {
 		return map[string]bool{}, nil, nil
 	}
@@ -564,6 +564,31 @@ func (a *APIs) discover(ctx context.Context, gv schema.GroupVersion) (served map
 		}
 	}
 	return served, unwatchable, nil
+}
+
+// resourcesFor asks disc for the resources of gv until ctx ends. A
+// client without the WithContext methods (a user's own wrapper) cannot be
+// cancelled: its request is left to finish in a goroutine of its own, so
+// that neither the timeout nor the stop waits for it.
+func resourcesFor(ctx context.Context, disc discovery.DiscoveryInterface, gv schema.GroupVersion) (*metav1.APIResourceList, error) {
+	if withCtx, ok := disc.(discovery.DiscoveryInterfaceWithContext); ok {
+		return withCtx.ServerResourcesForGroupVersionWithContext(ctx, gv.String())
+	}
+	type answer struct {
+		list *metav1.APIResourceList
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		list, err := disc.ServerResourcesForGroupVersion(gv.String())
+		done <- answer{list, err}
+	}()
+	select {
+	case a := <-done:
+		return a.list, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("discovery of %s: %w", gv, context.Cause(ctx))
+	}
 }
 
 // watchable reports whether a resource discovery serves with verbs can
