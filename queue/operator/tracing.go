@@ -131,7 +131,7 @@ func (f *Flags) newTracerProvider(ctx context.Context) (*sdktrace.TracerProvider
 	// so that they win over the default service.name.
 	envAttrs, _ := envResourceAttributes()
 	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", filepath.Base(os.Args[0]))),
+		resource.WithAttributes(attribute.String("service.name", strings.ToValidUTF8(filepath.Base(os.Args[0]), "\uFFFD"))),
 		resource.WithAttributes(envAttrs...),
 		resource.WithTelemetrySDK(),
 	)

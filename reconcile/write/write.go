@@ -115,8 +115,9 @@
 // and Delete judge the object they are given, which may be newer than the
 // cache (a write's answer), and never take it as proof that the cache has
 // caught up. Memory is one small entry per object written and not yet seen
-// in the cache, and one per object that Apply wrote and the cache still
-// holds.
+// in the cache, one per object that Apply wrote and the cache still
+// holds, and a copy of each object whose last update changed nothing the
+// controller owns (see Traces).
 //
 // # Traces
 //
@@ -142,14 +143,16 @@
 // set off a reconcile that writes again, for ever. So an update whose
 // answer is at the version the object had, or differs from the object
 // before it in nothing but the annotation, the resourceVersion and the
-// managedFields, is remembered for the object (its UID and the answer's
-// resourceVersion) and reported Unchanged; the object's next updates are
-// sent without the annotation while the object (as read by the caller) is
-// still at that version, so they change nothing and no event follows. An
-// update that changes the object forgets it, and so does Forget; entries
-// of objects the cache shows changed or gone are swept as the other
-// per-object entries are. The loop thus ends after one write where
-// untraced it ends after none. Updates of a trimmed object are not
+// managedFields, is remembered for the object (a copy of the answer) and
+// reported Unchanged; the object's next updates are sent without the
+// annotation while the object (as read by the caller) differs from that
+// answer in nothing but those fields (another writer's annotation-only
+// update, such as another traced controller's that the webhook undid,
+// does not count as a change), so they change nothing and no event
+// follows. An update that changes the object forgets it, and so does
+// Forget; entries of objects the cache shows changed or gone are swept as
+// the other per-object entries are. The loop thus ends after one write
+// per writer where untraced it ends after none. Updates of a trimmed object are not
 // compared with the answer, and such an update of one still writes the
 // annotation each time.
 package write
@@ -278,25 +281,28 @@ type Objects[T Object] struct {
 	// resourceVersion the API server answered.
 	applied        map[appliedKey]appliedConfig
 	appliedSweepAt int
-	// settled names the objects whose last update changed nothing the
-	// controller owns (see settledVersion); their next updates, while they
-	// are at that version, carry no trace context annotation.
-	settled        map[cache.ObjectName]settledVersion
+	// settled holds, by name, a copy of the API server's answer to the
+	// last update of an object when that update changed nothing the
+	// controller owns (the server answered at the version the object had,
+	// or with only the tracing.Annotation changed: a webhook or defaulting
+	// undid the rest); the object's next updates carry no trace context
+	// annotation while it differs from that answer in nothing but the
+	// annotation (see settledHolds).
+	settled        map[cache.ObjectName]T
 	settledSweepAt int
 }
 
-// settledVersion is the incarnation and resourceVersion an object had
-// after an update that changed nothing the controller owns: the API server
-// answered at the version it had, or with only the tracing.Annotation
-// changed (a webhook or defaulting undid the rest).
-type settledVersion struct {
-	uid     types.UID
-	version string
-}
-
-// holds reports whether obj is still as the update that s remembers left it.
-func (s settledVersion) holds(obj metav1.Object) bool {
-	return obj.GetUID() == s.uid && obj.GetResourceVersion() == s.version
+// settledHolds reports whether obj is still as the update whose answer
+// settled is left it: the same incarnation, and the same but for the
+// tracing.Annotation and what every write sets. Judged by content, not by
+// version: another writer's annotation-only update (another controller
+// whose update a webhook undid, also traced) moves the version on and
+// changes nothing else.
+func settledHolds[T Object](settled, obj T) bool {
+	if obj.GetUID() != settled.GetUID() {
+		return false
+	}
+	return obj.GetResourceVersion() == settled.GetResourceVersion() || onlyAnnotationDiffers(settled, obj)
 }
 
 // appliedKey names what an apply went to: an object, or its status.
@@ -344,7 +350,7 @@ func New[T Object](inf cache.TypedSharedIndexInformer[T], opts ...Option) *Objec
 	}
 	return &Objects[T]{indexer: inf.GetIndexer(), cfg: cfg, pending: map[cache.ObjectName]written{}, sweepAt: minSweep,
 		applied: map[appliedKey]appliedConfig{}, appliedSweepAt: minSweep,
-		settled: map[cache.ObjectName]settledVersion{}, settledSweepAt: minSweep}
+		settled: map[cache.ObjectName]T{}, settledSweepAt: minSweep}
 }
 
 // Get returns the cached object named name and whether the cache holds one.
@@ -714,7 +720,7 @@ func (o *Objects[T]) isSettled(name cache.ObjectName, current T) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s, ok := o.settled[name]
-	return ok && s.holds(current)
+	return ok && settledHolds(s, current)
 }
 
 // settle remembers that an update of name, answered with answer, changed
@@ -722,7 +728,9 @@ func (o *Objects[T]) isSettled(name cache.ObjectName, current T) bool {
 func (o *Objects[T]) settle(name cache.ObjectName, answer T) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.settled[name] = settledVersion{uid: answer.GetUID(), version: answer.GetResourceVersion()}
+	if cp, ok := answer.DeepCopyObject().(T); ok {
+		o.settled[name] = cp
+	}
 	o.sweepLocked()
 }
 
@@ -936,7 +944,7 @@ func (o *Objects[T]) sweepLocked() {
 			if _, behind := o.pending[name]; behind {
 				continue // the cache may not show the settled version yet
 			}
-			if cached, found, _, err := o.cached(name); err == nil && (!found || !s.holds(cached)) {
+			if cached, found, _, err := o.cached(name); err == nil && (!found || !settledHolds(s, cached)) {
 				delete(o.settled, name)
 			}
 		}
