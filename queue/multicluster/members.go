@@ -378,8 +378,6 @@ func (f *Fleet[T]) stopAll(ctx context.Context) error {
 	f.mu.Lock()
 	f.keys.stopping = true
 	close(f.stopping)
-	stopHooks := f.onStop
-	f.onStop = nil
 	for cluster, held := range f.keys.held {
 		f.keys.lockedDrop(cluster, held)
 	}
@@ -395,9 +393,6 @@ func (f *Fleet[T]) stopAll(ctx context.Context) error {
 		}
 	}
 	f.mu.Unlock()
-	for _, fn := range stopHooks {
-		fn()
-	}
 	for _, m := range ms {
 		<-m.done
 	}
