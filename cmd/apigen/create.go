@@ -775,16 +775,22 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		}
 	}()
 	for _, name := range []string{"go.mod", "go.sum"} {
-		if err := journalReplacing(j, filepath.Join(root, name)); err != nil {
+		if _, err := journalReplacing(j, filepath.Join(root, name)); err != nil {
 			return err
 		}
 	}
 	for _, rel := range slices.Sorted(maps.Keys(p.edits)) {
 		f := filepath.Join(root, filepath.FromSlash(rel))
-		if err := journalReplacing(j, f); err != nil {
+		mode, err := journalReplacing(j, f)
+		if err != nil {
 			return err
 		}
-		if err := temps.do(f, true, func() error { return writeFile(f, p.edits[rel], 0o644) }); err != nil {
+		// The user's file, edited in place with its mode: only the
+		// journal's record of it undoes the edit (writing it back), so it
+		// is written with temps.mu held but is no temporary that a signal
+		// would remove.
+		temps.locked(func() { err = writeFile(f, p.edits[rel], mode) })
+		if err != nil {
 			return err
 		}
 	}
@@ -793,10 +799,14 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		if err := j.mkdirAll(filepath.Dir(f)); err != nil {
 			return err
 		}
-		if err := temps.do(f, true, func() error { return writeFile(f, p.files[rel], 0o644) }); err != nil {
+		temps.locked(func() {
+			if err = writeFile(f, p.files[rel], 0o644); err == nil {
+				j.creatingLocked(f)
+			}
+		})
+		if err != nil {
 			return err
 		}
-		j.creating(f)
 	}
 	for _, rel := range slices.Sorted(maps.Keys(p.files)) {
 		_, _ = fmt.Fprintf(stdout, "apigen create: wrote %s\n", rel)
@@ -853,23 +863,25 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	return nil
 }
 
-// journalReplacing records the file p, if it exists, in j before it is
-// replaced.
-func journalReplacing(j *journal, p string) error {
+// journalReplacing records the file p in j before it is replaced: what
+// it holds and its mode, which it returns, if it exists, else that p is
+// created (with the mode 0644 returned).
+func journalReplacing(j *journal, p string) (fs.FileMode, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		j.creating(p)
-		return nil
+		return 0o644, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	info, err := os.Stat(p)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	j.replacing(p, ownedFile{data: data, mode: info.Mode().Perm()})
-	return nil
+	mode := info.Mode().Perm()
+	j.replacing(p, ownedFile{data: data, mode: mode})
+	return mode, nil
 }
 
 // quoteArgs quotes, as Go strings, the arguments that a go:generate line
