@@ -846,7 +846,10 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	}
 	if len(pkgs) > 0 {
 		slices.Sort(pkgs)
-		build := command(ctx, "go", append([]string{"build"}, pkgs...)...)
+		// Built to os.DevNull: go build writes nothing, not the
+		// operator's binary into the module (nor fails when a directory
+		// there has the binary's name).
+		build := command(ctx, "go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 		build.Dir = root
 		out.Reset()
 		build.Stdout, build.Stderr = &out, &out
