@@ -774,8 +774,19 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 			err = fmt.Errorf("%w\n(create undid what it wrote: the module is as it was)", err)
 		}
 	}()
-	for _, name := range []string{"go.mod", "go.sum"} {
-		if _, err := journalReplacing(j, filepath.Join(root, name)); err != nil {
+	// go mod tidy writes go.mod and go.sum; in a workspace, the go
+	// commands (the loads of the generators, the build) may write the
+	// workspace's go.work.sum.
+	gowork, err := goWorkFile(ctx, root)
+	if err != nil {
+		return err
+	}
+	written := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
+	if gowork != "" {
+		written = append(written, filepath.Join(filepath.Dir(gowork), "go.work.sum"))
+	}
+	for _, f := range written {
+		if _, err := journalReplacing(j, f); err != nil {
 			return err
 		}
 	}
