@@ -774,17 +774,34 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 			err = fmt.Errorf("%w\n(create undid what it wrote: the module is as it was)", err)
 		}
 	}()
-	for _, name := range []string{"go.mod", "go.sum"} {
-		if err := journalReplacing(j, filepath.Join(root, name)); err != nil {
+	// go mod tidy writes go.mod and go.sum; in a workspace, the go
+	// commands (the loads of the generators, the build) may write the
+	// workspace's go.work.sum.
+	gowork, err := goWorkFile(ctx, root)
+	if err != nil {
+		return err
+	}
+	written := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
+	if gowork != "" {
+		written = append(written, filepath.Join(filepath.Dir(gowork), "go.work.sum"))
+	}
+	for _, f := range written {
+		if _, err := journalReplacing(j, f); err != nil {
 			return err
 		}
 	}
 	for _, rel := range slices.Sorted(maps.Keys(p.edits)) {
 		f := filepath.Join(root, filepath.FromSlash(rel))
-		if err := journalReplacing(j, f); err != nil {
+		mode, err := journalReplacing(j, f)
+		if err != nil {
 			return err
 		}
-		if err := temps.do(f, true, func() error { return writeFile(f, p.edits[rel], 0o644) }); err != nil {
+		// The user's file, edited in place with its mode: only the
+		// journal's record of it undoes the edit (writing it back), so it
+		// is written with temps.mu held but is no temporary that a signal
+		// would remove.
+		temps.locked(func() { err = writeFile(f, p.edits[rel], mode) })
+		if err != nil {
 			return err
 		}
 	}
@@ -793,10 +810,14 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		if err := j.mkdirAll(filepath.Dir(f)); err != nil {
 			return err
 		}
-		if err := temps.do(f, true, func() error { return writeFile(f, p.files[rel], 0o644) }); err != nil {
+		temps.locked(func() {
+			if err = writeFile(f, p.files[rel], 0o644); err == nil {
+				j.creatingLocked(f)
+			}
+		})
+		if err != nil {
 			return err
 		}
-		j.creating(f)
 	}
 	for _, rel := range slices.Sorted(maps.Keys(p.files)) {
 		_, _ = fmt.Fprintf(stdout, "apigen create: wrote %s\n", rel)
@@ -836,7 +857,10 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	}
 	if len(pkgs) > 0 {
 		slices.Sort(pkgs)
-		build := command(ctx, "go", append([]string{"build"}, pkgs...)...)
+		// Built to os.DevNull: go build writes nothing, not the
+		// operator's binary into the module (nor fails when a directory
+		// there has the binary's name).
+		build := command(ctx, "go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
 		build.Dir = root
 		out.Reset()
 		build.Stdout, build.Stderr = &out, &out
@@ -853,23 +877,25 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	return nil
 }
 
-// journalReplacing records the file p, if it exists, in j before it is
-// replaced.
-func journalReplacing(j *journal, p string) error {
+// journalReplacing records the file p in j before it is replaced: what
+// it holds and its mode, which it returns, if it exists, else that p is
+// created (with the mode 0644 returned).
+func journalReplacing(j *journal, p string) (fs.FileMode, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		j.creating(p)
-		return nil
+		return 0o644, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	info, err := os.Stat(p)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	j.replacing(p, ownedFile{data: data, mode: info.Mode().Perm()})
-	return nil
+	mode := info.Mode().Perm()
+	j.replacing(p, ownedFile{data: data, mode: mode})
+	return mode, nil
 }
 
 // quoteArgs quotes, as Go strings, the arguments that a go:generate line

@@ -114,15 +114,24 @@ func unresolvedImport(msg string) string {
 
 // inWorkspace tells whether the go command works in workspace mode in root.
 func inWorkspace(ctx context.Context, root string) (bool, error) {
+	w, err := goWorkFile(ctx, root)
+	return w != "", err
+}
+
+// goWorkFile returns the go.work file of the workspace the go command
+// works in, in root, or "" outside workspace mode.
+func goWorkFile(ctx context.Context, root string) (string, error) {
 	goEnv := command(ctx, "go", "env", "GOWORK")
 	goEnv.Dir = root
 	var gowork, stderr bytes.Buffer
 	goEnv.Stdout, goEnv.Stderr = &gowork, &stderr
 	if err := runCommand(goEnv); err != nil {
-		return false, fmt.Errorf("go env GOWORK: %w\n%s", err, stderr.String())
+		return "", fmt.Errorf("go env GOWORK: %w\n%s", err, stderr.String())
 	}
-	w := strings.TrimSpace(gowork.String())
-	return w != "" && w != "off", nil
+	if w := strings.TrimSpace(gowork.String()); w != "off" {
+		return w, nil
+	}
+	return "", nil
 }
 
 // goModCopy copies the go.mod and go.sum of the module in root to a
