@@ -19,6 +19,14 @@
 // to events.k8s.io/v1 instead, through client-go's tools/events, behind the
 // same recorder interface.
 //
+// Events are written in the background. On the core/v1 API, an event the
+// API server refuses for a reason that may pass (denied while it restarts
+// and fills its authorization caches, throttled, unavailable, timed out,
+// an internal error) is tried again as client-go's recorder tries an
+// unreachable server again: at most 12 times, about 10 s apart, each
+// failure logged; an event refused for good (invalid) is dropped at once,
+// logged. A recorder without RBAC for events so logs each event 12 times.
+//
 // # RBAC
 //
 // The recorder needs create and patch on events: in the core group ("")
@@ -38,6 +46,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -207,7 +216,7 @@ func NewRecorder(ctx context.Context, client kubernetes.Interface, component str
 		record.WithCorrelatorOptions(o.correlator),
 	)
 	broadcaster.StartStructuredLogging(o.logVerbosity)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(retryingSink{&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}})
 
 	inner := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: component, Host: o.host})
 	return &recorder{ctx: ctx, logger: logger, types: scheme, inner: inner.WithLogger(logger)}, nil
@@ -357,4 +366,46 @@ func (r eventsAPIRecorder) AnnotatedEventf(object runtime.Object, annotations ma
 
 func (r eventsAPIRecorder) WithLogger(logger klog.Logger) record.EventRecorderLogger {
 	return eventsAPIRecorder{r.rec.WithLogger(logger)}
+}
+
+// retryingSink is the API sink of the core events, whose errors that may
+// pass are retried: client-go's recorder drops an event the API server
+// answered with an error status at once ("will not retry"), and tries
+// again (at most 12 times, about 10 s apart, then drops it) only when the
+// server could not be reached. An API server that restarts denies
+// requests until its authorization caches are filled, and one that is
+// overloaded answers 429 or 503: such an event is retried as an
+// unreachable server's is, rather than lost.
+type retryingSink struct{ record.EventSink }
+
+func (s retryingSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	got, err := s.EventSink.Create(e)
+	return got, mayPass(err)
+}
+
+func (s retryingSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	got, err := s.EventSink.Update(e)
+	return got, mayPass(err)
+}
+
+func (s retryingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	got, err := s.EventSink.Patch(e, data)
+	return got, mayPass(err)
+}
+
+// mayPass wraps an error status that may pass (denied, throttled,
+// unavailable, timed out, internal), so that the recorder, which tells
+// an error status by its type, retries it; other errors, NotFound and
+// AlreadyExists among them (the recorder acts on those), and a denial
+// because the namespace is terminating, are returned as they are.
+func mayPass(err error) error {
+	switch {
+	case err == nil, apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return err
+	case apierrors.IsUnauthorized(err), apierrors.IsForbidden(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+		apierrors.IsInternalError(err):
+		return fmt.Errorf("events: the API server refused the event, for now perhaps: %w", err)
+	}
+	return err
 }

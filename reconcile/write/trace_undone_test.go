@@ -26,7 +26,7 @@ import (
 // changes, a new resourceVersion, an update event, a reconcile that finds
 // the same difference and writes again with a newer trace context, for
 // ever. Tracing must not turn a write the server finds nothing in into a
-// write loop ("The annotation, and why it makes no write loops").
+// write loop ("The annotation, and the write loops it must not make").
 func TestTracedUpdateUndoneByAWebhookSettles(t *testing.T) {
 	e := newEnv(t)
 	ctx := reconciletest.Context(t)

@@ -152,9 +152,11 @@
 // follows. An update that changes the object forgets it, and so does
 // Forget; entries of objects the cache shows changed or gone are swept as
 // the other per-object entries are. The loop thus ends after one write
-// per writer where untraced it ends after none. Updates of a trimmed object are not
-// compared with the answer, and such an update of one still writes the
-// annotation each time.
+// per writer where untraced it ends after none. Updates of a trimmed
+// object are not compared with the answer: such an update of one still
+// writes the annotation each time, and each write sets off the next
+// reconcile, a loop (leave the fields a webhook owns out of what is
+// written to a trimmed object).
 package write
 
 import (
@@ -706,7 +708,8 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 		// The API server found nothing the controller owns to change (a
 		// webhook or defaulting undid the change): nothing was written
 		// but, at most, the trace context annotation. The object's next
-		// updates carry none while it stays at this version.
+		// updates carry none while it stays so (also when this reconcile
+		// is untraced: the next may be).
 		o.settle(name, updated)
 		return updated, Unchanged, nil
 	}
@@ -729,6 +732,7 @@ func (o *Objects[T]) settle(name cache.ObjectName, answer T) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if cp, ok := answer.DeepCopyObject().(T); ok {
+		cp.SetManagedFields(nil) // never compared: not kept
 		o.settled[name] = cp
 	}
 	o.sweepLocked()
