@@ -15,14 +15,14 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
-// The loop of TestTracedUpdateUndoneByAWebhookSettles is still there for
-// an object read through a trimmed informer (informer.Trim, the package's
-// way of keeping the cache small): its update is a patch whose answer is
-// never compared, so every traced reconcile whose change a webhook undoes
-// writes a new annotation, whose event (the trimmed copy keeps the
-// annotation) sets off the next reconcile, for ever. The docs state it
-// ("still writes the annotation each time") under "why it makes no write
-// loops".
+// An object read through a trimmed informer (informer.Trim) is updated by
+// a patch, whose answer is the whole object: it is judged on what the
+// controller could see or set, so a traced update whose change a webhook
+// undoes settles as an untrimmed one does. Each traced write of the
+// annotation would otherwise set off the next reconcile (the trimmed copy
+// keeps the annotation), which would write again, for ever. A
+// Deployment's generation moves on with its annotations, which counts as
+// no change either.
 func TestTracedTrimmedUpdateUndoneByAWebhookSettles(t *testing.T) {
 	e := newDeploymentEnv(t)
 	ctx := reconciletest.Context(t)

@@ -166,6 +166,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -704,13 +705,26 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 		}
 		return updated, Updated, nil
 	}
-	if v != "" && v == current.GetResourceVersion() || onlyAnnotationDiffers(current, updated) {
+	// What the answer is judged on, and kept as, if it settles: the whole
+	// answer, or, for a trimmed object, what of it the controller could
+	// see or set (its cache shows the object trimmed).
+	seen := updated
+	if informer.Trimmed(current) {
+		if seen, err = trimmedAnswer(current, obj, updated); err != nil {
+			o.unsettle(name)
+			return updated, Updated, fmt.Errorf("write: %s: judging the answer to the patch of a trimmed object: %w", name, err)
+		}
+	}
+	if v != "" && v == current.GetResourceVersion() || onlyAnnotationDiffers(current, seen) {
 		// The API server found nothing the controller owns to change (a
 		// webhook or defaulting undid the change): nothing was written
 		// but, at most, the trace context annotation. The object's next
 		// updates carry none while it stays so (also when this reconcile
 		// is untraced: the next may be).
-		o.settle(name, updated)
+		if seen == updated {
+			seen, _ = updated.DeepCopyObject().(T) // updated is the caller's
+		}
+		o.settle(name, seen)
 		return updated, Unchanged, nil
 	}
 	o.unsettle(name)
@@ -727,14 +741,17 @@ func (o *Objects[T]) isSettled(name cache.ObjectName, current T) bool {
 }
 
 // settle remembers that an update of name, answered with answer, changed
-// nothing the controller owns.
+// nothing the controller owns. answer is a copy of the answer (or of what
+// of it a trimmed object's cache shows) that settle may keep and change.
 func (o *Objects[T]) settle(name cache.ObjectName, answer T) {
+	var zero T
+	if answer == zero {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if cp, ok := answer.DeepCopyObject().(T); ok {
-		cp.SetManagedFields(nil) // never compared: not kept
-		o.settled[name] = cp
-	}
+	answer.SetManagedFields(nil) // never compared: not kept
+	o.settled[name] = answer
 	o.sweepLocked()
 }
 
@@ -747,8 +764,11 @@ func (o *Objects[T]) unsettle(name cache.ObjectName) {
 
 // onlyAnnotationDiffers reports whether answer, the API server's answer to
 // an update of current, differs from current in nothing but the
-// tracing.Annotation and what the server sets on every write (the
-// resourceVersion, the managedFields).
+// tracing.Annotation, what the server sets on a write (the
+// resourceVersion, the managedFields, the generation, which a change of
+// a Deployment's annotations moves on too) and the status, which an
+// update of the object does not write and others do (a workload's
+// controller records each new generation in it).
 func onlyAnnotationDiffers[T Object](current, answer T) bool {
 	cp, ok := answer.DeepCopyObject().(T)
 	if !ok {
@@ -757,6 +777,13 @@ func onlyAnnotationDiffers[T Object](current, answer T) bool {
 	keepAnnotation(current, cp)
 	cp.SetResourceVersion(current.GetResourceVersion())
 	cp.SetManagedFields(current.GetManagedFields())
+	cp.SetGeneration(current.GetGeneration())
+	// The copy is only compared: it may share current's status.
+	if to, from := reflect.ValueOf(cp).Elem(), reflect.ValueOf(current).Elem(); to.Kind() == reflect.Struct {
+		if st := to.FieldByName("Status"); st.IsValid() && st.CanSet() {
+			st.Set(from.FieldByName("Status"))
+		}
+	}
 	return equality.Semantic.DeepEqual(current, cp)
 }
 
