@@ -142,21 +142,40 @@
 // follows; traced, the annotation alone would change, and its event would
 // set off a reconcile that writes again, for ever. So an update whose
 // answer is at the version the object had, or differs from the object
-// before it in nothing but the annotation, the resourceVersion and the
-// managedFields, is remembered for the object (a copy of the answer) and
-// reported Unchanged; the object's next updates are sent without the
-// annotation while the object (as read by the caller) differs from that
-// answer in nothing but those fields (another writer's annotation-only
-// update, such as another traced controller's that the webhook undid,
-// does not count as a change), so they change nothing and no event
-// follows. An update that changes the object forgets it, and so does
-// Forget; entries of objects the cache shows changed or gone are swept as
-// the other per-object entries are. The loop thus ends after one write
-// per writer where untraced it ends after none. Updates of a trimmed
-// object are not compared with the answer: such an update of one still
-// writes the annotation each time, and each write sets off the next
-// reconcile, a loop (leave the fields a webhook owns out of what is
-// written to a trimmed object).
+// before it in nothing but the annotation, what the server sets on a
+// write (the resourceVersion, the managedFields, the generation, which a
+// Deployment's annotations move on too) and the status (which an update
+// of the object does not write, and a workload's controller changes to
+// record the new generation), is remembered for the object (a copy of the
+// answer, without managedFields) and reported Unchanged; the object's
+// next updates are sent without the annotation while the object (as read
+// by the caller) differs from that answer in nothing but those fields
+// (another writer's annotation-only update, such as another traced
+// controller's that the webhook undid, does not count as a change), so
+// they change nothing and no event follows. An update that changes the
+// object forgets it, and so does Forget; entries of objects the cache
+// shows changed or gone are swept as the other per-object entries are.
+// The loop thus ends after one write per writer where untraced it ends
+// after none.
+//
+// The answer to the patch of a trimmed object is the whole object, while
+// the object the patch was made from is the trimmed copy. The answer is
+// judged, and remembered, as far as the controller could see or set it:
+// its fields that the trimmed copy or mutate's result has (through maps
+// key by key, through lists item by item, each item on the fields that
+// any item has), with the identity, the trace context annotation and the
+// mark the informer keeps. So the same holds for trimmed objects, and a
+// change the server keeps is Updated. A field the server sets on that
+// write (a default, a webhook's addition) counts as a change where the
+// trimmed copy or mutate's result has that field, on any item of its
+// list: such a default costs one more write, which settles. Where neither
+// has it, it is not judged, even where the informer keeps it: the update
+// is Unchanged, and the field counts as a change only once another write
+// moves the object on, which costs at most one more write. A field
+// mutate sets that the informer does not keep is a change each time (the
+// cache never shows it): each reconcile sends it again, untraced at no
+// new version, traced with the annotation, whose event sets off the next
+// reconcile, a loop. mutate should set only what the informer keeps.
 package write
 
 import (
@@ -223,8 +242,10 @@ const (
 	// Unchanged: the object already was as wanted, so no request was sent,
 	// or the API server answered with the object at the version it had, or
 	// (an update of the object itself) changed in nothing but its
-	// tracing.Annotation: a webhook or defaulting undid the change (see
-	// the package doc's Traces).
+	// tracing.Annotation and what the server sets on a write (for a
+	// trimmed object, judged on what the controller could see or set): a
+	// webhook or defaulting undid the change (see the package doc's
+	// Traces).
 	Unchanged Change = "unchanged"
 	// Created: the object did not exist and was created.
 	Created Change = "created"
@@ -288,16 +309,19 @@ type Objects[T Object] struct {
 	// last update of an object when that update changed nothing the
 	// controller owns (the server answered at the version the object had,
 	// or with only the tracing.Annotation changed: a webhook or defaulting
-	// undid the rest); the object's next updates carry no trace context
-	// annotation while it differs from that answer in nothing but the
-	// annotation (see settledHolds).
+	// undid the rest), without managedFields; for a trimmed object, what
+	// of the answer the controller could see or set (trimmedAnswer), to
+	// be compared with the cache's trimmed copies. The object's next
+	// updates carry no trace context annotation while it differs from
+	// that answer in nothing but the annotation (see settledHolds).
 	settled        map[cache.ObjectName]T
 	settledSweepAt int
 }
 
 // settledHolds reports whether obj is still as the update whose answer
 // settled is left it: the same incarnation, and the same but for the
-// tracing.Annotation and what every write sets. Judged by content, not by
+// tracing.Annotation, what the server sets on a write and the status
+// (onlyAnnotationDiffers). Judged by content, not by
 // version: another writer's annotation-only update (another controller
 // whose update a webhook undid, also traced) moves the version on and
 // changes nothing else.
