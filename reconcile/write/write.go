@@ -142,17 +142,17 @@
 // follows; traced, the annotation alone would change, and its event would
 // set off a reconcile that writes again, for ever. So an update whose
 // answer is at the version the object had, or differs from the object
-// before it in nothing but the annotation, what the server sets on a
+// before it in nothing but the annotation and what the server sets on a
 // write (the resourceVersion, the managedFields, the generation, which a
-// Deployment's annotations move on too) and the status (which an update
-// of the object does not write, and a workload's controller changes to
-// record the new generation), is remembered for the object (a copy of the
-// answer, without managedFields) and reported Unchanged; the object's
-// next updates are sent without the annotation while the object (as read
-// by the caller) differs from that answer in nothing but those fields
+// Deployment's annotations move on too), is remembered for the object (a
+// copy of the answer, without managedFields) and reported Unchanged; the
+// object's next updates are sent without the annotation while the object
+// (as read by the caller) differs from that answer in nothing but those
+// fields and the status, which an update of the object does not write
 // (another writer's annotation-only update, such as another traced
-// controller's that the webhook undid, does not count as a change), so
-// they change nothing and no event follows. An update that changes the
+// controller's that the webhook undid, does not count as a change, nor
+// does the status in which a workload's controller records the new
+// generation), so they change nothing and no event follows. An update that changes the
 // object forgets it, and so does Forget; entries of objects the cache
 // shows changed or gone are swept as the other per-object entries are.
 // The loop thus ends after one write per writer where untraced it ends
@@ -320,16 +320,17 @@ type Objects[T Object] struct {
 
 // settledHolds reports whether obj is still as the update whose answer
 // settled is left it: the same incarnation, and the same but for the
-// tracing.Annotation, what the server sets on a write and the status
-// (onlyAnnotationDiffers). Judged by content, not by
-// version: another writer's annotation-only update (another controller
-// whose update a webhook undid, also traced) moves the version on and
-// changes nothing else.
+// tracing.Annotation, what the server sets on a write, and the status,
+// which an update of the object does not write (a workload's controller
+// records in it the generation that the annotation moved on). Judged by
+// content, not by version: another writer's annotation-only update
+// (another controller whose update a webhook undid, also traced) moves
+// the version on and changes nothing else.
 func settledHolds[T Object](settled, obj T) bool {
 	if obj.GetUID() != settled.GetUID() {
 		return false
 	}
-	return obj.GetResourceVersion() == settled.GetResourceVersion() || onlyAnnotationDiffers(settled, obj)
+	return obj.GetResourceVersion() == settled.GetResourceVersion() || sameBut(settled, obj, true)
 }
 
 // appliedKey names what an apply went to: an object, or its status.
@@ -788,27 +789,34 @@ func (o *Objects[T]) unsettle(name cache.ObjectName) {
 
 // onlyAnnotationDiffers reports whether answer, the API server's answer to
 // an update of current, differs from current in nothing but the
-// tracing.Annotation, what the server sets on a write (the
-// resourceVersion, the managedFields, the generation, which a change of
-// a Deployment's annotations moves on too) and the status, which an
-// update of the object does not write and others do (a workload's
-// controller records each new generation in it).
+// tracing.Annotation and what the server sets on a write (the
+// resourceVersion, the managedFields, and the generation, which a change
+// of a Deployment's annotations moves on too).
 func onlyAnnotationDiffers[T Object](current, answer T) bool {
-	cp, ok := answer.DeepCopyObject().(T)
+	return sameBut(current, answer, false)
+}
+
+// sameBut reports whether other differs from obj in nothing but the
+// tracing.Annotation, the resourceVersion, the managedFields, the
+// generation, and, if status, the status.
+func sameBut[T Object](obj, other T, status bool) bool {
+	cp, ok := other.DeepCopyObject().(T)
 	if !ok {
 		return false
 	}
-	keepAnnotation(current, cp)
-	cp.SetResourceVersion(current.GetResourceVersion())
-	cp.SetManagedFields(current.GetManagedFields())
-	cp.SetGeneration(current.GetGeneration())
-	// The copy is only compared: it may share current's status.
-	if to, from := reflect.ValueOf(cp).Elem(), reflect.ValueOf(current).Elem(); to.Kind() == reflect.Struct {
-		if st := to.FieldByName("Status"); st.IsValid() && st.CanSet() {
-			st.Set(from.FieldByName("Status"))
+	keepAnnotation(obj, cp)
+	cp.SetResourceVersion(obj.GetResourceVersion())
+	cp.SetManagedFields(obj.GetManagedFields())
+	cp.SetGeneration(obj.GetGeneration())
+	if status {
+		// The copy is only compared: it may share obj's status.
+		if to, from := reflect.ValueOf(cp).Elem(), reflect.ValueOf(obj).Elem(); to.Kind() == reflect.Struct {
+			if st := to.FieldByName("Status"); st.IsValid() && st.CanSet() {
+				st.Set(from.FieldByName("Status"))
+			}
 		}
 	}
-	return equality.Semantic.DeepEqual(current, cp)
+	return equality.Semantic.DeepEqual(obj, cp)
 }
 
 // keepAnnotation sets obj's tracing.Annotation to current's, or removes it
