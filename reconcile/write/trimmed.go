@@ -133,9 +133,10 @@ func setsList(v any) bool {
 // trimmedAnswer returns what of answer, the API server's whole answer to
 // the patch that made current (an object its informer trimmed) into obj
 // (what mutate made of a copy of current), the controller could see or
-// set: the fields of answer that current or obj has, through maps key by
-// key and lists item by item (each item on the fields that any item of
-// the list has in current or obj), with the identity every trimmed object
+// set: the fields of answer that current or obj has set (not to a zero
+// value), through maps key by key and lists item by item (each item on
+// the fields that any item of the list has set in current or obj), with
+// the identity every trimmed object
 // keeps (name, namespace, UID, resourceVersion, generation, timestamps,
 // finalizers, owner references), the answer's trace context annotation,
 // which the informer always keeps, and the trimmed mark. It is a new
@@ -143,12 +144,12 @@ func setsList(v any) bool {
 // with current, and what is kept of it when it settles, compared with the
 // cache's later trimmed versions.
 //
-// A field that neither current nor obj has is left out even where the
+// A field that neither current nor obj has set is left out even where the
 // informer keeps it (what the informer keeps is not known here): a field
 // the server sets on this write (a default, a webhook's addition) then
 // does not count as a change, and a later version the cache shows with it
-// is compared as a change. A field that current has, or that mutate set,
-// counts, also where the informer does not keep it.
+// is compared as a change. A field that current has set, or that mutate
+// set, counts, also where the informer does not keep it.
 func trimmedAnswer[T Object](current, obj, answer T) (T, error) {
 	var zero T
 	var shapes [2]any
@@ -198,14 +199,19 @@ var identityShape = map[string]any{"metadata": map[string]any{
 }}
 
 // shapeOf returns the shape of v, an unstructured value: a map of the
-// shapes of its fields, a list of the one shape that all its items have
-// together (an empty list when it has none), or nil for anything else.
+// shapes of its fields that are set (a zero string, number or boolean, or
+// null, is a field the object may show only because its Go type has no
+// omitempty, also where the informer did not keep it), a list of the one
+// shape that all its items have together (an empty list when it has
+// none), or nil for anything else.
 func shapeOf(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
 		s := make(map[string]any, len(v))
 		for k, e := range v {
-			s[k] = shapeOf(e)
+			if !zeroScalar(e) {
+				s[k] = shapeOf(e)
+			}
 		}
 		return s
 	case []any:
@@ -297,4 +303,22 @@ func project(v, shape any) any {
 		return out
 	}
 	return v
+}
+
+// zeroScalar reports whether v, an unstructured value, is null or the zero
+// string, number or boolean.
+func zeroScalar(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case int64:
+		return v == 0
+	case float64:
+		return v == 0
+	}
+	return false
 }

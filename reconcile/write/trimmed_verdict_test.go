@@ -4,67 +4,88 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
+	samplev1alpha1 "github.com/ctrlkit/ctrlkit/foo/apis/samplecontroller/v1alpha1"
+	foofake "github.com/ctrlkit/ctrlkit/foo/generated/clientset/versioned/fake"
+	fooinformers "github.com/ctrlkit/ctrlkit/foo/generated/informers/externalversions"
+	"github.com/ctrlkit/ctrlkit/informer"
 	"github.com/ctrlkit/ctrlkit/queue/tracing"
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
-// webhookClient writes Deployments through a mutating webhook: hook
-// changes the object a strategic merge patch makes, before it is stored,
-// as an admission webhook or the API server's defaulting would.
-type webhookClient struct {
-	write.Client[*appsv1.Deployment]
-	hook func(d *appsv1.Deployment)
+// webhookClient writes objects through a mutating webhook: hook changes
+// the object a patch (strategic or JSON merge) makes, before it is
+// stored, as an admission webhook or the API server's defaulting would.
+type webhookClient[T write.Object] struct {
+	write.Client[T]
+	hook func(obj T)
 }
 
-func (c webhookClient) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*appsv1.Deployment, error) {
-	if c.hook == nil || pt != types.StrategicMergePatchType || len(subresources) > 0 {
+func (c webhookClient[T]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
+	var zero T
+	if c.hook == nil || len(subresources) > 0 {
 		return c.Client.Patch(ctx, name, pt, data, opts, subresources...)
 	}
 	live, err := c.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	before, err := json.Marshal(live)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	merged, err := strategicpatch.StrategicMergePatch(before, data, &appsv1.Deployment{})
+	schema := reflect.New(reflect.TypeOf(zero).Elem()).Interface()
+	var merged []byte
+	switch pt {
+	case types.StrategicMergePatchType:
+		merged, err = strategicpatch.StrategicMergePatch(before, data, schema)
+	case types.MergePatchType:
+		merged, err = jsonpatch.MergePatch(before, data)
+	default:
+		return zero, fmt.Errorf("the webhook takes no %s patch", pt)
+	}
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	var d appsv1.Deployment
-	if err := json.Unmarshal(merged, &d); err != nil {
-		return nil, err
+	obj := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(T)
+	if err := json.Unmarshal(merged, obj); err != nil {
+		return zero, err
 	}
-	c.hook(&d)
-	after, err := json.Marshal(&d)
+	c.hook(obj)
+	after, err := json.Marshal(obj)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	admitted, err := strategicpatch.CreateTwoWayMergePatch(before, after, &appsv1.Deployment{})
+	var admitted []byte
+	if pt == types.StrategicMergePatchType {
+		admitted, err = strategicpatch.CreateTwoWayMergePatch(before, after, schema)
+	} else {
+		admitted, err = jsonpatch.CreateMergePatch(before, after)
+	}
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	// The request's resourceVersion stays its precondition.
 	var sent, patch map[string]any
 	if err := json.Unmarshal(data, &sent); err != nil {
-		return nil, err
+		return zero, err
 	}
 	if err := json.Unmarshal(admitted, &patch); err != nil {
-		return nil, err
+		return zero, err
 	}
 	meta, _ := patch["metadata"].(map[string]any)
 	if meta == nil {
@@ -75,7 +96,7 @@ func (c webhookClient) Patch(ctx context.Context, name string, pt types.PatchTyp
 	}
 	patch["metadata"] = meta
 	if admitted, err = json.Marshal(patch); err != nil {
-		return nil, err
+		return zero, err
 	}
 	return c.Client.Patch(ctx, name, pt, admitted, opts)
 }
@@ -143,6 +164,14 @@ func TestTrimmedUpdateVerdict(t *testing.T) {
 		want:    []write.Change{write.Updated, write.Unchanged, write.Unchanged},
 		writes:  1,
 		check:   func(t *testing.T, d *appsv1.Deployment) { assert.Equal(t, int32(2), *d.Spec.Replicas) },
+	}, {
+		name:   "kept, set to zero by mutate, and kept",
+		hook:   func(*appsv1.Deployment) {},
+		mutate: nginx(0, "nginx:1"),
+		traced: true,
+		want:   []write.Change{write.Updated, write.Unchanged, write.Unchanged},
+		writes: 1,
+		check:  func(t *testing.T, d *appsv1.Deployment) { assert.Equal(t, int32(0), *d.Spec.Replicas) },
 	}, {
 		name:   "changed and undone, untraced",
 		hook:   pinReplicas,
@@ -245,7 +274,7 @@ func TestTrimmedUpdateVerdict(t *testing.T) {
 			}
 			tp := sdktrace.NewTracerProvider()
 			defer func() { _ = tp.Shutdown(context.Background()) }()
-			client := webhookClient{Client: e.client(), hook: tc.hook}
+			client := webhookClient[*appsv1.Deployment]{Client: e.client(), hook: tc.hook}
 			var got []write.Change
 			writes := 0
 			for i := range tc.want {
@@ -276,4 +305,62 @@ func TestTrimmedUpdateVerdict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A trimmed custom resource, patched with a JSON merge patch: a traced
+// update a webhook undoes writes the annotation once, then settles; a
+// change the server keeps is Updated.
+func TestTrimmedCustomResourceUndoneSettles(t *testing.T) {
+	foos := foofake.NewClientset()
+	reconciletest.Strict(foos)
+	var trim trimmer
+	require.NoError(t, informer.Trim[*samplev1alpha1.Foo](&trim, "spec.replicas"))
+	inf := fooinformers.NewSharedInformerFactory(foos, 0).Samplecontroller().V1alpha1().Foos().TypedInformer()
+	require.NoError(t, inf.GetIndexer().Replace(nil, "1"))
+	objects := write.New(inf)
+	ctx := reconciletest.Context(t)
+	pinned := true
+	client := webhookClient[*samplev1alpha1.Foo]{Client: foos.SamplecontrollerV1alpha1().Foos("ns"), hook: func(f *samplev1alpha1.Foo) {
+		if pinned {
+			f.Spec.Replicas = ptrInt32(1)
+		}
+	}}
+	created, err := client.Create(ctx, &samplev1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "f"},
+		Spec: samplev1alpha1.FooSpec{DeploymentName: "web", Replicas: ptrInt32(1)}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, inf.GetIndexer().Add(trimmed(t, &trim, created)))
+	tp := sdktrace.NewTracerProvider()
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	reconcile := func() (write.Change, bool) {
+		t.Helper()
+		rctx, span := tp.Tracer("test").Start(ctx, "reconcile")
+		rctx, _ = tracing.WithWriteMark(rctx)
+		before, err := client.Get(ctx, "f", metav1.GetOptions{})
+		require.NoError(t, err)
+		_, change, err := objects.Ensure(rctx, client, &samplev1alpha1.Foo{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "f"}}, func(f *samplev1alpha1.Foo) error {
+			f.Spec.Replicas = ptrInt32(3)
+			return nil
+		})
+		span.End()
+		require.NoError(t, err)
+		after, err := client.Get(ctx, "f", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.NoError(t, inf.GetIndexer().Update(trimmed(t, &trim, after)))
+		return change, after.ResourceVersion != before.ResourceVersion
+	}
+	change, wrote := reconcile()
+	assert.Equal(t, write.Unchanged, change)
+	assert.True(t, wrote, "the first traced write carries the annotation")
+	for i := range 3 {
+		change, wrote = reconcile()
+		assert.Equal(t, write.Unchanged, change, "reconcile %d", i+2)
+		assert.False(t, wrote, "reconcile %d wrote the object again", i+2)
+	}
+	pinned = false
+	change, wrote = reconcile()
+	assert.Equal(t, write.Updated, change, "the webhook lets the change through")
+	assert.True(t, wrote)
+	change, wrote = reconcile()
+	assert.Equal(t, write.Unchanged, change)
+	assert.False(t, wrote)
 }

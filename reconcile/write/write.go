@@ -152,30 +152,31 @@
 // (another writer's annotation-only update, such as another traced
 // controller's that the webhook undid, does not count as a change, nor
 // does the status in which a workload's controller records the new
-// generation), so they change nothing and no event follows. An update that changes the
-// object forgets it, and so does Forget; entries of objects the cache
-// shows changed or gone are swept as the other per-object entries are.
-// The loop thus ends after one write per writer where untraced it ends
-// after none.
+// generation), so they change nothing and no event follows. An update that
+// changes the object forgets it, and so does Forget; entries of objects
+// the cache shows changed or gone are swept as the other per-object
+// entries are. The loop thus ends after one write per writer where
+// untraced it ends after none.
 //
 // The answer to the patch of a trimmed object is the whole object, while
 // the object the patch was made from is the trimmed copy. The answer is
 // judged, and remembered, as far as the controller could see or set it:
-// its fields that the trimmed copy or mutate's result has (through maps
-// key by key, through lists item by item, each item on the fields that
-// any item has), with the identity, the trace context annotation and the
-// mark the informer keeps. So the same holds for trimmed objects, and a
-// change the server keeps is Updated. A field the server sets on that
-// write (a default, a webhook's addition) counts as a change where the
-// trimmed copy or mutate's result has that field, on any item of its
-// list: such a default costs one more write, which settles. Where neither
-// has it, it is not judged, even where the informer keeps it: the update
-// is Unchanged, and the field counts as a change only once another write
-// moves the object on, which costs at most one more write. A field
-// mutate sets that the informer does not keep is a change each time (the
-// cache never shows it): each reconcile sends it again, untraced at no
-// new version, traced with the annotation, whose event sets off the next
-// reconcile, a loop. mutate should set only what the informer keeps.
+// its fields that the trimmed copy or mutate's result has set, to other
+// than a zero value (through maps key by key, through lists item by item,
+// each item on the fields that any item has set), with the identity, the
+// trace context annotation and the mark the informer keeps. So the same
+// holds for trimmed objects, and a change the server keeps is Updated. A
+// field the server sets on that write (a default, a webhook's addition)
+// counts as a change where the trimmed copy or mutate's result has that
+// field set, on any item of its list: such a default costs one more write,
+// which settles. Where neither has, it is not judged, even where the
+// informer keeps it: the update is Unchanged, and the field counts as a
+// change only once another write moves the object on, which costs at most
+// one more write. A field mutate sets that the informer does not keep is a
+// change each time (the cache never shows it): each reconcile sends it
+// again, untraced at no new version, traced with the annotation, whose
+// event sets off the next reconcile, a loop. mutate should set only what
+// the informer keeps.
 package write
 
 import (
