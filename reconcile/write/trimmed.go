@@ -133,10 +133,11 @@ func setsList(v any) bool {
 // trimmedAnswer returns what of answer, the API server's whole answer to
 // the patch that made current (an object its informer trimmed) into obj
 // (what mutate made of a copy of current), the controller could see or
-// set: the fields of answer that current or obj has set (not to a zero
-// value), through maps key by key and lists item by item (each item on
-// the fields that any item of the list has set in current or obj), with
-// the identity every trimmed object
+// set: the fields of answer that current or obj has, through maps key by
+// key and lists item by item (each item on the fields that any item of
+// the list has in current or obj), where a field that both show as a zero
+// value keeps that value (see zeroShape), with the identity every trimmed
+// object
 // keeps (name, namespace, UID, resourceVersion, generation, timestamps,
 // finalizers, owner references), the answer's trace context annotation,
 // which the informer always keeps, and the trimmed mark. It is a new
@@ -144,12 +145,14 @@ func setsList(v any) bool {
 // with current, and what is kept of it when it settles, compared with the
 // cache's later trimmed versions.
 //
-// A field that neither current nor obj has set is left out even where the
-// informer keeps it (what the informer keeps is not known here): a field
+// A field that neither current nor obj has, or shows other than as a
+// zero value, is not judged even where the informer keeps it (what the
+// informer keeps is not known here): a field
 // the server sets on this write (a default, a webhook's addition) then
 // does not count as a change, and a later version the cache shows with it
-// is compared as a change. A field that current has set, or that mutate
-// set, counts, also where the informer does not keep it.
+// is compared as a change. A field that current has, or that mutate set,
+// to other than a zero value, counts, also where the informer does not
+// keep it.
 func trimmedAnswer[T Object](current, obj, answer T) (T, error) {
 	var zero T
 	var shapes [2]any
@@ -160,7 +163,7 @@ func trimmedAnswer[T Object](current, obj, answer T) (T, error) {
 		}
 		shapes[i] = shapeOf(u)
 	}
-	shape := unionShape(unionShape(shapes[0], shapes[1]), identityShape)
+	shape := unionShape(unionShape(shapes[0], shapes[1]), identityShape())
 	whole, err := runtime.DefaultUnstructuredConverter.ToUnstructured(answer)
 	if err != nil {
 		return zero, err
@@ -191,27 +194,35 @@ func trimmedAnswer[T Object](current, obj, answer T) (T, error) {
 // keepWhole is the shape of a field kept whole, whatever it holds.
 type keepWhole struct{}
 
-// identityShape is the shape of what informer.Trim keeps of every object.
-var identityShape = map[string]any{"metadata": map[string]any{
-	"name": keepWhole{}, "namespace": keepWhole{}, "uid": keepWhole{}, "resourceVersion": keepWhole{},
-	"generation": keepWhole{}, "creationTimestamp": keepWhole{}, "deletionTimestamp": keepWhole{},
-	"finalizers": keepWhole{}, "ownerReferences": keepWhole{},
-}}
+// identityShape returns the shape of what informer.Trim keeps of every
+// object.
+func identityShape() map[string]any {
+	return map[string]any{"metadata": map[string]any{
+		"name": keepWhole{}, "namespace": keepWhole{}, "uid": keepWhole{}, "resourceVersion": keepWhole{},
+		"generation": keepWhole{}, "creationTimestamp": keepWhole{}, "deletionTimestamp": keepWhole{},
+		"finalizers": keepWhole{}, "ownerReferences": keepWhole{},
+	}}
+}
+
+// zeroShape is the shape of a field that shows a zero value (null, or the
+// zero string, number or boolean): an object may show it only because its
+// Go type has no omitempty, where the informer did not keep the field.
+// What the answer has there is not judged: it is taken as that zero value.
+type zeroShape struct{ zero any }
 
 // shapeOf returns the shape of v, an unstructured value: a map of the
-// shapes of its fields that are set (a zero string, number or boolean, or
-// null, is a field the object may show only because its Go type has no
-// omitempty, also where the informer did not keep it), a list of the one
-// shape that all its items have together (an empty list when it has
-// none), or nil for anything else.
+// shapes of its fields, a list of the one shape that all its items have
+// together (an empty list when it has none), a zeroShape for a zero
+// value, or nil for anything else.
 func shapeOf(v any) any {
+	if zeroScalar(v) {
+		return zeroShape{zero: v}
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		s := make(map[string]any, len(v))
 		for k, e := range v {
-			if !zeroScalar(e) {
-				s[k] = shapeOf(e)
-			}
+			s[k] = shapeOf(e)
 		}
 		return s
 	case []any:
@@ -237,6 +248,13 @@ func unionShape(a, b any) any {
 		return a
 	}
 	if _, ok := b.(keepWhole); ok {
+		return b
+	}
+	// A zero value says the least of a field.
+	if _, ok := b.(zeroShape); ok {
+		return a
+	}
+	if _, ok := a.(zeroShape); ok {
 		return b
 	}
 	switch a := a.(type) {
@@ -275,10 +293,16 @@ func unionShape(a, b any) any {
 
 // project returns what of v, an unstructured value, has the fields of
 // shape: of a map, the fields shape has (projected on theirs); of a list,
-// every item projected on the items' shape. Anything else, a list whose
-// items have no known shape, and what shape keeps whole, are v as it is.
+// every item projected on the items' shape; where shape is a zero value,
+// that zero value unless v is one too. Anything else, a list whose items
+// have no known shape, and what shape keeps whole, are v as it is.
 func project(v, shape any) any {
 	switch s := shape.(type) {
+	case zeroShape:
+		if zeroScalar(v) {
+			return v
+		}
+		return s.zero
 	case map[string]any:
 		m, ok := v.(map[string]any)
 		if !ok {

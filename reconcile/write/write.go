@@ -161,15 +161,17 @@
 // The answer to the patch of a trimmed object is the whole object, while
 // the object the patch was made from is the trimmed copy. The answer is
 // judged, and remembered, as far as the controller could see or set it:
-// its fields that the trimmed copy or mutate's result has set, to other
-// than a zero value (through maps key by key, through lists item by item,
-// each item on the fields that any item has set), with the identity, the
-// trace context annotation and the mark the informer keeps. So the same
-// holds for trimmed objects, and a change the server keeps is Updated. A
-// field the server sets on that write (a default, a webhook's addition)
-// counts as a change where the trimmed copy or mutate's result has that
-// field set, on any item of its list: such a default costs one more write,
-// which settles. Where neither has, it is not judged, even where the
+// its fields that the trimmed copy or mutate's result has (through maps
+// key by key, through lists item by item, each item on the fields that any
+// item has), with the identity, the trace context annotation and the mark
+// the informer keeps; a field both show as a zero value (as a Go type
+// without omitempty shows a field the informer did not keep) is taken as
+// that value, not judged. So the same holds for trimmed objects, and a
+// change the server keeps is Updated. A field the server sets on that
+// write (a default, a webhook's addition) counts as a change where the
+// trimmed copy or mutate's result has that field other than zero, on any
+// item of its list: such a default costs one more write, which settles.
+// Where neither has it other than zero, it is not judged, even where the
 // informer keeps it: the update is Unchanged, and the field counts as a
 // change only once another write moves the object on, which costs at most
 // one more write. A field mutate sets that the informer does not keep is a
