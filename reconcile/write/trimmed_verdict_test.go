@@ -173,6 +173,14 @@ func TestTrimmedUpdateVerdict(t *testing.T) {
 		writes: 1,
 		check:  func(t *testing.T, d *appsv1.Deployment) { assert.Equal(t, int32(0), *d.Spec.Replicas) },
 	}, {
+		name:    "a field kept as zero, another changed and undone, traced",
+		prepare: func(d *appsv1.Deployment) { d.Spec.Replicas = ptrInt32(0) },
+		hook:    func(d *appsv1.Deployment) { container(d, "nginx").Image = "nginx:1" },
+		mutate:  nginx(0, "nginx:2"),
+		traced:  true,
+		want:    []write.Change{write.Unchanged, write.Unchanged, write.Unchanged},
+		writes:  1,
+	}, {
 		name:   "changed and undone, untraced",
 		hook:   pinReplicas,
 		mutate: nginx(2, "nginx:1"),
