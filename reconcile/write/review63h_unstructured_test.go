@@ -217,3 +217,71 @@ func TestReview63hTracedUnstructuredDeploymentUndoneSettles(t *testing.T) {
 			writes, s.get().GetGeneration())
 	})
 }
+
+// A traced update of an unstructured Deployment with no annotations, that
+// a webhook undoes, changed nothing but the trace context annotation: it
+// is Unchanged (the package doc, Change), as it is for the typed
+// Deployment. keepAnnotation leaves the unstructured copy of the answer an
+// empty annotations map where the cached object has none, which
+// equality.Semantic tells apart in an unstructured object (it does not in
+// a typed one), so the verdict is Updated (a Foo controller would record a
+// Synced event) and the object is not settled: the next reconcile writes
+// the annotation again.
+func TestReview63hTracedUnstructuredUpdateWithoutAnnotationsUndoneIsUnchanged(t *testing.T) {
+	for _, typed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "typed", false: "unstructured"}[typed], func(t *testing.T) {
+			s := newDeploymentServer(t)
+			u := &unstructured.Unstructured{Object: s.obj}
+			u.SetAnnotations(nil)
+			var got []write.Change
+			ctx := reconciletest.Context(t)
+			tp := sdktrace.NewTracerProvider()
+			defer func() { _ = tp.Shutdown(context.Background()) }()
+			run := func(ensure func(ctx context.Context) (write.Change, error), deliver func()) {
+				deliver()
+				for range 2 {
+					rctx, span := tp.Tracer("test").Start(ctx, "reconcile")
+					rctx, _ = tracing.WithWriteMark(rctx)
+					change, err := ensure(rctx)
+					span.End()
+					require.NoError(t, err)
+					got = append(got, change)
+					deliver()
+				}
+			}
+			if typed {
+				inf := cache.NewTypedSharedIndexInformer[*appsv1.Deployment](cache.NewSharedIndexInformer(&cache.ListWatch{}, nil, 0, cache.Indexers{}))
+				require.NoError(t, inf.GetIndexer().Replace(nil, "1"))
+				objects, c := write.New(inf), typedClient{s}
+				run(func(ctx context.Context) (write.Change, error) {
+					_, change, err := objects.Ensure(ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}, nginx(2, "nginx:1"))
+					return change, err
+				}, func() {
+					d, err := c.Get(ctx, "web", metav1.GetOptions{})
+					require.NoError(t, err)
+					require.NoError(t, inf.GetIndexer().Update(d))
+				})
+			} else {
+				inf := cache.NewTypedSharedIndexInformer[*unstructured.Unstructured](cache.NewSharedIndexInformer(&cache.ListWatch{}, nil, 0, cache.Indexers{}))
+				require.NoError(t, inf.GetIndexer().Replace(nil, "1"))
+				objects, c := write.New(inf), unstructuredClient{s}
+				want := &unstructured.Unstructured{}
+				want.SetAPIVersion("apps/v1")
+				want.SetKind("Deployment")
+				want.SetNamespace("ns")
+				want.SetName("web")
+				run(func(ctx context.Context) (write.Change, error) {
+					_, change, err := objects.Ensure(ctx, c, want, func(u *unstructured.Unstructured) error {
+						return unstructured.SetNestedField(u.Object, int64(2), "spec", "replicas")
+					})
+					return change, err
+				}, func() {
+					require.NoError(t, inf.GetIndexer().Update(s.get()))
+				})
+			}
+			assert.Equal(t, []write.Change{write.Unchanged, write.Unchanged}, got, "the webhook undid the change; the second reconcile writes nothing (resourceVersion %s)",
+				s.get().GetResourceVersion())
+			assert.Equal(t, "2", s.get().GetResourceVersion(), "one write of the annotation")
+		})
+	}
+}
