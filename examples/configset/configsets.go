@@ -142,28 +142,34 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 			listed = append(listed, m.Cluster)
 		}
 	}
-	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), c.writeStatus(ctx, cs, targets, listed))
+	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), c.writeStatus(ctx, cs, targets, listed, errs))
 }
 
 // writeStatus writes cs's per-member entries (of listed, those not in
-// targets as Removing), counts and Ready condition in one write, with a
-// Warning event when Ready turns False. It writes nothing while the Fleet
-// has not synced (Results adds the key again once it has) or once it
-// stops: a restart does not flap a status that still holds.
-func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string) error {
+// targets as Removing, with why their removal failed, errs[cluster]),
+// counts (of targets) and Ready condition (over the entries) in one
+// write, with a Warning event when Ready turns False. It writes nothing
+// while the Fleet has not synced (Results adds the key again once it
+// has) or once it stops: a restart does not flap a status that still
+// holds.
+func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string, errs map[string]error) error {
 	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, listed)
 	if ready.Reason == multicluster.ReasonFleetNotSynced || ready.Reason == multicluster.ReasonFleetStopping {
 		return nil
 	}
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {
-		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = members, 0, int32(len(members))
+		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = members, 0, int32(len(targets))
 		for i, m := range members {
 			if !slices.Contains(targets, m.Cluster) && m.Reason != multicluster.ReasonNotHeld {
 				members[i].Ready, members[i].Reason = false, fleetv1alpha1.ReasonRemoving
+				if m.Reason != multicluster.ReasonUnreachable { // it answers: the removal failed
+					members[i].Message = fmt.Sprintf("removal failed: %v", errs[m.Cluster])
+				}
 			} else if m.Ready {
 				cs.Status.ReadyMembers++
 			}
 		}
+		ready.Message = multicluster.Aggregate(cs.Generation, members).Message // a member Removing is not ready either way
 		set(ready, eventTypes[ready.Status])
 		return nil
 	})

@@ -49,7 +49,7 @@ func TestPerMemberStatusNotFrozenByMemberThatHasNotReported(t *testing.T) {
 		multicluster.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	require.NoError(t, err)
 	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
-	p.writeStatus = statuses.write
+	p.writeStatus, p.written = statuses.write, statuses.written
 	web := cacheName("app", "web")
 
 	provider.Set("a", c.config("a"))
