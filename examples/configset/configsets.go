@@ -142,7 +142,7 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 			listed = append(listed, m.Cluster)
 		}
 	}
-	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), c.writeStatus(ctx, cs, targets, listed, errs))
+	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), c.writeStatus(ctx, cs, targets, listed, errs, synced))
 }
 
 // writeStatus writes cs's per-member entries (of listed, those not in
@@ -150,11 +150,16 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 // counts (of targets) and Ready condition (over the entries) in one
 // write, with a Warning event when Ready turns False. It writes nothing
 // while the Fleet has not synced (Results adds the key again once it
-// has) or once it stops: a restart does not flap a status that still
-// holds.
-func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string, errs map[string]error) error {
+// has), nor when it synced during the walk (synced is HasSynced before
+// it: a member the walk found engaging may be ready now, listed Pending
+// with no result; the key runs again), nor once it stops: a restart does
+// not flap a status that still holds.
+func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string, errs map[string]error, synced bool) error {
 	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, listed)
 	if ready.Reason == multicluster.ReasonFleetNotSynced || ready.Reason == multicluster.ReasonFleetStopping {
+		return nil
+	} else if !synced {
+		c.hub.Add(cache.MetaObjectToName(cs))
 		return nil
 	}
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {
