@@ -2,6 +2,7 @@ package multicluster_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,13 +37,28 @@ func TestPerMemberStatusWrittenOnceReportWaitEnds(t *testing.T) {
 	c := newClusters("a", "b")
 	hang := make(chan struct{})
 	// b's API server answers /version but never answers a read of a
-	// ConfigMap.
+	// ConfigMap. The members' reconciles share one worker: b is engaged
+	// once a's first reconcile has started (b's would hold the worker
+	// first, and a never report), and a's read is answered once the
+	// Fleet has synced, so that a reports while b is waited for.
+	aEntered, synced := make(chan struct{}), make(chan struct{})
+	var enterOnce sync.Once
 	newClient := func(ctx context.Context, name string, cfg *rest.Config) (kubernetes.Interface, error) {
 		cl, err := c.newClient(ctx, name, cfg)
-		if err != nil || name != "b" {
+		switch {
+		case err != nil:
 			return cl, err
+		case name == "a":
+			return hangingClient{Interface: cl, hang: synced, enter: func() { enterOnce.Do(func() { close(aEntered) }) }}, nil
+		case name == "b":
+			select {
+			case <-aEntered:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return hangingClient{Interface: cl, hang: hang}, nil
 		}
-		return hangingClient{Interface: cl, hang: hang}, nil
+		return cl, nil
 	}
 	mgmt := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "web"}, Data: map[string]string{"v": "1"}})
 	factory := informers.NewSharedInformerFactory(mgmt, 0)
@@ -68,6 +84,7 @@ func TestPerMemberStatusWrittenOnceReportWaitEnds(t *testing.T) {
 	t.Cleanup(func() { close(hang) }) // runs before the stop
 
 	require.Eventually(t, p.fleet.HasSynced, waitFor, time.Millisecond)
+	close(synced)
 	require.Eventually(t, func() bool { _, ok := p.results.Get(web, "a"); return ok }, waitFor, time.Millisecond, "a reported")
 
 	ok := false
