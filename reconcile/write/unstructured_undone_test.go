@@ -196,7 +196,7 @@ func tracedUndoneWrites[T write.Object](t *testing.T, s *deploymentServer, c wri
 // status counts, every traced reconcile writes a new annotation, which
 // moves the generation on, which the controller records in the status,
 // and so on: the write loop the change meant to end.
-func TestReview63hTracedUnstructuredDeploymentUndoneSettles(t *testing.T) {
+func TestTracedUnstructuredDeploymentUndoneSettles(t *testing.T) {
 	t.Run("typed", func(t *testing.T) {
 		s := newDeploymentServer(t)
 		writes := tracedUndoneWrites[*appsv1.Deployment](t, s, typedClient{s},
@@ -227,7 +227,7 @@ func TestReview63hTracedUnstructuredDeploymentUndoneSettles(t *testing.T) {
 // a typed one), so the verdict is Updated (a Foo controller would record a
 // Synced event) and the object is not settled: the next reconcile writes
 // the annotation again.
-func TestReview63hTracedUnstructuredUpdateWithoutAnnotationsUndoneIsUnchanged(t *testing.T) {
+func TestTracedUnstructuredUpdateWithoutAnnotationsUndoneIsUnchanged(t *testing.T) {
 	for _, typed := range []bool{true, false} {
 		t.Run(map[bool]string{true: "typed", false: "unstructured"}[typed], func(t *testing.T) {
 			s := newDeploymentServer(t)
