@@ -148,8 +148,8 @@
 // copy of the answer, without managedFields) and reported Unchanged; the
 // object's next updates are sent without the annotation while the object
 // (as read by the caller) differs from that answer in nothing but those
-// fields and the status, which an update of the object does not write
-// (another writer's annotation-only update, such as another traced
+// fields and the status, which is not what such an update writes (where
+// the kind has a status subresource, it cannot) (another writer's annotation-only update, such as another traced
 // controller's that the webhook undid, does not count as a change, nor
 // does the status in which a workload's controller records the new
 // generation), so they change nothing and no event follows. An update that
@@ -324,7 +324,7 @@ type Objects[T Object] struct {
 // settledHolds reports whether obj is still as the update whose answer
 // settled is left it: the same incarnation, and the same but for the
 // tracing.Annotation, what the server sets on a write, and the status,
-// which an update of the object does not write (a workload's controller
+// which is not what an update of the object writes (a workload's controller
 // records in it the generation that the annotation moved on). Judged by
 // content, not by version: another writer's annotation-only update
 // (another controller whose update a webhook undid, also traced) moves
@@ -812,14 +812,31 @@ func sameBut[T Object](obj, other T, status bool) bool {
 	cp.SetManagedFields(obj.GetManagedFields())
 	cp.SetGeneration(obj.GetGeneration())
 	if status {
-		// The copy is only compared: it may share obj's status.
-		if to, from := reflect.ValueOf(cp).Elem(), reflect.ValueOf(obj).Elem(); to.Kind() == reflect.Struct {
-			if st := to.FieldByName("Status"); st.IsValid() && st.CanSet() {
-				st.Set(from.FieldByName("Status"))
-			}
-		}
+		sameStatus(obj, cp)
 	}
 	return equality.Semantic.DeepEqual(obj, cp)
+}
+
+// sameStatus gives cp, a copy made to be compared with obj, obj's status
+// (shared: cp is only compared), in a Go field Status or, for an
+// unstructured object, its "status" field.
+func sameStatus[T Object](obj, cp T) {
+	if u, ok := any(cp).(runtime.Unstructured); ok {
+		from, _ := any(obj).(runtime.Unstructured)
+		content := u.UnstructuredContent()
+		if st, ok := from.UnstructuredContent()["status"]; ok {
+			content["status"] = st
+		} else {
+			delete(content, "status")
+		}
+		u.SetUnstructuredContent(content)
+		return
+	}
+	if to, from := reflect.ValueOf(cp).Elem(), reflect.ValueOf(obj).Elem(); to.Kind() == reflect.Struct {
+		if st := to.FieldByName("Status"); st.IsValid() && st.CanSet() {
+			st.Set(from.FieldByName("Status"))
+		}
+	}
 }
 
 // keepAnnotation sets obj's tracing.Annotation to current's, or removes it
@@ -839,6 +856,11 @@ func keepAnnotation[T Object](current, obj T) {
 		ann[tracing.Annotation] = was
 	} else {
 		delete(ann, tracing.Annotation)
+		if len(ann) == 0 && current.GetAnnotations() == nil {
+			// As current has them: an unstructured object tells no
+			// annotations from an empty map.
+			ann = nil
+		}
 	}
 	obj.SetAnnotations(ann)
 }
