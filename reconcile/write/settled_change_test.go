@@ -23,7 +23,7 @@ import (
 // context annotation: a real change, whose event sets off a reconcile
 // that cannot link to the write. The package doc says the settled
 // object's next updates "change nothing and no event follows".
-func TestReview63iSettledObjectsNextRealChangeCarriesItsTraceContext(t *testing.T) {
+func TestSettledObjectsNextRealChangeCarriesItsTraceContext(t *testing.T) {
 	e := newEnv(t)
 	ctx := reconciletest.Context(t)
 	stored := settings()

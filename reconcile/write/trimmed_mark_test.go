@@ -24,7 +24,7 @@ import (
 // them sends a request when nothing differs"; the trace context's
 // annotation "is never compared (the mutated copy keeps the cached
 // object's value, also where mutate replaces all the annotations)".
-func TestReview63iTrimmedMutateReplacingAnnotationsSendsNothing(t *testing.T) {
+func TestTrimmedMutateReplacingAnnotationsSendsNothing(t *testing.T) {
 	e := newDeploymentEnvKeeping(t, "metadata.annotations")
 	ctx := reconciletest.Context(t)
 	require.Equal(t, "a", e.server(t).Annotations["team"])
@@ -51,7 +51,7 @@ func TestReview63iTrimmedMutateReplacingAnnotationsSendsNothing(t *testing.T) {
 // wrote (tracing.MarkWrite), so the spans an option drops for reconciles
 // that wrote nothing are kept, and the first writes the annotation: a new
 // version and an event for a reconcile that had nothing to do.
-func TestReview63iTrimmedMutateReplacingAnnotationsTracedWritesNothing(t *testing.T) {
+func TestTrimmedMutateReplacingAnnotationsTracedWritesNothing(t *testing.T) {
 	e := newDeploymentEnvKeeping(t, "metadata.annotations")
 	ctx := reconciletest.Context(t)
 	tp := sdktrace.NewTracerProvider()
