@@ -22,14 +22,11 @@ func (f *syncingFleet) ifHeld(_ string, fn func()) bool { fn(); return true }
 // The per-member hub reconcile of docs/multicluster.md (reconcileSource
 // in example_status_test.go) asks Reported, then Status, and writes
 // unless Reported is false or the reason is FleetNotSynced. At a restart,
-// Reported asked before the Fleet's first sync is true (nothing is
-// waited for yet); if the Fleet syncs before Status is asked, Status is
-// no longer FleetNotSynced and lists a and b, ready at that first sync
-// with no result yet, Pending: the reconcile writes over the status from
-// before the restart (2 entries) the flap Reported exists to prevent.
-// The hub-centric shape got Status asked before the walk for this; the
-// per-member shape has no such guard (Reported does not say whether the
-// Fleet had synced, nor does Status whether the wait had started).
+// if the Fleet syncs between the two, Status is no longer FleetNotSynced
+// and lists a and b, ready at that first sync with no result yet,
+// Pending, over the status from before the restart (2 entries): so
+// Reported is false until Results has seen the sync, which adds the key
+// again.
 func TestPerMemberPatternWritesPendingWhenFleetSyncsBetweenReportedAndStatus(t *testing.T) {
 	f := &syncingFleet{}
 	r := &Results[string, string]{fleet: f, q: nopQueue{}, byHub: map[string]map[string]MemberResult[string]{}, byName: map[string]map[string]struct{}{}, waiting: map[string]struct{}{}}

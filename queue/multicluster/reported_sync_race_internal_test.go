@@ -39,14 +39,10 @@ func (nopQueue) AddAfter(string, time.Duration)      {}
 
 type nopQueue struct{}
 
-// Results.Reported: "A member that joins, or becomes ready, after the
-// first sync is never waited for ..., nor is one that went not ready and
-// came back". The members waited for are read from the Fleet in
-// fleetSynced without the Fleet's lock, and only stored (r.restarted) after:
-// a member that goes not ready between the two (Fleet.disengage calls
-// lockedNotReady, which deletes it from the restarted set still empty)
-// is stored as ready at the first sync, and once ready again it is waited
-// for, up to the two minutes, as if it had been ready since.
+// Results.Reported never waits for a member that went not ready and came
+// back, also when it went not ready while the first sync read which
+// members are ready (Fleet.disengage calls lockedNotReady then): it is
+// not a member ready since the first sync.
 func TestReportedDoesNotWaitForMemberNotReadyDuringFirstSync(t *testing.T) {
 	f := &raceFleet{}
 	r := &Results[string, string]{fleet: f, q: nopQueue{}, byHub: map[string]map[string]MemberResult[string]{}, byName: map[string]map[string]struct{}{}, waiting: map[string]struct{}{}}
