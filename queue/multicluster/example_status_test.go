@@ -165,7 +165,11 @@ func (p *propagator) reconcileEverywhere(ctx context.Context, key cache.ObjectNa
 		p.results.Set(key, cluster, result(src, version, err))
 		return err
 	})
-	members, ready := p.results.Status(key, src.Generation, p.fleet.Members())
+	clusters := p.fleet.Members()
+	if !p.results.Reported(key, clusters, p.written(src)) {
+		return reconcile.Result{}, multicluster.Failed(errs) // a restart: a member the walk found engaging has not reported yet
+	}
+	members, ready := p.results.Status(key, src.Generation, clusters)
 	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), p.writeStatus(ctx, src, members, ready))
 }
 

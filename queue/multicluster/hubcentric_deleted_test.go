@@ -61,7 +61,7 @@ func TestHubCentricShapeForgetsADeletedSource(t *testing.T) {
 	require.NoError(t, p.hub.Watch(queue.On(sources.TypedInformer(), informer.EnqueueHandler[*corev1.ConfigMap](p.hub)),
 		multicluster.OnMembers(p.fleet, p.hub, func(multicluster.MemberChange) []cache.ObjectName { return p.allSources() })))
 	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
-	p.writeStatus = statuses.write
+	p.writeStatus, p.written = statuses.write, statuses.written
 	queuetest.StartFleet(t, p.fleet, []queuetest.Controller{p.hub}, operator.WithInformers(factory))
 
 	web := cache.ObjectName{Namespace: "app", Name: "web"}

@@ -120,9 +120,14 @@ type Results[K comparable, V any] struct {
 	// stop, which stops waitEnd. Guarded by mu.
 	restarted      map[string]struct{}
 	restartedUntil time.Time
-	heldBack       map[K]struct{}
-	waitEnd        *time.Timer
-	stopped        bool
+	// syncing is set while fleetSynced reads which members are ready;
+	// wentNotReady holds the members that went not ready meanwhile, left
+	// out of restarted. Guarded by mu.
+	syncing      bool
+	wentNotReady map[string]struct{}
+	heldBack     map[K]struct{}
+	waitEnd      *time.Timer
+	stopped      bool
 }
 
 // reportWait bounds how long after the Fleet's first sync Reported waits
@@ -175,6 +180,9 @@ func NewResults[V any, T any, K comparable](f *Fleet[T], q queue.Enqueuer[K]) (*
 // Fleet had not synced, and starts Reported's wait for the members ready
 // then.
 func (r *Results[K, V]) fleetSynced() {
+	r.mu.Lock()
+	r.syncing, r.wentNotReady = true, map[string]struct{}{}
+	r.mu.Unlock()
 	restarted := map[string]struct{}{}
 	for _, name := range r.fleet.Members() {
 		if st, held := r.fleet.Status(name); held && st.Ready {
@@ -182,6 +190,10 @@ func (r *Results[K, V]) fleetSynced() {
 		}
 	}
 	r.mu.Lock()
+	for name := range r.wentNotReady {
+		delete(restarted, name) // read ready, then not: not ready since
+	}
+	r.syncing, r.wentNotReady = false, nil
 	r.synced = true
 	if len(restarted) > 0 && !r.stopped {
 		r.restarted, r.restartedUntil = restarted, time.Now().Add(reportWait)
@@ -203,6 +215,9 @@ func (r *Results[K, V]) endWait() {
 	hubs := r.heldBack
 	r.restarted, r.heldBack, r.waitEnd = nil, nil, nil
 	r.mu.Unlock()
+	if r.fleet.isStopping() {
+		return // its stop hook may not have run yet
+	}
 	for hub := range hubs {
 		r.q.Add(hub)
 	}
@@ -226,6 +241,9 @@ func (r *Results[K, V]) lockedNotReady(cluster string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.restarted, cluster)
+	if r.syncing {
+		r.wentNotReady[cluster] = struct{}{}
+	}
 }
 
 // isStopping is fleetView's.
@@ -322,31 +340,44 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 // Reported reports whether the hub reconcile of hub may write its status
 // over clusters, or should write nothing and keep the entries written
 // before; written is the number of member entries in the status the hub
-// object holds now (len(obj.Status.Members)). The results live in this process,
-// so after a restart of the operator Status lists every ready member
-// Pending ("no result yet") until its first reconcile reports, although
-// the status the hub object holds from before the restart may still be
-// true. Reported is false only while all of these hold: written is not
-// 0 (a status with no entries, that of a hub object created since, has
-// nothing to keep), some member of clusters that was ready when the
-// Fleet first synced (the members this process found at its start) has
-// been ready since and has no result for hub kept yet, not two minutes
-// have passed since that sync, and every member of clusters is ready (a
-// member not ready, not held or refused is a change to write at once:
-// Status lists it Unreachable or NotHeld). A member that joins, or
-// becomes ready, after the first sync is never waited for (Status lists
-// it Pending until it reports), nor is one that went not ready and came
-// back, or left and came back. The first Set of each member adds the hub
-// key again, and so does the end of the two minutes for every hub key
-// Reported answered false for: a reconcile that wrote nothing because
-// Reported was false runs again once it may write, with nothing of its
-// own to re-queue it. (The end of the wait adds nothing once the Fleet
-// has started to stop.)
+// object holds now (len(obj.Status.Members)). The results live in this
+// process, so after a restart of the operator Status lists every ready
+// member Pending ("no result yet") until its first reconcile reports,
+// although the status the hub object holds from before the restart may
+// still be true. Ask it before Status, in the per-member shape and, after
+// its walk, in the hub-centric one (whose walk may have found a member
+// still engaging that is ready by then). It is true when written is 0 (a
+// status with no entries, that of a hub object created since, has nothing
+// to keep). Otherwise it is false before the Fleet's first sync (the hub
+// key is added again when it syncs, as for a Status asked then: Status
+// may find the Fleet synced a moment later and list Pending the members
+// ready then), and after it while all of these hold: some member of
+// clusters that was ready when the Fleet first synced (the members this
+// process found at its start) has been ready since and has no result for
+// hub kept yet, not two minutes have passed since that sync, and every
+// member of clusters is ready (a member not ready, not held or refused is
+// a change to write at once: Status lists it Unreachable or NotHeld). A
+// member that joins, or becomes ready, after the first sync is never
+// waited for (Status lists it Pending until it reports), nor is one that
+// went not ready and came back, or left and came back. The first Set of
+// each member adds the hub key again, and so does the end of the two
+// minutes for every hub key Reported answered false for: a reconcile that
+// wrote nothing because Reported was false runs again once it may write,
+// with nothing of its own to re-queue it. (The end of the wait adds
+// nothing once the Fleet has started to stop.)
 func (r *Results[K, V]) Reported(hub K, clusters []string, written int) bool {
 	if written == 0 {
 		return true
 	}
 	r.mu.Lock()
+	if !r.synced {
+		// Status may find the Fleet synced by the time it is asked, and
+		// list Pending the members ready then: wait for the sync, which
+		// adds the key again.
+		r.waiting[hub] = struct{}{}
+		r.mu.Unlock()
+		return false
+	}
 	var waitFor []string
 	if len(r.restarted) > 0 && time.Now().Before(r.restartedUntil) {
 		for _, name := range clusters {
