@@ -16,15 +16,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
 )
 
-// review63j: a mutate that sets a list whose order carries no meaning in
-// an order that varies (built from a Go map, as finalizers or env vars
-// often are), on an object whose webhook normalizes the list (here: pins
-// it to the stored order). Untraced, no update writes anything. Before
-// fix63j, traced, the first wrote the annotation and the object settled.
-// Now each update whose list comes out in another order than the last
-// is "another change" (its JSON merge patch differs), carries its
-// annotation, and its event sets off the next reconcile: the same change
-// in substance writes the object again and again.
+// A mutate that sets a list whose order carries no meaning in an order
+// that varies (built from a Go map, as finalizers or env vars often
+// are), on an object whose webhook normalizes the list. Untraced, no
+// update writes anything; traced, the first writes the annotation and
+// the object settles, whatever order the next updates send.
 func TestTracedListOrderUndoneByAWebhookSettles(t *testing.T) {
 	e := newEnv(t)
 	ctx := reconciletest.Context(t)

@@ -17,16 +17,13 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
-// review63j: one Objects (one controller) writes a shared object from the
-// reconciles of two keys (two owners that each own one key of a shared
-// ConfigMap, as a controller whose objects each register themselves in
-// one ConfigMap), and a mutating webhook undoes both changes. Untraced,
-// no update writes anything. Before fix63j, traced, each wrote the
-// annotation once and then settled. Now the object remembers one
-// settled change only: the other owner's update makes another change,
-// so it carries its annotation, a new version, whose event sets off the
-// first owner's reconcile, whose change is not the remembered one
-// either: the two reconciles write the object for ever.
+// One Objects (one controller) writes a shared object from the reconciles
+// of two keys (two owners that each own one key of a shared ConfigMap),
+// and a mutating webhook undoes both changes. Untraced, no update writes
+// anything; traced, the first writes the annotation and the object
+// settles: the other owner's update, another change, goes without it
+// too, else each owner's annotation would set off the other's reconcile
+// for ever.
 func TestTracedSharedObjectTwoChangesUndoneByAWebhookSettle(t *testing.T) {
 	e := newEnv(t)
 	ctx := reconciletest.Context(t)
