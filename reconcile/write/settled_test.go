@@ -28,7 +28,7 @@ func TestSettledObjectsAreSwept(t *testing.T) {
 			// The cache shows the even ones as settled; the odd ones are gone.
 			require.NoError(t, inf.GetIndexer().Add(obj))
 		}
-		o.settle(cache.MetaObjectToName(obj), obj, []byte(`{}`))
+		o.settle(cache.MetaObjectToName(obj), obj)
 	}
 	o.mu.Lock()
 	gone := 0

@@ -15,15 +15,11 @@ import (
 	"github.com/ctrlkit/ctrlkit/reconcile/write"
 )
 
-// review63i: a mutate that sets the annotations it owns whole (the map it
-// wants, already on the object) on an object of a trimmed informer that
-// keeps the annotations changes nothing, yet the copy lacks the trimmed
-// mark (informer.TrimmedAnnotation), which is compared like any other
-// annotation (keepAnnotation keeps only the trace context's): every
-// reconcile sends a patch that changes nothing. The package doc: "None of
-// them sends a request when nothing differs"; the trace context's
-// annotation "is never compared (the mutated copy keeps the cached
-// object's value, also where mutate replaces all the annotations)".
+// A mutate that sets the annotations it owns whole (the map it wants,
+// already on the object) on an object of a trimmed informer that keeps
+// the annotations changes nothing, though the copy lacks the trimmed mark
+// (informer.TrimmedAnnotation): the mark is never compared, as the trace
+// context's annotation is not, so nothing is sent.
 func TestTrimmedMutateReplacingAnnotationsSendsNothing(t *testing.T) {
 	e := newDeploymentEnvKeeping(t, "metadata.annotations")
 	ctx := reconciletest.Context(t)

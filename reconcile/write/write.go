@@ -145,19 +145,22 @@
 // before it in nothing but the annotation and what the server sets on a
 // write (the resourceVersion, the managedFields, the generation, which a
 // Deployment's annotations move on too), is remembered for the object (a
-// copy of the answer, without managedFields, and the change the update
-// made) and reported Unchanged. The object's next updates that make the
-// same change are sent without the annotation while the object (as read
-// by the caller) differs from that answer in nothing but those fields and
-// the status, which is not what such an update writes (another writer's
-// annotation-only update, such as another traced controller's that the
-// webhook undid, does not count as a change, nor does the status in which
-// a workload's controller records the new generation), so they change
-// nothing and no event follows. An update that makes another change
-// carries the annotation, as one that changes the object forgets the
-// entry; Forget drops it too, and entries of objects the cache shows
-// changed or gone are swept as the other per-object entries are. The loop
-// thus ends after one write per writer where untraced it ends after none.
+// copy of the answer, without managedFields) and reported Unchanged. The
+// object's next updates are sent without the annotation while the object
+// (as read by the caller) differs from that answer in nothing but those
+// fields and the status, which is not what such an update writes
+// (another writer's annotation-only update, such as another traced
+// controller's that the webhook undid, does not count as a change, nor
+// does the status in which a workload's controller records the new
+// generation), whatever they change: most likely they change nothing,
+// and no event follows. An update so sent that does change the object (a
+// change the webhook lets through) still carries the traceparent header,
+// but the reconcile its event sets off has no link to it; it forgets the
+// entry, as any update that changes the object does, so the next update
+// carries the annotation again. Forget drops the entry too, and entries
+// of objects the cache shows changed or gone are swept as the other
+// per-object entries are. The loop thus ends after one write per writer
+// where untraced it ends after none.
 //
 // The answer to the patch of a trimmed object is the whole object, while
 // the object the patch was made from is the trimmed copy. The answer is
@@ -183,7 +186,6 @@
 package write
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -194,7 +196,6 @@ import (
 	"sync"
 	"time"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -317,46 +318,11 @@ type Objects[T Object] struct {
 	// or with only the tracing.Annotation changed: a webhook or defaulting
 	// undid the rest), without managedFields; for a trimmed object, what
 	// of the answer the controller could see or set (trimmedAnswer), to
-	// be compared with the cache's trimmed copies; and the change that
-	// update made to the object it read. The object's next updates that
-	// make the same change carry no trace context annotation while the
-	// object differs from that answer in nothing but the annotation (see
-	// settledHolds).
-	settled        map[cache.ObjectName]settledUpdate[T]
+	// be compared with the cache's trimmed copies. The object's next
+	// updates carry no trace context annotation while it differs from
+	// that answer in nothing but the annotation (see settledHolds).
+	settled        map[cache.ObjectName]T
 	settledSweepAt int
-}
-
-// settledUpdate is an update that changed nothing the controller owns:
-// the API server's answer (or what of it the controller could see), and
-// the change it made to the object it read (see changeOf).
-type settledUpdate[T Object] struct {
-	answer T
-	change []byte
-}
-
-// changeOf returns the change mutate made to current, making obj, but for
-// the trace context annotation, as a JSON merge patch (its keys in a fixed
-// order, so that equal changes have equal bytes), or nil if it cannot be
-// encoded.
-func changeOf[T Object](current, obj T) []byte {
-	cp, ok := obj.DeepCopyObject().(T)
-	if !ok {
-		return nil
-	}
-	keepAnnotation(current, cp)
-	before, err := json.Marshal(current)
-	if err != nil {
-		return nil
-	}
-	after, err := json.Marshal(cp)
-	if err != nil {
-		return nil
-	}
-	patch, err := jsonpatch.CreateMergePatch(before, after)
-	if err != nil {
-		return nil
-	}
-	return patch
 }
 
 // settledHolds reports whether obj is still as the update whose answer
@@ -419,7 +385,7 @@ func New[T Object](inf cache.TypedSharedIndexInformer[T], opts ...Option) *Objec
 	}
 	return &Objects[T]{indexer: inf.GetIndexer(), cfg: cfg, pending: map[cache.ObjectName]written{}, sweepAt: minSweep,
 		applied: map[appliedKey]appliedConfig{}, appliedSweepAt: minSweep,
-		settled: map[cache.ObjectName]settledUpdate[T]{}, settledSweepAt: minSweep}
+		settled: map[cache.ObjectName]T{}, settledSweepAt: minSweep}
 }
 
 // Get returns the cached object named name and whether the cache holds one.
@@ -736,14 +702,16 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 	if equality.Semantic.DeepEqual(current, obj) {
 		return current, Unchanged, nil
 	}
-	if w.patch != nil && !o.isSettled(name, current, obj) {
+	if w.patch != nil && !o.isSettled(name, current) {
 		// A write of the object itself, sent anyway: it carries the trace
 		// context of the reconcile (a status write cannot), unless the
-		// last update of the object sent the same, changed nothing the
-		// controller owns, and the object has not changed since: then
-		// the annotation would be all this write changes, a new version
+		// last update of the object changed nothing the controller owns
+		// and the object has not changed since: then the annotation
+		// would most likely be all this write changes, a new version
 		// whose event sets off the next reconcile, which would write
-		// again.
+		// again. (Whatever this write changes: a mutate whose result
+		// varies, a list in another order, or several writers' changes
+		// to one object would otherwise each count as new.)
 		tracing.SetAnnotation(ctx, obj)
 	}
 	var updated T
@@ -796,7 +764,7 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 		if seen == updated {
 			seen, _ = updated.DeepCopyObject().(T) // updated is the caller's
 		}
-		o.settle(name, seen, changeOf(current, obj))
+		o.settle(name, seen)
 		return updated, Unchanged, nil
 	}
 	o.unsettle(name)
@@ -804,24 +772,19 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 }
 
 // isSettled reports whether the last update of name changed nothing the
-// controller owns, current is still as it left it, and obj, what mutate
-// made of current now, makes the same change to it: a different change
-// may be kept, and its write carries the trace context.
-func (o *Objects[T]) isSettled(name cache.ObjectName, current, obj T) bool {
+// controller owns and current is still as it left it.
+func (o *Objects[T]) isSettled(name cache.ObjectName, current T) bool {
 	o.mu.Lock()
 	s, ok := o.settled[name]
 	o.mu.Unlock()
-	if !ok || !settledHolds(s.answer, current) || s.change == nil {
-		return false
-	}
-	return bytes.Equal(changeOf(current, obj), s.change)
+	// s is never changed once kept: it is compared outside the lock.
+	return ok && settledHolds(s, current)
 }
 
-// settle remembers that an update of name, which made change and was
-// answered with answer, changed nothing the controller owns. answer is a
-// copy of the answer (or of what of it a trimmed object's cache shows)
-// that settle may keep and change.
-func (o *Objects[T]) settle(name cache.ObjectName, answer T, change []byte) {
+// settle remembers that an update of name, answered with answer, changed
+// nothing the controller owns. answer is a copy of the answer (or of what
+// of it a trimmed object's cache shows) that settle may keep and change.
+func (o *Objects[T]) settle(name cache.ObjectName, answer T) {
 	var zero T
 	if answer == zero {
 		return
@@ -829,7 +792,7 @@ func (o *Objects[T]) settle(name cache.ObjectName, answer T, change []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	answer.SetManagedFields(nil) // never compared: not kept
-	o.settled[name] = settledUpdate[T]{answer: answer, change: change}
+	o.settled[name] = answer
 	o.sweepLocked()
 }
 
@@ -1097,7 +1060,7 @@ func (o *Objects[T]) sweepLocked() {
 			if _, behind := o.pending[name]; behind {
 				continue // the cache may not show the settled version yet
 			}
-			if cached, found, _, err := o.cached(name); err == nil && (!found || !settledHolds(s.answer, cached)) {
+			if cached, found, _, err := o.cached(name); err == nil && (!found || !settledHolds(s, cached)) {
 				delete(o.settled, name)
 			}
 		}
