@@ -104,11 +104,9 @@ func (g *gatedWatch) ResultChan() <-chan watch.Event { return g.out }
 // not delivered yet: Ensure answers ErrStaleCache and configset sets no
 // result for east ("retried at once, no result"). Status then lists
 // east, ready at the first sync with no result yet, Pending, and
-// configset writes it: Ready True -> False (MembersNotReady, a Warning)
-// -> True once the retry reports. docs/multicluster.md has the
-// hub-centric shape ask Results.Reported after its walk, before Status,
-// for exactly this (a member ready with no result after the walk, a flap
-// at a restart); examples/configset does not ask it.
+// configset would write it: Ready True -> False (MembersNotReady, a
+// Warning) -> True once the retry reports. Results.Reported, asked after
+// the walk, holds the write back until east reports.
 func TestRestartKeepsReadyStatusWhenAMemberWriteMeetsAStaleCache(t *testing.T) {
 	ctx := context.Background()
 	east := fake.NewClientset()
@@ -152,6 +150,8 @@ func TestRestartKeepsReadyStatusWhenAMemberWriteMeetsAStaleCache(t *testing.T) {
 			if err != nil {
 				t.Errorf("editing east: %v", err)
 			}
+			// The informer catches up a moment later (the test passes without
+			// making the race if the status is written after that).
 			time.AfterFunc(500*time.Millisecond, open)
 		})
 		return false, nil, nil
