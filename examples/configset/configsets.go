@@ -155,7 +155,8 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 // still holds.
 func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string, errs map[string]error, synced bool) error {
 	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, listed)
-	if !synced || ready.Reason == multicluster.ReasonFleetStopping {
+	// After a restart, a member ready then that has not reported yet waits (Reported).
+	if !synced || ready.Reason == multicluster.ReasonFleetStopping || !c.results.Reported(cache.MetaObjectToName(cs), listed, len(cs.Status.Members)) {
 		return nil
 	}
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {
