@@ -14,11 +14,8 @@ import (
 // A trimmed Deployment scaled to zero (the cache keeps spec.replicas: 0);
 // the controller hands the replicas over (an autoscaler takes them) by
 // clearing them, and the API server defaults them to 1: the Deployment
-// scales from 0 to 1, a change of a field the cache keeps and shows. The
-// package doc says a change the server keeps is Updated, and that only a
-// field both copies show as a zero value is not judged; here mutate's
-// result does not have the field at all, yet the answer's 1 is taken as
-// the cache's 0 and the update is reported Unchanged (and settled).
+// scales from 0 to 1, a change of a field the cache keeps and shows, and
+// the update is Updated.
 func TestTrimmedClearedFieldDefaultedByTheServerIsUpdated(t *testing.T) {
 	e := newDeploymentEnv(t)
 	ctx := reconciletest.Context(t)

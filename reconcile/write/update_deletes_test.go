@@ -18,9 +18,7 @@ import (
 // Update (or Ensure), the usual end of a finalizer: the API server deletes
 // the object and answers, as kube-apiserver does, with its last state at
 // the version it had (see TestWriteThatDeletes). The write deleted the
-// object, yet it is reported Unchanged, which the Change doc keeps for "the
-// object already was as wanted" or a change a webhook undid, and the
-// answer is remembered as settled.
+// object: it is Updated, not Unchanged, and not remembered as settled.
 func TestUpdateThatTakesTheLastFinalizerOffIsNotUnchanged(t *testing.T) {
 	ctx := reconciletest.Context(t)
 	e := newEnv(t)
