@@ -155,14 +155,15 @@ func setsList(v any) bool {
 // keep it.
 func trimmedAnswer[T Object](current, obj, answer T) (T, error) {
 	var zero T
-	var shapes [2]any
+	var shapes, values [2]any
 	for i, o := range []T{current, obj} {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
 			return zero, err
 		}
-		shapes[i] = shapeOf(u)
+		shapes[i], values[i] = shapeOf(u), u
 	}
+	shapes[0] = judgeCleared(shapes[0], values[1])
 	shape := unionShape(unionShape(shapes[0], shapes[1]), identityShape())
 	whole, err := runtime.DefaultUnstructuredConverter.ToUnstructured(answer)
 	if err != nil {
@@ -209,6 +210,28 @@ func identityShape() map[string]any {
 // Go type has no omitempty, where the informer did not keep the field.
 // What the answer has there is not judged: it is taken as that zero value.
 type zeroShape struct{ zero any }
+
+// judgeCleared returns shape, current's, with its zero values that are
+// not null (0, "", false) judged where obj, mutate's result, has null or
+// nothing: mutate cleared a field the cache shows (a pointer to 0 set to
+// nil), and what the server makes of it (a default) is a change. A field
+// null in both stays unjudged.
+func judgeCleared(shape, obj any) any {
+	switch s := shape.(type) {
+	case zeroShape:
+		if s.zero != nil && obj == nil {
+			return nil
+		}
+	case map[string]any:
+		om, _ := obj.(map[string]any)
+		out := make(map[string]any, len(s))
+		for k, e := range s {
+			out[k] = judgeCleared(e, om[k])
+		}
+		return out
+	}
+	return shape
+}
 
 // shapeOf returns the shape of v, an unstructured value: a map of the
 // shapes of its fields, a list of the one shape that all its items have

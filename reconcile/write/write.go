@@ -170,7 +170,8 @@
 // item has), with the identity, the trace context annotation and the mark
 // the informer keeps; a field both show as a zero value (as a Go type
 // without omitempty shows a field the informer did not keep) is taken as
-// that value, not judged. So the same holds for trimmed objects, and a
+// that value, not judged, unless mutate cleared it (a pointer to 0 set to
+// nil: what the server then makes of it is judged). So the same holds for trimmed objects, and a
 // change the server keeps is Updated. A field the server sets on that
 // write (a default, a webhook's addition) counts as a change where the
 // trimmed copy or mutate's result has that field other than zero, on any
@@ -739,6 +740,13 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 		}
 	}
 	v := updated.GetResourceVersion()
+	if deletedBy(updated) {
+		// The update took the last finalizer off an object being
+		// deleted: the API server deleted it, and answered with it at
+		// the version it had.
+		o.unsettle(name)
+		return updated, Updated, nil
+	}
 	if w.patch == nil {
 		if v != "" && v == current.GetResourceVersion() {
 			return updated, Unchanged, nil // a webhook undid the change
@@ -801,6 +809,13 @@ func (o *Objects[T]) unsettle(name cache.ObjectName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.settled, name)
+}
+
+// deletedBy reports whether answer, the API server's answer to a write,
+// says the write deleted the object: it was being deleted and has no
+// finalizer left.
+func deletedBy(answer metav1.Object) bool {
+	return answer.GetDeletionTimestamp() != nil && len(answer.GetFinalizers()) == 0
 }
 
 // onlyAnnotationDiffers reports whether answer, the API server's answer to
@@ -1003,7 +1018,7 @@ func (o *Objects[T]) remember(name cache.ObjectName, before string, obj T) {
 	v := obj.GetResourceVersion()
 	// A write that leaves an object being deleted without finalizers
 	// deleted it; the API server answers with the version before that.
-	gone := obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0
+	gone := deletedBy(obj)
 	if v == "" || v == before && !gone {
 		return // nothing to compare the cache with, or nothing changed
 	}
