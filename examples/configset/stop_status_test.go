@@ -56,7 +56,7 @@ func TestStopDoesNotFlapReadyStatus(t *testing.T) {
 	factory := externalversions.NewSharedInformerFactory(w.mgmt, 0)
 	c, err := newConfigSets(w.mgmt, factory.Fleet().V1alpha1().ConfigSets(), w.events, &w.report,
 		[]multicluster.Option{multicluster.WithClients(w.client), multicluster.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond),
-			multicluster.WithProbeInterval(100 * time.Millisecond)})
+			multicluster.WithProbeInterval(time.Second)})
 	require.NoError(t, err)
 	_, runCtx := ktesting.NewTestContext(t)
 	runCtx, cancel := context.WithCancel(runCtx)

@@ -45,7 +45,7 @@ func TestFinalizerRemovedBeforeFleetSynced(t *testing.T) {
 	factory := externalversions.NewSharedInformerFactory(w.mgmt, 0)
 	c, err := newConfigSets(w.mgmt, factory.Fleet().V1alpha1().ConfigSets(), w.events, &w.report,
 		[]multicluster.Option{multicluster.WithClients(w.client), multicluster.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond),
-			multicluster.WithProbeInterval(20 * time.Millisecond)})
+			multicluster.WithProbeInterval(time.Second)})
 	require.NoError(t, err)
 	go func() {
 		// The kubeconfig Secrets are listed once the ConfigSet's cleanup
