@@ -19,13 +19,14 @@
 // to events.k8s.io/v1 instead, through client-go's tools/events, behind the
 // same recorder interface.
 //
-// Events are written in the background. On the core/v1 API, an event the
-// API server refuses for a reason that may pass (denied while it restarts
-// and fills its authorization caches, throttled, unavailable, timed out,
-// an internal error) is tried again as client-go's recorder tries an
-// unreachable server again: at most 12 times, about 10 s apart, each
-// failure logged; an event refused for good (invalid) is dropped at once,
-// logged. A recorder without RBAC for events so logs each event 12 times.
+// Events are written in the background. An event the API server refuses
+// for a reason that may pass (denied while it restarts and fills its
+// authorization caches, throttled, unavailable, timed out, an internal
+// error) is tried again as client-go's recorders try an unreachable server
+// again: at most 12 times, about 10 s apart, each failure logged; an event
+// refused for good (invalid) is dropped at once, logged. A recorder
+// without RBAC for events so logs each event 12 times. This holds for
+// both APIs.
 //
 // # RBAC
 //
@@ -46,6 +47,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -326,7 +328,7 @@ func (r *recorder) dropped(object runtime.Object, eventtype, reason string) bool
 // newEventsAPIRecorder is NewRecorder through events.k8s.io/v1.
 func newEventsAPIRecorder(ctx context.Context, client kubernetes.Interface, component string, scheme *runtime.Scheme, verbosity klog.Level) (record.EventRecorderLogger, error) {
 	logger := klog.FromContext(ctx)
-	broadcaster := toolsevents.NewBroadcaster(&toolsevents.EventSinkImpl{Interface: client.EventsV1()})
+	broadcaster := toolsevents.NewBroadcaster(retryingEventsSink{&toolsevents.EventSinkImpl{Interface: client.EventsV1()}})
 	stopLogging, err := broadcaster.StartLogging(logger.V(int(verbosity)))
 	if err != nil {
 		broadcaster.Shutdown()
@@ -390,6 +392,26 @@ func (s retryingSink) Update(e *corev1.Event) (*corev1.Event, error) {
 
 func (s retryingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 	got, err := s.EventSink.Patch(e, data)
+	return got, mayPass(err)
+}
+
+// retryingEventsSink is retryingSink for the events.k8s.io API, whose
+// recorder (client-go's tools/events) drops and retries as the core one
+// does.
+type retryingEventsSink struct{ toolsevents.EventSink }
+
+func (s retryingEventsSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	got, err := s.EventSink.Create(ctx, e)
+	return got, mayPass(err)
+}
+
+func (s retryingEventsSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	got, err := s.EventSink.Update(ctx, e)
+	return got, mayPass(err)
+}
+
+func (s retryingEventsSink) Patch(ctx context.Context, e *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
+	got, err := s.EventSink.Patch(ctx, e, data)
 	return got, mayPass(err)
 }
 

@@ -27,45 +27,76 @@ import (
 // once it answers; one refused for good (invalid) is dropped at once.
 func TestEventRefusedForNowIsRetried(t *testing.T) {
 	eventsResource := schema.GroupResource{Resource: "events"}
-	for _, tc := range []struct {
-		name      string
-		refusal   error
-		delivered bool
+	for _, api := range []struct {
+		name     string
+		resource string // the resource the reactor refuses, "events" of this group
+		group    string
+		opts     []events.Option
 	}{
-		{"forbidden while the API server starts", apierrors.NewForbidden(eventsResource, "", nil), true},
-		{"invalid", apierrors.NewBadRequest("malformed"), false},
+		{"core/v1", "events", "", nil},
+		{"events.k8s.io/v1", "events", "events.k8s.io", []events.Option{events.WithEventsAPI()}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ignore := goleak.IgnoreCurrent()
-			ctx, cancel, _ := testContext(t)
-			defer cancel()
-			client := fake.NewClientset()
-			var refused atomic.Int32
-			client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
-				if refused.Add(1) == 1 {
-					return true, nil, tc.refusal
+		for _, tc := range []struct {
+			name      string
+			refusal   error
+			delivered bool
+		}{
+			{"forbidden while the API server starts", apierrors.NewForbidden(eventsResource, "", nil), true},
+			{"invalid", apierrors.NewBadRequest("malformed"), false},
+		} {
+			t.Run(api.name+"/"+tc.name, func(t *testing.T) {
+				ignore := goleak.IgnoreCurrent()
+				ctx, cancel, _ := testContext(t)
+				defer cancel()
+				client := fake.NewClientset()
+				var refused atomic.Int32
+				client.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					if a.GetResource().Group != api.group {
+						return false, nil, nil
+					}
+					if refused.Add(1) == 1 {
+						return true, nil, tc.refusal
+					}
+					return false, nil, nil
+				})
+				rec, err := events.NewRecorder(ctx, client, "c", append(api.opts, events.WithAddToScheme(addWidget))...)
+				require.NoError(t, err)
+				reasons := func() []string { return storedReasons(t, client, api.group) }
+				rec.Event(newWidget("w1"), corev1.EventTypeWarning, "Refused", "first refused")
+				if tc.delivered {
+					// client-go's recorders wait about 10 s before they try again.
+					require.Eventually(t, func() bool { return len(reasons()) == 1 }, 30*time.Second, 10*time.Millisecond,
+						"the event refused for now never reached the API server")
+					assert.Equal(t, []string{"Refused"}, reasons())
+				} else {
+					require.Eventually(t, func() bool { return refused.Load() == 1 }, waitFor, tick)
+					rec.Event(newWidget("w1"), corev1.EventTypeNormal, "Next", "delivered")
+					require.Eventually(t, func() bool { return len(reasons()) == 1 }, waitFor, tick)
+					assert.Equal(t, []string{"Next"}, reasons(), "an invalid event was retried")
+					assert.EqualValues(t, 2, refused.Load(), "creates: the invalid one, and the next")
 				}
-				return false, nil, nil
+				stopAndVerifyNoLeaks(t, cancel, ignore)
 			})
-			rec, err := events.NewRecorder(ctx, client, "c", events.WithAddToScheme(addWidget))
-			require.NoError(t, err)
-			rec.Event(newWidget("w1"), corev1.EventTypeWarning, "Refused", "first refused")
-			if tc.delivered {
-				// client-go's recorder waits about 10 s before it tries again.
-				require.Eventually(t, func() bool { return len(stored(t, client)) == 1 }, 30*time.Second, 10*time.Millisecond,
-					"the event refused for now never reached the API server")
-				assert.Equal(t, "Refused", stored(t, client)[0].Reason)
-			} else {
-				require.Eventually(t, func() bool { return refused.Load() == 1 }, waitFor, tick)
-				rec.Event(newWidget("w1"), corev1.EventTypeNormal, "Next", "delivered")
-				waitForEvent(t, client, "Next")
-				require.Eventually(t, func() bool { return len(stored(t, client)) == 1 }, waitFor, tick)
-				assert.Equal(t, "Next", stored(t, client)[0].Reason, "an invalid event was retried")
-				assert.EqualValues(t, 2, refused.Load(), "creates: the invalid one, and the next")
-			}
-			stopAndVerifyNoLeaks(t, cancel, ignore)
-		})
+		}
 	}
+}
+
+// storedReasons returns the reasons of the events the fake API server
+// holds in group: "" (core/v1) or "events.k8s.io".
+func storedReasons(t *testing.T, client *fake.Clientset, group string) []string {
+	var reasons []string
+	if group == "" {
+		for _, e := range stored(t, client) {
+			reasons = append(reasons, e.Reason)
+		}
+		return reasons
+	}
+	list, err := client.EventsV1().Events("").List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, e := range list.Items {
+		reasons = append(reasons, e.Reason)
+	}
+	return reasons
 }
 
 // stored returns the events the fake API server holds.

@@ -103,14 +103,6 @@ func (c *configSets) engage(_ context.Context, cl *multicluster.Cluster) (*membe
 	return &member{client: cl.Client, configMaps: write.New(configMaps)}, err
 }
 
-// targets are the members cs goes to.
-func (c *configSets) targets(cs *fleetv1alpha1.ConfigSet) []string {
-	if len(cs.Spec.Members) > 0 {
-		return cs.Spec.Members
-	}
-	return c.fleet.Members()
-}
-
 // apply writes cs's ConfigMap to every member it goes to that is ready,
 // deletes it from the others, and writes cs's status, with the members
 // that are not ready as Unreachable and those it was not deleted from yet
@@ -118,7 +110,14 @@ func (c *configSets) targets(cs *fleetv1alpha1.ConfigSet) []string {
 // that holds a ConfigMap that is not the operator's is reported, not
 // retried: a change of cs tries again.
 func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (reconcile.Result, error) {
-	key, targets, synced := cache.MetaObjectToName(cs), c.targets(cs), c.fleet.HasSynced()
+	// Asked before the members are listed and walked: a list taken after
+	// holds every member, and a Fleet that syncs later adds the key again.
+	key := cache.MetaObjectToName(cs)
+	_, was := c.results.Status(key, 0, nil)
+	synced, targets := was.Reason != multicluster.ReasonFleetNotSynced, c.fleet.Members()
+	if len(cs.Spec.Members) > 0 {
+		targets = cs.Spec.Members
+	}
 	errs := c.fleet.Each(ctx, memberTimeout, func(ctx context.Context, cluster string, m *member) error {
 		if !slices.Contains(targets, cluster) {
 			return m.remove(ctx, key)
@@ -142,28 +141,36 @@ func (c *configSets) apply(ctx context.Context, cs *fleetv1alpha1.ConfigSet) (re
 			listed = append(listed, m.Cluster)
 		}
 	}
-	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), c.writeStatus(ctx, cs, targets, listed))
+	return reconcile.Result{}, errors.Join(multicluster.Failed(errs), c.writeStatus(ctx, cs, targets, listed, errs, synced))
 }
 
 // writeStatus writes cs's per-member entries (of listed, those not in
-// targets as Removing), counts and Ready condition in one write, with a
-// Warning event when Ready turns False. It writes nothing while the Fleet
-// has not synced (Results adds the key again once it has) or once it
-// stops: a restart does not flap a status that still holds.
-func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string) error {
+// targets as Removing, with why their removal failed, errs[cluster]),
+// counts (of targets) and Ready condition (over the entries) in one
+// write, with a Warning event when Ready turns False. It writes nothing
+// once the Fleet stops, nor unless it had synced before the walk
+// (synced; Results adds the key again once it has): one that synced
+// during the walk may have a member the walk found engaging ready now,
+// listed Pending with no result. A restart does not flap a status that
+// still holds.
+func (c *configSets) writeStatus(ctx context.Context, cs *fleetv1alpha1.ConfigSet, targets, listed []string, errs map[string]error, synced bool) error {
 	members, ready := c.results.Status(cache.MetaObjectToName(cs), cs.Generation, listed)
-	if ready.Reason == multicluster.ReasonFleetNotSynced || ready.Reason == multicluster.ReasonFleetStopping {
+	if !synced || ready.Reason == multicluster.ReasonFleetStopping {
 		return nil
 	}
 	_, err := c.ready.Update(ctx, c.client.ConfigSets(cs.Namespace), cs, func(cs *fleetv1alpha1.ConfigSet, set condition.SetFunc) error {
-		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = members, 0, int32(len(members))
+		cs.Status.Members, cs.Status.ReadyMembers, cs.Status.TotalMembers = members, 0, int32(len(targets))
 		for i, m := range members {
 			if !slices.Contains(targets, m.Cluster) && m.Reason != multicluster.ReasonNotHeld {
 				members[i].Ready, members[i].Reason = false, fleetv1alpha1.ReasonRemoving
+				if m.Reason != multicluster.ReasonUnreachable { // it answers: the removal failed
+					members[i].Message = fmt.Sprintf("removal failed: %v", errs[m.Cluster])
+				}
 			} else if m.Ready {
 				cs.Status.ReadyMembers++
 			}
 		}
+		ready.Message = multicluster.Aggregate(cs.Generation, members).Message // a member Removing is not ready either way
 		set(ready, eventTypes[ready.Status])
 		return nil
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -277,7 +278,7 @@ func (c *copier) state(src *corev1.ConfigMap, cluster string) (state string, hel
 		return "", false // the Conflict recorded stands until the copy is reconciled here
 	}
 	cp, err := m.lister.ConfigMaps(src.Namespace).Get(src.Name)
-	if err != nil || !maps.Equal(cp.Data, src.Data) {
+	if err != nil || !maps.Equal(cp.Data, src.Data) || !maps.EqualFunc(cp.BinaryData, src.BinaryData, bytes.Equal) {
 		return StatePending, true
 	}
 	return StateSynced, true

@@ -28,7 +28,8 @@ type site struct{ client kubernetes.Interface }
 
 // propagator applies every ConfigMap of the management cluster (a hub
 // object) to every member, and writes where each stands (per member, and
-// one Ready condition) with writeStatus.
+// one Ready condition) with writeStatus; written tells how many member
+// entries the status a source holds has.
 type propagator struct {
 	sources     corelisters.ConfigMapLister
 	fleet       *multicluster.Fleet[*site]
@@ -36,6 +37,7 @@ type propagator struct {
 	hub         *queue.Controller[cache.ObjectName]
 	copies      *queue.Controller[multicluster.Key]
 	writeStatus func(ctx context.Context, src *corev1.ConfigMap, members []multicluster.MemberStatus, ready metav1.Condition) error
+	written     func(src *corev1.ConfigMap) int
 }
 
 // newPropagator wires the per-member keys shape: one controller over the
@@ -138,7 +140,7 @@ func (p *propagator) reconcileSource(ctx context.Context, key cache.ObjectName) 
 		return reconcile.Result{}, err
 	}
 	clusters := p.fleet.Members()
-	if !p.results.Reported(key, clusters) {
+	if !p.results.Reported(key, clusters, p.written(src)) {
 		return reconcile.Result{}, nil // after a restart, the entries written before stand until the members found then report
 	}
 	members, ready := p.results.Status(key, src.Generation, clusters)

@@ -234,6 +234,11 @@ type Fleet[T any] struct {
 	hasSynced bool                   // HasSynced returned true
 	onLeave   []func(cluster string) // called once f.mu is released, with the names of the members that left
 	onSynced  []func()               // called once, f.mu not held, when HasSynced is first seen true after a change (runSyncedHooks)
+	// onNotReady is called, f.mu held, with the name of a member that
+	// goes not ready, or starts to be engaged (again); onStop once, f.mu not held, when the Fleet
+	// starts to stop (stopAll).
+	onNotReady []func(cluster string)
+	onStop     []func()
 	// watchers are told of every change of a member's Status: one per
 	// OnMembers Watch. (Results does not watch: it hears of the members
 	// that leave through onLeave.)
@@ -408,7 +413,8 @@ func (f *Fleet[T]) converge(ctx context.Context) {
 	for _, e := range started {
 		m := &member{name: e.Name(), e: e, mu: &f.mu, keys: f.keys, done: make(chan struct{}), status: Status{Since: time.Now()}}
 		f.members[m.name] = m
-		f.lockedNote(m.name) // joined
+		f.lockedNote(m.name)     // joined
+		f.lockedNotReady(m.name) // (again, with new credentials: not ready until engaged)
 		go f.runMember(m)
 	}
 	f.mu.Unlock()
@@ -440,6 +446,14 @@ func (f *Fleet[T]) lockedForget(names []string) (leave func()) {
 				fn(name)
 			}
 		}
+	}
+}
+
+// lockedNotReady calls the onNotReady hooks for cluster, which is not
+// ready now. f.mu is held.
+func (f *Fleet[T]) lockedNotReady(cluster string) {
+	for _, fn := range f.onNotReady {
+		fn(cluster)
 	}
 }
 
@@ -812,6 +826,7 @@ func (f *Fleet[T]) disengage(m *member, stop func()) (final bool) {
 	drained, final := m.e.Drain()
 	if m.status.Ready {
 		f.lockedNote(m.name) // not ready
+		f.lockedNotReady(m.name)
 		m.status.Since = time.Now()
 	}
 	m.status.Ready = false

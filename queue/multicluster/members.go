@@ -378,6 +378,8 @@ func (f *Fleet[T]) stopAll(ctx context.Context) error {
 	f.mu.Lock()
 	f.keys.stopping = true
 	close(f.stopping)
+	stopHooks := f.onStop
+	f.onStop = nil
 	for cluster, held := range f.keys.held {
 		f.keys.lockedDrop(cluster, held)
 	}
@@ -393,6 +395,9 @@ func (f *Fleet[T]) stopAll(ctx context.Context) error {
 		}
 	}
 	f.mu.Unlock()
+	for _, fn := range stopHooks {
+		fn()
+	}
 	for _, m := range ms {
 		<-m.done
 	}

@@ -49,7 +49,7 @@ func TestPerMemberStatusNotFrozenByMemberThatHasNotReported(t *testing.T) {
 		multicluster.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	require.NoError(t, err)
 	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
-	p.writeStatus = statuses.write
+	p.writeStatus, p.written = statuses.write, statuses.written
 	web := cacheName("app", "web")
 
 	provider.Set("a", c.config("a"))
@@ -81,31 +81,38 @@ func TestPerMemberStatusNotFrozenByMemberThatHasNotReported(t *testing.T) {
 }
 
 // hangingClient is a member's client whose reads of ConfigMaps hang until
-// hang is closed (or their context ends).
+// hang is closed (or their context ends); each read calls enter first,
+// when set.
 type hangingClient struct {
 	kubernetes.Interface
-	hang chan struct{}
+	hang  chan struct{}
+	enter func()
 }
 
 func (h hangingClient) CoreV1() typedcorev1.CoreV1Interface {
-	return hangingCore{CoreV1Interface: h.Interface.CoreV1(), hang: h.hang}
+	return hangingCore{CoreV1Interface: h.Interface.CoreV1(), hang: h.hang, enter: h.enter}
 }
 
 type hangingCore struct {
 	typedcorev1.CoreV1Interface
-	hang chan struct{}
+	hang  chan struct{}
+	enter func()
 }
 
 func (h hangingCore) ConfigMaps(namespace string) typedcorev1.ConfigMapInterface {
-	return hangingConfigMaps{ConfigMapInterface: h.CoreV1Interface.ConfigMaps(namespace), hang: h.hang}
+	return hangingConfigMaps{ConfigMapInterface: h.CoreV1Interface.ConfigMaps(namespace), hang: h.hang, enter: h.enter}
 }
 
 type hangingConfigMaps struct {
 	typedcorev1.ConfigMapInterface
-	hang chan struct{}
+	hang  chan struct{}
+	enter func()
 }
 
 func (h hangingConfigMaps) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	if h.enter != nil {
+		h.enter()
+	}
 	select {
 	case <-h.hang:
 	case <-ctx.Done():

@@ -48,6 +48,7 @@ func TestPerMemberShapeRestartDoesNotFlapStatus(t *testing.T) {
 	var written []metav1.Condition
 	// As the docs tell: nothing is written while the Fleet has not synced
 	// or stops, so the status from before the restart (True) stands.
+	p.written = func(*corev1.ConfigMap) int { return 1 } // a status from before the restart
 	p.writeStatus = func(_ context.Context, _ *corev1.ConfigMap, _ []multicluster.MemberStatus, ready metav1.Condition) error {
 		if ready.Reason == multicluster.ReasonFleetNotSynced || ready.Reason == multicluster.ReasonFleetStopping {
 			return nil

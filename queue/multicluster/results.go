@@ -91,9 +91,11 @@ type MemberStatus = fleetv1.MemberStatus
 // (its hub keys are added then too, and those of a Status asked before
 // the Fleet synced when it syncs), not when it is engaged again with new
 // credentials or stopped with the Fleet, nor while it is merely not ready: Status then reports it Unreachable,
-// with the last result's ObservedGeneration. Nothing else adds a hub key:
-// a member that becomes not ready, or ready again, re-queues no hub key
-// through Results; give the hub controller an OnMembers Watch for that.
+// with the last result's ObservedGeneration. The end of Reported's wait
+// after the Fleet's first sync adds the hub keys Reported answered false
+// for (see there). Nothing else adds a hub key: a member that becomes
+// not ready, or ready again, re-queues no hub key through Results; give
+// the hub controller an OnMembers Watch for that.
 // Forget drops a hub key's results, when its object is gone.
 //
 // The results live in this process, so the hub controller's status needs
@@ -112,9 +114,15 @@ type Results[K comparable, V any] struct {
 	synced  bool
 	// restarted holds the members ready when the Fleet first synced,
 	// whose first result for a hub key Reported waits for, until
-	// restartedUntil. Guarded by mu.
+	// restartedUntil; a member leaves it when it goes not ready. heldBack
+	// holds the hub keys Reported answered false for, added when waitEnd
+	// fires (at restartedUntil); stopped is set when the Fleet starts to
+	// stop, which stops waitEnd. Guarded by mu.
 	restarted      map[string]struct{}
 	restartedUntil time.Time
+	heldBack       map[K]struct{}
+	waitEnd        *time.Timer
+	stopped        bool
 }
 
 // reportWait bounds how long after the Fleet's first sync Reported waits
@@ -152,13 +160,20 @@ func NewResults[V any, T any, K comparable](f *Fleet[T], q queue.Enqueuer[K]) (*
 	f.mu.Lock()
 	f.onLeave = append(f.onLeave, r.drop)
 	f.onSynced = append(f.onSynced, r.fleetSynced)
+	f.onNotReady = append(f.onNotReady, r.lockedNotReady)
+	if f.isStopping() {
+		r.stopped = true
+	} else {
+		f.onStop = append(f.onStop, r.stop)
+	}
 	f.mu.Unlock()
 	f.runSyncedHooks() // at once if the Fleet has synced already
 	return r, nil
 }
 
 // fleetSynced adds the hub keys whose Status was Unknown because the
-// Fleet had not synced.
+// Fleet had not synced, and starts Reported's wait for the members ready
+// then.
 func (r *Results[K, V]) fleetSynced() {
 	restarted := map[string]struct{}{}
 	for _, name := range r.fleet.Members() {
@@ -168,13 +183,49 @@ func (r *Results[K, V]) fleetSynced() {
 	}
 	r.mu.Lock()
 	r.synced = true
-	r.restarted, r.restartedUntil = restarted, time.Now().Add(reportWait)
+	if len(restarted) > 0 && !r.stopped {
+		r.restarted, r.restartedUntil = restarted, time.Now().Add(reportWait)
+		r.heldBack = map[K]struct{}{}
+		r.waitEnd = time.AfterFunc(reportWait, r.endWait)
+	}
 	hubs := r.waiting
 	r.waiting = nil
 	r.mu.Unlock()
 	for hub := range hubs {
 		r.q.Add(hub)
 	}
+}
+
+// endWait ends Reported's wait, and adds the hub keys it answered false
+// for: their reconciles wrote nothing, and may write now.
+func (r *Results[K, V]) endWait() {
+	r.mu.Lock()
+	hubs := r.heldBack
+	r.restarted, r.heldBack, r.waitEnd = nil, nil, nil
+	r.mu.Unlock()
+	for hub := range hubs {
+		r.q.Add(hub)
+	}
+}
+
+// stop ends Reported's wait without adding anything: the Fleet stops.
+func (r *Results[K, V]) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	if r.waitEnd != nil {
+		r.waitEnd.Stop()
+	}
+	r.restarted, r.heldBack, r.waitEnd = nil, nil, nil
+}
+
+// lockedNotReady stops Reported's wait for cluster, which went not ready
+// (or is engaged again): ready again, it is a member that became ready
+// after the first sync. The Fleet's mu is held.
+func (r *Results[K, V]) lockedNotReady(cluster string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.restarted, cluster)
 }
 
 // isStopping is fleetView's.
@@ -238,6 +289,7 @@ func (r *Results[K, V]) Forget(hub K) {
 		}
 	}
 	delete(r.byHub, hub)
+	delete(r.heldBack, hub)
 }
 
 // drop drops the results of a cluster that left, and adds their hub
@@ -269,24 +321,31 @@ func (r *Results[K, V]) Get(hub K, cluster string) (MemberResult[V], bool) {
 
 // Reported reports whether the hub reconcile of hub may write its status
 // over clusters, or should write nothing and keep the entries written
-// before. The results live in this process, so after a restart of the
-// operator Status lists every ready member Pending ("no result yet")
-// until its first reconcile reports, although the status the hub object
-// holds from before the restart may still be true. Reported is false
-// only while all of these hold: some member of clusters that was ready
-// when the Fleet first synced (the members this process found at its
-// start) is ready and has no result for hub kept yet, not two minutes
+// before; written is the number of member entries in the status the hub
+// object holds now (len(obj.Status.Members)). The results live in this process,
+// so after a restart of the operator Status lists every ready member
+// Pending ("no result yet") until its first reconcile reports, although
+// the status the hub object holds from before the restart may still be
+// true. Reported is false only while all of these hold: written is not
+// 0 (a status with no entries, that of a hub object created since, has
+// nothing to keep), some member of clusters that was ready when the
+// Fleet first synced (the members this process found at its start) has
+// been ready since and has no result for hub kept yet, not two minutes
 // have passed since that sync, and every member of clusters is ready (a
 // member not ready, not held or refused is a change to write at once:
 // Status lists it Unreachable or NotHeld). A member that joins, or
 // becomes ready, after the first sync is never waited for (Status lists
-// it Pending until it reports), nor is one that left and came back. The
-// first Set of each member adds the hub key again, so a reconcile that
-// wrote nothing runs again then; after the two minutes nothing re-queues
-// it by itself. A hub object whose status holds no entries yet (one
-// created since) has nothing to keep: its reconcile writes it whatever
-// Reported says.
-func (r *Results[K, V]) Reported(hub K, clusters []string) bool {
+// it Pending until it reports), nor is one that went not ready and came
+// back, or left and came back. The first Set of each member adds the hub
+// key again, and so does the end of the two minutes for every hub key
+// Reported answered false for: a reconcile that wrote nothing because
+// Reported was false runs again once it may write, with nothing of its
+// own to re-queue it. (The end of the wait adds nothing once the Fleet
+// has started to stop.)
+func (r *Results[K, V]) Reported(hub K, clusters []string, written int) bool {
+	if written == 0 {
+		return true
+	}
 	r.mu.Lock()
 	var waitFor []string
 	if len(r.restarted) > 0 && time.Now().Before(r.restartedUntil) {
@@ -300,12 +359,21 @@ func (r *Results[K, V]) Reported(hub K, clusters []string) bool {
 		}
 	}
 	r.mu.Unlock()
+	if len(waitFor) == 0 {
+		return true
+	}
 	for _, name := range clusters {
 		if st, held := r.fleet.Status(name); !held || !st.Ready {
 			return true
 		}
 	}
-	return len(waitFor) == 0
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.heldBack == nil {
+		return true // the wait ended meanwhile
+	}
+	r.heldBack[hub] = struct{}{}
+	return false
 }
 
 // Status builds the status of the hub object of key hub, at generation

@@ -53,3 +53,30 @@ func TestResultsKeptWhileCredentialsRotate(t *testing.T) {
 	assert.Equal(t, multicluster.ReasonUnreachable, statuses[0].Reason)
 	assert.Equal(t, int64(2), statuses[0].ObservedGeneration, "the last result's ObservedGeneration while not ready")
 }
+
+// A member ready at the Fleet's first sync whose credentials rotate
+// after it is engaged again: ready again after the first sync, Reported
+// no longer waits for its first result.
+func TestReportedDoesNotWaitForMemberEngagedAgainAfterFirstSync(t *testing.T) {
+	c := newClusters("a", "b")
+	f := startFleet(t, c, newRecorder().copyCluster)
+	results, err := multicluster.NewResults[string](f.fleet, newAdds())
+	require.NoError(t, err)
+	f.members.Set("a", c.config("a"))
+	f.members.Set("b", c.config("b"))
+	f.members.Synced()
+	f.ready(t, "a")
+	f.ready(t, "b")
+	require.Eventually(t, f.fleet.HasSynced, waitFor, time.Millisecond)
+	hub := cacheName("app", "web")
+	results.Set(hub, "a", multicluster.MemberResult[string]{Ready: true, Reason: "Applied", ObservedGeneration: 1})
+	require.False(t, results.Reported(hub, []string{"a", "b"}, 1), "b, ready at the first sync, has not reported")
+	before, _ := f.fleet.Status("b")
+
+	rotated := c.config("b")
+	rotated.BearerToken = "rotated"
+	f.members.Set("b", rotated)
+	require.Eventually(t, func() bool { st, _ := f.fleet.Status("b"); return st.Ready && st.Since.After(before.Since) }, waitFor, time.Millisecond,
+		"b engaged again with the new credentials")
+	assert.True(t, results.Reported(hub, []string{"a", "b"}, 1), "b, engaged again after the first sync, is still waited for")
+}

@@ -83,9 +83,9 @@ func TestResults(t *testing.T) {
 	assert.Equal(t, metav1.ConditionFalse, cond.Status)
 	assert.Equal(t, multicluster.ReasonMembersNotReady, cond.Reason)
 	assert.Equal(t, int64(2), cond.ObservedGeneration)
-	assert.False(t, results.Reported(hub, []string{"a", "b", "c"}), "c, ready, has reported nothing")
-	assert.True(t, results.Reported(hub, []string{"a", "b"}), "a result of another generation is a report")
-	assert.True(t, results.Reported(other, []string{"a"}))
+	assert.False(t, results.Reported(hub, []string{"a", "b", "c"}, 1), "c, ready, has reported nothing")
+	assert.True(t, results.Reported(hub, []string{"a", "b"}, 1), "a result of another generation is a report")
+	assert.True(t, results.Reported(other, []string{"a"}, 1))
 
 	// A member that stops answering is Unreachable, with its last result.
 	c.down["a"].Store(true)
@@ -102,9 +102,10 @@ func TestResults(t *testing.T) {
 	assert.Equal(t, multicluster.ReasonMembersUnreachable, cond.Reason)
 	assert.Contains(t, cond.Message, "a (Unreachable: ")
 	none := cacheName("app", "none")
-	assert.True(t, results.Reported(none, []string{"a"}), "a member not ready does not count")
-	assert.True(t, results.Reported(none, []string{"a", "b"}), "a member not ready is written at once, b's first result not waited for")
-	assert.False(t, results.Reported(none, []string{"b"}), "b, ready at the first sync, has reported nothing for none")
+	assert.True(t, results.Reported(none, []string{"a"}, 1), "a member not ready does not count")
+	assert.True(t, results.Reported(none, []string{"a", "b"}, 1), "a member not ready is written at once, b's first result not waited for")
+	assert.False(t, results.Reported(none, []string{"b"}, 1), "b, ready at the first sync, has reported nothing for none")
+	assert.True(t, results.Reported(none, []string{"b"}, 0), "a status with no entries has nothing to keep")
 	c.down["a"].Store(false)
 	f.ready(t, "a")
 
@@ -119,7 +120,7 @@ func TestResults(t *testing.T) {
 	assert.False(t, kept, "the results of a member that left are dropped")
 	statuses, _ = results.Status(hub, 2, []string{"a"})
 	assert.Equal(t, multicluster.ReasonNotHeld, statuses[0].Reason)
-	assert.True(t, results.Reported(none, []string{"a"}), "a member not held does not count")
+	assert.True(t, results.Reported(none, []string{"a"}, 1), "a member not held does not count")
 
 	// A result for a member not held is dropped.
 	results.Set(hub, "a", ok)

@@ -52,6 +52,14 @@ func (h *hubStatuses) entry(key cache.ObjectName, cluster string) (multicluster.
 	return multicluster.MemberStatus{}, false, h.ready[key]
 }
 
+// written is the propagator's written: how many member entries the last
+// status of src has.
+func (h *hubStatuses) written(src *corev1.ConfigMap) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.members[cache.MetaObjectToName(src)])
+}
+
 func (h *hubStatuses) writesOf(key cache.ObjectName) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -73,7 +81,7 @@ func TestAggregatedStatusAcrossMembers(t *testing.T) {
 		multicluster.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 	require.NoError(t, err)
 	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
-	p.writeStatus = statuses.write
+	p.writeStatus, p.written = statuses.write, statuses.written
 	web := cacheName("app", "web")
 
 	provider.Set("a", c.config("a"))

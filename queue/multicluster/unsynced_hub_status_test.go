@@ -31,7 +31,7 @@ func TestHubNotReadyBeforeFleetKnowsMembers(t *testing.T) {
 	p, err := newPropagator(provider, factory.Core().V1().ConfigMaps(), multicluster.WithClients(c.newClient))
 	require.NoError(t, err)
 	statuses := &hubStatuses{members: map[cache.ObjectName][]multicluster.MemberStatus{}, ready: map[cache.ObjectName]metav1.Condition{}, writes: map[cache.ObjectName]int{}}
-	p.writeStatus = statuses.write
+	p.writeStatus, p.written = statuses.write, statuses.written
 	web := cacheName("app", "web")
 
 	ctx, cancel := context.WithCancel(context.Background())

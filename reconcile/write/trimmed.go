@@ -8,11 +8,13 @@ import (
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/informer"
+	"github.com/ctrlkit/ctrlkit/queue/tracing"
 )
 
 // ErrTrimmed is wrapped by the error of a write that cannot be made from an
@@ -124,6 +126,223 @@ func setsList(v any) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// trimmedAnswer returns what of answer, the API server's whole answer to
+// the patch that made current (an object its informer trimmed) into obj
+// (what mutate made of a copy of current), the controller could see or
+// set: the fields of answer that current or obj has, through maps key by
+// key and lists item by item (each item on the fields that any item of
+// the list has in current or obj), where a field that both show as a zero
+// value keeps that value (see zeroShape), with the identity every trimmed
+// object
+// keeps (name, namespace, UID, resourceVersion, generation, timestamps,
+// finalizers, owner references), the answer's trace context annotation,
+// which the informer always keeps, and the trimmed mark. It is a new
+// object, without managedFields: what the answer is judged on, compared
+// with current, and what is kept of it when it settles, compared with the
+// cache's later trimmed versions.
+//
+// A field that neither current nor obj has, or shows other than as a
+// zero value, is not judged even where the informer keeps it (what the
+// informer keeps is not known here): a field
+// the server sets on this write (a default, a webhook's addition) then
+// does not count as a change, and a later version the cache shows with it
+// is compared as a change. A field that current has, or that mutate set,
+// to other than a zero value, counts, also where the informer does not
+// keep it.
+func trimmedAnswer[T Object](current, obj, answer T) (T, error) {
+	var zero T
+	var shapes [2]any
+	for i, o := range []T{current, obj} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return zero, err
+		}
+		shapes[i] = shapeOf(u)
+	}
+	shape := unionShape(unionShape(shapes[0], shapes[1]), identityShape())
+	whole, err := runtime.DefaultUnstructuredConverter.ToUnstructured(answer)
+	if err != nil {
+		return zero, err
+	}
+	kept, _ := project(whole, shape).(map[string]any)
+	out, ok := reflect.New(reflect.TypeOf(answer).Elem()).Interface().(T)
+	if !ok {
+		return zero, fmt.Errorf("a new %T is not a %T", out, zero)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(kept, out); err != nil {
+		return zero, err
+	}
+	ann := out.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[informer.TrimmedAnnotation] = "true"
+	if tp := answer.GetAnnotations()[tracing.Annotation]; tp != "" {
+		ann[tracing.Annotation] = tp
+	} else {
+		delete(ann, tracing.Annotation)
+	}
+	out.SetAnnotations(ann)
+	out.SetManagedFields(nil)
+	return out, nil
+}
+
+// keepWhole is the shape of a field kept whole, whatever it holds.
+type keepWhole struct{}
+
+// identityShape returns the shape of what informer.Trim keeps of every
+// object.
+func identityShape() map[string]any {
+	return map[string]any{"metadata": map[string]any{
+		"name": keepWhole{}, "namespace": keepWhole{}, "uid": keepWhole{}, "resourceVersion": keepWhole{},
+		"generation": keepWhole{}, "creationTimestamp": keepWhole{}, "deletionTimestamp": keepWhole{},
+		"finalizers": keepWhole{}, "ownerReferences": keepWhole{},
+	}}
+}
+
+// zeroShape is the shape of a field that shows a zero value (null, or the
+// zero string, number or boolean): an object may show it only because its
+// Go type has no omitempty, where the informer did not keep the field.
+// What the answer has there is not judged: it is taken as that zero value.
+type zeroShape struct{ zero any }
+
+// shapeOf returns the shape of v, an unstructured value: a map of the
+// shapes of its fields, a list of the one shape that all its items have
+// together (an empty list when it has none), a zeroShape for a zero
+// value, or nil for anything else.
+func shapeOf(v any) any {
+	if zeroScalar(v) {
+		return zeroShape{zero: v}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		s := make(map[string]any, len(v))
+		for k, e := range v {
+			s[k] = shapeOf(e)
+		}
+		return s
+	case []any:
+		var item any
+		for i, e := range v {
+			if i == 0 {
+				item = shapeOf(e)
+			} else {
+				item = unionShape(item, shapeOf(e))
+			}
+		}
+		if len(v) == 0 {
+			return []any{}
+		}
+		return []any{item}
+	}
+	return nil
+}
+
+// unionShape returns the shape that has the fields of both a and b.
+func unionShape(a, b any) any {
+	if _, ok := a.(keepWhole); ok {
+		return a
+	}
+	if _, ok := b.(keepWhole); ok {
+		return b
+	}
+	// A zero value says the least of a field.
+	if _, ok := b.(zeroShape); ok {
+		return a
+	}
+	if _, ok := a.(zeroShape); ok {
+		return b
+	}
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok {
+			return a // b is no map: it says nothing of the fields
+		}
+		u := make(map[string]any, max(len(a), len(bm)))
+		for k, e := range a {
+			u[k] = e
+		}
+		for k, e := range bm {
+			if ae, ok := u[k]; ok {
+				u[k] = unionShape(ae, e)
+			} else {
+				u[k] = e
+			}
+		}
+		return u
+	case []any:
+		bl, ok := b.([]any)
+		if !ok {
+			return a
+		}
+		switch {
+		case len(a) == 0:
+			return bl
+		case len(bl) == 0:
+			return a
+		}
+		return []any{unionShape(a[0], bl[0])}
+	}
+	return b
+}
+
+// project returns what of v, an unstructured value, has the fields of
+// shape: of a map, the fields shape has (projected on theirs); of a list,
+// every item projected on the items' shape; where shape is a zero value,
+// that zero value unless v is one too. Anything else, a list whose items
+// have no known shape, and what shape keeps whole, are v as it is.
+func project(v, shape any) any {
+	switch s := shape.(type) {
+	case zeroShape:
+		if zeroScalar(v) {
+			return v
+		}
+		return s.zero
+	case map[string]any:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		out := make(map[string]any, len(s))
+		for k, sub := range s {
+			if e, ok := m[k]; ok {
+				out[k] = project(e, sub)
+			}
+		}
+		return out
+	case []any:
+		l, ok := v.([]any)
+		if !ok || len(s) == 0 {
+			return v
+		}
+		out := make([]any, len(l))
+		for i, e := range l {
+			out[i] = project(e, s[0])
+		}
+		return out
+	}
+	return v
+}
+
+// zeroScalar reports whether v, an unstructured value, is null or the zero
+// string, number or boolean.
+func zeroScalar(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case int64:
+		return v == 0
+	case float64:
+		return v == 0
 	}
 	return false
 }

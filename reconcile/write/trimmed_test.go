@@ -53,9 +53,17 @@ type deploymentEnv struct {
 
 func newDeploymentEnv(t *testing.T) *deploymentEnv {
 	t.Helper()
+	return newDeploymentEnvKeeping(t)
+}
+
+// newDeploymentEnvKeeping is newDeploymentEnv with a cache that also keeps
+// the fields paths names.
+func newDeploymentEnvKeeping(t *testing.T, paths ...string) *deploymentEnv {
+	t.Helper()
 	e := &deploymentEnv{kube: fake.NewClientset()}
 	reconciletest.Strict(e.kube)
-	require.NoError(t, informer.Trim[*appsv1.Deployment](&e.trim, "spec.replicas", "spec.template.spec.containers.name", "spec.template.spec.containers.image"))
+	paths = append([]string{"spec.replicas", "spec.template.spec.containers.name", "spec.template.spec.containers.image"}, paths...)
+	require.NoError(t, informer.Trim[*appsv1.Deployment](&e.trim, paths...))
 	inf := informers.NewSharedInformerFactory(e.kube, 0).Apps().V1().Deployments().TypedInformer()
 	require.NoError(t, inf.GetIndexer().Replace(nil, "1"))
 	e.cache, e.objects = inf.GetIndexer(), write.New(inf)

@@ -142,21 +142,43 @@
 // follows; traced, the annotation alone would change, and its event would
 // set off a reconcile that writes again, for ever. So an update whose
 // answer is at the version the object had, or differs from the object
-// before it in nothing but the annotation, the resourceVersion and the
-// managedFields, is remembered for the object (a copy of the answer) and
-// reported Unchanged; the object's next updates are sent without the
-// annotation while the object (as read by the caller) differs from that
-// answer in nothing but those fields (another writer's annotation-only
-// update, such as another traced controller's that the webhook undid,
-// does not count as a change), so they change nothing and no event
-// follows. An update that changes the object forgets it, and so does
-// Forget; entries of objects the cache shows changed or gone are swept as
-// the other per-object entries are. The loop thus ends after one write
-// per writer where untraced it ends after none. Updates of a trimmed
-// object are not compared with the answer: such an update of one still
-// writes the annotation each time, and each write sets off the next
-// reconcile, a loop (leave the fields a webhook owns out of what is
-// written to a trimmed object).
+// before it in nothing but the annotation and what the server sets on a
+// write (the resourceVersion, the managedFields, the generation, which a
+// Deployment's annotations move on too), is remembered for the object (a
+// copy of the answer, without managedFields) and reported Unchanged; the
+// object's next updates are sent without the annotation while the object
+// (as read by the caller) differs from that answer in nothing but those
+// fields and the status, which is not what such an update writes (where
+// the kind has a status subresource, it cannot) (another writer's annotation-only update, such as another traced
+// controller's that the webhook undid, does not count as a change, nor
+// does the status in which a workload's controller records the new
+// generation), so they change nothing and no event follows. An update that
+// changes the object forgets it, and so does Forget; entries of objects
+// the cache shows changed or gone are swept as the other per-object
+// entries are. The loop thus ends after one write per writer where
+// untraced it ends after none.
+//
+// The answer to the patch of a trimmed object is the whole object, while
+// the object the patch was made from is the trimmed copy. The answer is
+// judged, and remembered, as far as the controller could see or set it:
+// its fields that the trimmed copy or mutate's result has (through maps
+// key by key, through lists item by item, each item on the fields that any
+// item has), with the identity, the trace context annotation and the mark
+// the informer keeps; a field both show as a zero value (as a Go type
+// without omitempty shows a field the informer did not keep) is taken as
+// that value, not judged. So the same holds for trimmed objects, and a
+// change the server keeps is Updated. A field the server sets on that
+// write (a default, a webhook's addition) counts as a change where the
+// trimmed copy or mutate's result has that field other than zero, on any
+// item of its list: such a default costs one more write, which settles.
+// Where neither has it other than zero, it is not judged, even where the
+// informer keeps it: the update is Unchanged, and the field counts as a
+// change only once another write moves the object on, which costs at most
+// one more write. A field mutate sets that the informer does not keep is a
+// change each time (the cache never shows it): each reconcile sends it
+// again, untraced at no new version, traced with the annotation, whose
+// event sets off the next reconcile, a loop. mutate should set only what
+// the informer keeps.
 package write
 
 import (
@@ -166,6 +188,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -222,8 +245,10 @@ const (
 	// Unchanged: the object already was as wanted, so no request was sent,
 	// or the API server answered with the object at the version it had, or
 	// (an update of the object itself) changed in nothing but its
-	// tracing.Annotation: a webhook or defaulting undid the change (see
-	// the package doc's Traces).
+	// tracing.Annotation and what the server sets on a write (for a
+	// trimmed object, judged on what the controller could see or set): a
+	// webhook or defaulting undid the change (see the package doc's
+	// Traces).
 	Unchanged Change = "unchanged"
 	// Created: the object did not exist and was created.
 	Created Change = "created"
@@ -287,24 +312,28 @@ type Objects[T Object] struct {
 	// last update of an object when that update changed nothing the
 	// controller owns (the server answered at the version the object had,
 	// or with only the tracing.Annotation changed: a webhook or defaulting
-	// undid the rest); the object's next updates carry no trace context
-	// annotation while it differs from that answer in nothing but the
-	// annotation (see settledHolds).
+	// undid the rest), without managedFields; for a trimmed object, what
+	// of the answer the controller could see or set (trimmedAnswer), to
+	// be compared with the cache's trimmed copies. The object's next
+	// updates carry no trace context annotation while it differs from
+	// that answer in nothing but the annotation (see settledHolds).
 	settled        map[cache.ObjectName]T
 	settledSweepAt int
 }
 
 // settledHolds reports whether obj is still as the update whose answer
 // settled is left it: the same incarnation, and the same but for the
-// tracing.Annotation and what every write sets. Judged by content, not by
-// version: another writer's annotation-only update (another controller
-// whose update a webhook undid, also traced) moves the version on and
-// changes nothing else.
+// tracing.Annotation, what the server sets on a write, and the status,
+// which is not what an update of the object writes (a workload's controller
+// records in it the generation that the annotation moved on). Judged by
+// content, not by version: another writer's annotation-only update
+// (another controller whose update a webhook undid, also traced) moves
+// the version on and changes nothing else.
 func settledHolds[T Object](settled, obj T) bool {
 	if obj.GetUID() != settled.GetUID() {
 		return false
 	}
-	return obj.GetResourceVersion() == settled.GetResourceVersion() || onlyAnnotationDiffers(settled, obj)
+	return obj.GetResourceVersion() == settled.GetResourceVersion() || sameBut(settled, obj, true)
 }
 
 // appliedKey names what an apply went to: an object, or its status.
@@ -704,13 +733,26 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 		}
 		return updated, Updated, nil
 	}
-	if v != "" && v == current.GetResourceVersion() || onlyAnnotationDiffers(current, updated) {
+	// What the answer is judged on, and kept as, if it settles: the whole
+	// answer, or, for a trimmed object, what of it the controller could
+	// see or set (its cache shows the object trimmed).
+	seen := updated
+	if informer.Trimmed(current) {
+		if seen, err = trimmedAnswer(current, obj, updated); err != nil {
+			o.unsettle(name)
+			return updated, Updated, fmt.Errorf("write: %s: judging the answer to the patch of a trimmed object: %w", name, err)
+		}
+	}
+	if v != "" && v == current.GetResourceVersion() || onlyAnnotationDiffers(current, seen) {
 		// The API server found nothing the controller owns to change (a
 		// webhook or defaulting undid the change): nothing was written
 		// but, at most, the trace context annotation. The object's next
 		// updates carry none while it stays so (also when this reconcile
 		// is untraced: the next may be).
-		o.settle(name, updated)
+		if seen == updated {
+			seen, _ = updated.DeepCopyObject().(T) // updated is the caller's
+		}
+		o.settle(name, seen)
 		return updated, Unchanged, nil
 	}
 	o.unsettle(name)
@@ -727,14 +769,17 @@ func (o *Objects[T]) isSettled(name cache.ObjectName, current T) bool {
 }
 
 // settle remembers that an update of name, answered with answer, changed
-// nothing the controller owns.
+// nothing the controller owns. answer is a copy of the answer (or of what
+// of it a trimmed object's cache shows) that settle may keep and change.
 func (o *Objects[T]) settle(name cache.ObjectName, answer T) {
+	var zero T
+	if answer == zero {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if cp, ok := answer.DeepCopyObject().(T); ok {
-		cp.SetManagedFields(nil) // never compared: not kept
-		o.settled[name] = cp
-	}
+	answer.SetManagedFields(nil) // never compared: not kept
+	o.settled[name] = answer
 	o.sweepLocked()
 }
 
@@ -747,17 +792,51 @@ func (o *Objects[T]) unsettle(name cache.ObjectName) {
 
 // onlyAnnotationDiffers reports whether answer, the API server's answer to
 // an update of current, differs from current in nothing but the
-// tracing.Annotation and what the server sets on every write (the
-// resourceVersion, the managedFields).
+// tracing.Annotation and what the server sets on a write (the
+// resourceVersion, the managedFields, and the generation, which a change
+// of a Deployment's annotations moves on too).
 func onlyAnnotationDiffers[T Object](current, answer T) bool {
-	cp, ok := answer.DeepCopyObject().(T)
+	return sameBut(current, answer, false)
+}
+
+// sameBut reports whether other differs from obj in nothing but the
+// tracing.Annotation, the resourceVersion, the managedFields, the
+// generation, and, if status, the status.
+func sameBut[T Object](obj, other T, status bool) bool {
+	cp, ok := other.DeepCopyObject().(T)
 	if !ok {
 		return false
 	}
-	keepAnnotation(current, cp)
-	cp.SetResourceVersion(current.GetResourceVersion())
-	cp.SetManagedFields(current.GetManagedFields())
-	return equality.Semantic.DeepEqual(current, cp)
+	keepAnnotation(obj, cp)
+	cp.SetResourceVersion(obj.GetResourceVersion())
+	cp.SetManagedFields(obj.GetManagedFields())
+	cp.SetGeneration(obj.GetGeneration())
+	if status {
+		sameStatus(obj, cp)
+	}
+	return equality.Semantic.DeepEqual(obj, cp)
+}
+
+// sameStatus gives cp, a copy made to be compared with obj, obj's status
+// (shared: cp is only compared), in a Go field Status or, for an
+// unstructured object, its "status" field.
+func sameStatus[T Object](obj, cp T) {
+	if u, ok := any(cp).(runtime.Unstructured); ok {
+		from, _ := any(obj).(runtime.Unstructured)
+		content := u.UnstructuredContent()
+		if st, ok := from.UnstructuredContent()["status"]; ok {
+			content["status"] = st
+		} else {
+			delete(content, "status")
+		}
+		u.SetUnstructuredContent(content)
+		return
+	}
+	if to, from := reflect.ValueOf(cp).Elem(), reflect.ValueOf(obj).Elem(); to.Kind() == reflect.Struct {
+		if st := to.FieldByName("Status"); st.IsValid() && st.CanSet() {
+			st.Set(from.FieldByName("Status"))
+		}
+	}
 }
 
 // keepAnnotation sets obj's tracing.Annotation to current's, or removes it
@@ -777,6 +856,11 @@ func keepAnnotation[T Object](current, obj T) {
 		ann[tracing.Annotation] = was
 	} else {
 		delete(ann, tracing.Annotation)
+		if len(ann) == 0 && current.GetAnnotations() == nil {
+			// As current has them: an unstructured object tells no
+			// annotations from an empty map.
+			ann = nil
+		}
 	}
 	obj.SetAnnotations(ann)
 }

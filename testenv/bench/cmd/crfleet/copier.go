@@ -380,7 +380,7 @@ func (f *Fleet) state(ctx context.Context, name string, src *corev1.ConfigMap) (
 		return StateConflict + ": " + errNotACopy.Error(), true
 	}
 	var cp corev1.ConfigMap
-	if err := m.cluster.GetClient().Get(ctx, req.NamespacedName, &cp); err != nil || !maps.Equal(cp.Data, src.Data) {
+	if err := m.cluster.GetClient().Get(ctx, req.NamespacedName, &cp); err != nil || !maps.Equal(cp.Data, src.Data) || !maps.EqualFunc(cp.BinaryData, src.BinaryData, bytes.Equal) {
 		return StatePending, true
 	}
 	return StateSynced, true

@@ -86,8 +86,9 @@ type ConfigSetStatus struct {
 	// ObservedGeneration is the generation the status is for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Members has one entry per member the ConfigSet goes to, sorted by
-	// name.
+	// Members has one entry per member the ConfigSet goes to, and one,
+	// Removing, per member it no longer goes to that may still hold the
+	// ConfigMap, sorted by name.
 	// +optional
 	// +listType=map
 	// +listMapKey=cluster

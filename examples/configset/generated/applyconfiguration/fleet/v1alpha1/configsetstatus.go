@@ -30,8 +30,9 @@ import (
 type ConfigSetStatusApplyConfiguration struct {
 	// ObservedGeneration is the generation the status is for.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Members has one entry per member the ConfigSet goes to, sorted by
-	// name.
+	// Members has one entry per member the ConfigSet goes to, and one,
+	// Removing, per member it no longer goes to that may still hold the
+	// ConfigMap, sorted by name.
 	Members []fleetv1.MemberStatus `json:"members,omitempty"`
 	// ReadyMembers counts the members that hold the ConfigMap as the
 	// spec says.
