@@ -776,14 +776,16 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	}()
 	// go mod tidy writes go.mod and go.sum; in a workspace, the go
 	// commands (the loads of the generators, the build) may write the
-	// workspace's go.work.sum.
+	// workspace's checksums, which the go command keeps beside its go.work
+	// file, named as it is with ".sum" added (go.work.sum; dev.work.sum
+	// for GOWORK=dev.work).
 	gowork, err := goWorkFile(ctx, root)
 	if err != nil {
 		return err
 	}
 	written := []string{filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum")}
 	if gowork != "" {
-		written = append(written, filepath.Join(filepath.Dir(gowork), "go.work.sum"))
+		written = append(written, gowork+".sum")
 	}
 	for _, f := range written {
 		if _, err := journalReplacing(j, f); err != nil {
@@ -796,11 +798,14 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		if err != nil {
 			return err
 		}
-		// The user's file, edited in place with its mode: only the
-		// journal's record of it undoes the edit (writing it back), so it
-		// is written with temps.mu held but is no temporary that a signal
-		// would remove.
-		temps.locked(func() { err = writeFile(f, p.edits[rel], mode) })
+		// The user's file, edited with its mode: a temporary beside it,
+		// renamed over it, so that a failed write leaves it whole. Only
+		// the journal's record of it undoes the edit (writing it back).
+		temps.locked(func() {
+			if err = putFileLocked(f, p.edits[rel], mode); err == nil {
+				j.wroteLocked(f, p.edits[rel])
+			}
+		})
 		if err != nil {
 			return err
 		}
@@ -810,9 +815,11 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		if err := j.mkdirAll(filepath.Dir(f)); err != nil {
 			return err
 		}
+		// A new file whose write fails leaves no part of it behind.
 		temps.locked(func() {
-			if err = writeFile(f, p.files[rel], 0o644); err == nil {
+			if err = putFileLocked(f, p.files[rel], 0o644); err == nil {
 				j.creatingLocked(f)
+				j.wroteLocked(f, p.files[rel])
 			}
 		})
 		if err != nil {
@@ -846,6 +853,13 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	tidy.Stdout, tidy.Stderr = &out, &out
 	if err := runCommand(tidy); err != nil {
 		return fmt.Errorf("go mod tidy: %w\n%s", err, out.String())
+	}
+	// What go mod tidy left in go.mod and go.sum is the run's: a later
+	// change to them is the user's, which an undo leaves alone.
+	for _, f := range written[:2] {
+		if data, err := os.ReadFile(f); err == nil {
+			j.wrote(f, data)
+		}
 	}
 	// The packages it wrote to must build, or it undoes what it wrote: a
 	// copy that compiles in the hub's package may not in the new one.

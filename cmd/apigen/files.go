@@ -527,7 +527,11 @@ func commit(root string, cfg config, old, generated files, leftovers []string) (
 			if !replaced {
 				cfg.journal.creatingLocked(target)
 			}
-			return os.Rename(tmp, target)
+			if err := os.Rename(tmp, target); err != nil {
+				return err
+			}
+			cfg.journal.wroteLocked(target, f.data)
+			return nil
 		}); err != nil {
 			_ = os.Remove(tmp)
 			return written, err
@@ -544,6 +548,7 @@ func commit(root string, cfg config, old, generated files, leftovers []string) (
 		if err := removeStale(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
 			return written, err
 		}
+		cfg.journal.removed(filepath.Join(root, filepath.FromSlash(rel)))
 		removed++
 	}
 	if cfg.out != "" {
@@ -592,6 +597,32 @@ func writeFile(p string, data []byte, mode fs.FileMode) error {
 	return f.Close()
 }
 
+// putFileLocked puts data, with mode, in place of the file p (of the file
+// a symbolic link p leads to, the link kept): it writes a temporary file
+// beside it, synced, and renames it over it, so that p holds either what
+// it held or data, never a part of either, when a write fails (a full
+// disk, a quota). A temporary left by a failed write is removed. temps.mu
+// is held: a signal's handler, which holds it until the process exits,
+// finds no temporary.
+func putFileLocked(p string, data []byte, mode fs.FileMode) error {
+	target, err := filepath.EvalSymlinks(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		target = p
+	} else if err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+tempSuffix)
+	if err := writeFile(tmp, data, mode); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
 // removeEmptyDirs removes dir and its subdirectories that hold no file.
 func removeEmptyDirs(dir string) {
 	entries, err := os.ReadDir(dir)
@@ -635,15 +666,37 @@ func (s files) diff(other files) []string {
 // temporaries.removeAll): a signal undoes it, writing back the replaced
 // files and then removing what it created. Its fields are read and
 // written with temps.mu held.
+//
+// Undo writes back or removes only what still is as the run left it: a
+// file that holds what it held before the run is not written; a file the
+// run wrote (or removed) that someone changed since (a user who saves a
+// file while the run's generators and builds go on) is left alone, and
+// the undo's error names it.
 type journal struct {
 	created  []string             // files created, absolute
 	dirs     []string             // directories created, absolute, parents first
 	replaced map[string]ownedFile // what replaced or removed files held, by absolute path
+	left     map[string]wroteFile // what the run last left in files, by absolute path, where known
+}
+
+// wroteFile is what the run left in a file: data, or no file if removed.
+type wroteFile struct {
+	data    []byte
+	removed bool
+}
+
+// holds tells whether a file that holds cur (if it exists) is as the run
+// left it.
+func (w wroteFile) holds(cur []byte, exists bool) bool {
+	if w.removed {
+		return !exists
+	}
+	return exists && bytes.Equal(cur, w.data)
 }
 
 // newJournal returns an empty journal, made the temporaries' journal.
 func newJournal() *journal {
-	j := &journal{replaced: map[string]ownedFile{}}
+	j := &journal{replaced: map[string]ownedFile{}, left: map[string]wroteFile{}}
 	temps.locked(func() { temps.journal = j })
 	return j
 }
@@ -712,6 +765,32 @@ func (j *journal) replacing(p string, f ownedFile) {
 	})
 }
 
+// wrote records that the run left data in the file p (read from it
+// after a go command wrote it, or just written).
+func (j *journal) wrote(p string, data []byte) {
+	if j == nil {
+		return
+	}
+	temps.locked(func() { j.wroteLocked(p, data) })
+}
+
+// wroteLocked records that the run wrote data to the file p; temps.mu is
+// held.
+func (j *journal) wroteLocked(p string, data []byte) {
+	if j == nil {
+		return
+	}
+	j.left[p] = wroteFile{data: bytes.Clone(data)}
+}
+
+// removed records that the run removed the file p.
+func (j *journal) removed(p string) {
+	if j == nil {
+		return
+	}
+	temps.locked(func() { j.left[p] = wroteFile{removed: true} })
+}
+
 // undo writes back the replaced files (making again the directories that
 // held them, which the run may have removed once empty), then removes the
 // files and the directories created, and returns the first error; the
@@ -735,17 +814,41 @@ func (j *journal) undoLocked(beforeDirs func()) error {
 			first = err
 		}
 	}
+	var changed []string // files changed since the run left them: left alone
 	for _, p := range slices.Sorted(maps.Keys(j.replaced)) {
 		f := j.replaced[p]
+		cur, err := os.ReadFile(p)
+		exists := err == nil
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			keep(fmt.Errorf("writing back %s: %w", p, err))
+			continue
+		}
+		if exists && bytes.Equal(cur, f.data) {
+			continue // as it was before the run
+		}
+		if w, ok := j.left[p]; ok && !w.holds(cur, exists) {
+			changed = append(changed, p)
+			continue
+		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			keep(fmt.Errorf("writing back %s: %w", p, err))
 			continue
 		}
-		if err := writeFile(p, f.data, f.mode); err != nil {
+		if err := putFileLocked(p, f.data, f.mode); err != nil {
 			keep(fmt.Errorf("writing back %s: %w", p, err))
 		}
 	}
 	for _, p := range slices.Backward(j.created) {
+		if w, ok := j.left[p]; ok {
+			cur, err := os.ReadFile(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil || !w.holds(cur, true) {
+				changed = append(changed, p)
+				continue
+			}
+		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			keep(fmt.Errorf("removing %s: %w", p, err))
 		}
@@ -754,9 +857,16 @@ func (j *journal) undoLocked(beforeDirs func()) error {
 		beforeDirs()
 	}
 	for _, d := range slices.Backward(j.dirs) {
+		if entries, err := os.ReadDir(d); err == nil && len(entries) > 0 && len(changed) > 0 {
+			continue // it holds a file left alone
+		}
 		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			keep(fmt.Errorf("removing the directory %s: %w", d, err))
 		}
+	}
+	if len(changed) > 0 {
+		slices.Sort(changed)
+		return errors.Join(first, fmt.Errorf("left alone, as they changed since the run wrote them (not written back nor removed): %s", strings.Join(changed, ", ")))
 	}
 	return first
 }

@@ -331,10 +331,17 @@ func (s *scaffold) write(ctx context.Context, stdout io.Writer) (err error) {
 		if err := j.mkdirAll(filepath.Dir(p)); err != nil {
 			return err
 		}
-		if err := temps.do(p, true, func() error { return writeFile(p, rendered[rel], 0o644) }); err != nil {
+		// Written beside and renamed into place, recorded with it: a
+		// write that fails leaves no part of the file behind.
+		temps.locked(func() {
+			if err = putFileLocked(p, rendered[rel], 0o644); err == nil {
+				j.creatingLocked(p)
+				j.wroteLocked(p, rendered[rel])
+			}
+		})
+		if err != nil {
 			return err
 		}
-		j.creating(p)
 	}
 	_, _ = fmt.Fprintf(stdout, "apigen init: wrote %d files for %s\n", len(rendered), s.Name)
 

@@ -124,6 +124,9 @@ const resourceVersionBase = 1000
 //     the clientset's tracker hands out client-go's fake watchers, as
 //     every generated fake's does; others get no replay). A watch from
 //     another resourceVersion is served as client-go's fake serves it.
+//   - resources: a custom resource is served under its own plural, also
+//     one other than the plural client-go's fake clientsets guess from its
+//     kind, which their tracker and REST mapper know (see WithKind).
 //
 // Unlike an API server:
 //
@@ -206,13 +209,35 @@ type listScope struct {
 func Strict(clientsets ...FakeClientset) *StrictAPI {
 	api := &StrictAPI{clock: clock.RealClock{}, version: resourceVersionBase, byFake: make(map[FakeClientset]*strictTracker, len(clientsets))}
 	for _, cs := range clientsets {
-		t := &strictTracker{api: api, base: cs.Tracker(), kinds: make(map[schema.GroupVersionResource]string), lists: make(map[listScope][]listed), stamped: make(map[schema.GroupVersionResource]bool)}
+		res := &fakeResources{ObjectTracker: cs.Tracker(), kinds: make(map[schema.GroupVersionResource]string)}
+		t := &strictTracker{api: api, base: res, res: res, kinds: make(map[schema.GroupVersionResource]string), lists: make(map[listScope][]listed), stamped: make(map[schema.GroupVersionResource]bool)}
 		api.trackers = append(api.trackers, t)
 		api.byFake[cs] = t
 		cs.PrependReactor("*", "*", t.react)
 		cs.PrependWatchReactor("*", t.reactWatch)
 	}
 	return api
+}
+
+// WithKind tells the API that the objects of the resource gvr are of
+// kind before a request does, and returns a. Strict keeps the objects of
+// a custom resource whose plural is not the one client-go's fake
+// clientsets guess from its kind (Gizmo: gizmoes, guessed gizmos; Quiz:
+// quizzes, guessed quizs) under the guessed resource, where the fake
+// keeps those given to its constructor and its REST mapper finds their
+// kind, so that the generated client's requests work as for any other
+// kind. It learns the kind from the first create, update, apply or list
+// of gvr, or an object read: WithKind is needed only when a test's
+// first request for such a resource is a get, patch or delete of objects
+// given to the clientset's constructor, or a watch (an informer lists
+// first). Call it before the clientsets are used.
+func (a *StrictAPI) WithKind(gvr schema.GroupVersionResource, kind string) *StrictAPI {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.trackers {
+		t.res.learn(gvr, kind)
+	}
+	return a
 }
 
 // WithClock makes the API stamp creationTimestamp and deletionTimestamp
@@ -258,8 +283,11 @@ func (a *StrictAPI) Tracker(cs FakeClientset) k8stesting.ObjectTracker {
 // strictTracker applies the rules to one clientset's tracker. Its methods
 // expect the caller to hold api.mu.
 type strictTracker struct {
-	api  *StrictAPI
+	api *StrictAPI
+	// base is the fake's tracker, through res: objects of a kind whose
+	// plural is not the one the fake guesses are kept under the guessed.
 	base k8stesting.ObjectTracker
+	res  *fakeResources
 	// kinds are the resources requests were served for, with their kinds.
 	kinds map[schema.GroupVersionResource]string
 	// lists holds the latest lists of each resource and namespace, at
@@ -281,6 +309,10 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 	gvr, ns, sub := action.GetResource(), action.GetNamespace(), action.GetSubresource()
 	if err := refuseTrimmed(action); err != nil {
 		return true, nil, err
+	}
+	t.res.learn(gvr, actionKind(action))
+	if u, ok := action.(k8stesting.UpdateActionImpl); ok {
+		t.res.learn(gvr, kindOf(u.GetObject()))
 	}
 	if err := t.stampSeeded(gvr, ns, actionName(action), actionKind(action)); err != nil {
 		return true, nil, err
@@ -510,6 +542,16 @@ func (t *strictTracker) reactWatch(action k8stesting.Action) (bool, watch.Interf
 	lists := t.lists[scope]
 	i := slices.IndexFunc(lists, func(l listed) bool { return ok && l.resourceVersion == w.ListOptions.ResourceVersion })
 	if i < 0 {
+		if t.res.stored(scope.gvr) != scope.gvr {
+			// The fake's own watch reactor would watch the request's
+			// resource, under which the fake keeps none of these objects.
+			var opts []metav1.ListOptions
+			if ok {
+				opts = append(opts, w.ListOptions)
+			}
+			watcher, err := t.base.Watch(scope.gvr, scope.ns, opts...)
+			return true, watcher, err
+		}
 		return false, nil, nil
 	}
 	since := lists[i]
@@ -700,6 +742,7 @@ func (l lockedTracker) Get(gvr schema.GroupVersionResource, ns, name string, opt
 
 func (l lockedTracker) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
 	defer l.lock()()
+	l.t.res.learn(gvr, kindOf(obj))
 	if err := l.t.stampSeeded(gvr, ns, "", kindOf(obj)); err != nil {
 		return err
 	}
@@ -709,6 +752,7 @@ func (l lockedTracker) Create(gvr schema.GroupVersionResource, obj runtime.Objec
 
 func (l lockedTracker) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
 	defer l.lock()()
+	l.t.res.learn(gvr, kindOf(obj))
 	if err := l.t.stampSeeded(gvr, ns, "", kindOf(obj)); err != nil {
 		return err
 	}
@@ -718,6 +762,7 @@ func (l lockedTracker) Update(gvr schema.GroupVersionResource, obj runtime.Objec
 
 func (l lockedTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
 	defer l.lock()()
+	l.t.res.learn(gvr, kindOf(obj))
 	if err := l.t.stampSeeded(gvr, ns, "", kindOf(obj)); err != nil {
 		return err
 	}
@@ -727,6 +772,7 @@ func (l lockedTracker) Patch(gvr schema.GroupVersionResource, obj runtime.Object
 
 func (l lockedTracker) Apply(gvr schema.GroupVersionResource, cfg runtime.Object, ns string, opts ...metav1.PatchOptions) error {
 	defer l.lock()()
+	l.t.res.learn(gvr, kindOf(cfg))
 	if err := l.t.stampSeeded(gvr, ns, "", kindOf(cfg)); err != nil {
 		return err
 	}
@@ -739,6 +785,7 @@ func (l lockedTracker) List(gvr schema.GroupVersionResource, gvk schema.GroupVer
 	if gvk.Kind != "" {
 		l.t.kinds[gvr] = gvk.Kind
 	}
+	l.t.res.learn(gvr, gvk.Kind)
 	if err := l.t.stampSeeded(gvr, ns, "", gvk.Kind); err != nil {
 		return nil, err
 	}
@@ -774,7 +821,76 @@ func first[T any](opts []T) T {
 func (t *strictTracker) remember(gvr schema.GroupVersionResource, obj runtime.Object) {
 	if kind := kindOf(obj); kind != "" {
 		t.kinds[gvr] = kind
+		t.res.learn(gvr, kind)
 	}
+}
+
+// fakeResources is a fake clientset's tracker that keeps the objects of
+// each resource under the resource client-go's fake clientsets guess from
+// their kind (meta.UnsafeGuessKindToResource: the kind in lower case, with
+// "s", "es" or "ies"), where the resource of a request is not one the
+// fake's REST mapper knows: a custom resource whose plural is not the
+// guessed one (Gizmo: gizmoes, guessed gizmos; Quiz: quizzes) is served
+// as the fake serves the kinds it guesses right, whose objects given to a
+// constructor it keeps under the guessed resource too. It learns the kind
+// of a resource's objects from the requests for it (see learn).
+type fakeResources struct {
+	k8stesting.ObjectTracker
+	kinds map[schema.GroupVersionResource]string
+}
+
+// learn notes that the objects of gvr are of kind, unless kind is empty.
+func (f *fakeResources) learn(gvr schema.GroupVersionResource, kind string) {
+	if kind != "" {
+		f.kinds[gvr] = kind
+	}
+}
+
+// stored is the resource the objects of gvr are kept under: gvr itself
+// when their kind is unknown or the fake's REST mapper knows gvr (the
+// guessed plural, or the kind in lower case), else the guessed plural.
+func (f *fakeResources) stored(gvr schema.GroupVersionResource) schema.GroupVersionResource {
+	kind := f.kinds[gvr]
+	if kind == "" {
+		return gvr
+	}
+	plural, singular := meta.UnsafeGuessKindToResource(gvr.GroupVersion().WithKind(kind))
+	if gvr.Resource == plural.Resource || gvr.Resource == singular.Resource {
+		return gvr
+	}
+	return plural
+}
+
+func (f *fakeResources) Get(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.GetOptions) (runtime.Object, error) {
+	return f.ObjectTracker.Get(f.stored(gvr), ns, name, opts...)
+}
+
+func (f *fakeResources) Create(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.CreateOptions) error {
+	return f.ObjectTracker.Create(f.stored(gvr), obj, ns, opts...)
+}
+
+func (f *fakeResources) Update(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.UpdateOptions) error {
+	return f.ObjectTracker.Update(f.stored(gvr), obj, ns, opts...)
+}
+
+func (f *fakeResources) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	return f.ObjectTracker.Patch(f.stored(gvr), obj, ns, opts...)
+}
+
+func (f *fakeResources) Apply(gvr schema.GroupVersionResource, cfg runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	return f.ObjectTracker.Apply(f.stored(gvr), cfg, ns, opts...)
+}
+
+func (f *fakeResources) List(gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, ns string, opts ...metav1.ListOptions) (runtime.Object, error) {
+	return f.ObjectTracker.List(f.stored(gvr), gvk, ns, opts...)
+}
+
+func (f *fakeResources) Delete(gvr schema.GroupVersionResource, ns, name string, opts ...metav1.DeleteOptions) error {
+	return f.ObjectTracker.Delete(f.stored(gvr), ns, name, opts...)
+}
+
+func (f *fakeResources) Watch(gvr schema.GroupVersionResource, ns string, opts ...metav1.ListOptions) (watch.Interface, error) {
+	return f.ObjectTracker.Watch(f.stored(gvr), ns, opts...)
 }
 
 // kindOf is the kind of obj: its own, or the name of its Go type.

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A create runs for a minute or more (the generators, go mod tidy, the
+// build); the user keeps working meanwhile. When it then fails (here its
+// build, of a main package with the user's unfinished wip.go), its undo
+// writes back every file of its journal as it was when create started,
+// whatever the file holds now: a change the user saved to main.go while
+// create ran is silently lost, and create says "the module is as it
+// was". The undo should write back only a file that still holds what
+// create wrote, and say which it left alone.
+func TestCreateUndoKeepsWhatTheUserSavedMeanwhile(t *testing.T) {
+	t.Parallel()
+	realGo, err := exec.LookPath("go")
+	require.NoError(t, err)
+	dir := operatorModule(t, t.TempDir())
+	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
+	require.Equal(t, 0, code, "init: %s", stderr)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "wip.go"), []byte("package main\n\nfunc wip() int { return \"not yet\" }\n"), 0o644))
+
+	// The user's save of main.go, while create's go build runs (a go on
+	// PATH that saves it, then runs the real go).
+	const saved = "\n// Notes the user saved to main.go while apigen create ran.\n"
+	bin := t.TempDir()
+	script := "#!/bin/sh\nif [ \"$1\" = build ]; then printf '%s' '" + saved + "' >> main.go; fi\nexec " + realGo + " \"$@\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755))
+
+	code, stdout, stderr := apigenIn(t, dir, []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}, "create", "api", "-api", "example.com/v1/Gadget")
+	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.Contains(t, stderr, "does not build")
+	t.Logf("stderr: %s", stderr)
+	mainGo, err := os.ReadFile(filepath.Join(dir, "main.go"))
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(mainGo), saved), "the user's change to main.go, saved while create ran, is gone after create's undo")
+}

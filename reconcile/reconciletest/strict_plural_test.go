@@ -1,0 +1,146 @@
+package reconciletest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlkit/ctrlkit/reconcile/reconciletest"
+)
+
+// Gizmo is a custom resource whose plural, gizmoes (controller-gen's, and
+// so its CRD's and its generated client's), is not the one client-go's
+// fake clientsets guess from its kind (gizmos).
+type Gizmo struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              GizmoSpec   `json:"spec,omitempty"`
+	Status            GizmoStatus `json:"status,omitempty"`
+}
+
+type GizmoSpec struct {
+	Size int64 `json:"size,omitempty"`
+}
+
+type GizmoStatus struct {
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+func (g *Gizmo) DeepCopyObject() runtime.Object {
+	c := *g
+	g.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+type GizmoList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Gizmo `json:"items"`
+}
+
+func (l *GizmoList) DeepCopyObject() runtime.Object {
+	c := *l
+	l.ListMeta.DeepCopyInto(&c.ListMeta)
+	c.Items = make([]Gizmo, len(l.Items))
+	for i := range l.Items {
+		c.Items[i] = *l.Items[i].DeepCopyObject().(*Gizmo)
+	}
+	return &c
+}
+
+var gizmoes = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmoes"}
+
+// gizmoClientset is built as code-generator's fake clientsets are.
+type gizmoClientset struct {
+	k8stesting.Fake
+	tracker k8stesting.ObjectTracker
+}
+
+func (c *gizmoClientset) Tracker() k8stesting.ObjectTracker { return c.tracker }
+
+func newGizmoClientset(t *testing.T, objects ...runtime.Object) *gizmoClientset {
+	scheme := runtime.NewScheme()
+	gv := gizmoes.GroupVersion()
+	scheme.AddKnownTypes(gv, &Gizmo{}, &GizmoList{})
+	metav1.AddToGroupVersion(scheme, gv)
+	tracker := k8stesting.NewFieldManagedObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder(), managedfields.NewDeducedTypeConverter())
+	for _, obj := range objects {
+		require.NoError(t, tracker.Add(obj))
+	}
+	cs := &gizmoClientset{tracker: tracker}
+	cs.AddReactor("*", "*", k8stesting.ObjectReaction(tracker))
+	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
+		return true, w, err
+	})
+	return cs
+}
+
+// A generated client asks for gizmoes, which the fake's REST mapper does
+// not know: every request of it failed ("no matches for ...
+// Resource=gizmoes"). Over Strict, it is served as any other kind.
+func TestStrictServesAPluralTheFakeDoesNotGuess(t *testing.T) {
+	cs := newGizmoClientset(t)
+	reconciletest.Strict(cs)
+
+	_, err := cs.Invokes(k8stesting.NewCreateAction(gizmoes, "ns", &Gizmo{ObjectMeta: metav1.ObjectMeta{Name: "one"}, Spec: GizmoSpec{Size: 1}}), nil)
+	require.NoError(t, err, "create")
+	w, err := cs.InvokesWatch(k8stesting.NewWatchAction(gizmoes, "ns", metav1.ListOptions{}))
+	require.NoError(t, err)
+	defer w.Stop()
+	got, err := cs.Invokes(k8stesting.NewGetAction(gizmoes, "ns", "one"), nil)
+	require.NoError(t, err, "get")
+	one := got.(*Gizmo)
+	assert.NotEmpty(t, one.ResourceVersion)
+	assert.Equal(t, int64(1), one.Generation)
+
+	one.Status.ObservedGeneration = one.Generation
+	_, err = cs.Invokes(k8stesting.NewUpdateSubresourceAction(gizmoes, "status", "ns", one), nil)
+	require.NoError(t, err, "update of the status")
+	_, err = cs.Invokes(k8stesting.NewPatchAction(gizmoes, "ns", "one", types.MergePatchType, []byte(`{"spec":{"size":2}}`)), nil)
+	require.NoError(t, err, "patch")
+
+	list, err := cs.Invokes(k8stesting.NewListAction(gizmoes, gizmoes.GroupVersion().WithKind("Gizmo"), "ns", metav1.ListOptions{}), nil)
+	require.NoError(t, err, "list")
+	require.Len(t, list.(*GizmoList).Items, 1)
+	listed := list.(*GizmoList).Items[0]
+	assert.Equal(t, int64(2), listed.Spec.Size)
+	assert.Equal(t, int64(2), listed.Generation)
+	assert.Equal(t, int64(1), listed.Status.ObservedGeneration)
+
+	_, err = cs.Invokes(k8stesting.NewDeleteAction(gizmoes, "ns", "one"), nil)
+	require.NoError(t, err, "delete")
+	var events []watch.EventType
+	timeout := time.After(30 * time.Second)
+	for len(events) < 4 {
+		select {
+		case e := <-w.ResultChan():
+			events = append(events, e.Type)
+		case <-timeout:
+			require.Failf(t, "watch", "events so far: %v", events)
+		}
+	}
+	assert.Equal(t, []watch.EventType{watch.Added, watch.Modified, watch.Modified, watch.Deleted}, events)
+}
+
+// Objects of such a resource given to the constructor are found by a
+// first get once WithKind tells the kind.
+func TestStrictWithKindFindsSeededObjects(t *testing.T) {
+	cs := newGizmoClientset(t, &Gizmo{ObjectMeta: metav1.ObjectMeta{Name: "seed", Namespace: "ns"}})
+	reconciletest.Strict(cs).WithKind(gizmoes, "Gizmo")
+	got, err := cs.Invokes(k8stesting.NewGetAction(gizmoes, "ns", "seed"), nil)
+	require.NoError(t, err)
+	assert.NotEmpty(t, got.(*Gizmo).ResourceVersion, "a seeded object gets a resourceVersion")
+	_, err = cs.Invokes(k8stesting.NewDeleteAction(gizmoes, "ns", "seed"), nil)
+	require.NoError(t, err)
+}
