@@ -696,10 +696,12 @@ func (o *Objects[T]) update(ctx context.Context, get Getter[T], name cache.Objec
 	// The trace context annotation is never compared: obj keeps current's
 	// value of it, whatever mutate did to the annotations, and a write
 	// sent anyway sets it to this reconcile's.
-	keepAnnotation(current, obj)
+	keepAnnotation(tracing.Annotation, current, obj)
 	// Nor is the mark of a trimmed object, which exists only in the cache
 	// and which mutate may have dropped with the annotations it set.
-	keepTrimmedMark(current, obj)
+	if informer.Trimmed(current) {
+		keepAnnotation(informer.TrimmedAnnotation, current, obj)
+	}
 	if equality.Semantic.DeepEqual(current, obj) {
 		return current, Unchanged, nil
 	}
@@ -835,7 +837,7 @@ func sameBut[T Object](obj, other T, status bool) bool {
 	if !ok {
 		return false
 	}
-	keepAnnotation(obj, cp)
+	keepAnnotation(tracing.Annotation, obj, cp)
 	cp.SetResourceVersion(obj.GetResourceVersion())
 	cp.SetManagedFields(obj.GetManagedFields())
 	cp.SetGeneration(obj.GetGeneration())
@@ -867,27 +869,12 @@ func sameStatus[T Object](obj, cp T) {
 	}
 }
 
-// keepTrimmedMark gives obj, what mutate made of a copy of current, the
-// informer.TrimmedAnnotation current has.
-func keepTrimmedMark[T Object](current, obj T) {
-	mark, trimmed := current.GetAnnotations()[informer.TrimmedAnnotation]
-	if !trimmed || obj.GetAnnotations()[informer.TrimmedAnnotation] == mark {
-		return
-	}
-	ann := maps.Clone(obj.GetAnnotations())
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[informer.TrimmedAnnotation] = mark
-	obj.SetAnnotations(ann)
-}
-
-// keepAnnotation sets obj's tracing.Annotation to current's, or removes it
+// keepAnnotation sets obj's annotation key to current's, or removes it
 // where current has none, on a copy of obj's annotations (mutate may have
 // set a map it shares with others).
-func keepAnnotation[T Object](current, obj T) {
-	was, had := current.GetAnnotations()[tracing.Annotation]
-	now, has := obj.GetAnnotations()[tracing.Annotation]
+func keepAnnotation[T Object](key string, current, obj T) {
+	was, had := current.GetAnnotations()[key]
+	now, has := obj.GetAnnotations()[key]
 	if had == has && was == now {
 		return
 	}
@@ -896,9 +883,9 @@ func keepAnnotation[T Object](current, obj T) {
 		if ann == nil {
 			ann = map[string]string{}
 		}
-		ann[tracing.Annotation] = was
+		ann[key] = was
 	} else {
-		delete(ann, tracing.Annotation)
+		delete(ann, key)
 		if len(ann) == 0 && current.GetAnnotations() == nil {
 			// As current has them: an unstructured object tells no
 			// annotations from an empty map.
