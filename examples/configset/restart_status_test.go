@@ -66,16 +66,22 @@ func TestRestartKeepsReadyStatusBeforeFleetSynced(t *testing.T) {
 	w.eventually(t, map[string]string{"east": fleetv1alpha1.ReasonApplied}, "True/"+multicluster.ReasonAllMembersReady)
 	time.Sleep(500 * time.Millisecond) // settled
 
-	var writes []string
+	writes, warnings := w.statusWrites()
+	require.Empty(t, writes, "a restart with nothing changed writes the status (events: %q)", warnings)
+}
+
+// statusWrites returns the ConfigSet status writes the management cluster
+// saw (each as its condition's status and reason, and its entries) and the
+// events recorded, which it takes.
+func (w *world) statusWrites() (writes, events []string) {
 	for _, a := range w.mgmt.Actions() {
 		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetSubresource() == "status" {
 			s := u.GetObject().(*fleetv1alpha1.ConfigSet).Status
 			writes = append(writes, fmt.Sprintf("%s/%s %+v", s.Conditions[0].Status, s.Conditions[0].Reason, s.Members))
 		}
 	}
-	var warnings []string
 	for len(w.events.Events) > 0 {
-		warnings = append(warnings, <-w.events.Events)
+		events = append(events, <-w.events.Events)
 	}
-	require.Empty(t, writes, "a restart with nothing changed writes the status (events: %q)", warnings)
+	return writes, events
 }

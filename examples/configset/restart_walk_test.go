@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -103,16 +102,6 @@ func TestRestartKeepsReadyStatusWhenFleetSyncsDuringWalk(t *testing.T) {
 	}, waitFor, 5*time.Millisecond)
 	w.eventually(t, map[string]string{"east": fleetv1alpha1.ReasonApplied, "west": fleetv1alpha1.ReasonApplied}, "True/"+multicluster.ReasonAllMembersReady)
 
-	var writes []string
-	for _, a := range w.mgmt.Actions() {
-		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetSubresource() == "status" {
-			s := u.GetObject().(*fleetv1alpha1.ConfigSet).Status
-			writes = append(writes, fmt.Sprintf("%s/%s %+v", s.Conditions[0].Status, s.Conditions[0].Reason, s.Members))
-		}
-	}
-	var warnings []string
-	for len(w.events.Events) > 0 {
-		warnings = append(warnings, <-w.events.Events)
-	}
+	writes, warnings := w.statusWrites()
 	require.Empty(t, writes, "a restart whose Fleet synced during a walk writes the status (events: %q)", warnings)
 }
