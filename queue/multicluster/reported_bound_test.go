@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlkit/ctrlkit/queue/multicluster"
 )
@@ -25,6 +26,7 @@ func TestReportedWaitIsBounded(t *testing.T) {
 	f.ready(t, "a")
 	f.ready(t, "b")
 	require.Eventually(t, f.fleet.HasSynced, waitFor, time.Millisecond)
+	resultsSynced(t, results)
 	hub := cacheName("app", "web")
 
 	results.Set(hub, "a", multicluster.MemberResult[string]{Ready: true, Reason: "Applied", ObservedGeneration: 1})
@@ -53,6 +55,7 @@ func TestReportedWaitEndAddsTheKeysItHeldBack(t *testing.T) {
 			f.ready(t, "a")
 			f.ready(t, "b")
 			require.Eventually(t, f.fleet.HasSynced, waitFor, time.Millisecond)
+			resultsSynced(t, results)
 			held, written, other := cacheName("app", "held"), cacheName("app", "new"), cacheName("app", "other")
 			require.False(t, results.Reported(held, []string{"a", "b"}, 1), "nobody reported yet")
 			require.True(t, results.Reported(written, []string{"a", "b"}, 0), "no entries: nothing to keep")
@@ -67,4 +70,14 @@ func TestReportedWaitEndAddsTheKeysItHeldBack(t *testing.T) {
 			assert.Zero(t, q.count(written)+q.count(other), "keys Reported did not hold back are not added")
 		})
 	}
+}
+
+// resultsSynced waits until results has seen the Fleet's first sync,
+// which it learns a moment after HasSynced turns true: until then
+// Reported is false for any status with entries (the key, here one of its
+// own, is added again at the sync).
+func resultsSynced(t *testing.T, results *multicluster.Results[cache.ObjectName, string]) {
+	t.Helper()
+	probe := cacheName("app", "probe-of-the-sync")
+	require.Eventually(t, func() bool { return results.Reported(probe, nil, 1) }, waitFor, time.Millisecond, "Results never saw the Fleet's first sync")
 }

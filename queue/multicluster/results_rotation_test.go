@@ -68,6 +68,7 @@ func TestReportedDoesNotWaitForMemberEngagedAgainAfterFirstSync(t *testing.T) {
 	f.ready(t, "a")
 	f.ready(t, "b")
 	require.Eventually(t, f.fleet.HasSynced, waitFor, time.Millisecond)
+	resultsSynced(t, results)
 	hub := cacheName("app", "web")
 	results.Set(hub, "a", multicluster.MemberResult[string]{Ready: true, Reason: "Applied", ObservedGeneration: 1})
 	require.False(t, results.Reported(hub, []string{"a", "b"}, 1), "b, ready at the first sync, has not reported")

@@ -55,6 +55,7 @@ func TestResults(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		f.ready(t, name)
 	}
+	resultsSynced(t, results)
 	hub, other := cacheName("app", "web"), cacheName("app", "db")
 	ok := multicluster.MemberResult[string]{Ready: true, Reason: "Applied", ObservedGeneration: 2, Value: "rv-1"}
 
