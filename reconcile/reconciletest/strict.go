@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ctrlkit/ctrlkit/informer"
 )
@@ -387,8 +388,26 @@ func actionKind(action k8stesting.Action) string {
 		if a.GetSubresource() == "" {
 			return kindOf(a.GetObject())
 		}
+	case k8stesting.PatchActionImpl:
+		if a.GetPatchType() == types.ApplyPatchType {
+			return appliedKind(a.GetResource(), a.GetPatch())
+		}
 	}
 	return ""
+}
+
+// appliedKind is the kind an apply's body (YAML or JSON) names, if its
+// apiVersion is gvr's; else "" (the apply then fails as the fake fails
+// it).
+func appliedKind(gvr schema.GroupVersionResource, body []byte) string {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(body, &tm); err != nil {
+		return ""
+	}
+	if gv, err := schema.ParseGroupVersion(tm.APIVersion); err != nil || gv != gvr.GroupVersion() {
+		return ""
+	}
+	return tm.Kind
 }
 
 // stampSeeded gives every object of gvr stored without a resourceVersion

@@ -144,3 +144,28 @@ func TestStrictWithKindFindsSeededObjects(t *testing.T) {
 	_, err = cs.Invokes(k8stesting.NewDeleteAction(gizmoes, "ns", "seed"), nil)
 	require.NoError(t, err)
 }
+
+// A first request that is a server-side apply tells the kind in its body
+// (apiVersion and kind), as the API server requires: an apply of a
+// resource the fake's REST mapper does not know is served from it.
+func TestStrictLearnsTheKindFromAnApply(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+	}{
+		{"json", `{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"one","namespace":"ns"},"spec":{"size":3}}`},
+		{"yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: one\n  namespace: ns\nspec:\n  size: 3\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newGizmoClientset(t)
+			reconciletest.Strict(cs)
+			apply := k8stesting.NewPatchActionWithOptions(gizmoes, "ns", "one", types.ApplyPatchType, []byte(tc.body), metav1.PatchOptions{FieldManager: "test"})
+			_, err := cs.Invokes(apply, nil)
+			require.NoError(t, err, "first apply")
+			got, err := cs.Invokes(k8stesting.NewGetAction(gizmoes, "ns", "one"), nil)
+			require.NoError(t, err, "get")
+			assert.Equal(t, int64(3), got.(*Gizmo).Spec.Size)
+			assert.NotEmpty(t, got.(*Gizmo).ResourceVersion)
+		})
+	}
+}
