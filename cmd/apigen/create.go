@@ -792,6 +792,13 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 			return err
 		}
 	}
+	// Until go mod tidy runs, go.mod and go.sum are the user's: a change
+	// saved to them meanwhile is left alone by an undo.
+	for _, f := range written[:2] {
+		if err := journalLeft(j, f); err != nil {
+			return err
+		}
+	}
 	for _, rel := range slices.Sorted(maps.Keys(p.edits)) {
 		f := filepath.Join(root, filepath.FromSlash(rel))
 		mode, err := journalReplacing(j, f)
@@ -847,6 +854,12 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	if err != nil {
 		return fmt.Errorf("generating: %w", err)
 	}
+	// While go mod tidy runs, go.mod and go.sum are its: an undo (a
+	// signal's, or tidy's failure's) writes them back whatever they hold.
+	// What it left in them is the run's: a later change is the user's.
+	for _, f := range written[:2] {
+		j.writing(f)
+	}
 	tidy := command(ctx, "go", "mod", "tidy")
 	tidy.Dir = root
 	var out bytes.Buffer
@@ -854,11 +867,9 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	if err := runCommand(tidy); err != nil {
 		return fmt.Errorf("go mod tidy: %w\n%s", err, out.String())
 	}
-	// What go mod tidy left in go.mod and go.sum is the run's: a later
-	// change to them is the user's, which an undo leaves alone.
 	for _, f := range written[:2] {
-		if data, err := os.ReadFile(f); err == nil {
-			j.wrote(f, data)
+		if err := journalLeft(j, f); err != nil {
+			return err
 		}
 	}
 	// The packages it wrote to must build, or it undoes what it wrote: a
@@ -910,6 +921,21 @@ func journalReplacing(j *journal, p string) (fs.FileMode, error) {
 	mode := info.Mode().Perm()
 	j.replacing(p, ownedFile{data: data, mode: mode})
 	return mode, nil
+}
+
+// journalLeft records in j what the file p holds now (or that there is
+// none) as what the run left in it.
+func journalLeft(j *journal, p string) error {
+	data, err := os.ReadFile(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		j.removed(p)
+	case err != nil:
+		return err
+	default:
+		j.wrote(p, data)
+	}
+	return nil
 }
 
 // quoteArgs quotes, as Go strings, the arguments that a go:generate line

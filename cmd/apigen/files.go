@@ -599,11 +599,12 @@ func writeFile(p string, data []byte, mode fs.FileMode) error {
 
 // putFileLocked puts data, with mode, in place of the file p (of the file
 // a symbolic link p leads to, the link kept): it writes a temporary file
-// beside it, synced, and renames it over it, so that p holds either what
-// it held or data, never a part of either, when a write fails (a full
-// disk, a quota). A temporary left by a failed write is removed. temps.mu
-// is held: a signal's handler, which holds it until the process exits,
-// finds no temporary.
+// beside it, synced, given the file's owner and group where it may, and
+// renames it over it, so that p holds either what it held or data, never
+// a part of either, when a write fails (a full disk, a quota). A
+// temporary left by a failed write is removed. temps.mu is held: a
+// signal's handler, which holds it until the process exits, finds no
+// temporary.
 func putFileLocked(p string, data []byte, mode fs.FileMode) error {
 	target, err := filepath.EvalSymlinks(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -615,6 +616,12 @@ func putFileLocked(p string, data []byte, mode fs.FileMode) error {
 	if err := writeFile(tmp, data, mode); err != nil {
 		_ = os.Remove(tmp)
 		return err
+	}
+	if was, err := os.Lstat(target); err == nil {
+		if err := keepOwner(tmp, was); err != nil {
+			_ = os.Remove(tmp)
+			return err
+		}
 	}
 	if err := os.Rename(tmp, target); err != nil {
 		_ = os.Remove(tmp)
@@ -783,7 +790,18 @@ func (j *journal) wroteLocked(p string, data []byte) {
 	j.left[p] = wroteFile{data: bytes.Clone(data)}
 }
 
-// removed records that the run removed the file p.
+// writing records that a command of the run is writing the file p: undo
+// writes p back, or removes it, whatever it then holds, until wrote or
+// removed records what the run left in it.
+func (j *journal) writing(p string) {
+	if j == nil {
+		return
+	}
+	temps.locked(func() { delete(j.left, p) })
+}
+
+// removed records that the run left no file p (it removed it, or made
+// none).
 func (j *journal) removed(p string) {
 	if j == nil {
 		return
