@@ -72,3 +72,26 @@ func TestReviewNewKindInSelfRegisteringPackageIsRegistered(t *testing.T) {
 	out, err := goTry(t, dir, "test", "-count=1", "-run", "TestGadgetController", ".")
 	assert.NoError(t, err, "go test of the created kind's controller:\n%s", out)
 }
+
+// A kind with an acronym in its name, added in another group than init's,
+// with a second version and the three webhooks (docs/new-api.md's
+// commands for a kind of another group): go vet ./... and go test ./...
+// should pass on the result.
+func TestReviewKindInAnotherGroupWithWebhooks(t *testing.T) {
+	t.Parallel()
+	dir := operatorModule(t, t.TempDir())
+	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
+	require.Equal(t, 0, code, "init: %s", stderr)
+	for _, args := range [][]string{
+		{"create", "api", "-api", "net.example.com/v1/DNSRecord"},
+		{"create", "api", "-api", "net.example.com/v2/DNSRecord"},
+		{"create", "webhook", "-kind", "DNSRecord", "-defaulting", "-validation", "-conversion"},
+	} {
+		code, stdout, stderr := apigenIn(t, dir, nil, args...)
+		require.Equal(t, 0, code, "%s\nstdout: %s\nstderr: %s", args, stdout, stderr)
+	}
+	for _, args := range [][]string{{"vet", "./..."}, {"test", "-count=1", "./..."}} {
+		out, err := goTry(t, dir, args...)
+		assert.NoError(t, err, "go %s:\n%s", args, out)
+	}
+}
