@@ -185,7 +185,7 @@ type operatorDir struct {
 	mod      module
 	name     string   // -rbac-role of generate.go
 	genArgs  []string // the arguments of generate.go's go:generate go tool apigen
-	genLine  string   // that line, whole
+	genLine  string   // that line, whole, without the \r of a CRLF line end
 	kinds    []kindVersion
 	mainFile string // main.go
 }
@@ -217,8 +217,10 @@ func loadOperator(mod module) (*operatorDir, error) {
 	if len(lines) != 1 {
 		return nil, notInit
 	}
-	op.genLine = lines[0]
-	op.genArgs, err = splitGenerate(strings.TrimPrefix(lines[0], "//go:generate go tool apigen"))
+	// go generate reads a line without the \r of a CRLF line end; the
+	// line written back replaces genLine only, so keeps the file's end.
+	op.genLine = strings.TrimSuffix(lines[0], "\r")
+	op.genArgs, err = splitGenerate(strings.TrimPrefix(op.genLine, "//go:generate go tool apigen"))
 	if err != nil {
 		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
 	}

@@ -60,3 +60,23 @@ func TestGenerateArgsRoundTrip(t *testing.T) {
 	_, err = splitGenerate(`-a "b c`)
 	assert.Error(t, err, "an unterminated quoted string")
 }
+
+// An operator checked out with CRLF line ends (git's core.autocrlf on
+// Windows): create reads generate.go's apigen line as go generate does,
+// without the \r that ends it, so the last argument, -deploy-image's,
+// is "widget-operator:dev" (not with a \r that create's generation would
+// write into deploy/deployment.yaml), and the line create webhook writes
+// back replaces the line without its \r: the file keeps its CRLF ends.
+func TestCreateReadsGenerateLineWithCRLF(t *testing.T) {
+	t.Parallel()
+	op, _ := reviewOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.ReplaceAll(src, "\n", "\r\n")
+		}
+		return src
+	})
+	cfg, err := parseConfig(op.genArgs)
+	require.NoError(t, err)
+	assert.Equal(t, "widget-operator:dev", cfg.deployImage, "the image of generate.go's line, as go generate reads it")
+	assert.NotContains(t, op.genLine, "\r", "the line that create replaces, without the file's line end")
+}

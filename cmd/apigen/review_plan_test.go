@@ -161,23 +161,3 @@ func TestReviewTwoGenerateLinesError(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "it has no main.go and generate.go with", "it has both")
 }
-
-// An operator checked out with CRLF line ends (git's core.autocrlf on
-// Windows): go generate drops the \r that ends a //go:generate line, but
-// create reads the line with it, so the last argument of generate.go's
-// apigen line, -deploy-image's, is "widget-operator:dev\r": create's
-// generation writes that image into deploy/deployment.yaml, and create
-// webhook writes the line back with the \r inside it, before the flags it
-// appends. create should read the line as go generate does.
-func TestReviewGenerateLineWithCRLF(t *testing.T) {
-	t.Parallel()
-	op, _ := reviewOperator(t, func(rel, src string) string {
-		if rel == "generate.go" {
-			return strings.ReplaceAll(src, "\n", "\r\n")
-		}
-		return src
-	})
-	cfg, err := parseConfig(op.genArgs)
-	require.NoError(t, err)
-	assert.Equal(t, "widget-operator:dev", cfg.deployImage, "the image of generate.go's line, as go generate reads it")
-}
