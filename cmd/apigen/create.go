@@ -748,7 +748,14 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			return nil, err
 		}
 	}
-	if !slices.Contains(p.genArgs, "-webhook") {
+	// The line's webhook flags, however given (-webhook DIR,
+	// -webhook=DIR, --webhook ...), are the user's; without a webhook
+	// directory, the webhooks are generated into deploy.
+	cfg, err := parseConfig(p.genArgs)
+	if err != nil {
+		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
+	}
+	if cfg.webhookDir == "" {
 		p.genArgs = append(p.genArgs, "-webhook", "deploy", "-webhook-paths", ".")
 	}
 	return p, nil

@@ -80,3 +80,29 @@ func TestCreateReadsGenerateLineWithCRLF(t *testing.T) {
 	assert.Equal(t, "widget-operator:dev", cfg.deployImage, "the image of generate.go's line, as go generate reads it")
 	assert.NotContains(t, op.genLine, "\r", "the line that create replaces, without the file's line end")
 }
+
+// A go:generate line that gives the webhook flags as -flag=value (as the
+// flag package takes them, and as many write them) has webhooks already:
+// create webhook leaves its webhook directory and paths alone, deciding
+// from the flags as apigen parses them, not from the word "-webhook"
+// (appending "-webhook deploy -webhook-paths ." after the user's would
+// win, the last of a flag winning, and generate the manifests and
+// zz_generated.webhooks.go elsewhere).
+func TestCreateWebhookKeepsWebhookFlagsWithEquals(t *testing.T) {
+	t.Parallel()
+	op, _ := reviewOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, " -rbac deploy", " -webhook=config/webhook -webhook-paths=./internal/... -rbac deploy", 1)
+		}
+		return src
+	})
+	cfg, err := parseConfig(op.genArgs)
+	require.NoError(t, err)
+	require.Equal(t, "config/webhook", cfg.webhookDir)
+	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	cfg, err = parseConfig(p.genArgs)
+	require.NoError(t, err)
+	assert.Equal(t, "config/webhook", cfg.webhookDir, "the user's webhook directory, args %q", p.genArgs)
+	assert.Equal(t, []string{"./internal/..."}, cfg.webhookPaths, "the user's webhook paths, args %q", p.genArgs)
+}

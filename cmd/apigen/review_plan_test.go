@@ -35,33 +35,6 @@ func reviewOperator(t *testing.T, edit func(rel, src string) string) (*operatorD
 	return op, dir
 }
 
-// A go:generate line that gives the webhook flags as -flag=value (as the
-// flag package takes them, and as many write them) has webhooks already:
-// create webhook should leave its webhook directory and paths alone. It
-// looks for the word "-webhook" only, and appends "-webhook deploy
-// -webhook-paths ." after the user's, which win (the last of a flag
-// wins): the user's -webhook=config/webhook -webhook-paths=./internal/...
-// become deploy and ".", and the generation writes the manifests and
-// zz_generated.webhooks.go elsewhere.
-func TestReviewCreateWebhookKeepsWebhookFlagsWithEquals(t *testing.T) {
-	t.Parallel()
-	op, _ := reviewOperator(t, func(rel, src string) string {
-		if rel == "generate.go" {
-			return strings.Replace(src, " -rbac deploy", " -webhook=config/webhook -webhook-paths=./internal/... -rbac deploy", 1)
-		}
-		return src
-	})
-	cfg, err := parseConfig(op.genArgs)
-	require.NoError(t, err)
-	require.Equal(t, "config/webhook", cfg.webhookDir)
-	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
-	require.NoError(t, err)
-	cfg, err = parseConfig(p.genArgs)
-	require.NoError(t, err)
-	assert.Equal(t, "config/webhook", cfg.webhookDir, "the user's webhook directory, args %q", p.genArgs)
-	assert.Equal(t, []string{"./internal/..."}, cfg.webhookPaths, "the user's webhook paths, args %q", p.genArgs)
-}
-
 // A group whose first label has a dash (my-team.example.com, a valid API
 // group) is refused by create api (and init) with "is not
 // GROUP/VERSION/KIND ... (a group with a dot, ...)": the group has a
