@@ -35,21 +35,6 @@ func reviewOperator(t *testing.T, edit func(rel, src string) string) (*operatorD
 	return op, dir
 }
 
-// A group whose first label has a dash (my-team.example.com, a valid API
-// group) is refused by create api (and init) with "is not
-// GROUP/VERSION/KIND ... (a group with a dot, ...)": the group has a
-// dot, and the message does not say what is wrong with it. It should
-// name the reason: the first label names the Go package directory and
-// import name, and cannot hold a dash.
-func TestReviewDashedGroupRefusalSaysWhy(t *testing.T) {
-	t.Parallel()
-	op, _ := reviewOperator(t, nil)
-	_, err := op.planAPI(t.Context(), "my-team.example.com/v1/Gadget")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "my-team", "the error names the label it refuses")
-	assert.NotContains(t, err.Error(), "a group with a dot", "the group has a dot")
-}
-
 // init's main.go checks, before it starts, that the API server serves
 // the kind's group version (operator.CheckServed: "fails fast, with a
 // message that says what is wrong ... its CustomResourceDefinition is not
