@@ -215,7 +215,10 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	lines := generateLine.FindAllString(string(gen), -1)
-	if len(lines) != 1 {
+	if len(lines) > 1 {
+		return nil, fmt.Errorf("%s has %d \"//go:generate go tool apigen\" lines: apigen create changes the operator's line and cannot tell which one it is; keep only the operator's (the one apigen init wrote) in generate.go and move the others into another file of the package", filepath.Join(mod.root, "generate.go"), len(lines))
+	}
+	if len(lines) == 0 {
 		return nil, notInit
 	}
 	// go generate reads a line without the \r of a CRLF line end; the

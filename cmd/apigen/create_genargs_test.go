@@ -106,3 +106,22 @@ func TestCreateWebhookKeepsWebhookFlagsWithEquals(t *testing.T) {
 	assert.Equal(t, "config/webhook", cfg.webhookDir, "the user's webhook directory, args %q", p.genArgs)
 	assert.Equal(t, []string{"./internal/..."}, cfg.webhookPaths, "the user's webhook paths, args %q", p.genArgs)
 }
+
+// An operator whose generate.go has a second apigen line (a role of its
+// own for another part of the module, say) is refused with an error that
+// says generate.go has two such lines and create does not know which to
+// change (not that it "has no main.go and generate.go with a
+// //go:generate go tool apigen line", as it has both).
+func TestCreateTwoGenerateLinesError(t *testing.T) {
+	t.Parallel()
+	_, dir := reviewOperator(t, nil)
+	gen := filepath.Join(dir, "generate.go")
+	b, err := os.ReadFile(gen)
+	require.NoError(t, err)
+	b = append(b, "//go:generate go tool apigen -out \"\" -crd \"\" -rbac deploy/tools -rbac-role widget-tools -rbac-paths ./tools/...\n"...)
+	require.NoError(t, os.WriteFile(gen, b, 0o644))
+	_, err = loadOperator(module{root: dir, path: "example.com/op"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "it has no main.go and generate.go with", "it has both")
+	assert.Contains(t, err.Error(), "generate.go has 2 \"//go:generate go tool apigen\" lines")
+}

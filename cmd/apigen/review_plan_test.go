@@ -79,22 +79,3 @@ func mustRender(t *testing.T, name string) string {
 	require.NoError(t, err)
 	return string(src)
 }
-
-// An operator whose generate.go has a second apigen line (a role of its
-// own for another part of the module, say) is refused with "is not an
-// operator that apigen init made: it has no main.go and generate.go with
-// a //go:generate go tool apigen line naming -rbac-role", though it has
-// both: the error should say that generate.go has two such lines and
-// create does not know which to change.
-func TestReviewTwoGenerateLinesError(t *testing.T) {
-	t.Parallel()
-	_, dir := reviewOperator(t, nil)
-	gen := filepath.Join(dir, "generate.go")
-	b, err := os.ReadFile(gen)
-	require.NoError(t, err)
-	b = append(b, "//go:generate go tool apigen -out \"\" -crd \"\" -rbac deploy/tools -rbac-role widget-tools -rbac-paths ./tools/...\n"...)
-	require.NoError(t, os.WriteFile(gen, b, 0o644))
-	_, err = loadOperator(module{root: dir, path: "example.com/op"})
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), "it has no main.go and generate.go with", "it has both")
-}
