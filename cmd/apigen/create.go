@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -185,7 +186,7 @@ type operatorDir struct {
 	mod      module
 	name     string   // -rbac-role of generate.go
 	genArgs  []string // the arguments of generate.go's go:generate go tool apigen
-	genLine  string   // that line, whole
+	genLine  string   // that line, whole, without the \r of a CRLF line end
 	kinds    []kindVersion
 	mainFile string // main.go
 }
@@ -214,11 +215,16 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	lines := generateLine.FindAllString(string(gen), -1)
-	if len(lines) != 1 {
+	if len(lines) > 1 {
+		return nil, fmt.Errorf("%s has %d \"//go:generate go tool apigen\" lines: apigen create changes the operator's line and cannot tell which one it is; keep only the operator's (the one apigen init wrote) in generate.go and move the others into another file of the package", filepath.Join(mod.root, "generate.go"), len(lines))
+	}
+	if len(lines) == 0 {
 		return nil, notInit
 	}
-	op.genLine = lines[0]
-	op.genArgs, err = splitGenerate(strings.TrimPrefix(lines[0], "//go:generate go tool apigen"))
+	// go generate reads a line without the \r of a CRLF line end; the
+	// line written back replaces genLine only, so keeps the file's end.
+	op.genLine = strings.TrimSuffix(lines[0], "\r")
+	op.genArgs, err = splitGenerate(strings.TrimPrefix(op.genLine, "//go:generate go tool apigen"))
 	if err != nil {
 		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
 	}
@@ -439,14 +445,17 @@ func (p *createPlan) current(op *operatorDir, rel string) ([]byte, error) {
 
 // insert plans lines above the marker line of rel, with its indent, and
 // imports (name path pairs, name empty for the default) into rel; without
-// the marker, it plans printing them instead and leaves rel as it is.
+// the marker, it plans printing them instead and leaves rel as it is. The
+// lines and imports are formatted on their own and spliced in with the
+// marker line's line end (LF or CRLF): every other byte of rel stays as
+// it was.
 func (p *createPlan) insert(op *operatorDir, rel, marker, lines string, imports ...[2]string) error {
 	src, err := p.current(op, rel)
 	if err != nil {
 		return err
 	}
 	text := string(src)
-	at := -1
+	at, eol := -1, "\n"
 	for off := 0; off < len(text); {
 		end := strings.IndexByte(text[off:], '\n')
 		if end < 0 {
@@ -454,6 +463,9 @@ func (p *createPlan) insert(op *operatorDir, rel, marker, lines string, imports 
 		}
 		if strings.HasPrefix(strings.TrimSpace(text[off:off+end]), marker) {
 			at = off
+			if strings.HasSuffix(text[off:off+end], "\r") {
+				eol = "\r\n"
+			}
 			break
 		}
 		off += end + 1
@@ -468,33 +480,155 @@ func (p *createPlan) insert(op *operatorDir, rel, marker, lines string, imports 
 		p.printed = append(p.printed, b.String())
 		return nil
 	}
+	formatted, err := formatLines(strings.Trim(lines, "\n"))
+	if err != nil {
+		return fmt.Errorf("the lines to add to %s: %w", rel, err)
+	}
 	indent := text[at : at+len(text[at:])-len(strings.TrimLeft(text[at:], " \t"))]
 	var b strings.Builder
-	for _, l := range strings.Split(strings.Trim(lines, "\n"), "\n") {
-		b.WriteString(indent + strings.TrimLeft(l, " \t") + "\n")
+	for _, l := range formatted {
+		if l != "" {
+			b.WriteString(indent + l)
+		}
+		b.WriteString(eol)
 	}
 	text = text[:at] + b.String() + text[at:]
-	if len(imports) > 0 {
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, rel, text, parser.ParseComments)
-		if err != nil {
+	for _, imp := range imports {
+		if text, err = insertImport(text, imp[0], imp[1], eol); err != nil {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
-		for _, imp := range imports {
-			astutil.AddNamedImport(fset, f, imp[0], imp[1])
-		}
-		var out bytes.Buffer
-		if err := format.Node(&out, fset, f); err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
-		}
-		text = out.String()
 	}
-	formatted, err := format.Source([]byte(text))
-	if err != nil {
+	if _, err := parser.ParseFile(token.NewFileSet(), rel, text, parser.SkipObjectResolution); err != nil {
 		return fmt.Errorf("%s after adding to it: %w", rel, err)
 	}
-	p.edits[rel] = formatted
+	p.edits[rel] = []byte(text)
 	return nil
+}
+
+// formatLines formats lines on their own, as gofmt does statements of a
+// function body or else the elements of a composite literal, and returns
+// them one by one, indented relative to the block they are in.
+func formatLines(lines string) ([]string, error) {
+	var firstErr error
+	for _, block := range []string{"func _() {\n", "var _ = []any{\n"} {
+		src, err := format.Source([]byte("package p\n\n" + block + lines + "\n}\n"))
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		body := strings.TrimSuffix(string(src), "\n}\n")
+		body = body[strings.Index(body, "{\n")+len("{\n"):]
+		out := strings.Split(body, "\n")
+		for i, l := range out {
+			out[i] = strings.TrimPrefix(l, "\t")
+		}
+		return out, nil
+	}
+	return nil, firstErr
+}
+
+// insertImport adds to the Go source text the import of importPath,
+// named name (empty for the default), unless it has it: as a line, in its
+// sorted place, of the group of imports (lines without a blank one
+// between, which gofmt sorts) where the import sharing the longest prefix
+// with importPath is, or else, without a parenthesized import
+// declaration, as a declaration of its own. Every other byte of text
+// stays as it was.
+func insertImport(text, name, importPath, eol string) (string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", text, parser.ImportsOnly|parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return "", err
+	}
+	spec := strconv.Quote(importPath)
+	if name != "" {
+		spec = name + " " + spec
+	}
+	offset := func(pos token.Pos) int { return fset.Position(pos).Offset }
+	line := func(pos token.Pos) int { return fset.Position(pos).Line }
+	lineStart := func(off int) int { return strings.LastIndexByte(text[:off], '\n') + 1 }
+	lineEnd := func(off int) int {
+		if end := strings.IndexByte(text[off:], '\n'); end >= 0 {
+			return off + end + 1
+		}
+		return len(text)
+	}
+	var (
+		decl, last *ast.GenDecl // of the import sharing the longest prefix; the last import declaration
+		at, best   = -1, -1     // that import's index in decl, the length of the prefix
+	)
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.IMPORT {
+			continue
+		}
+		last = g
+		for i, s := range g.Specs {
+			is := s.(*ast.ImportSpec)
+			p, err := strconv.Unquote(is.Path.Value)
+			if err != nil {
+				return "", err
+			}
+			if p == importPath && (is.Name == nil && name == "" || is.Name != nil && is.Name.Name == name) {
+				return text, nil
+			}
+			if n := len(commonPrefix(p, importPath)); g.Lparen.IsValid() && n > best {
+				decl, at, best = g, i, n
+			}
+		}
+	}
+	if decl == nil {
+		if last == nil {
+			return text[:lineEnd(offset(f.Name.End()))] + eol + "import " + spec + eol + text[lineEnd(offset(f.Name.End())):], nil
+		}
+		end := lineEnd(offset(last.End()))
+		return text[:end] + "import " + spec + eol + text[end:], nil
+	}
+	specs := decl.Specs
+	lo, hi := at, at+1
+	for lo > 0 && line(specs[lo].Pos()) <= line(specs[lo-1].End())+1 {
+		lo--
+	}
+	for hi < len(specs) && line(specs[hi].Pos()) <= line(specs[hi-1].End())+1 {
+		hi++
+	}
+	first := offset(specs[lo].Pos())
+	indent := text[lineStart(first):first]
+	if strings.Trim(indent, " \t") != "" {
+		indent = "\t"
+	}
+	// Above the first import of the group that sorts after the new one,
+	// or else below the group's last.
+	where := -1
+	for _, s := range specs[lo:hi] {
+		is := s.(*ast.ImportSpec)
+		if p, _ := strconv.Unquote(is.Path.Value); p > importPath {
+			start := is.Pos()
+			if is.Doc != nil {
+				start = is.Doc.Pos()
+			}
+			where = lineStart(offset(start))
+			break
+		}
+	}
+	if where < 0 {
+		lastSpec := specs[hi-1].(*ast.ImportSpec)
+		end := lastSpec.End()
+		if lastSpec.Comment != nil {
+			end = lastSpec.Comment.End()
+		}
+		where = lineEnd(offset(end))
+	}
+	return text[:where] + indent + spec + eol + text[where:], nil
+}
+
+// commonPrefix is the longest prefix of a and b.
+func commonPrefix(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return a[:i]
 }
 
 // webhookRequest are the flags of apigen create webhook.
@@ -617,7 +751,14 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			return nil, err
 		}
 	}
-	if !slices.Contains(p.genArgs, "-webhook") {
+	// The line's webhook flags, however given (-webhook DIR,
+	// -webhook=DIR, --webhook ...), are the user's; without a webhook
+	// directory, the webhooks are generated into deploy.
+	cfg, err := parseConfig(p.genArgs)
+	if err != nil {
+		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
+	}
+	if cfg.webhookDir == "" {
 		p.genArgs = append(p.genArgs, "-webhook", "deploy", "-webhook-paths", ".")
 	}
 	return p, nil

@@ -60,3 +60,68 @@ func TestGenerateArgsRoundTrip(t *testing.T) {
 	_, err = splitGenerate(`-a "b c`)
 	assert.Error(t, err, "an unterminated quoted string")
 }
+
+// An operator checked out with CRLF line ends (git's core.autocrlf on
+// Windows): create reads generate.go's apigen line as go generate does,
+// without the \r that ends it, so the last argument, -deploy-image's,
+// is "widget-operator:dev" (not with a \r that create's generation would
+// write into deploy/deployment.yaml), and the line create webhook writes
+// back replaces the line without its \r: the file keeps its CRLF ends.
+func TestCreateReadsGenerateLineWithCRLF(t *testing.T) {
+	t.Parallel()
+	op, _ := reviewOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.ReplaceAll(src, "\n", "\r\n")
+		}
+		return src
+	})
+	cfg, err := parseConfig(op.genArgs)
+	require.NoError(t, err)
+	assert.Equal(t, "widget-operator:dev", cfg.deployImage, "the image of generate.go's line, as go generate reads it")
+	assert.NotContains(t, op.genLine, "\r", "the line that create replaces, without the file's line end")
+}
+
+// A go:generate line that gives the webhook flags as -flag=value (as the
+// flag package takes them, and as many write them) has webhooks already:
+// create webhook leaves its webhook directory and paths alone, deciding
+// from the flags as apigen parses them, not from the word "-webhook"
+// (appending "-webhook deploy -webhook-paths ." after the user's would
+// win, the last of a flag winning, and generate the manifests and
+// zz_generated.webhooks.go elsewhere).
+func TestCreateWebhookKeepsWebhookFlagsWithEquals(t *testing.T) {
+	t.Parallel()
+	op, _ := reviewOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, " -rbac deploy", " -webhook=config/webhook -webhook-paths=./internal/... -rbac deploy", 1)
+		}
+		return src
+	})
+	cfg, err := parseConfig(op.genArgs)
+	require.NoError(t, err)
+	require.Equal(t, "config/webhook", cfg.webhookDir)
+	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	cfg, err = parseConfig(p.genArgs)
+	require.NoError(t, err)
+	assert.Equal(t, "config/webhook", cfg.webhookDir, "the user's webhook directory, args %q", p.genArgs)
+	assert.Equal(t, []string{"./internal/..."}, cfg.webhookPaths, "the user's webhook paths, args %q", p.genArgs)
+}
+
+// An operator whose generate.go has a second apigen line (a role of its
+// own for another part of the module, say) is refused with an error that
+// says generate.go has two such lines and create does not know which to
+// change (not that it "has no main.go and generate.go with a
+// //go:generate go tool apigen line", as it has both).
+func TestCreateTwoGenerateLinesError(t *testing.T) {
+	t.Parallel()
+	_, dir := reviewOperator(t, nil)
+	gen := filepath.Join(dir, "generate.go")
+	b, err := os.ReadFile(gen)
+	require.NoError(t, err)
+	b = append(b, "//go:generate go tool apigen -out \"\" -crd \"\" -rbac deploy/tools -rbac-role widget-tools -rbac-paths ./tools/...\n"...)
+	require.NoError(t, os.WriteFile(gen, b, 0o644))
+	_, err = loadOperator(module{root: dir, path: "example.com/op"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "it has no main.go and generate.go with", "it has both")
+	assert.Contains(t, err.Error(), "generate.go has 2 \"//go:generate go tool apigen\" lines")
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // init refuses a group whose first label makes packages or names the
@@ -53,4 +54,22 @@ func TestInitGroupNamedInternalInterfaces(t *testing.T) {
 	build.Dir = dir
 	out, err := build.CombinedOutput()
 	assert.NoError(t, err, "init made an operator that does not build:\n%s", out)
+}
+
+// A group whose first label has a dash (my-team.example.com, a valid API
+// group) or begins with a digit is refused by create api (and init) with
+// the reason: the first label names the Go package directory and import
+// name, and cannot hold a dash or begin with a digit; not with "is not
+// GROUP/VERSION/KIND ... (a group with a dot, ...)", as the group has a
+// dot.
+func TestCreateDashedGroupRefusalSaysWhy(t *testing.T) {
+	t.Parallel()
+	op, _ := reviewOperator(t, nil)
+	_, err := op.planAPI(t.Context(), "my-team.example.com/v1/Gadget")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "my-team", "the error names the label it refuses")
+	assert.NotContains(t, err.Error(), "a group with a dot", "the group has a dot")
+	err = (&scaffold{Name: "widget-operator"}).complete("1team.example.com/v1/Gadget")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the group's first label \"1team\"", "init's error names the label it refuses")
 }

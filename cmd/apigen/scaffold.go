@@ -104,6 +104,14 @@ func (s *scaffold) complete(api string) error {
 	if api != "" {
 		m := apiFormat.FindStringSubmatch(api)
 		if m == nil {
+			// A group that is valid but for its first label, which names
+			// the API's package directory and import name (my-team.example.com).
+			group, rest, _ := strings.Cut(api, "/")
+			label, domain, _ := strings.Cut(group, ".")
+			if m := apiFormat.FindStringSubmatch("x." + domain + "/" + rest); m != nil && dnsLabel.MatchString(label) {
+				return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (apis/%s/%s, and the generated clients' %s/%s) and its import name, which cannot have a dash or begin with a digit: choose a group whose first label is lowercase letters and digits, beginning with a letter",
+					api, label, label, m[4], label, m[4])
+			}
 			return fmt.Errorf("-api %q is not GROUP/VERSION/KIND, such as example.com/v1/Widget (a group with a dot, a version v1, v1beta1 or v1alpha1, a capitalized kind)", api)
 		}
 		s.API, s.Group, s.Version, s.Kind = true, m[1], m[4], m[7]
