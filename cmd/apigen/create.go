@@ -987,7 +987,10 @@ func splitGenerate(line string) ([]string, error) {
 
 // refuseClash returns an error if the new kind of s has a Go type name
 // (Kind, KindList, KindSpec, KindStatus) or a plural that an existing
-// kind of its group has, or a type name its API package declares.
+// kind of its group has, or a type name that its API package declares as
+// a name of its own (a type, function, variable or constant) or, where
+// the package does not declare SchemeGroupVersion itself, that
+// register-gen declares in it (Resource, SchemeBuilder, ...).
 func (op *operatorDir) refuseClash(s *scaffold) error {
 	names := func(kind string) []string {
 		return []string{kind, kind + "List", kind + "Spec", kind + "Status"}
@@ -1006,7 +1009,20 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 		}
 	}
 	dir := filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir))
-	if _, err := os.Stat(dir); err != nil {
+	_, err := os.Stat(dir)
+	pkgExists := err == nil
+	registers := false // the package declares SchemeGroupVersion: no register-gen
+	if pkgExists {
+		if registers, err = declaresScheme(dir); err != nil {
+			return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+		}
+	}
+	for _, n := range names(s.Kind) {
+		if registerNames[n] && !registers {
+			return fmt.Errorf("the type %s of the kind %s is named like the %s that register-gen declares in the API package %s (zz_generated.register.go): choose another kind name, nothing written", n, s.Kind, n, s.APIDir)
+		}
+	}
+	if !pkgExists {
 		return nil
 	}
 	fset := token.NewFileSet()
@@ -1017,13 +1033,20 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 	for _, pkg := range pkgs {
 		for name, f := range pkg.Files {
 			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.TYPE {
-					continue
+				var what string
+				var declared []string
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					if d.Recv == nil {
+						what, declared = "a function", []string{d.Name.Name}
+					}
+				case *ast.GenDecl:
+					what = map[token.Token]string{token.TYPE: "a type", token.VAR: "a variable", token.CONST: "a constant"}[d.Tok]
+					declared = specNames(d.Specs...)
 				}
-				for _, spec := range g.Specs {
-					if n := spec.(*ast.TypeSpec).Name.Name; slices.Contains(names(s.Kind), n) {
-						return fmt.Errorf("%s declares a type %s, a type of the new kind %s: nothing written", filepath.ToSlash(must(filepath.Rel(op.mod.root, name))), n, s.Kind)
+				for _, n := range declared {
+					if slices.Contains(names(s.Kind), n) {
+						return fmt.Errorf("%s declares %s %s, a type of the new kind %s: nothing written", filepath.ToSlash(must(filepath.Rel(op.mod.root, name))), what, n, s.Kind)
 					}
 				}
 			}

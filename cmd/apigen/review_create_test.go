@@ -118,23 +118,3 @@ type SettingList struct {
 	out, err := goTry(t, dir, "vet", ".")
 	assert.NoError(t, err, "go vet after create webhook:\n%s", out)
 }
-
-// A new kind named like a function that register-gen declares in its API
-// package (Resource, Kind: zz_generated.register.go has func
-// Resource(string) schema.GroupResource and func Kind) is not refused
-// before anything is written, as a kind whose name a type of the package
-// has is ("Bad input ... is refused before anything is written"): create
-// writes, generates and fails later. It should be refused up front,
-// naming the clash, with nothing written.
-func TestReviewNewKindNamedLikeRegisterFunc(t *testing.T) {
-	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
-	before := tree(t, dir)
-	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v1/Resource")
-	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
-	assert.Equal(t, before, tree(t, dir), "nothing written")
-	assert.NotContains(t, stdout, "apigen create: wrote", "refused before anything is written")
-	assert.Contains(t, stderr, "register", "the error names the clash with the generated register:\n%s", stderr)
-}
