@@ -35,6 +35,7 @@ const (
 	markWebhooks    = "// +apigen:scaffold:webhooks"
 	markHandlers    = "// +apigen:scaffold:webhookhandlers"
 	markVersions    = "// +apigen:scaffold:versions"
+	markServed      = "// +apigen:scaffold:served"
 )
 
 // markWhere says where each marker is, for a file that has lost it.
@@ -44,6 +45,7 @@ var markWhere = map[string]string{
 	markWebhooks:    "in runOperator, after the options are made, before operator.Run",
 	markHandlers:    "in webhookHandlers, in the list of the functions of the webhooks",
 	markVersions:    "in the list of the kind's versions",
+	markServed:      "in runOperator, in the group versions that operator.CheckServed checks",
 }
 
 // snippets are the blocks of main.go that init writes with -webhooks and
@@ -741,7 +743,61 @@ controllers = append(controllers, %sCtrl)`, s.Lower, s.Kind, s.GroupMethod, s.Ve
 	if err := p.insert(op, "main.go", markControllers, wiring); err != nil {
 		return nil, err
 	}
+	// The operator checks that the API server serves the group versions
+	// of its controllers' kinds before it starts: the new one's joins.
+	main, err := p.current(op, "main.go")
+	if err != nil {
+		return nil, err
+	}
+	importPath := s.Module + "/" + s.APIDir
+	checked, err := checksServed(main, importPath)
+	if err != nil {
+		return nil, fmt.Errorf("main.go: %w", err)
+	}
+	if !checked {
+		if err := p.insert(op, "main.go", markServed, s.Alias+".SchemeGroupVersion,", [2]string{s.Alias, importPath}); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// checksServed says whether the Go source src passes the
+// SchemeGroupVersion of the package importPath to a CheckServed call.
+func checksServed(src []byte, importPath string) (bool, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.SkipObjectResolution)
+	if err != nil {
+		return false, err
+	}
+	names := map[string]bool{} // that src imports importPath as
+	for _, imp := range f.Imports {
+		if p, err := strconv.Unquote(imp.Path.Value); err == nil && p == importPath {
+			name := path.Base(p)
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			names[name] = true
+		}
+	}
+	checked := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return !checked
+		}
+		if fun, ok := call.Fun.(*ast.SelectorExpr); !ok || fun.Sel.Name != "CheckServed" {
+			return !checked
+		}
+		for _, arg := range call.Args {
+			if sel, ok := arg.(*ast.SelectorExpr); ok && sel.Sel.Name == "SchemeGroupVersion" {
+				if x, ok := sel.X.(*ast.Ident); ok && names[x.Name] {
+					checked = true
+				}
+			}
+		}
+		return !checked
+	})
+	return checked, nil
 }
 
 // apply writes the plan, generates as generate.go says with the plan's

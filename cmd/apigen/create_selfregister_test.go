@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,26 +55,27 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 }
 `
 
-// selfRegisteringOperator writes the files init writes for
-// example.com/v1/Widget (without generating), with register, if not
-// empty, as apis/example/v1/register.go, and loads it.
-func selfRegisteringOperator(t *testing.T, register string) (*operatorDir, string) {
+// initOperator writes the files init writes for example.com/v1/Widget
+// (without generating) and the files extra (by slash path), and loads
+// the operator.
+func initOperator(t *testing.T, extra map[string]string) (*operatorDir, string) {
 	t.Helper()
 	s := &scaffold{Name: "widget-operator"}
 	require.NoError(t, s.complete("example.com/v1/Widget"))
 	s.Module = "example.com/op"
 	dir := t.TempDir()
-	files := map[string]string{"main.go": "main.go.tmpl", "generate.go": "generate.go.tmpl", "controller.go": "controller.go.tmpl",
-		"apis/example/v1/doc.go": "doc.go.tmpl", "apis/example/v1/types.go": "types.go.tmpl"}
-	for rel, tmpl := range files {
+	files := map[string]string{}
+	for rel, tmpl := range map[string]string{"main.go": "main.go.tmpl", "generate.go": "generate.go.tmpl", "controller.go": "controller.go.tmpl",
+		"apis/example/v1/doc.go": "doc.go.tmpl", "apis/example/v1/types.go": "types.go.tmpl"} {
 		src, err := render(tmpl, s)
 		require.NoError(t, err)
+		files[rel] = string(src)
+	}
+	maps.Copy(files, extra)
+	for rel, src := range files {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, src, 0o644))
-	}
-	if register != "" {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "apis/example/v1/register.go"), []byte(register), 0o644))
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
 	}
 	op, err := loadOperator(module{root: dir, path: s.Module})
 	require.NoError(t, err)
@@ -87,7 +89,7 @@ func selfRegisteringOperator(t *testing.T, register string) (*operatorDir, strin
 // not declare, are the kind's to take there.
 func TestCreateAPIRefusesKindNamedLikeDeclaration(t *testing.T) {
 	t.Parallel()
-	op, _ := selfRegisteringOperator(t, selfRegisteringRegister)
+	op, _ := initOperator(t, map[string]string{"apis/example/v1/register.go": selfRegisteringRegister})
 	for api, want := range map[string]string{
 		"example.com/v1/Kind":      "apis/example/v1/register.go declares a function Kind",
 		"example.com/v1/Scheme":    "", // SchemeBuilder is no type of the kind Scheme
