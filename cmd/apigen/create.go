@@ -694,6 +694,11 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			return nil, err
 		}
 	}
+	if pkgExists {
+		if err := p.registerKind(op, s); err != nil {
+			return nil, err
+		}
+	}
 	if err == nil {
 		// A new version of a kind: a spoke of the hub, which becomes the
 		// storage version if it is not yet.
@@ -1039,6 +1044,111 @@ func splitGenerate(line string) ([]string, error) {
 		line = line[end:]
 	}
 	return words, nil
+}
+
+// registerKind plans the registration of the new kind (or version) s in
+// its existing API package where the package registers its types itself
+// (its code declares SchemeGroupVersion, so register-gen, which registers
+// every +genclient type, does not run for it): &Kind{} and &KindList{}
+// join the arguments of its one scheme.AddKnownTypes(SchemeGroupVersion,
+// ...) call, one a line where they are one a line. A package whose code
+// has no such call, or more than one AddKnownTypes call, or has it in a
+// file that not every platform builds, is refused, naming what to add.
+func (p *createPlan) registerKind(op *operatorDir, s *scaffold) error {
+	dir := filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir))
+	registers, err := declaresScheme(dir)
+	if err != nil {
+		return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+	}
+	if !registers {
+		return nil
+	}
+	added := []string{"&" + s.Kind + "{}", "&" + s.Kind + "List{}"}
+	refuse := func(why string) error {
+		return fmt.Errorf("the API package %s registers its types itself (it declares SchemeGroupVersion, so register-gen does not run for it), and %s: %s must join the types it registers, and apigen adds them only to the arguments of a package's one scheme.AddKnownTypes(SchemeGroupVersion, ...) call, in a file that every platform builds: register the package's types so, then run apigen create api again; nothing written",
+			s.APIDir, why, strings.Join(added, " and "))
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var calls []*ast.CallExpr
+	var rel string // of the file of the last call
+	var src []byte
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated.") {
+			continue
+		}
+		r := path.Join(s.APIDir, name)
+		b, err := p.current(op, r)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(fset, name, b, parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+		}
+		before := len(calls)
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if fun, ok := call.Fun.(*ast.SelectorExpr); ok && fun.Sel.Name == "AddKnownTypes" {
+					calls = append(calls, call)
+				}
+			}
+			return true
+		})
+		if len(calls) == before {
+			continue
+		}
+		rel, src = r, b
+		_, everywhere, err := buildsOn(dir, name, b)
+		if err != nil {
+			return err
+		}
+		if !everywhere {
+			return refuse(fmt.Sprintf("%s, which has build constraints, calls AddKnownTypes", rel))
+		}
+	}
+	if len(calls) != 1 {
+		return refuse(fmt.Sprintf("its code calls AddKnownTypes %d times", len(calls)))
+	}
+	call := calls[0]
+	if len(call.Args) == 0 || !isIdent(call.Args[0], "SchemeGroupVersion") || call.Ellipsis.IsValid() {
+		return refuse(fmt.Sprintf("the AddKnownTypes call of %s:%d is not scheme.AddKnownTypes(SchemeGroupVersion, &Type{}, ...)", rel, fset.Position(call.Pos()).Line))
+	}
+	last := call.Args[len(call.Args)-1]
+	at := fset.Position(last.End()).Offset
+	var insert string
+	if fset.Position(call.Rparen).Line == fset.Position(last.End()).Line {
+		insert = ", " + strings.Join(added, ", ")
+	} else {
+		// One a line, below the last argument's line (which ends in its
+		// comma), indented as it is, or one more than the call's line
+		// where the last argument is on it.
+		at += bytes.IndexByte(src[at:], '\n') + 1
+		lineStart := bytes.LastIndexByte(src[:fset.Position(last.Pos()).Offset], '\n') + 1
+		indent := string(src[lineStart : lineStart+len(src[lineStart:])-len(bytes.TrimLeft(src[lineStart:], " \t"))])
+		if fset.Position(last.Pos()).Line == fset.Position(call.Lparen).Line {
+			indent += "\t"
+		}
+		for _, a := range added {
+			insert += indent + a + ",\n"
+		}
+	}
+	edited := slices.Concat(src[:at], []byte(insert), src[at:])
+	if _, err := parser.ParseFile(token.NewFileSet(), rel, edited, parser.SkipObjectResolution); err != nil {
+		return refuse(fmt.Sprintf("adding to its AddKnownTypes call in %s does not parse (%v)", rel, err))
+	}
+	p.edits[rel] = edited
+	return nil
+}
+
+// isIdent says whether e is the identifier name.
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
 }
 
 // refuseClash returns an error if the new kind of s has a Go type name
