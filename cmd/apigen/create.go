@@ -36,6 +36,7 @@ const (
 	markWebhooks    = "// +apigen:scaffold:webhooks"
 	markHandlers    = "// +apigen:scaffold:webhookhandlers"
 	markVersions    = "// +apigen:scaffold:versions"
+	markServed      = "// +apigen:scaffold:served"
 )
 
 // markWhere says where each marker is, for a file that has lost it.
@@ -45,6 +46,7 @@ var markWhere = map[string]string{
 	markWebhooks:    "in runOperator, after the options are made, before operator.Run",
 	markHandlers:    "in webhookHandlers, in the list of the functions of the webhooks",
 	markVersions:    "in the list of the kind's versions",
+	markServed:      "in runOperator, in the group versions that operator.CheckServed checks",
 }
 
 // snippets are the blocks of main.go that init writes with -webhooks and
@@ -833,6 +835,11 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			return nil, err
 		}
 	}
+	if pkgExists {
+		if err := p.registerKind(op, s); err != nil {
+			return nil, err
+		}
+	}
 	if err == nil {
 		// A new version of a kind: a spoke of the hub, which becomes the
 		// storage version if it is not yet.
@@ -882,7 +889,61 @@ controllers = append(controllers, %sCtrl)`, s.Lower, s.Kind, s.GroupMethod, s.Ve
 	if err := p.insert(op, "main.go", markControllers, wiring); err != nil {
 		return nil, err
 	}
+	// The operator checks that the API server serves the group versions
+	// of its controllers' kinds before it starts: the new one's joins.
+	main, err := p.current(op, "main.go")
+	if err != nil {
+		return nil, err
+	}
+	importPath := s.Module + "/" + s.APIDir
+	checked, err := checksServed(main, importPath)
+	if err != nil {
+		return nil, fmt.Errorf("main.go: %w", err)
+	}
+	if !checked {
+		if err := p.insert(op, "main.go", markServed, s.Alias+".SchemeGroupVersion,", [2]string{s.Alias, importPath}); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// checksServed says whether the Go source src passes the
+// SchemeGroupVersion of the package importPath to a CheckServed call.
+func checksServed(src []byte, importPath string) (bool, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.SkipObjectResolution)
+	if err != nil {
+		return false, err
+	}
+	names := map[string]bool{} // that src imports importPath as
+	for _, imp := range f.Imports {
+		if p, err := strconv.Unquote(imp.Path.Value); err == nil && p == importPath {
+			name := path.Base(p)
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			names[name] = true
+		}
+	}
+	checked := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return !checked
+		}
+		if fun, ok := call.Fun.(*ast.SelectorExpr); !ok || fun.Sel.Name != "CheckServed" {
+			return !checked
+		}
+		for _, arg := range call.Args {
+			if sel, ok := arg.(*ast.SelectorExpr); ok && sel.Sel.Name == "SchemeGroupVersion" {
+				if x, ok := sel.X.(*ast.Ident); ok && names[x.Name] {
+					checked = true
+				}
+			}
+		}
+		return !checked
+	})
+	return checked, nil
 }
 
 // apply writes the plan, generates as generate.go says with the plan's
@@ -1126,9 +1187,117 @@ func splitGenerate(line string) ([]string, error) {
 	return words, nil
 }
 
+// registerKind plans the registration of the new kind (or version) s in
+// its existing API package where the package registers its types itself
+// (its code declares SchemeGroupVersion, so register-gen, which registers
+// every +genclient type, does not run for it): &Kind{} and &KindList{}
+// join the arguments of its one scheme.AddKnownTypes(SchemeGroupVersion,
+// ...) call, one a line where they are one a line. A package whose code
+// has no such call, or more than one AddKnownTypes call, or has it in a
+// file that not every platform builds, is refused, naming what to add.
+func (p *createPlan) registerKind(op *operatorDir, s *scaffold) error {
+	dir := filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir))
+	registers, err := declaresScheme(dir)
+	if err != nil {
+		return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+	}
+	if !registers {
+		return nil
+	}
+	added := []string{"&" + s.Kind + "{}", "&" + s.Kind + "List{}"}
+	refuse := func(why string) error {
+		return fmt.Errorf("the API package %s registers its types itself (it declares SchemeGroupVersion, so register-gen does not run for it), and %s: %s must join the types it registers, and apigen adds them only to the arguments of a package's one scheme.AddKnownTypes(SchemeGroupVersion, ...) call, in a file that every platform builds: register the package's types so, then run apigen create api again; nothing written",
+			s.APIDir, why, strings.Join(added, " and "))
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var calls []*ast.CallExpr
+	var rel string // of the file of the last call
+	var src []byte
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated.") {
+			continue
+		}
+		r := path.Join(s.APIDir, name)
+		b, err := p.current(op, r)
+		if err != nil {
+			return err
+		}
+		f, err := parser.ParseFile(fset, name, b, parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+		}
+		before := len(calls)
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if fun, ok := call.Fun.(*ast.SelectorExpr); ok && fun.Sel.Name == "AddKnownTypes" {
+					calls = append(calls, call)
+				}
+			}
+			return true
+		})
+		if len(calls) == before {
+			continue
+		}
+		rel, src = r, b
+		_, everywhere, err := buildsOn(dir, name, b)
+		if err != nil {
+			return err
+		}
+		if !everywhere {
+			return refuse(fmt.Sprintf("%s, which has build constraints, calls AddKnownTypes", rel))
+		}
+	}
+	if len(calls) != 1 {
+		return refuse(fmt.Sprintf("its code calls AddKnownTypes %d times", len(calls)))
+	}
+	call := calls[0]
+	if len(call.Args) == 0 || !isIdent(call.Args[0], "SchemeGroupVersion") || call.Ellipsis.IsValid() {
+		return refuse(fmt.Sprintf("the AddKnownTypes call of %s:%d is not scheme.AddKnownTypes(SchemeGroupVersion, &Type{}, ...)", rel, fset.Position(call.Pos()).Line))
+	}
+	last := call.Args[len(call.Args)-1]
+	at := fset.Position(last.End()).Offset
+	var insert string
+	if fset.Position(call.Rparen).Line == fset.Position(last.End()).Line {
+		insert = ", " + strings.Join(added, ", ")
+	} else {
+		// One a line, below the last argument's line (which ends in its
+		// comma), indented as it is, or one more than the call's line
+		// where the last argument is on it.
+		at += bytes.IndexByte(src[at:], '\n') + 1
+		lineStart := bytes.LastIndexByte(src[:fset.Position(last.Pos()).Offset], '\n') + 1
+		indent := string(src[lineStart : lineStart+len(src[lineStart:])-len(bytes.TrimLeft(src[lineStart:], " \t"))])
+		if fset.Position(last.Pos()).Line == fset.Position(call.Lparen).Line {
+			indent += "\t"
+		}
+		for _, a := range added {
+			insert += indent + a + ",\n"
+		}
+	}
+	edited := slices.Concat(src[:at], []byte(insert), src[at:])
+	if _, err := parser.ParseFile(token.NewFileSet(), rel, edited, parser.SkipObjectResolution); err != nil {
+		return refuse(fmt.Sprintf("adding to its AddKnownTypes call in %s does not parse (%v)", rel, err))
+	}
+	p.edits[rel] = edited
+	return nil
+}
+
+// isIdent says whether e is the identifier name.
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
+}
+
 // refuseClash returns an error if the new kind of s has a Go type name
 // (Kind, KindList, KindSpec, KindStatus) or a plural that an existing
-// kind of its group has, or a type name its API package declares.
+// kind of its group has, or a type name that its API package declares as
+// a name of its own (a type, function, variable or constant) or, where
+// the package does not declare SchemeGroupVersion itself, that
+// register-gen declares in it (Resource, SchemeBuilder, ...).
 func (op *operatorDir) refuseClash(s *scaffold) error {
 	names := func(kind string) []string {
 		return []string{kind, kind + "List", kind + "Spec", kind + "Status"}
@@ -1147,7 +1316,20 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 		}
 	}
 	dir := filepath.Join(op.mod.root, filepath.FromSlash(s.APIDir))
-	if _, err := os.Stat(dir); err != nil {
+	_, err := os.Stat(dir)
+	pkgExists := err == nil
+	registers := false // the package declares SchemeGroupVersion: no register-gen
+	if pkgExists {
+		if registers, err = declaresScheme(dir); err != nil {
+			return fmt.Errorf("reading the API package %s: %w", s.APIDir, err)
+		}
+	}
+	for _, n := range names(s.Kind) {
+		if registerNames[n] && !registers {
+			return fmt.Errorf("the type %s of the kind %s is named like the %s that register-gen declares in the API package %s (zz_generated.register.go): choose another kind name, nothing written", n, s.Kind, n, s.APIDir)
+		}
+	}
+	if !pkgExists {
 		return nil
 	}
 	fset := token.NewFileSet()
@@ -1158,13 +1340,20 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 	for _, pkg := range pkgs {
 		for name, f := range pkg.Files {
 			for _, d := range f.Decls {
-				g, ok := d.(*ast.GenDecl)
-				if !ok || g.Tok != token.TYPE {
-					continue
+				var what string
+				var declared []string
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					if d.Recv == nil {
+						what, declared = "a function", []string{d.Name.Name}
+					}
+				case *ast.GenDecl:
+					what = map[token.Token]string{token.TYPE: "a type", token.VAR: "a variable", token.CONST: "a constant"}[d.Tok]
+					declared = specNames(d.Specs...)
 				}
-				for _, spec := range g.Specs {
-					if n := spec.(*ast.TypeSpec).Name.Name; slices.Contains(names(s.Kind), n) {
-						return fmt.Errorf("%s declares a type %s, a type of the new kind %s: nothing written", filepath.ToSlash(must(filepath.Rel(op.mod.root, name))), n, s.Kind)
+				for _, n := range declared {
+					if slices.Contains(names(s.Kind), n) {
+						return fmt.Errorf("%s declares %s %s, a type of the new kind %s: nothing written", filepath.ToSlash(must(filepath.Rel(op.mod.root, name))), what, n, s.Kind)
 					}
 				}
 			}

