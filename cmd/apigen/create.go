@@ -189,6 +189,7 @@ type operatorDir struct {
 	name     string   // -rbac-role of generate.go
 	genArgs  []string // the arguments of generate.go's go:generate go tool apigen
 	genLine  string   // that line, whole, without the \r of a CRLF line end
+	genSrc   []byte   // generate.go as read
 	kinds    []kindVersion
 	mainFile string // main.go
 }
@@ -216,6 +217,7 @@ func loadOperator(mod module) (*operatorDir, error) {
 	if err != nil {
 		return nil, notInit
 	}
+	op.genSrc = gen
 	lines := generateLine.FindAllString(string(gen), -1)
 	if len(lines) > 1 {
 		return nil, fmt.Errorf("%s has %d \"//go:generate go tool apigen\" lines: apigen create changes the operator's line and cannot tell which one it is; keep only the operator's (the one apigen init wrote) in generate.go and move the others into another file of the package", filepath.Join(mod.root, "generate.go"), len(lines))
@@ -411,13 +413,25 @@ func (op *operatorDir) versionsOf(kind, group string) (versions []kindVersion, h
 type createPlan struct {
 	files    map[string][]byte // new files, by slash path in the module
 	edits    map[string][]byte // changed files, whole
+	read     map[string][]byte // what the changed files held when the plan read them
 	printed  []string          // the lines the user adds, where a file has no marker
 	genArgs  []string          // generate.go's arguments after the change
 	doneNote string
 }
 
 func newPlan(op *operatorDir) *createPlan {
-	return &createPlan{files: map[string][]byte{}, edits: map[string][]byte{}, genArgs: slices.Clone(op.genArgs)}
+	return &createPlan{files: map[string][]byte{}, edits: map[string][]byte{}, read: map[string][]byte{}, genArgs: slices.Clone(op.genArgs)}
+}
+
+// readFile returns what the module's file rel holds, and remembers what
+// it held when first read: apply writes no edit of a file that changed
+// since the plan read it.
+func (p *createPlan) readFile(op *operatorDir, rel string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(op.mod.root, filepath.FromSlash(rel)))
+	if _, ok := p.read[rel]; !ok && err == nil {
+		p.read[rel] = b
+	}
+	return b, err
 }
 
 // add plans the new file rel from the template name, refusing one that
@@ -442,7 +456,7 @@ func (p *createPlan) current(op *operatorDir, rel string) ([]byte, error) {
 	if b, ok := p.files[rel]; ok {
 		return b, nil
 	}
-	return os.ReadFile(filepath.Join(op.mod.root, filepath.FromSlash(rel)))
+	return p.readFile(op, rel)
 }
 
 // insert plans lines above the marker line of rel, with its indent, and
@@ -851,7 +865,7 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			if len(versions) > 1 || hub.genclient < 0 {
 				return nil, fmt.Errorf("%s needs \"// +kubebuilder:storageversion\" in the markers of its %s type %s (in %s), the hub and storage version, where apigen found no \"// +genclient\" line to add it below: add it, then run apigen create api again", s.Kind, hub.version, s.Kind, hub.file)
 			}
-			src, err := os.ReadFile(filepath.Join(op.mod.root, filepath.FromSlash(hub.file)))
+			src, err := p.readFile(op, hub.file)
 			if err != nil {
 				return nil, err
 			}
@@ -954,15 +968,27 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	genArgs := strings.Join(quoteArgs(p.genArgs), " ")
 	newLine := "//go:generate go tool apigen " + genArgs
 	if newLine != op.genLine {
-		src, err := os.ReadFile(filepath.Join(root, "generate.go"))
-		if err != nil {
-			return err
-		}
-		p.edits["generate.go"] = bytes.Replace(src, []byte(op.genLine), []byte(newLine), 1)
+		p.read["generate.go"] = op.genSrc
+		p.edits["generate.go"] = bytes.Replace(op.genSrc, []byte(op.genLine), []byte(newLine), 1)
 	}
 	cfg, err := parseConfig(p.genArgs)
 	if err != nil {
 		return err
+	}
+	// An edit made of what a file held when create read it would write
+	// over a change saved since.
+	for _, rel := range slices.Sorted(maps.Keys(p.edits)) {
+		was, ok := p.read[rel]
+		if !ok {
+			continue // a file of the plan's own
+		}
+		now, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(now, was) {
+			return fmt.Errorf("%s changed while apigen create read the module (saved meanwhile?): nothing written; run apigen create again", rel)
+		}
 	}
 	j := newJournal()
 	defer func() {
