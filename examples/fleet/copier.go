@@ -68,8 +68,8 @@ type member struct {
 	events record.EventRecorder
 	// refused tells, of each source reconciled since the member was
 	// engaged and not gone since, whether its copy was refused (not a
-	// copy). Guarded by the copier's mu.
-	refused map[cache.ObjectName]bool
+	// copy): a bool by cache.ObjectName.
+	refused sync.Map
 }
 
 // copier copies the sources to every member and reports their state on
@@ -81,8 +81,6 @@ type copier struct {
 	fleet   *multicluster.Fleet[*member]
 	copies  *queue.Controller[multicluster.Key]
 	status  *queue.Controller[cache.ObjectName]
-
-	mu sync.Mutex // guards the members' refused
 }
 
 // newCopier wires the two controllers on the sources of the management
@@ -144,7 +142,7 @@ func (c *copier) engage(ctx context.Context, cl *multicluster.Cluster) (*member,
 	for _, src := range srcs {
 		q.AddLowPriority(cache.MetaObjectToName(src))
 	}
-	return &member{client: cl.Client, copies: write.New(copies.TypedInformer()), lister: copies.Lister(), events: cl.Recorder, refused: map[cache.ObjectName]bool{}}, nil
+	return &member{client: cl.Client, copies: write.New(copies.TypedInformer()), lister: copies.Lister(), events: cl.Recorder}, nil
 }
 
 // reconcileCopy makes the copy of key's source in key's cluster match the
@@ -158,9 +156,7 @@ func (c *copier) reconcileCopy(ctx context.Context, m *member, key multicluster.
 	}
 	isSource := err == nil && sourceSelector.Matches(labels.Set(src.Labels))
 	if !isSource { // a source gone is forgotten
-		c.mu.Lock()
-		delete(m.refused, key.ObjectName)
-		c.mu.Unlock()
+		m.refused.Delete(key.ObjectName)
 	}
 	client := m.client.CoreV1().ConfigMaps(key.Namespace)
 	cp, found, err := m.copies.Get(key.ObjectName)
@@ -183,9 +179,7 @@ func (c *copier) reconcileCopy(ctx context.Context, m *member, key multicluster.
 		cm.Data, cm.BinaryData = src.Data, src.BinaryData
 		return nil
 	})
-	c.mu.Lock()
-	m.refused[key.ObjectName] = errors.Is(err, errNotACopy)
-	c.mu.Unlock()
+	m.refused.Store(key.ObjectName, errors.Is(err, errNotACopy))
 	if errors.Is(err, errNotACopy) {
 		ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: key.Namespace, Name: key.Name}
 		m.events.Eventf(ref, corev1.EventTypeWarning, ReasonConflict, "Not copying %s here: a ConfigMap of its name %s", key.ObjectName, errNotACopy)
@@ -268,11 +262,9 @@ func (c *copier) state(src *corev1.ConfigMap, cluster string) (state string, hel
 	if !ok {
 		return StatePending, true
 	}
-	c.mu.Lock()
-	refused, reconciled := m.refused[cache.MetaObjectToName(src)]
-	c.mu.Unlock()
+	refused, reconciled := m.refused.Load(cache.MetaObjectToName(src))
 	switch {
-	case refused:
+	case refused == true:
 		return StateConflict + ": " + errNotACopy.Error(), true
 	case !reconciled && strings.HasPrefix(src.Annotations[StatusPrefix+cluster], StateConflict):
 		return "", false // the Conflict recorded stands until the copy is reconciled here

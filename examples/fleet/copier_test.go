@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -101,11 +102,7 @@ func (w *world) states() map[string]string {
 	if err != nil {
 		return nil
 	}
-	out := map[string]string{}
-	for k, v := range src.Annotations {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(src.Annotations)
 }
 
 func TestCopier(t *testing.T) {
