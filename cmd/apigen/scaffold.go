@@ -190,25 +190,37 @@ var generatedImports = map[string]string{
 }
 
 // importedAs returns the package, other than the API's, that the
-// generated code or a Go file of the scaffold in package main imports
-// under the name alias, or "".
+// generated code or a Go file of the scaffold in package main (init's,
+// or one that apigen create adds to it later) imports under the name
+// alias, or "".
 func (s *scaffold) importedAs(alias string) (string, error) {
 	data := *s
 	data.Module = "example.invalid/module"
 	api := data.Module + "/" + data.APIDir
-	for name, used := range map[string]bool{"main.go.tmpl": true, "controller.go.tmpl": true, "controller_test.go.tmpl": true, "webhooks.go.tmpl": s.Webhooks} {
-		if !used {
-			continue
-		}
-		t, err := parseScaffold(name)
+	// The templates, with the data each is executed with.
+	type rendering struct {
+		tmpl string
+		data any
+	}
+	files := []rendering{{"main.go.tmpl", &data}, {"controller.go.tmpl", &data}, {"controller_test.go.tmpl", &data},
+		{"create_controller.go.tmpl", &data}, {"create_controller_test.go.tmpl", &data}}
+	if s.Webhooks {
+		files = append(files, rendering{"webhooks.go.tmpl", &data})
+	}
+	for _, typ := range []string{"default", "validate", "convert"} {
+		files = append(files, rendering{"create_webhook.go.tmpl", webhookData{scaffold: &data, Type: typ}},
+			rendering{"create_webhook_test.go.tmpl", webhookData{scaffold: &data, Type: typ}})
+	}
+	for _, file := range files {
+		t, err := parseScaffold(file.tmpl)
 		if err != nil {
 			return "", err
 		}
 		var b bytes.Buffer
-		if err := t.Execute(&b, &data); err != nil {
+		if err := t.Execute(&b, file.data); err != nil {
 			return "", err
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, b.Bytes(), parser.ImportsOnly)
+		f, err := parser.ParseFile(token.NewFileSet(), file.tmpl, b.Bytes(), parser.ImportsOnly)
 		if err != nil {
 			return "", err
 		}
