@@ -563,8 +563,10 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 		if !t.on {
 			continue
 		}
-		webhookPath := "/" + t.typ + "-" + s.Lower
-		if regexp.MustCompile(`path=` + regexp.QuoteMeta(webhookPath) + `(,|\s|$)`).Match(mainSrc.Bytes()) {
+		// The path in any case: an older apigen's had the kind's first
+		// letter alone lowered (/default-dNSRecord).
+		webhookPath := s.WebhookPath(t.typ)
+		if regexp.MustCompile(`(?i)path=` + regexp.QuoteMeta(webhookPath) + `(,|\s|$)`).Match(mainSrc.Bytes()) {
 			return nil, fmt.Errorf("%s has a %s webhook already (a marker of path %s in the operator's package): nothing written", w.kind, t.name, webhookPath)
 		}
 		d := webhookData{scaffold: s, Type: t.typ}

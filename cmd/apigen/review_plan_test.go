@@ -115,34 +115,6 @@ func TestReviewCreateAPIOtherGroupIsChecked(t *testing.T) {
 	assert.Contains(t, string(p.edits["main.go"]), "netv1.SchemeGroupVersion", "main.go checks that the new group version is served")
 }
 
-// A kind whose name begins with an acronym (DNSRecord, URLMap, TLSRoute)
-// gets names that lower only its first letter: the controller's queue
-// (its metrics and logs) is "dNSRecord", main.go's variable dNSRecordCtrl,
-// and the webhooks' paths /default-dNSRecord and /validate-dNSRecord, in
-// the configuration the API server calls. The names should be lower case
-// (dnsRecord, /default-dnsrecord), as kubebuilder's are.
-func TestReviewAcronymKindNames(t *testing.T) {
-	t.Parallel()
-	op, dir := reviewOperator(t, nil)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "apis/example/v1/dnsrecord_types.go"), []byte(strings.NewReplacer("Widget", "DNSRecord", "widgets", "dnsrecords").Replace(mustRender(t, "types.go.tmpl"))), 0o644))
-	op, err := loadOperator(op.mod)
-	require.NoError(t, err)
-	p, err := op.planWebhooks(webhookRequest{kind: "DNSRecord", defaulting: true})
-	require.NoError(t, err)
-	assert.Contains(t, string(p.files["dnsrecord_defaulting_webhook.go"]), "path=/default-dnsrecord,", "the webhook's path")
-}
-
-// mustRender renders the template name for init's example.com/v1/Widget.
-func mustRender(t *testing.T, name string) string {
-	t.Helper()
-	s := &scaffold{Name: "widget-operator"}
-	require.NoError(t, s.complete("example.com/v1/Widget"))
-	s.Module = "example.com/op"
-	src, err := render(name, s)
-	require.NoError(t, err)
-	return string(src)
-}
-
 // An operator whose generate.go has a second apigen line (a role of its
 // own for another part of the module, say) is refused with "is not an
 // operator that apigen init made: it has no main.go and generate.go with

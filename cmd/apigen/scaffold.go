@@ -35,7 +35,8 @@ type scaffold struct {
 	Module, Name, Namespace, Image string
 	API, Webhooks                  bool
 	Group, GroupDir, Version, Kind string
-	Plural, Lower, Alias, APIDir   string
+	Plural, Alias, APIDir          string
+	Lower                          string // the kind as the start of a Go name, and the controller's queue name (lowerCamel)
 	ClientPlural                   string // the plural of the clients' and informers' methods
 	GroupMethod, VersionMethod     string
 	GenerateArgs                   string
@@ -114,7 +115,7 @@ func (s *scaffold) complete(api string) error {
 			return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (apis/%s/%s, and the generated clients' %s/%s), and %s: choose a group whose first label is another word",
 				api, s.GroupDir, s.GroupDir, s.Version, s.GroupDir, s.Version, reason)
 		}
-		s.Lower = strings.ToLower(s.Kind[:1]) + s.Kind[1:]
+		s.Lower = lowerCamel(s.Kind)
 		// The CRD's plural is controller-gen's; the types get markers
 		// that make the CRD and the generated client use it both.
 		s.Plural = crdPlural(s.Kind)
@@ -235,6 +236,38 @@ func (s *scaffold) importedAs(alias string) (string, error) {
 		}
 	}
 	return generatedImports[alias], nil
+}
+
+// lowerCamel returns the kind name as the start of a Go name, as
+// kubebuilder lowers it: its first letter lower case, or a leading
+// acronym's letters (DNSRecord is dnsRecord, DNS dns).
+func lowerCamel(kind string) string {
+	r := []rune(kind)
+	n := 0 // the upper-case letters it starts with
+	for n < len(r) && unicode.IsUpper(r[n]) {
+		n++
+	}
+	if n > 1 && n < len(r) && unicode.IsLower(r[n]) {
+		n-- // the last of them starts the next word: DNSRecord's R
+	}
+	for i := range n {
+		r[i] = unicode.ToLower(r[i])
+	}
+	return string(r)
+}
+
+// WebhookPath is the path of the kind's webhook of the type typ
+// (default, validate or convert): the kind in lower case, as
+// kubebuilder's paths have it (/default-dnsrecord).
+func (s *scaffold) WebhookPath(typ string) string {
+	return "/" + typ + "-" + strings.ToLower(s.Kind)
+}
+
+// WebhookPathConst is the constant of zz_generated.webhooks.go that
+// holds WebhookPath(typ), named after the path as apigen's generation
+// names it.
+func (s *scaffold) WebhookPathConst(typ string) string {
+	return "webhookPath" + identifier(s.WebhookPath(typ))
 }
 
 func upperFirst(s string) string {
