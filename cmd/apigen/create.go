@@ -713,8 +713,10 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 		if !t.on {
 			continue
 		}
-		webhookPath := "/" + t.typ + "-" + s.Lower
-		if regexp.MustCompile(`path=` + regexp.QuoteMeta(webhookPath) + `(,|\s|$)`).Match(mainSrc.Bytes()) {
+		// The path in any case: an older apigen's had the kind's first
+		// letter alone lowered (/default-dNSRecord).
+		webhookPath := s.WebhookPath(t.typ)
+		if regexp.MustCompile(`(?i)path=` + regexp.QuoteMeta(webhookPath) + `(,|\s|$)`).Match(mainSrc.Bytes()) {
 			return nil, fmt.Errorf("%s has a %s webhook already (a marker of path %s in the operator's package): nothing written", w.kind, t.name, webhookPath)
 		}
 		d := webhookData{scaffold: s, Type: t.typ}
@@ -961,8 +963,8 @@ func checksServed(src []byte, importPath string) (bool, error) {
 }
 
 // apply writes the plan, generates as generate.go says with the plan's
-// arguments, tidies go.mod and builds the packages it wrote to; a step
-// that fails undoes what the steps before it wrote.
+// arguments, tidies go.mod and builds the packages it wrote to, with
+// their tests; a step that fails undoes what the steps before it wrote.
 func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Writer) (err error) {
 	root := op.mod.root
 	genArgs := strings.Join(quoteArgs(p.genArgs), " ")
@@ -1100,32 +1102,45 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 			return err
 		}
 	}
-	// The packages it wrote to must build, or it undoes what it wrote: a
-	// copy that compiles in the hub's package may not in the new one.
+	// The packages it wrote to must build, with their tests, or it undoes
+	// what it wrote: a copy that compiles in the hub's package may not in
+	// the new one, nor a scaffolded test beside the user's kind.
 	var pkgs []string
 	for _, rel := range slices.Concat(slices.Collect(maps.Keys(p.files)), slices.Collect(maps.Keys(p.edits))) {
-		if pkg := "./" + strings.TrimSuffix(path.Dir(rel), "."); strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") && !slices.Contains(pkgs, pkg) {
+		if pkg := "./" + strings.TrimSuffix(path.Dir(rel), "."); strings.HasSuffix(rel, ".go") && !slices.Contains(pkgs, pkg) {
 			pkgs = append(pkgs, pkg)
 		}
 	}
-	if len(pkgs) > 0 {
-		slices.Sort(pkgs)
-		// Built to os.DevNull: go build writes nothing, not the
-		// operator's binary into the module (nor fails when a directory
-		// there has the binary's name).
-		build := command(ctx, "go", append([]string{"build", "-o", os.DevNull}, pkgs...)...)
-		build.Dir = root
-		out.Reset()
-		build.Stdout, build.Stderr = &out, &out
-		if err := runCommand(build); err != nil {
-			return fmt.Errorf("what it wrote does not build, go build %s: %w\n%s", strings.Join(pkgs, " "), err, out.String())
-		}
+	if err := buildWithTests(ctx, root, pkgs); err != nil {
+		return fmt.Errorf("what it wrote does not build: %w", err)
 	}
 	for _, s := range p.printed {
 		_, _ = fmt.Fprint(stdout, "apigen create: "+s)
 	}
 	if p.doneNote != "" {
 		_, _ = fmt.Fprintln(stdout, "apigen create: "+p.doneNote)
+	}
+	return nil
+}
+
+// buildWithTests compiles the packages pkgs (patterns relative to root)
+// with their tests, and links the test binaries of those that have tests,
+// as go test does before it runs them, writing nothing (running no test,
+// nor go vet, whose findings in the user's own code are not create's to
+// refuse): go test -c -o os.DevNull -vet=off. Its error holds the
+// compiler's messages.
+func buildWithTests(ctx context.Context, root string, pkgs []string) error {
+	if len(pkgs) == 0 {
+		return nil
+	}
+	pkgs = slices.Sorted(slices.Values(pkgs))
+	args := append([]string{"test", "-c", "-o", os.DevNull, "-vet=off"}, pkgs...)
+	build := command(ctx, "go", args...)
+	build.Dir = root
+	var out bytes.Buffer
+	build.Stdout, build.Stderr = &out, &out
+	if err := runCommand(build); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return nil
 }

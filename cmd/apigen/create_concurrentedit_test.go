@@ -28,11 +28,12 @@ func TestCreateUndoKeepsWhatTheUserSavedMeanwhile(t *testing.T) {
 	require.Equal(t, 0, code, "init: %s", stderr)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "wip.go"), []byte("package main\n\nfunc wip() int { return \"not yet\" }\n"), 0o644))
 
-	// The user's save of main.go, while create's go build runs (a go on
-	// PATH that saves it, then runs the real go).
+	// The user's save of main.go, while create's build of what it wrote
+	// (go test -c) runs (a go on PATH that saves it, then runs the real
+	// go).
 	const saved = "\n// Notes the user saved to main.go while apigen create ran.\n"
 	bin := t.TempDir()
-	script := "#!/bin/sh\nif [ \"$1\" = build ]; then printf '%s' '" + saved + "' >> main.go; fi\nexec " + realGo + " \"$@\"\n"
+	script := "#!/bin/sh\nif [ \"$1\" = test ]; then printf '%s' '" + saved + "' >> main.go; fi\nexec " + realGo + " \"$@\"\n"
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755))
 
 	code, stdout, stderr := apigenIn(t, dir, []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}, "create", "api", "-api", "example.com/v1/Gadget")

@@ -69,7 +69,7 @@ func TestGenerateArgsRoundTrip(t *testing.T) {
 // back replaces the line without its \r: the file keeps its CRLF ends.
 func TestCreateReadsGenerateLineWithCRLF(t *testing.T) {
 	t.Parallel()
-	op, _ := reviewOperator(t, func(rel, src string) string {
+	op, _ := plannedOperator(t, func(rel, src string) string {
 		if rel == "generate.go" {
 			return strings.ReplaceAll(src, "\n", "\r\n")
 		}
@@ -90,7 +90,7 @@ func TestCreateReadsGenerateLineWithCRLF(t *testing.T) {
 // zz_generated.webhooks.go elsewhere).
 func TestCreateWebhookKeepsWebhookFlagsWithEquals(t *testing.T) {
 	t.Parallel()
-	op, _ := reviewOperator(t, func(rel, src string) string {
+	op, _ := plannedOperator(t, func(rel, src string) string {
 		if rel == "generate.go" {
 			return strings.Replace(src, " -rbac deploy", " -webhook=config/webhook -webhook-paths=./internal/... -rbac deploy", 1)
 		}
@@ -114,7 +114,7 @@ func TestCreateWebhookKeepsWebhookFlagsWithEquals(t *testing.T) {
 // //go:generate go tool apigen line", as it has both).
 func TestCreateTwoGenerateLinesError(t *testing.T) {
 	t.Parallel()
-	_, dir := reviewOperator(t, nil)
+	_, dir := plannedOperator(t, nil)
 	gen := filepath.Join(dir, "generate.go")
 	b, err := os.ReadFile(gen)
 	require.NoError(t, err)

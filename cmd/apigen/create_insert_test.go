@@ -17,7 +17,7 @@ import (
 func TestCreateChangesOnlyItsLinesOfMain(t *testing.T) {
 	t.Parallel()
 	const own = "\n// userTable is the user's, laid out by hand.\nvar userTable = map[string]int{\"a\":    1, \"bbbbbb\": 2}\n"
-	op, _ := reviewOperator(t, func(rel, src string) string {
+	op, _ := plannedOperator(t, func(rel, src string) string {
 		if rel == "main.go" {
 			return src + own
 		}
@@ -35,7 +35,7 @@ func TestCreateChangesOnlyItsLinesOfMain(t *testing.T) {
 // others are as they were.
 func TestCreateKeepsCRLFOfMain(t *testing.T) {
 	t.Parallel()
-	op, _ := reviewOperator(t, func(rel, src string) string {
+	op, _ := plannedOperator(t, func(rel, src string) string {
 		if rel == "main.go" {
 			return strings.ReplaceAll(src, "\n", "\r\n")
 		}

@@ -18,7 +18,7 @@ func TestCreateRefusesFilesChangedSinceItsPlan(t *testing.T) {
 	for _, rel := range []string{"main.go", "generate.go"} {
 		t.Run(rel, func(t *testing.T) {
 			t.Parallel()
-			op, dir := reviewOperator(t, nil)
+			op, dir := plannedOperator(t, nil)
 			p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
 			require.NoError(t, err)
 			require.NotEqual(t, op.genArgs, p.genArgs, "the plan changes generate.go's line")

@@ -64,7 +64,7 @@ func TestInitGroupNamedInternalInterfaces(t *testing.T) {
 // dot.
 func TestCreateDashedGroupRefusalSaysWhy(t *testing.T) {
 	t.Parallel()
-	op, _ := reviewOperator(t, nil)
+	op, _ := plannedOperator(t, nil)
 	_, err := op.planAPI(t.Context(), "my-team.example.com/v1/Gadget")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "my-team", "the error names the label it refuses")

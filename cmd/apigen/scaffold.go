@@ -35,7 +35,8 @@ type scaffold struct {
 	Module, Name, Namespace, Image string
 	API, Webhooks                  bool
 	Group, GroupDir, Version, Kind string
-	Plural, Lower, Alias, APIDir   string
+	Plural, Alias, APIDir          string
+	Lower                          string // the kind as the start of a Go name, and the controller's queue name (lowerCamel)
 	ClientPlural                   string // the plural of the clients' and informers' methods
 	GroupMethod, VersionMethod     string
 	GenerateArgs                   string
@@ -122,7 +123,7 @@ func (s *scaffold) complete(api string) error {
 			return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (apis/%s/%s, and the generated clients' %s/%s), and %s: choose a group whose first label is another word",
 				api, s.GroupDir, s.GroupDir, s.Version, s.GroupDir, s.Version, reason)
 		}
-		s.Lower = strings.ToLower(s.Kind[:1]) + s.Kind[1:]
+		s.Lower = lowerCamel(s.Kind)
 		// The CRD's plural is controller-gen's; the types get markers
 		// that make the CRD and the generated client use it both.
 		s.Plural = crdPlural(s.Kind)
@@ -198,25 +199,37 @@ var generatedImports = map[string]string{
 }
 
 // importedAs returns the package, other than the API's, that the
-// generated code or a Go file of the scaffold in package main imports
-// under the name alias, or "".
+// generated code or a Go file of the scaffold in package main (init's,
+// or one that apigen create adds to it later) imports under the name
+// alias, or "".
 func (s *scaffold) importedAs(alias string) (string, error) {
 	data := *s
 	data.Module = "example.invalid/module"
 	api := data.Module + "/" + data.APIDir
-	for name, used := range map[string]bool{"main.go.tmpl": true, "controller.go.tmpl": true, "controller_test.go.tmpl": true, "webhooks.go.tmpl": s.Webhooks} {
-		if !used {
-			continue
-		}
-		t, err := parseScaffold(name)
+	// The templates, with the data each is executed with.
+	type rendering struct {
+		tmpl string
+		data any
+	}
+	files := []rendering{{"main.go.tmpl", &data}, {"controller.go.tmpl", &data}, {"controller_test.go.tmpl", &data},
+		{"create_controller.go.tmpl", &data}, {"create_controller_test.go.tmpl", &data}}
+	if s.Webhooks {
+		files = append(files, rendering{"webhooks.go.tmpl", &data})
+	}
+	for _, typ := range []string{"default", "validate", "convert"} {
+		files = append(files, rendering{"create_webhook.go.tmpl", webhookData{scaffold: &data, Type: typ}},
+			rendering{"create_webhook_test.go.tmpl", webhookData{scaffold: &data, Type: typ}})
+	}
+	for _, file := range files {
+		t, err := parseScaffold(file.tmpl)
 		if err != nil {
 			return "", err
 		}
 		var b bytes.Buffer
-		if err := t.Execute(&b, &data); err != nil {
+		if err := t.Execute(&b, file.data); err != nil {
 			return "", err
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, b.Bytes(), parser.ImportsOnly)
+		f, err := parser.ParseFile(token.NewFileSet(), file.tmpl, b.Bytes(), parser.ImportsOnly)
 		if err != nil {
 			return "", err
 		}
@@ -231,6 +244,38 @@ func (s *scaffold) importedAs(alias string) (string, error) {
 		}
 	}
 	return generatedImports[alias], nil
+}
+
+// lowerCamel returns the kind name as the start of a Go name, as
+// kubebuilder lowers it: its first letter lower case, or a leading
+// acronym's letters (DNSRecord is dnsRecord, DNS dns).
+func lowerCamel(kind string) string {
+	r := []rune(kind)
+	n := 0 // the upper-case letters it starts with
+	for n < len(r) && unicode.IsUpper(r[n]) {
+		n++
+	}
+	if n > 1 && n < len(r) && unicode.IsLower(r[n]) {
+		n-- // the last of them starts the next word: DNSRecord's R
+	}
+	for i := range n {
+		r[i] = unicode.ToLower(r[i])
+	}
+	return string(r)
+}
+
+// WebhookPath is the path of the kind's webhook of the type typ
+// (default, validate or convert): the kind in lower case, as
+// kubebuilder's paths have it (/default-dnsrecord).
+func (s *scaffold) WebhookPath(typ string) string {
+	return "/" + typ + "-" + strings.ToLower(s.Kind)
+}
+
+// WebhookPathConst is the constant of zz_generated.webhooks.go that
+// holds WebhookPath(typ), named after the path as apigen's generation
+// names it.
+func (s *scaffold) WebhookPathConst(typ string) string {
+	return "webhookPath" + identifier(s.WebhookPath(typ))
 }
 
 func upperFirst(s string) string {

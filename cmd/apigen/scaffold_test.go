@@ -176,18 +176,21 @@ func TestInitInWorkspace(t *testing.T) {
 }
 
 // The import names init checks the API's alias against are those of the
-// Go files it writes, as rendered for the API (the API package's own
-// import aside), and those of the generated clients.
+// Go files it writes and of those apigen create adds to package main
+// later (a webhook's test imports k8s.io/api/admission/v1), as rendered
+// for the API (the API package's own import aside), and those of the
+// generated clients.
 func TestInitImportedAs(t *testing.T) {
 	t.Parallel()
 	s := &scaffold{Name: "op", Webhooks: true}
 	require.NoError(t, s.complete("example.com/v1/Widget"))
 	for alias, want := range map[string]string{
-		"cache":     "k8s.io/client-go/tools/cache",
-		"field":     "k8s.io/apimachinery/pkg/util/validation/field",
-		"metav1":    "k8s.io/apimachinery/pkg/apis/meta/v1",
-		"examplev1": "",
-		"corev1":    "", // only without -api
+		"cache":        "k8s.io/client-go/tools/cache",
+		"field":        "k8s.io/apimachinery/pkg/util/validation/field",
+		"metav1":       "k8s.io/apimachinery/pkg/apis/meta/v1",
+		"admissionapi": "k8s.io/api/admission/v1",
+		"examplev1":    "",
+		"corev1":       "", // only without -api
 	} {
 		got, err := s.importedAs(alias)
 		require.NoError(t, err)
