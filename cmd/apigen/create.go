@@ -1442,8 +1442,8 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 // subresources, printer columns, validation) but those of a version of
 // its own (storage, served, deprecated), init's list type, and the types
 // and constants of the hub's package that the kind uses, with the methods
-// declared on those types (not the generated ones) and the imports they
-// need; so every version agrees on what the CRD takes from one of them,
+// declared on those types (not the generated ones), the constants
+// declared with them (an enum's values) and the imports they need; so every version agrees on what the CRD takes from one of them,
 // and the skeleton conversion is exact. It copies neither another kind
 // (a type with +genclient or a root marker) nor the names register-gen
 // declares. Versions whose scopes disagree are refused, as is a new
@@ -1527,6 +1527,18 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 		name string
 		by   string // the declaration that uses it, for a refusal
 	}
+	// The constants declared with each type of the hub's package (the
+	// values of an enum: SizeSmall Size = "Small"), in the package's
+	// order, which the code written for a version uses with the type
+	// though the kind does not: a copy of the type takes them along.
+	constsOf := map[string][]*apiDecl{}
+	for _, d := range slices.SortedFunc(maps.Values(decls), func(a, b *apiDecl) int { return cmp.Compare(a.node.Pos(), b.node.Pos()) }) {
+		for _, t := range constTypes(d) {
+			if !slices.Contains(constsOf[t], d) {
+				constsOf[t] = append(constsOf[t], d)
+			}
+		}
+	}
 	for queue := []use{{name: s.Kind}}; len(queue) > 0; queue = queue[1:] {
 		name := queue[0].name
 		d, ok := decls[name]
@@ -1563,6 +1575,11 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				uses[d] = append(uses[d], pkg)
 			}
 		})
+		if _, ok := d.node.(*ast.TypeSpec); ok {
+			for _, c := range constsOf[name] {
+				queue = append(queue, use{c.names[0], by})
+			}
+		}
 		if there || name == s.Kind+"List" {
 			continue
 		}
@@ -1957,6 +1974,30 @@ func specNames(specs ...ast.Spec) []string {
 					out = append(out, n.Name)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// constTypes returns the names of the types that the constants d
+// declares are declared with (SizeSmall Size = "Small": Size), none if
+// d declares no constants.
+func constTypes(d *apiDecl) []string {
+	var specs []ast.Spec
+	switch n := d.node.(type) {
+	case *ast.ValueSpec:
+		if !d.value {
+			specs = []ast.Spec{n}
+		}
+	case *ast.GenDecl:
+		if n.Tok == token.CONST {
+			specs = n.Specs
+		}
+	}
+	var out []string
+	for _, spec := range specs {
+		if t, ok := spec.(*ast.ValueSpec).Type.(*ast.Ident); ok && !slices.Contains(out, t.Name) {
+			out = append(out, t.Name)
 		}
 	}
 	return out

@@ -137,39 +137,3 @@ func TestReviewStorageVersionLineKeepsCRLF(t *testing.T) {
 	require.Contains(t, text, "// +kubebuilder:storageversion")
 	assert.Equal(t, strings.Count(text, "\n"), strings.Count(text, "\r\n"), "every line of the CRLF types.go ends in CRLF:\n%q", text[:strings.Index(text, "type Widget struct")])
 }
-
-// Review round 10. A new version "starts as the hub is", with "a copy of
-// the types and constants of its package the kind uses" (docs/new-api.md).
-// An enum field, as kubebuilder users write them (a string type with
-// +kubebuilder:validation:Enum and a constant for each value), gets its
-// type copied but not its constants, which only code uses: v2 has Size
-// but no SizeSmall and SizeLarge, so the defaulting and conversion code
-// the user writes next for v2 finds none of the values (and v2's package
-// documents an enum whose values it does not name). What should happen:
-// the constants of a copied type (declared with that type) are copied
-// with it.
-func TestReviewNewVersionCopiesTheConstantsOfAnEnum(t *testing.T) {
-	op, _ := plannedOperator(t, func(rel, src string) string {
-		if rel != "apis/example/v1/types.go" {
-			return src
-		}
-		src = strings.Replace(src, "\tMessage string `json:\"message,omitempty\"`\n",
-			"\tMessage string `json:\"message,omitempty\"`\n\t// +optional\n\tSize Size `json:\"size,omitempty\"`\n", 1)
-		return src + `
-// Size is the size of a Widget.
-// +kubebuilder:validation:Enum=Small;Large
-type Size string
-
-// The sizes of a Widget.
-const (
-	SizeSmall Size = "Small"
-	SizeLarge Size = "Large"
-)
-`
-	})
-	p, err := op.planAPI(t.Context(), "example.com/v2/Widget")
-	require.NoError(t, err)
-	src := string(p.files["apis/example/v2/types.go"])
-	require.Contains(t, src, "type Size string")
-	assert.Contains(t, src, "SizeSmall", "v2 has the type Size without its values:\n%s", src)
-}
