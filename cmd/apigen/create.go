@@ -196,12 +196,13 @@ type operatorDir struct {
 
 // kindVersion is a kind at one version of the operator's API packages.
 type kindVersion struct {
-	group, groupDir, version, kind, plural string
-	dir                                    string // apis/<group dir>/<version>, slash-separated
-	file                                   string // of the type, slash-separated
-	storage                                bool   // +kubebuilder:storageversion
-	nonNamespaced, clusterScope            bool   // +genclient:nonNamespaced, +kubebuilder:resource:scope=Cluster
-	genclient                              int    // offset of the end of its "// +genclient" line in file, or -1
+	group, version, kind, plural string
+	groupDir                     string // the directory of its package under apis, which names the generated group packages
+	dir                          string // apis/<group dir>/<version>, slash-separated
+	file                         string // of the type, slash-separated
+	storage                      bool   // +kubebuilder:storageversion
+	nonNamespaced, clusterScope  bool   // +genclient:nonNamespaced, +kubebuilder:resource:scope=Cluster
+	genclient                    int    // offset of the end of its "// +genclient" line in file, or -1
 }
 
 var generateLine = regexp.MustCompile(`(?m)^//go:generate go tool apigen( .*)?$`)
@@ -291,7 +292,7 @@ func scanKinds(root string) ([]kindVersion, error) {
 					spec := g.Specs[0].(*ast.TypeSpec)
 					k := kindVersion{group: group, version: filepath.Base(dir), kind: spec.Name.Name, dir: rel, genclient: -1,
 						file: filepath.ToSlash(must(filepath.Rel(root, name)))}
-					k.groupDir, _, _ = strings.Cut(group, ".")
+					k.groupDir = filepath.Base(filepath.Dir(dir))
 					genclient := false
 					for _, c := range typeComments(fset, f, g) {
 						for _, line := range c.List {
@@ -664,14 +665,34 @@ type webhookData struct {
 func (k kindVersion) Alias() string  { return k.groupDir + k.version }
 func (k kindVersion) APIDir() string { return k.dir }
 
-// scaffoldOf returns the scaffold data of the kind k of the operator.
+// scaffoldOf returns the scaffold data of the kind k of the operator, in
+// its package's directory.
 func (op *operatorDir) scaffoldOf(k kindVersion) (*scaffold, error) {
 	s := &scaffold{Name: op.name}
 	if err := s.complete(k.group + "/" + k.version + "/" + k.kind); err != nil {
 		return nil, err
 	}
 	s.Module, s.Plural = op.mod.path, k.plural
+	s.inGroupDir(k.groupDir)
 	return s, nil
+}
+
+// groupDirOf returns the directory under apis of the packages of the
+// group that the operator has already (apigen generates for one that is
+// not the group's first label, such as apis/gadgets with
+// +groupName=toys.example.com), or "" if it has none.
+func (op *operatorDir) groupDirOf(group string) (string, error) {
+	dir := ""
+	for _, k := range op.kinds {
+		if k.group != group || k.groupDir == dir {
+			continue
+		}
+		if dir != "" {
+			return "", fmt.Errorf("the group %s has packages in apis/%s and apis/%s: apigen create cannot tell which directory its new package goes in; keep the group's packages in one directory", group, dir, k.groupDir)
+		}
+		dir = k.groupDir
+	}
+	return dir, nil
 }
 
 // planWebhooks plans apigen create webhook.
@@ -799,6 +820,14 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 		return nil, err
 	}
 	s.Module = op.mod.path
+	groupDir, err := op.groupDirOf(s.Group)
+	if err != nil {
+		return nil, err
+	}
+	if groupDir != "" {
+		s.inGroupDir(groupDir)
+	}
+	label, _, _ := strings.Cut(s.Group, ".")
 	pkgKinds := 0
 	for _, k := range op.kinds {
 		switch {
@@ -806,6 +835,8 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			return nil, fmt.Errorf("the operator's API has %s already (%s): nothing written", api, k.file)
 		case k.groupDir == s.GroupDir && k.group != s.Group:
 			return nil, fmt.Errorf("the group %s has its packages in apis/%s, which %s's are in: choose a group whose first label is another word", s.Group, s.GroupDir, k.group)
+		case strings.HasPrefix(k.group, label+".") && k.group != s.Group:
+			return nil, fmt.Errorf("the group %s has the first label of %s, which names the group's methods of the generated clientset and informer factory (%s()): choose a group whose first label is another word", s.Group, k.group, s.GroupMethod)
 		case k.dir == s.APIDir:
 			pkgKinds++
 		}
@@ -1411,8 +1442,8 @@ func (op *operatorDir) refuseClash(s *scaffold) error {
 // subresources, printer columns, validation) but those of a version of
 // its own (storage, served, deprecated), init's list type, and the types
 // and constants of the hub's package that the kind uses, with the methods
-// declared on those types (not the generated ones) and the imports they
-// need; so every version agrees on what the CRD takes from one of them,
+// declared on those types (not the generated ones), the constants
+// declared with them (an enum's values) and the imports they need; so every version agrees on what the CRD takes from one of them,
 // and the skeleton conversion is exact. It copies neither another kind
 // (a type with +genclient or a root marker) nor the names register-gen
 // declares. Versions whose scopes disagree are refused, as is a new
@@ -1496,6 +1527,18 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 		name string
 		by   string // the declaration that uses it, for a refusal
 	}
+	// The constants declared with each type of the hub's package (the
+	// values of an enum: SizeSmall Size = "Small"), in the package's
+	// order, which the code written for a version uses with the type
+	// though the kind does not: a copy of the type takes them along.
+	constsOf := map[string][]*apiDecl{}
+	for _, d := range slices.SortedFunc(maps.Values(decls), func(a, b *apiDecl) int { return cmp.Compare(a.node.Pos(), b.node.Pos()) }) {
+		for _, t := range constTypes(d) {
+			if !slices.Contains(constsOf[t], d) {
+				constsOf[t] = append(constsOf[t], d)
+			}
+		}
+	}
 	for queue := []use{{name: s.Kind}}; len(queue) > 0; queue = queue[1:] {
 		name := queue[0].name
 		d, ok := decls[name]
@@ -1532,6 +1575,11 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				uses[d] = append(uses[d], pkg)
 			}
 		})
+		if _, ok := d.node.(*ast.TypeSpec); ok {
+			for _, c := range constsOf[name] {
+				queue = append(queue, use{c.names[0], by})
+			}
+		}
 		if there || name == s.Kind+"List" {
 			continue
 		}
@@ -1926,6 +1974,30 @@ func specNames(specs ...ast.Spec) []string {
 					out = append(out, n.Name)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// constTypes returns the names of the types that the constants d
+// declares are declared with (SizeSmall Size = "Small": Size), none if
+// d declares no constants.
+func constTypes(d *apiDecl) []string {
+	var specs []ast.Spec
+	switch n := d.node.(type) {
+	case *ast.ValueSpec:
+		if !d.value {
+			specs = []ast.Spec{n}
+		}
+	case *ast.GenDecl:
+		if n.Tok == token.CONST {
+			specs = n.Specs
+		}
+	}
+	var out []string
+	for _, spec := range specs {
+		if t, ok := spec.(*ast.ValueSpec).Type.(*ast.Ident); ok && !slices.Contains(out, t.Name) {
+			out = append(out, t.Name)
 		}
 	}
 	return out

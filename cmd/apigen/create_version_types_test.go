@@ -238,3 +238,38 @@ func TestCreateAPIVersionRefusesChangedSharedType(t *testing.T) {
 	_, err = op.planAPI(t.Context(), "example.com/v2/Gadget")
 	require.ErrorContains(t, err, "apis/example/v2/types.go declares Size, which the new version of Gadget copies from v1 (apis/example/v1/types.go), unlike it")
 }
+
+// A new version "starts as the hub is", with "a copy of the types and
+// constants of its package the kind uses" (docs/new-api.md): a type it
+// copies takes along the constants declared with it, so an enum field,
+// as kubebuilder users write them (a string type with
+// +kubebuilder:validation:Enum and a constant for each value), has its
+// values in the new version too (SizeSmall, SizeLarge), for the
+// defaulting and conversion code written for it.
+func TestCreateAPIVersionCopiesTheConstantsOfAnEnum(t *testing.T) {
+	op, _ := plannedOperator(t, func(rel, src string) string {
+		if rel != "apis/example/v1/types.go" {
+			return src
+		}
+		src = strings.Replace(src, "\tMessage string `json:\"message,omitempty\"`\n",
+			"\tMessage string `json:\"message,omitempty\"`\n\t// +optional\n\tSize Size `json:\"size,omitempty\"`\n", 1)
+		return src + `
+// Size is the size of a Widget.
+// +kubebuilder:validation:Enum=Small;Large
+type Size string
+
+// The sizes of a Widget.
+const (
+	SizeSmall Size = "Small"
+	SizeLarge Size = "Large"
+)
+`
+	})
+	p, err := op.planAPI(t.Context(), "example.com/v2/Widget")
+	require.NoError(t, err)
+	src := string(p.files["apis/example/v2/types.go"])
+	require.Contains(t, src, "type Size string")
+	for _, want := range []string{`SizeSmall Size = "Small"`, `SizeLarge Size = "Large"`} {
+		assert.Contains(t, src, want, "v2 has the type Size with its values:\n%s", src)
+	}
+}

@@ -198,6 +198,16 @@ var generatedImports = map[string]string{
 	"metav1": "k8s.io/apimachinery/pkg/apis/meta/v1",
 }
 
+// inGroupDir puts the API's packages in the directory dir under apis,
+// where the operator keeps its group's packages: apigen generates for a
+// directory other than the group's first label, and names the generated
+// clients', listers' and informers' group packages, and the packages'
+// import names, after the directory (their methods after the label).
+func (s *scaffold) inGroupDir(dir string) {
+	s.GroupDir, s.Alias = dir, dir+s.Version
+	s.APIDir = path.Join("apis", dir, s.Version)
+}
+
 // importedAs returns the package, other than the API's, that the
 // generated code or a Go file of the scaffold in package main (init's,
 // or one that apigen create adds to it later) imports under the name

@@ -224,10 +224,10 @@ func Strict(clientsets ...FakeClientset) *StrictAPI {
 // kind before a request does, and returns a. Strict keeps the objects of
 // a custom resource whose plural is not the one client-go's fake
 // clientsets guess from its kind (Gizmo: gizmoes, guessed gizmos; Quiz:
-// quizzes, guessed quizs) under the guessed resource, where the fake
-// keeps those given to its constructor and its REST mapper finds their
-// kind, so that the generated client's requests work as for any other
-// kind. It learns the kind from the first create, update, apply or list
+// quizzes, guessed quizs; Data: data, guessed datas) under the guessed
+// resource, where the fake keeps those given to its constructor and its
+// REST mapper finds their kind, so that the generated client's requests
+// work as for any other kind. It learns the kind from the first create, update, apply or list
 // of gvr, or an object read: WithKind is needed only when a test's
 // first request for such a resource is a get, patch or delete of objects
 // given to the clientset's constructor, or a watch (an informer lists
@@ -847,9 +847,9 @@ func (t *strictTracker) remember(gvr schema.GroupVersionResource, obj runtime.Ob
 // fakeResources is a fake clientset's tracker that keeps the objects of
 // each resource under the resource client-go's fake clientsets guess from
 // their kind (meta.UnsafeGuessKindToResource: the kind in lower case, with
-// "s", "es" or "ies"), where the resource of a request is not one the
-// fake's REST mapper knows: a custom resource whose plural is not the
-// guessed one (Gizmo: gizmoes, guessed gizmos; Quiz: quizzes) is served
+// "s", "es" or "ies"), where the resource of a request is not that
+// guess: a custom resource whose plural is not the guessed one (Gizmo:
+// gizmoes, guessed gizmos; Quiz: quizzes; Data: data) is served
 // as the fake serves the kinds it guesses right, whose objects given to a
 // constructor it keeps under the guessed resource too. It learns the kind
 // of a resource's objects from the requests for it (see learn).
@@ -866,17 +866,17 @@ func (f *fakeResources) learn(gvr schema.GroupVersionResource, kind string) {
 }
 
 // stored is the resource the objects of gvr are kept under: gvr itself
-// when their kind is unknown or the fake's REST mapper knows gvr (the
-// guessed plural, or the kind in lower case), else the guessed plural.
+// when their kind is unknown or gvr is the guessed plural, else the
+// guessed plural, also when gvr is the kind in lower case (an uncountable
+// kind's plural, such as Data's data): the fake's REST mapper knows that
+// as the singular, but keeps the objects given to its constructor under
+// the guessed plural (datas).
 func (f *fakeResources) stored(gvr schema.GroupVersionResource) schema.GroupVersionResource {
 	kind := f.kinds[gvr]
 	if kind == "" {
 		return gvr
 	}
-	plural, singular := meta.UnsafeGuessKindToResource(gvr.GroupVersion().WithKind(kind))
-	if gvr.Resource == plural.Resource || gvr.Resource == singular.Resource {
-		return gvr
-	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvr.GroupVersion().WithKind(kind))
 	return plural
 }
 
