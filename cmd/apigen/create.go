@@ -977,19 +977,11 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	if err != nil {
 		return err
 	}
-	// An edit made of what a file held when create read it would write
-	// over a change saved since.
-	for _, rel := range slices.Sorted(maps.Keys(p.edits)) {
-		was, ok := p.read[rel]
-		if !ok {
-			continue // a file of the plan's own
-		}
-		now, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(now, was) {
-			return fmt.Errorf("%s changed while apigen create read the module (saved meanwhile?): nothing written; run apigen create again", rel)
+	// The plan's writes are of what the module held when create read it:
+	// they would write over a change saved since.
+	for _, rel := range slices.Concat(slices.Sorted(maps.Keys(p.edits)), slices.Sorted(maps.Keys(p.files))) {
+		if err := p.changedSincePlanned(root, rel); err != nil {
+			return fmt.Errorf("%w: nothing written; run apigen create again", err)
 		}
 	}
 	j := newJournal()
@@ -1119,6 +1111,35 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	}
 	if p.doneNote != "" {
 		_, _ = fmt.Fprintln(stdout, "apigen create: "+p.doneNote)
+	}
+	return nil
+}
+
+// changedSincePlanned returns an error if writing the plan's file rel
+// would write over a change saved in the module root since the plan was
+// made: a new file of the plan that the module now has (a file of that
+// name saved meanwhile, or written by another create), or an edit of a
+// file that no longer holds what it held when the plan read it.
+func (p *createPlan) changedSincePlanned(root, rel string) error {
+	f := filepath.Join(root, filepath.FromSlash(rel))
+	if _, ok := p.files[rel]; ok {
+		if _, err := os.Lstat(f); err == nil {
+			return fmt.Errorf("the module already has %s, which apigen create was to write (saved meanwhile?)", rel)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	was, ok := p.read[rel]
+	if !ok {
+		return nil // an edit of a file of the plan's own
+	}
+	now, err := os.ReadFile(f)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(now, was) {
+		return fmt.Errorf("%s changed while apigen create read the module (saved meanwhile?)", rel)
 	}
 	return nil
 }

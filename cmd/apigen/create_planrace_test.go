@@ -38,6 +38,40 @@ func TestCreateRefusesFilesChangedSinceItsPlan(t *testing.T) {
 	}
 }
 
+// A new file of create's plan that the module has by the time create
+// writes (the user saved one of that name while create loaded the API's
+// packages, or a second create ran) is not written over, nor removed by
+// an undo: create refuses, as it does at planning time ("the module
+// already has webhooks.go"), writing nothing, and the user's file stays
+// as they saved it.
+//
+// (The plan is applied in a directory without go.mod: were its files
+// written, generating would fail at once and the undo would run.)
+func TestCreateKeepsNewFileSavedSinceItsPlan(t *testing.T) {
+	op, dir := plannedOperator(t, nil)
+	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	require.Contains(t, p.files, "webhooks.go", "the plan writes webhooks.go (init ran without -webhooks)")
+
+	// The user's own webhooks.go, saved after the plan was made.
+	const users = "package main\n\n// The user's webhooks, saved while apigen create ran.\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks.go"), []byte(users), 0o644))
+	before := snapshot(t, dir)
+
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Chdir(wd) })
+	var stdout bytes.Buffer
+	err = p.apply(t.Context(), op, &stdout)
+	require.Error(t, err, "stdout: %s", stdout.String())
+	assert.Equal(t, before, snapshot(t, dir), "nothing written")
+
+	got, rerr := os.ReadFile(filepath.Join(dir, "webhooks.go"))
+	require.NoError(t, rerr, "the user's webhooks.go is gone after create's undo (apply: %v)", err)
+	assert.Equal(t, users, string(got), "the user's webhooks.go was written over")
+	assert.Contains(t, err.Error(), "webhooks.go", "the error names the file create would not write over")
+}
+
 // snapshot is every file under dir, by relative path.
 func snapshot(t *testing.T, dir string) map[string]string {
 	out := map[string]string{}

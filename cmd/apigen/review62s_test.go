@@ -11,41 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Review round 10. create refuses to write an edit of a file changed since
-// it read it (createPlan.read), but a new file of the plan that appeared
-// in the module since it planned (the user saved one of that name while
-// create loaded the API's packages, or a second create ran) is written
-// over by apply's rename, and an undo then removes it: the user's file is
-// lost. What should happen: apply refuses, as p.add does at planning time
-// ("the module already has webhooks.go"), writing nothing, and the user's
-// file stays as they saved it.
-//
-// (The plan is applied in a directory without go.mod, so its generation
-// fails at once, after the files were written, and the undo runs.)
-func TestReviewNewFileSavedSincePlanningIsKept(t *testing.T) {
-	op, dir := plannedOperator(t, nil)
-	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
-	require.NoError(t, err)
-	require.Contains(t, p.files, "webhooks.go", "the plan writes webhooks.go (init ran without -webhooks)")
-
-	// The user's own webhooks.go, saved after the plan was made.
-	const users = "package main\n\n// The user's webhooks, saved while apigen create ran.\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks.go"), []byte(users), 0o644))
-
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.Chdir(wd) })
-	var stdout bytes.Buffer
-	err = p.apply(t.Context(), op, &stdout)
-	require.Error(t, err, "stdout: %s", stdout.String())
-	t.Logf("apply: %v", err)
-
-	got, rerr := os.ReadFile(filepath.Join(dir, "webhooks.go"))
-	require.NoError(t, rerr, "the user's webhooks.go is gone after create's undo (apply: %v)", err)
-	assert.Equal(t, users, string(got), "the user's webhooks.go was written over")
-	assert.Contains(t, err.Error(), "webhooks.go", "the error names the file create would not write over")
-}
-
 // Review round 10. create api never changes generate.go's arguments, yet
 // apply writes generate.go back whenever its go:generate line is not
 // exactly as apply would join its arguments: a trailing space, two spaces
