@@ -1030,8 +1030,12 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		// The user's file, edited with its mode: a temporary beside it,
 		// renamed over it, so that a failed write leaves it whole. Only
 		// the journal's record of it undoes the edit (writing it back).
+		// It is checked again right before the write, for a change saved
+		// since the check above (while go env GOWORK ran).
 		temps.locked(func() {
-			if err = putFileLocked(f, p.edits[rel], mode); err == nil {
+			if err = p.changedSincePlanned(root, rel); err != nil {
+				err = fmt.Errorf("%w: run apigen create again", err)
+			} else if err = putFileLocked(f, p.edits[rel], mode); err == nil {
 				j.wroteLocked(f, p.edits[rel])
 			}
 		})
@@ -1044,9 +1048,12 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		if err := j.mkdirAll(filepath.Dir(f)); err != nil {
 			return err
 		}
-		// A new file whose write fails leaves no part of it behind.
+		// A new file whose write fails leaves no part of it behind; one
+		// of its name saved since the check above is not written over.
 		temps.locked(func() {
-			if err = putFileLocked(f, p.files[rel], 0o644); err == nil {
+			if err = p.changedSincePlanned(root, rel); err != nil {
+				err = fmt.Errorf("%w: run apigen create again", err)
+			} else if err = putFileLocked(f, p.files[rel], 0o644); err == nil {
 				j.creatingLocked(f)
 				j.wroteLocked(f, p.files[rel])
 			}

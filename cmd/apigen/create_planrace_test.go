@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,6 +72,40 @@ func TestCreateKeepsNewFileSavedSinceItsPlan(t *testing.T) {
 	require.NoError(t, rerr, "the user's webhooks.go is gone after create's undo (apply: %v)", err)
 	assert.Equal(t, users, string(got), "the user's webhooks.go was written over")
 	assert.Contains(t, err.Error(), "webhooks.go", "the error names the file create would not write over")
+}
+
+// A change saved to a file create edits after create checked it, and
+// before it writes it (while go env GOWORK runs), is not written over
+// either: create checks each file again right before it writes it,
+// refuses, and undoes what it wrote before; the user's file stays as they
+// saved it.
+func TestCreateRefusesFileChangedRightBeforeItsWrite(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the go on PATH that saves main.go is a shell script")
+	}
+	realGo, err := exec.LookPath("go")
+	require.NoError(t, err)
+	op, dir := plannedOperator(t, nil)
+	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	require.Contains(t, p.edits, "main.go")
+	require.NotEqual(t, op.genArgs, p.genArgs, "generate.go's line changes: an edit written before main.go's, which the undo writes back")
+	before := snapshot(t, dir)
+
+	// The user's save of main.go while go env GOWORK runs (a go on PATH
+	// that saves it, then runs the real go).
+	const saved = "\n// Notes the user saved to main.go while apigen create wrote.\n"
+	bin := t.TempDir()
+	script := "#!/bin/sh\nif [ \"$1\" = env ]; then printf '%s' '" + saved + "' >> main.go; fi\nexec " + realGo + " \"$@\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755))
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	err = p.apply(t.Context(), op, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "main.go changed while apigen create read the module")
+	want := before
+	want[filepath.Join(dir, "main.go")] += saved
+	assert.Equal(t, want, snapshot(t, dir), "the user's main.go as saved, the rest as it was")
 }
 
 // snapshot is every file under dir, by relative path.
