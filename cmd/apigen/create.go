@@ -967,9 +967,10 @@ func checksServed(src []byte, importPath string) (bool, error) {
 // their tests; a step that fails undoes what the steps before it wrote.
 func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Writer) (err error) {
 	root := op.mod.root
-	genArgs := strings.Join(quoteArgs(p.genArgs), " ")
-	newLine := "//go:generate go tool apigen " + genArgs
-	if newLine != op.genLine {
+	// generate.go's line is written again only for new arguments: the
+	// user's spacing and quoting of the same ones stay.
+	if !slices.Equal(p.genArgs, op.genArgs) {
+		newLine := "//go:generate go tool apigen " + strings.Join(quoteArgs(p.genArgs), " ")
 		p.read["generate.go"] = op.genSrc
 		p.edits["generate.go"] = bytes.Replace(op.genSrc, []byte(op.genLine), []byte(newLine), 1)
 	}

