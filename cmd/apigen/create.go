@@ -902,7 +902,7 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			if err != nil {
 				return nil, err
 			}
-			p.edits[hub.file] = slices.Concat(src[:hub.genclient], []byte("\n// +kubebuilder:storageversion"), src[hub.genclient:])
+			p.edits[hub.file] = slices.Concat(src[:hub.genclient], []byte(lineEnd(src, hub.genclient)+"// +kubebuilder:storageversion"), src[hub.genclient:])
 		}
 		convert := strings.ToLower(s.Kind) + "_conversion_webhook.go"
 		if _, err := os.Stat(filepath.Join(op.mod.root, convert)); err == nil {
@@ -998,9 +998,10 @@ func checksServed(src []byte, importPath string) (bool, error) {
 // their tests; a step that fails undoes what the steps before it wrote.
 func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Writer) (err error) {
 	root := op.mod.root
-	genArgs := strings.Join(quoteArgs(p.genArgs), " ")
-	newLine := "//go:generate go tool apigen " + genArgs
-	if newLine != op.genLine {
+	// generate.go's line is written again only for new arguments: the
+	// user's spacing and quoting of the same ones stay.
+	if !slices.Equal(p.genArgs, op.genArgs) {
+		newLine := "//go:generate go tool apigen " + strings.Join(quoteArgs(p.genArgs), " ")
 		p.read["generate.go"] = op.genSrc
 		p.edits["generate.go"] = bytes.Replace(op.genSrc, []byte(op.genLine), []byte(newLine), 1)
 	}
@@ -1008,19 +1009,11 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	if err != nil {
 		return err
 	}
-	// An edit made of what a file held when create read it would write
-	// over a change saved since.
-	for _, rel := range slices.Sorted(maps.Keys(p.edits)) {
-		was, ok := p.read[rel]
-		if !ok {
-			continue // a file of the plan's own
-		}
-		now, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(now, was) {
-			return fmt.Errorf("%s changed while apigen create read the module (saved meanwhile?): nothing written; run apigen create again", rel)
+	// The plan's writes are of what the module held when create read it:
+	// they would write over a change saved since.
+	for _, rel := range slices.Concat(slices.Sorted(maps.Keys(p.edits)), slices.Sorted(maps.Keys(p.files))) {
+		if err := p.changedSincePlanned(root, rel); err != nil {
+			return fmt.Errorf("%w: nothing written; run apigen create again", err)
 		}
 	}
 	j := newJournal()
@@ -1069,8 +1062,12 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		// The user's file, edited with its mode: a temporary beside it,
 		// renamed over it, so that a failed write leaves it whole. Only
 		// the journal's record of it undoes the edit (writing it back).
+		// It is checked again right before the write, for a change saved
+		// since the check above (while go env GOWORK ran).
 		temps.locked(func() {
-			if err = putFileLocked(f, p.edits[rel], mode); err == nil {
+			if err = p.changedSincePlanned(root, rel); err != nil {
+				err = fmt.Errorf("%w: run apigen create again", err)
+			} else if err = putFileLocked(f, p.edits[rel], mode); err == nil {
 				j.wroteLocked(f, p.edits[rel])
 			}
 		})
@@ -1083,9 +1080,12 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 		if err := j.mkdirAll(filepath.Dir(f)); err != nil {
 			return err
 		}
-		// A new file whose write fails leaves no part of it behind.
+		// A new file whose write fails leaves no part of it behind; one
+		// of its name saved since the check above is not written over.
 		temps.locked(func() {
-			if err = putFileLocked(f, p.files[rel], 0o644); err == nil {
+			if err = p.changedSincePlanned(root, rel); err != nil {
+				err = fmt.Errorf("%w: run apigen create again", err)
+			} else if err = putFileLocked(f, p.files[rel], 0o644); err == nil {
 				j.creatingLocked(f)
 				j.wroteLocked(f, p.files[rel])
 			}
@@ -1150,6 +1150,35 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	}
 	if p.doneNote != "" {
 		_, _ = fmt.Fprintln(stdout, "apigen create: "+p.doneNote)
+	}
+	return nil
+}
+
+// changedSincePlanned returns an error if writing the plan's file rel
+// would write over a change saved in the module root since the plan was
+// made: a new file of the plan that the module now has (a file of that
+// name saved meanwhile, or written by another create), or an edit of a
+// file that no longer holds what it held when the plan read it.
+func (p *createPlan) changedSincePlanned(root, rel string) error {
+	f := filepath.Join(root, filepath.FromSlash(rel))
+	if _, ok := p.files[rel]; ok {
+		if _, err := os.Lstat(f); err == nil {
+			return fmt.Errorf("the module already has %s, which apigen create was to write (saved meanwhile?)", rel)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	was, ok := p.read[rel]
+	if !ok {
+		return nil // an edit of a file of the plan's own
+	}
+	now, err := os.ReadFile(f)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(now, was) {
+		return fmt.Errorf("%s changed while apigen create read the module (saved meanwhile?)", rel)
 	}
 	return nil
 }
@@ -1333,6 +1362,7 @@ func (p *createPlan) registerKind(op *operatorDir, s *scaffold) error {
 	}
 	last := call.Args[len(call.Args)-1]
 	at := fset.Position(last.End()).Offset
+	eol := lineEnd(src, at)
 	var insert string
 	if fset.Position(call.Rparen).Line == fset.Position(last.End()).Line {
 		insert = ", " + strings.Join(added, ", ")
@@ -1347,7 +1377,7 @@ func (p *createPlan) registerKind(op *operatorDir, s *scaffold) error {
 			indent += "\t"
 		}
 		for _, a := range added {
-			insert += indent + a + ",\n"
+			insert += indent + a + "," + eol
 		}
 	}
 	edited := slices.Concat(src[:at], []byte(insert), src[at:])
@@ -1356,6 +1386,15 @@ func (p *createPlan) registerKind(op *operatorDir, s *scaffold) error {
 	}
 	p.edits[rel] = edited
 	return nil
+}
+
+// lineEnd returns the line end, "\r\n" or "\n", of the line of src that
+// holds the offset at: the end of the lines added below it.
+func lineEnd(src []byte, at int) string {
+	if i := bytes.IndexByte(src[at:], '\n'); i > 0 && src[at+i-1] == '\r' {
+		return "\r\n"
+	}
+	return "\n"
 }
 
 // isIdent says whether e is the identifier name.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,4 +125,34 @@ func TestCreateTwoGenerateLinesError(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "it has no main.go and generate.go with", "it has both")
 	assert.Contains(t, err.Error(), "generate.go has 2 \"//go:generate go tool apigen\" lines")
+}
+
+// create writes generate.go's go:generate line again only when its
+// arguments change: create api, which adds none, leaves the user's line
+// as it is, though apigen would join its arguments otherwise (two spaces
+// between them, a tab, a trailing space, an argument quoted that needs no
+// quotes), and does not say it added to generate.go.
+func TestCreateAPILeavesGenerateLineAlone(t *testing.T) {
+	op, dir := plannedOperator(t, func(rel, src string) string {
+		if rel != "generate.go" {
+			return src
+		}
+		// The user aligned the arguments with two spaces and quoted the
+		// role; go generate reads the same arguments.
+		return strings.Replace(strings.Replace(src, " -rbac deploy", "  -rbac deploy", 1), "-rbac-role widget-operator", `-rbac-role "widget-operator"`, 1)
+	})
+	before, err := os.ReadFile(filepath.Join(dir, "generate.go"))
+	require.NoError(t, err)
+	require.Contains(t, string(before), `  -rbac deploy -rbac-role "widget-operator"`)
+	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget")
+	require.NoError(t, err)
+	require.Equal(t, op.genArgs, p.genArgs, "create api plans no change of the arguments")
+
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Chdir(wd) })
+	var stdout bytes.Buffer
+	_ = p.apply(t.Context(), op, &stdout) // fails at generating (no go.mod), after its writes
+	assert.NotContains(t, p.edits, "generate.go", "create api rewrote the user's go:generate line, adding nothing to it")
+	assert.NotContains(t, stdout.String(), "added to generate.go")
 }

@@ -48,6 +48,35 @@ func TestCreateKeepsCRLFOfMain(t *testing.T) {
 	assert.Equal(t, strings.Count(got, "\n"), strings.Count(got, "\r\n"), "every line of main.go ends in CRLF")
 }
 
+// The API package's files with CRLF line ends keep them too: the
+// "// +kubebuilder:storageversion" line that create api of a new version
+// adds below the hub's +genclient, and the types it adds to a
+// self-registering package's AddKnownTypes call one a line, end as the
+// line they are added below does.
+func TestCreateKeepsCRLFOfAPIPackage(t *testing.T) {
+	t.Parallel()
+	op, _ := plannedOperator(t, func(rel, src string) string {
+		if rel != "apis/example/v1/types.go" {
+			return src
+		}
+		return strings.ReplaceAll(src, "\n", "\r\n")
+	})
+	p, err := op.planAPI(t.Context(), "example.com/v2/Widget")
+	require.NoError(t, err)
+	edited, ok := p.edits["apis/example/v1/types.go"]
+	require.True(t, ok, "create api adds +kubebuilder:storageversion to the hub's types.go")
+	text := string(edited)
+	require.Contains(t, text, "// +genclient\r\n// +kubebuilder:storageversion\r\n")
+	assert.Equal(t, strings.Count(text, "\n"), strings.Count(text, "\r\n"), "every line of the CRLF types.go ends in CRLF:\n%q", text[:strings.Index(text, "type Widget struct")])
+
+	op, _ = initOperator(t, map[string]string{"apis/example/v1/register.go": strings.ReplaceAll(selfRegisteringRegister, "\n", "\r\n")})
+	p, err = op.planAPI(t.Context(), "example.com/v1/Gadget")
+	require.NoError(t, err)
+	text = string(p.edits["apis/example/v1/register.go"])
+	require.Contains(t, text, "\t\t&WidgetList{},\r\n\t\t&Gadget{},\r\n\t\t&GadgetList{},\r\n\t)")
+	assert.Equal(t, strings.Count(text, "\n"), strings.Count(text, "\r\n"), "every line of the CRLF register.go ends in CRLF")
+}
+
 // The imports that come with added lines (a new version's spoke in the
 // conversion webhook's list) are spliced in too: in their sorted place
 // in the group of the import most like them, the rest of the file as it

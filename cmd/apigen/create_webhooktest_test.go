@@ -3,8 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,4 +69,33 @@ type SettingList struct {
 	require.Equal(t, 0, code, "create webhook\nstdout: %s\nstderr: %s", stdout, stderr)
 	goIn(t, dir, "vet", ".")
 	goIn(t, dir, "test", "-count=1", "-run", "^TestDefaultSettingWebhook$", ".")
+}
+
+// A kind with a resource.Quantity that is not a pointer (the size of a
+// volume, a memory limit: a common field of an operator's spec) gets a
+// defaulting webhook whose scaffolded test passes on the skeleton, which
+// sets no default: the Quantity's zero value, encoded as "0", decodes as
+// a Quantity of another form (Format DecimalSI), and the test compares
+// the objects as the API server does (apiequality.Semantic), by value.
+func TestCreateDefaultingWebhookTestOfKindWithQuantity(t *testing.T) {
+	t.Parallel()
+	dir := operatorModule(t, t.TempDir())
+	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
+	require.Equal(t, 0, code, "init: %s", stderr)
+	types := filepath.Join(dir, "apis/example/v1/types.go")
+	b, err := os.ReadFile(types)
+	require.NoError(t, err)
+	src := strings.Replace(string(b), `import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"`,
+		"import (\n\t\"k8s.io/apimachinery/pkg/api/resource\"\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n)", 1)
+	src = strings.Replace(src, "\tMessage string `json:\"message,omitempty\"`\n",
+		"\tMessage string `json:\"message,omitempty\"`\n\t// Size is the size of the Widget's volume.\n\t// +optional\n\tSize resource.Quantity `json:\"size,omitempty\"`\n", 1)
+	require.Contains(t, src, "Size resource.Quantity")
+	require.NoError(t, os.WriteFile(types, []byte(src), 0o644))
+	goIn(t, dir, "generate", "./...")
+	goIn(t, dir, "build", "./...")
+
+	code, stdout, stderr := apigenIn(t, dir, nil, "create", "webhook", "-kind", "Widget", "-defaulting")
+	require.Equal(t, 0, code, "create webhook\nstdout: %s\nstderr: %s", stdout, stderr)
+	out, err := goTry(t, dir, "test", "-count=1", "-run", "^TestDefaultWidgetWebhook$", ".")
+	assert.NoError(t, err, "the scaffolded test of the skeleton defaulting webhook fails:\n%s", out)
 }

@@ -164,11 +164,17 @@
 // existing version made the storage version), or a new kind (its types,
 // a controller and its test, started in main.go); then they generate as
 // generate.go's line says and run go mod tidy (see docs/new-api.md). They
-// write no file that exists, change the operator's files only by adding
-// lines above the "// +apigen:scaffold:..." marker comments that init and
-// create write (printing the lines to add where a marker is gone), check
-// their input before they write, and undo what they wrote if a later
-// step fails.
+// write no file that exists, and change the operator's files only by
+// adding to them: lines above the "// +apigen:scaffold:..." marker
+// comments that init and create write, with the imports the lines need
+// (printing what to add where a marker is gone); new arguments at the end
+// of generate.go's go:generate line (-webhook for the first webhooks,
+// the line then written again); "// +kubebuilder:storageversion"
+// below the +genclient of the version a new version converts to; and the
+// types of a new kind or version in the AddKnownTypes call of a package
+// that registers its types itself. They check their input before they write, write over
+// no change saved since they read the module, and undo what they wrote if
+// a later step fails.
 //
 // SIGINT and SIGTERM stop apigen with every process of the run: the go
 // commands it runs, each in a process group of its own, are killed with
