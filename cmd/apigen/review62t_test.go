@@ -87,3 +87,19 @@ func TestReviewCreateAPIVersionKeepsGroupGoName(t *testing.T) {
 	doc := string(p.files["apis/gadgets/v2/doc.go"])
 	assert.Contains(t, doc, "+groupGoName=Playthings", "the new version's doc.go:\n%s", doc)
 }
+
+// The same root as TestReviewWebhookOnKindOfDashedGroup: scaffoldOf runs
+// the init-time checks of the group's first label before it puts the
+// kind in its real directory. A group meta.example.com whose packages are
+// in apis/metaapi (import name metaapiv1, no clash) is refused by create
+// webhook as if its packages were imported as metav1.
+func TestReviewWebhookOnKindOfGroupLabelledMeta(t *testing.T) {
+	t.Parallel()
+	op, _ := initOperator(t, map[string]string{
+		"apis/metaapi/v1/doc.go":   strings.Replace(teamPackage["apis/myteam/v1/doc.go"], "+groupName=my-team.example.com\n// +groupGoName=MyTeam\n", "+groupName=meta.example.com\n", 1),
+		"apis/metaapi/v1/types.go": teamPackage["apis/myteam/v1/types.go"],
+	})
+	p, err := op.planWebhooks(webhookRequest{kind: "Robot", validation: true})
+	require.NoError(t, err, "create webhook -kind Robot -validation on apis/metaapi/v1")
+	assert.Contains(t, string(p.files["robot_validation_webhook.go"]), `metaapiv1 "example.com/op/apis/metaapi/v1"`)
+}
