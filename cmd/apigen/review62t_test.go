@@ -15,7 +15,7 @@ import (
 // informer-gen's Go names of the group (MyTeamV1(), MyTeam()), as
 // code-generator requires of such a group.
 var teamPackage = map[string]string{
-	"apis/myteam/v1/doc.go": "// Package v1 is the my-team.example.com API.\n//\n// +k8s:deepcopy-gen=package\n// +k8s:openapi-gen=true\n// +groupName=my-team.example.com\n// +groupGoName=MyTeam\npackage v1\n",
+	"apis/myteam/v1/doc.go":   "// Package v1 is the my-team.example.com API.\n//\n// +k8s:deepcopy-gen=package\n// +k8s:openapi-gen=true\n// +groupName=my-team.example.com\n// +groupGoName=MyTeam\npackage v1\n",
 	"apis/myteam/v1/types.go": strings.ReplaceAll(gadgetsPackage["apis/gadgets/v1/types.go"], "Gadget", "Robot"),
 }
 
