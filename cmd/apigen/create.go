@@ -669,12 +669,24 @@ func (k kindVersion) APIDir() string { return k.dir }
 // its package's directory.
 func (op *operatorDir) scaffoldOf(k kindVersion) (*scaffold, error) {
 	s := &scaffold{Name: op.name}
-	if err := s.complete(k.group + "/" + k.version + "/" + k.kind); err != nil {
+	if err := s.derive(k.group + "/" + k.version + "/" + k.kind); err != nil {
 		return nil, err
 	}
 	s.Module, s.Plural = op.mod.path, k.plural
-	s.inGroupDir(k.groupDir)
+	if err := op.inExistingGroup(s, k.groupDir); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// inExistingGroup puts the API of s, of a group that the operator has
+// already, in dir, the directory under apis of the group's packages, and
+// refuses a directory that makes packages or an import name the operator
+// cannot compile. The group's first label, which need not name a Go
+// package then, is not checked.
+func (op *operatorDir) inExistingGroup(s *scaffold, dir string) error {
+	s.inGroupDir(dir)
+	return s.checkPackageNames(fmt.Sprintf("the directory apis/%s of the group %s's packages", dir, s.Group), "rename the directory")
 }
 
 // groupDirOf returns the directory under apis of the packages of the
@@ -816,7 +828,7 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 		return nil, errors.New("-api is required: GROUP/VERSION/KIND, such as example.com/v2/Widget")
 	}
 	s := &scaffold{Name: op.name}
-	if err := s.complete(api); err != nil {
+	if err := s.derive(api); err != nil {
 		return nil, err
 	}
 	s.Module = op.mod.path
@@ -825,7 +837,12 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 		return nil, err
 	}
 	if groupDir != "" {
-		s.inGroupDir(groupDir)
+		err = op.inExistingGroup(s, groupDir)
+	} else {
+		err = s.checkGroupLabel(api)
+	}
+	if err != nil {
+		return nil, err
 	}
 	label, _, _ := strings.Cut(s.Group, ".")
 	pkgKinds := 0
