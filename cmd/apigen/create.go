@@ -198,6 +198,7 @@ type operatorDir struct {
 type kindVersion struct {
 	group, version, kind, plural string
 	groupDir                     string // the directory of its package under apis, which names the generated group packages
+	groupGoName                  string // the +groupGoName of its package's doc.go, if any: client-gen's and informer-gen's Go name of the group
 	dir                          string // apis/<group dir>/<version>, slash-separated
 	file                         string // of the type, slash-separated
 	storage                      bool   // +kubebuilder:storageversion
@@ -269,12 +270,17 @@ func scanKinds(root string) ([]kindVersion, error) {
 		}
 		rel := filepath.ToSlash(must(filepath.Rel(root, dir)))
 		for _, pkg := range pkgs {
-			group := ""
-			for _, f := range pkg.Files {
+			group, groupGoName := "", ""
+			for name, f := range pkg.Files {
 				for _, c := range f.Comments {
 					for _, line := range strings.Split(c.Text(), "\n") {
 						if g, ok := strings.CutPrefix(strings.TrimSpace(line), "+groupName="); ok {
 							group = g
+						}
+						// The generators read it from the comments of
+						// doc.go only, the first of them.
+						if g, ok := strings.CutPrefix(strings.TrimSpace(line), "+groupGoName="); ok && filepath.Base(name) == "doc.go" && groupGoName == "" {
+							groupGoName = g
 						}
 					}
 				}
@@ -290,7 +296,7 @@ func scanKinds(root string) ([]kindVersion, error) {
 						continue
 					}
 					spec := g.Specs[0].(*ast.TypeSpec)
-					k := kindVersion{group: group, version: filepath.Base(dir), kind: spec.Name.Name, dir: rel, genclient: -1,
+					k := kindVersion{group: group, groupGoName: groupGoName, version: filepath.Base(dir), kind: spec.Name.Name, dir: rel, genclient: -1,
 						file: filepath.ToSlash(must(filepath.Rel(root, name)))}
 					k.groupDir = filepath.Base(filepath.Dir(dir))
 					genclient := false
@@ -680,12 +686,19 @@ func (op *operatorDir) scaffoldOf(k kindVersion) (*scaffold, error) {
 }
 
 // inExistingGroup puts the API of s, of a group that the operator has
-// already, in dir, the directory under apis of the group's packages, and
-// refuses a directory that makes packages or an import name the operator
-// cannot compile. The group's first label, which need not name a Go
-// package then, is not checked.
+// already, in dir, the directory under apis of the group's packages, with
+// their Go name of the group (+groupGoName, which the generators name the
+// group's methods after), and refuses a directory that makes packages or
+// an import name the operator cannot compile. The group's first label,
+// which need not name a Go package then, is not checked.
 func (op *operatorDir) inExistingGroup(s *scaffold, dir string) error {
 	s.inGroupDir(dir)
+	for _, k := range op.kinds {
+		if k.group == s.Group && k.groupGoName != "" {
+			s.GroupGoName, s.GroupMethod = k.groupGoName, upperFirst(k.groupGoName)
+			break
+		}
+	}
 	return s.checkPackageNames(fmt.Sprintf("the directory apis/%s of the group %s's packages", dir, s.Group), "rename the directory")
 }
 

@@ -38,7 +38,8 @@ type scaffold struct {
 	Plural, Alias, APIDir          string
 	Lower                          string // the kind as the start of a Go name, and the controller's queue name (lowerCamel)
 	ClientPlural                   string // the plural of the clients' and informers' methods
-	GroupMethod, VersionMethod     string
+	GroupMethod, VersionMethod     string // the Go names of the group and version in the generated clientset and informer factory
+	GroupGoName                    string // the +groupGoName of the group's packages, if they have one, which names GroupMethod
 	GenerateArgs                   string
 }
 
