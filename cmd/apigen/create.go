@@ -1085,20 +1085,21 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	}
 	for _, rel := range slices.Sorted(maps.Keys(p.edits)) {
 		f := filepath.Join(root, filepath.FromSlash(rel))
-		mode, err := journalReplacing(j, f)
-		if err != nil {
-			return err
-		}
 		// The user's file, edited with its mode: a temporary beside it,
 		// renamed over it, so that a failed write leaves it whole. Only
 		// the journal's record of it undoes the edit (writing it back).
 		// It is checked again right before the write, for a change saved
-		// since the check above (while go env GOWORK ran).
+		// since the check above (while go env GOWORK ran), and recorded
+		// only then: a record of what it held before a change refused
+		// here would have the undo write over the change.
 		temps.locked(func() {
+			var mode fs.FileMode
 			if err = p.changedSincePlanned(root, rel); err != nil {
 				err = fmt.Errorf("%w: run apigen create again", err)
-			} else if err = putFileLocked(f, p.edits[rel], mode); err == nil {
-				j.wroteLocked(f, p.edits[rel])
+			} else if mode, err = journalReplacingLocked(j, f); err == nil {
+				if err = putFileLocked(f, p.edits[rel], mode); err == nil {
+					j.wroteLocked(f, p.edits[rel])
+				}
 			}
 		})
 		if err != nil {
@@ -1238,10 +1239,17 @@ func buildWithTests(ctx context.Context, root string, pkgs []string) error {
 // journalReplacing records the file p in j before it is replaced: what
 // it holds and its mode, which it returns, if it exists, else that p is
 // created (with the mode 0644 returned).
-func journalReplacing(j *journal, p string) (fs.FileMode, error) {
+func journalReplacing(j *journal, p string) (mode fs.FileMode, err error) {
+	temps.locked(func() { mode, err = journalReplacingLocked(j, p) })
+	return mode, err
+}
+
+// journalReplacingLocked does what journalReplacing does; temps.mu is
+// held.
+func journalReplacingLocked(j *journal, p string) (fs.FileMode, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		j.creating(p)
+		j.creatingLocked(p)
 		return 0o644, nil
 	}
 	if err != nil {
@@ -1252,7 +1260,7 @@ func journalReplacing(j *journal, p string) (fs.FileMode, error) {
 		return 0, err
 	}
 	mode := info.Mode().Perm()
-	j.replacing(p, ownedFile{data: data, mode: mode})
+	j.replacingLocked(p, ownedFile{data: data, mode: mode})
 	return mode, nil
 }
 
