@@ -198,6 +198,7 @@ type operatorDir struct {
 type kindVersion struct {
 	group, version, kind, plural string
 	groupDir                     string // the directory of its package under apis, which names the generated group packages
+	groupGoName                  string // the +groupGoName of its package's doc.go, if any: client-gen's and informer-gen's Go name of the group
 	dir                          string // apis/<group dir>/<version>, slash-separated
 	file                         string // of the type, slash-separated
 	storage                      bool   // +kubebuilder:storageversion
@@ -269,12 +270,17 @@ func scanKinds(root string) ([]kindVersion, error) {
 		}
 		rel := filepath.ToSlash(must(filepath.Rel(root, dir)))
 		for _, pkg := range pkgs {
-			group := ""
-			for _, f := range pkg.Files {
+			group, groupGoName := "", ""
+			for name, f := range pkg.Files {
 				for _, c := range f.Comments {
 					for _, line := range strings.Split(c.Text(), "\n") {
 						if g, ok := strings.CutPrefix(strings.TrimSpace(line), "+groupName="); ok {
 							group = g
+						}
+						// The generators read it from the comments of
+						// doc.go only, the first of them.
+						if g, ok := strings.CutPrefix(strings.TrimSpace(line), "+groupGoName="); ok && filepath.Base(name) == "doc.go" && groupGoName == "" {
+							groupGoName = g
 						}
 					}
 				}
@@ -290,7 +296,7 @@ func scanKinds(root string) ([]kindVersion, error) {
 						continue
 					}
 					spec := g.Specs[0].(*ast.TypeSpec)
-					k := kindVersion{group: group, version: filepath.Base(dir), kind: spec.Name.Name, dir: rel, genclient: -1,
+					k := kindVersion{group: group, groupGoName: groupGoName, version: filepath.Base(dir), kind: spec.Name.Name, dir: rel, genclient: -1,
 						file: filepath.ToSlash(must(filepath.Rel(root, name)))}
 					k.groupDir = filepath.Base(filepath.Dir(dir))
 					genclient := false
@@ -669,12 +675,31 @@ func (k kindVersion) APIDir() string { return k.dir }
 // its package's directory.
 func (op *operatorDir) scaffoldOf(k kindVersion) (*scaffold, error) {
 	s := &scaffold{Name: op.name}
-	if err := s.complete(k.group + "/" + k.version + "/" + k.kind); err != nil {
+	if err := s.derive(k.group + "/" + k.version + "/" + k.kind); err != nil {
 		return nil, err
 	}
 	s.Module, s.Plural = op.mod.path, k.plural
-	s.inGroupDir(k.groupDir)
+	if err := op.inExistingGroup(s, k.groupDir); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// inExistingGroup puts the API of s, of a group that the operator has
+// already, in dir, the directory under apis of the group's packages, with
+// their Go name of the group (+groupGoName, which the generators name the
+// group's methods after), and refuses a directory that makes packages or
+// an import name the operator cannot compile. The group's first label,
+// which need not name a Go package then, is not checked.
+func (op *operatorDir) inExistingGroup(s *scaffold, dir string) error {
+	s.inGroupDir(dir)
+	for _, k := range op.kinds {
+		if k.group == s.Group && k.groupGoName != "" {
+			s.GroupGoName, s.GroupMethod = k.groupGoName, upperFirst(k.groupGoName)
+			break
+		}
+	}
+	return s.checkPackageNames(fmt.Sprintf("the directory apis/%s of the group %s's packages", dir, s.Group), "rename the directory")
 }
 
 // groupDirOf returns the directory under apis of the packages of the
@@ -816,7 +841,7 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 		return nil, errors.New("-api is required: GROUP/VERSION/KIND, such as example.com/v2/Widget")
 	}
 	s := &scaffold{Name: op.name}
-	if err := s.complete(api); err != nil {
+	if err := s.derive(api); err != nil {
 		return nil, err
 	}
 	s.Module = op.mod.path
@@ -825,7 +850,12 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 		return nil, err
 	}
 	if groupDir != "" {
-		s.inGroupDir(groupDir)
+		err = op.inExistingGroup(s, groupDir)
+	} else {
+		err = s.checkGroupLabel(api)
+	}
+	if err != nil {
+		return nil, err
 	}
 	label, _, _ := strings.Cut(s.Group, ".")
 	pkgKinds := 0
@@ -1055,20 +1085,21 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	}
 	for _, rel := range slices.Sorted(maps.Keys(p.edits)) {
 		f := filepath.Join(root, filepath.FromSlash(rel))
-		mode, err := journalReplacing(j, f)
-		if err != nil {
-			return err
-		}
 		// The user's file, edited with its mode: a temporary beside it,
 		// renamed over it, so that a failed write leaves it whole. Only
 		// the journal's record of it undoes the edit (writing it back).
 		// It is checked again right before the write, for a change saved
-		// since the check above (while go env GOWORK ran).
+		// since the check above (while go env GOWORK ran), and recorded
+		// only then: a record of what it held before a change refused
+		// here would have the undo write over the change.
 		temps.locked(func() {
+			var mode fs.FileMode
 			if err = p.changedSincePlanned(root, rel); err != nil {
 				err = fmt.Errorf("%w: run apigen create again", err)
-			} else if err = putFileLocked(f, p.edits[rel], mode); err == nil {
-				j.wroteLocked(f, p.edits[rel])
+			} else if mode, err = journalReplacingLocked(j, f); err == nil {
+				if err = putFileLocked(f, p.edits[rel], mode); err == nil {
+					j.wroteLocked(f, p.edits[rel])
+				}
 			}
 		})
 		if err != nil {
@@ -1208,10 +1239,17 @@ func buildWithTests(ctx context.Context, root string, pkgs []string) error {
 // journalReplacing records the file p in j before it is replaced: what
 // it holds and its mode, which it returns, if it exists, else that p is
 // created (with the mode 0644 returned).
-func journalReplacing(j *journal, p string) (fs.FileMode, error) {
+func journalReplacing(j *journal, p string) (mode fs.FileMode, err error) {
+	temps.locked(func() { mode, err = journalReplacingLocked(j, p) })
+	return mode, err
+}
+
+// journalReplacingLocked does what journalReplacing does; temps.mu is
+// held.
+func journalReplacingLocked(j *journal, p string) (fs.FileMode, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		j.creating(p)
+		j.creatingLocked(p)
 		return 0o644, nil
 	}
 	if err != nil {
@@ -1222,7 +1260,7 @@ func journalReplacing(j *journal, p string) (fs.FileMode, error) {
 		return 0, err
 	}
 	mode := info.Mode().Perm()
-	j.replacing(p, ownedFile{data: data, mode: mode})
+	j.replacingLocked(p, ownedFile{data: data, mode: mode})
 	return mode, nil
 }
 

@@ -44,6 +44,17 @@ type GadgetList struct {
 `,
 }
 
+// teamPackage is an API package of the group my-team.example.com, whose
+// first label has a dash, in the directory apis/myteam/v1: apigen
+// generates for it (naming the generated group packages after the
+// directory), with +groupGoName=MyTeam for client-gen's, lister-gen's and
+// informer-gen's Go names of the group (MyTeamV1(), MyTeam()), as
+// code-generator requires of such a group.
+var teamPackage = map[string]string{
+	"apis/myteam/v1/doc.go":   "// Package v1 is the my-team.example.com API.\n//\n// +k8s:deepcopy-gen=package\n// +k8s:openapi-gen=true\n// +groupName=my-team.example.com\n// +groupGoName=MyTeam\npackage v1\n",
+	"apis/myteam/v1/types.go": strings.ReplaceAll(gadgetsPackage["apis/gadgets/v1/types.go"], "Gadget", "Robot"),
+}
+
 // The webhooks of a kind whose package directory is not its group's first
 // label (Gadget of toys.example.com in apis/gadgets/v1) import the kind's
 // own package, apis/gadgets/v1, under a name made from its directory.
@@ -124,4 +135,56 @@ func TestCreateInGroupDirectoryBuilds(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go test .:\n%s", out)
 	assert.NotContains(t, strings.Join([]string{files["main.go"], files["gadget_validation_webhook.go"]}, ""), "apis/toys")
+}
+
+// A group the operator has already is checked where its packages are, not
+// at its first label, which names no package then: create webhook on a
+// kind of my-team.example.com in apis/myteam/v1 imports the kind's
+// package as myteamv1, though the label "my-team" could name no Go
+// package directory.
+func TestCreateWebhookOnKindOfDashedGroup(t *testing.T) {
+	t.Parallel()
+	op, _ := initOperator(t, teamPackage)
+	p, err := op.planWebhooks(webhookRequest{kind: "Robot", defaulting: true})
+	require.NoError(t, err, "create webhook -kind Robot -defaulting on apis/myteam/v1")
+	assert.Contains(t, string(p.files["robot_defaulting_webhook.go"]), `myteamv1 "example.com/op/apis/myteam/v1"`)
+}
+
+// The same for create api: a new version (or kind) of that group goes
+// into apis/myteam, where its packages are.
+func TestCreateAPIVersionOfDashedGroup(t *testing.T) {
+	t.Parallel()
+	op, _ := initOperator(t, teamPackage)
+	p, err := op.planAPI(t.Context(), "my-team.example.com/v2/Robot")
+	require.NoError(t, err, "create api -api my-team.example.com/v2/Robot, the group's packages being in apis/myteam")
+	assert.Contains(t, p.files, "apis/myteam/v2/types.go")
+}
+
+// The import name that create checks against the other packages the
+// generated code and the scaffold import is that of the group's
+// directory: a group meta.example.com whose packages are in apis/metaapi
+// (imported as metaapiv1) gets a webhook, though init refuses a new group
+// labelled meta (whose packages it would import as metav1, apimachinery's
+// name).
+func TestCreateWebhookOnKindOfGroupLabelledMeta(t *testing.T) {
+	t.Parallel()
+	op, _ := initOperator(t, map[string]string{
+		"apis/metaapi/v1/doc.go":   strings.Replace(teamPackage["apis/myteam/v1/doc.go"], "+groupName=my-team.example.com\n// +groupGoName=MyTeam\n", "+groupName=meta.example.com\n", 1),
+		"apis/metaapi/v1/types.go": teamPackage["apis/myteam/v1/types.go"],
+	})
+	p, err := op.planWebhooks(webhookRequest{kind: "Robot", validation: true})
+	require.NoError(t, err, "create webhook -kind Robot -validation on apis/metaapi/v1")
+	assert.Contains(t, string(p.files["robot_validation_webhook.go"]), `metaapiv1 "example.com/op/apis/metaapi/v1"`)
+}
+
+// A group the operator has already whose directory makes packages the
+// operator cannot import is refused by its directory's name.
+func TestCreateAPIRefusesGroupDirectoryItCannotImport(t *testing.T) {
+	t.Parallel()
+	op, _ := initOperator(t, map[string]string{
+		"apis/internal/v1/doc.go":   strings.Replace(teamPackage["apis/myteam/v1/doc.go"], "+groupName=my-team.example.com\n", "+groupName=team.example.com\n", 1),
+		"apis/internal/v1/types.go": teamPackage["apis/myteam/v1/types.go"],
+	})
+	_, err := op.planAPI(t.Context(), "team.example.com/v2/Robot")
+	assert.ErrorContains(t, err, "the directory apis/internal of the group team.example.com's packages names the API's Go package directories (apis/internal/v2")
 }

@@ -765,11 +765,17 @@ func (j *journal) replacing(p string, f ownedFile) {
 	if j == nil {
 		return
 	}
-	temps.locked(func() {
-		if _, ok := j.replaced[p]; !ok && !j.owns(p) {
-			j.replaced[p] = f
-		}
-	})
+	temps.locked(func() { j.replacingLocked(p, f) })
+}
+
+// replacingLocked does what replacing does; temps.mu is held.
+func (j *journal) replacingLocked(p string, f ownedFile) {
+	if j == nil {
+		return
+	}
+	if _, ok := j.replaced[p]; !ok && !j.owns(p) {
+		j.replaced[p] = f
+	}
 }
 
 // wrote records that the run left data in the file p (read from it

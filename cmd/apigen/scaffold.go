@@ -38,13 +38,17 @@ type scaffold struct {
 	Plural, Alias, APIDir          string
 	Lower                          string // the kind as the start of a Go name, and the controller's queue name (lowerCamel)
 	ClientPlural                   string // the plural of the clients' and informers' methods
-	GroupMethod, VersionMethod     string
+	GroupMethod, VersionMethod     string // the Go names of the group and version in the generated clientset and informer factory
+	GroupGoName                    string // the +groupGoName of the group's packages, if they have one, which names GroupMethod
 	GenerateArgs                   string
 }
 
 var (
 	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	apiFormat = regexp.MustCompile(`^([a-z][a-z0-9]*(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)/(v[0-9]+((alpha|beta)[0-9]+)?)/([A-Z][A-Za-z0-9]*)$`)
+	apiFormat = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)/(v[0-9]+((alpha|beta)[0-9]+)?)/([A-Z][A-Za-z0-9]*)$`)
+	// packageDir is a group's first label that can name the directory of
+	// its Go packages and their import name.
+	packageDir = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 )
 
 // runInit is apigen init: it writes a new operator into the module of the
@@ -87,6 +91,21 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // complete checks the flags and derives the rest.
 func (s *scaffold) complete(api string) error {
+	if err := s.derive(api); err != nil {
+		return err
+	}
+	if s.API {
+		return s.checkGroupLabel(api)
+	}
+	return nil
+}
+
+// derive checks the flags, but for the group's first label, and derives
+// the rest, with the API's packages in the directory of that label: init
+// checks the label (checkGroupLabel); create puts the packages of a group
+// the operator has already in their directory (inGroupDir), which it
+// checks instead (checkPackageNames).
+func (s *scaffold) derive(api string) error {
 	if !dnsLabel.MatchString(s.Name) || len(s.Name) > 50 {
 		return fmt.Errorf("-name %q is not a name of lowercase letters, digits and dashes (at most 50)", s.Name)
 	}
@@ -105,24 +124,13 @@ func (s *scaffold) complete(api string) error {
 	if api != "" {
 		m := apiFormat.FindStringSubmatch(api)
 		if m == nil {
-			// A group that is valid but for its first label, which names
-			// the API's package directory and import name (my-team.example.com).
-			group, rest, _ := strings.Cut(api, "/")
-			label, domain, _ := strings.Cut(group, ".")
-			if m := apiFormat.FindStringSubmatch("x." + domain + "/" + rest); m != nil && dnsLabel.MatchString(label) {
-				return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (apis/%s/%s, and the generated clients' %s/%s) and its import name, which cannot have a dash or begin with a digit: choose a group whose first label is lowercase letters and digits, beginning with a letter",
-					api, label, label, m[4], label, m[4])
-			}
 			return fmt.Errorf("-api %q is not GROUP/VERSION/KIND, such as example.com/v1/Widget (a group with a dot, a version v1, v1beta1 or v1alpha1, a capitalized kind)", api)
 		}
-		s.API, s.Group, s.Version, s.Kind = true, m[1], m[4], m[7]
+		s.API, s.Group, s.Version, s.Kind = true, m[1], m[5], m[8]
+		// The group's first label names the API's package directory,
+		// its import name and the generated group packages, and
+		// client-gen's and informer-gen's Go name of the group.
 		s.GroupDir, _, _ = strings.Cut(s.Group, ".")
-		// The group's first label names the API's package directory and
-		// the generated clients', listers' and informers' group packages.
-		if reason := unimportable(s.GroupDir); reason != "" {
-			return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (apis/%s/%s, and the generated clients' %s/%s), and %s: choose a group whose first label is another word",
-				api, s.GroupDir, s.GroupDir, s.Version, s.GroupDir, s.Version, reason)
-		}
 		s.Lower = lowerCamel(s.Kind)
 		// The CRD's plural is controller-gen's; the types get markers
 		// that make the CRD and the generated client use it both.
@@ -152,18 +160,37 @@ func (s *scaffold) complete(api string) error {
 		args = append(args, "-webhook deploy", "-webhook-paths .")
 	}
 	s.GenerateArgs = strings.Join(args, " ")
-	if s.API {
-		// The API package's import name in the generated clients and the
-		// scaffold is <label><version>: one they give another package
-		// makes them declare a name twice.
-		other, err := s.importedAs(s.Alias)
-		if err != nil {
-			return err
-		}
-		if other != "" {
-			return fmt.Errorf("-api %q: the generated clients and the scaffold import the API's packages as %s, the name under which they import %s too: choose a group whose first label is another word",
-				api, s.Alias, other)
-		}
+	return nil
+}
+
+// checkGroupLabel refuses the API api (as given) if the group's first
+// label, which names the directory of the API's packages and their import
+// name as derive makes them, cannot.
+func (s *scaffold) checkGroupLabel(api string) error {
+	if !packageDir.MatchString(s.GroupDir) {
+		return fmt.Errorf("-api %q: the group's first label %q names the API's Go package directories (%s, and the generated clients' %s/%s) and its import name, which cannot have a dash or begin with a digit: choose a group whose first label is lowercase letters and digits, beginning with a letter",
+			api, s.GroupDir, s.APIDir, s.GroupDir, s.Version)
+	}
+	return s.checkPackageNames(fmt.Sprintf("-api %q: the group's first label %q", api, s.GroupDir), "choose a group whose first label is another word")
+}
+
+// checkPackageNames refuses the directory of the API's packages
+// (GroupDir) if it makes packages the operator cannot import or compile,
+// or their import name (Alias) if the generated clients or the scaffold
+// give it another package too, which makes them declare a name twice.
+// named says what names the directory, fix what to do, for the error.
+func (s *scaffold) checkPackageNames(named, fix string) error {
+	if reason := unimportable(s.GroupDir); reason != "" {
+		return fmt.Errorf("%s names the API's Go package directories (%s, and the generated clients' %s/%s), and %s: %s",
+			named, s.APIDir, s.GroupDir, s.Version, reason, fix)
+	}
+	other, err := s.importedAs(s.Alias)
+	if err != nil {
+		return err
+	}
+	if other != "" {
+		return fmt.Errorf("%s names the API's packages and their import name: the generated clients and the scaffold import the API's packages as %s, the name under which they import %s too: %s",
+			named, s.Alias, other, fix)
 	}
 	return nil
 }
