@@ -26,6 +26,7 @@ import (
 	"unicode"
 
 	"golang.org/x/tools/go/ast/astutil"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The marker comments that init writes into the operator's files, where
@@ -740,6 +741,14 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 	}
 	if !w.defaulting && !w.validation && !w.conversion {
 		return nil, errors.New("no webhook asked for: give -defaulting, -validation or -conversion, or several")
+	}
+	// The webhooks' markers name no Service: the webhook Service is named
+	// after the operator, as init's are, and must be a name the API
+	// server takes.
+	service := op.name + serviceSuffix
+	if problems := validation.IsDNS1035Label(service); len(problems) > 0 {
+		return nil, fmt.Errorf("the operator's name %q (generate.go's -rbac-role) makes the webhook Service %q, which is not a Service name (%s): nothing written",
+			op.name, service, strings.Join(problems, "; "))
 	}
 	versions, hub, err := op.versionsOf(w.kind, w.group)
 	if err != nil {

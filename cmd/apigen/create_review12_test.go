@@ -45,33 +45,6 @@ func TestReviewCreateAPIControllerOutsideRBACPaths(t *testing.T) {
 		"the controller's RBAC markers are in the module root, which the planned -rbac-paths %q do not read: the role will lack gadgets", paths)
 }
 
-// Review round 12: apigen init refuses -webhooks for an operator whose
-// name makes a webhook Service name the API server does not take (one
-// starting with a digit: "1widget-operator-webhooks"), before writing
-// anything. create webhook for the same operator (made by init without
-// -webhooks, which takes the name) plans the webhook, writes it, and only
-// the generation's consistency check fails, after which the run is undone.
-// create should refuse at the plan, as init does, naming the Service name.
-func TestReviewCreateWebhookRefusesServiceNameAtPlan(t *testing.T) {
-	t.Parallel()
-	op, _ := plannedOperator(t, func(rel, src string) string {
-		if rel == "generate.go" {
-			return strings.Replace(src, "-rbac-role widget-operator", "-rbac-role 1widget-operator", 1)
-		}
-		return src
-	})
-	require.Equal(t, "1widget-operator", op.name)
-	// What init says of the name with -webhooks.
-	s := &scaffold{Name: "1widget-operator", Webhooks: true}
-	initErr := s.complete("example.com/v1/Widget")
-	require.Error(t, initErr)
-	require.Contains(t, initErr.Error(), "not a Service name")
-
-	_, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
-	require.Error(t, err, "create webhook plans a webhook whose Service name %q the API server refuses", "1widget-operator"+serviceSuffix)
-	assert.Contains(t, err.Error(), "1widget-operator"+serviceSuffix)
-}
-
 // Review round 12: an operator whose generate.go already generates
 // webhooks from another package (-webhook deploy -webhook-paths
 // ./webhooks) gets from create webhook its webhook in the root package;
