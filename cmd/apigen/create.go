@@ -419,12 +419,12 @@ func (op *operatorDir) versionsOf(kind, group string) (versions []kindVersion, h
 // createPlan is what a create command writes: new files, and edits of the
 // operator's files at their markers, all made before the first write.
 type createPlan struct {
-	files    map[string][]byte // new files, by slash path in the module
-	edits    map[string][]byte // changed files, whole
-	read     map[string][]byte // what the changed files held when the plan read them
-	printed  []string          // the lines the user adds, where a file has no marker
-	genArgs  []string          // generate.go's arguments after the change
-	doneNote string
+	files   map[string][]byte // new files, by slash path in the module
+	edits   map[string][]byte // changed files, whole
+	read    map[string][]byte // what the changed files held when the plan read them
+	printed []string          // the lines the user adds, where a file has no marker
+	genArgs []string          // generate.go's arguments after the change
+	notes   []string          // what create says when it is done
 }
 
 func newPlan(op *operatorDir) *createPlan {
@@ -850,6 +850,48 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 	return p, nil
 }
 
+// readRoot has the plan's generate.go line read the module root's
+// package, where create writes the controllers and webhooks with their
+// markers, with the patterns of the flag (rbac-paths, webhook-paths):
+// where patterns, the flag's, do not match the root as apigen matches
+// them (patternDirs), it adds "." to the flag's value, and says so.
+func (p *createPlan) readRoot(op *operatorDir, flag string, patterns []string) error {
+	dirs, err := patternDirs(op.mod, patterns)
+	if err != nil {
+		return fmt.Errorf("generate.go's -%s: %w", flag, err)
+	}
+	if slices.Contains(dirs, ".") {
+		return nil
+	}
+	value := strings.Join(append(slices.Clone(patterns), "."), " ")
+	// The flag's value is its last one before the first argument that is
+	// not a flag, where parsing stops; without one, it is appended.
+	at, prefix := -1, "" // the argument with the value, and what precedes the value in it
+	for i := 0; i < len(p.genArgs); i++ {
+		a := p.genArgs[i]
+		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		switch {
+		case name == flag && hasValue:
+			at, prefix = i, a[:strings.Index(a, "=")+1]
+		case name == flag:
+			at, prefix = i+1, ""
+		}
+		if !hasValue && name != "verify" {
+			i++
+		}
+	}
+	if at < 0 || at >= len(p.genArgs) {
+		p.genArgs = append(p.genArgs, "-"+flag, value)
+	} else {
+		p.genArgs[at] = prefix + value
+	}
+	p.notes = append(p.notes, fmt.Sprintf("generate.go's -%s %q did not read the module's root package, where create writes its files with their markers: it reads %q now", flag, strings.Join(patterns, " "), value))
+	return nil
+}
+
 // apiData is what the templates of a new kind or version are executed with.
 type apiData struct {
 	*scaffold
@@ -964,7 +1006,7 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 				return nil, err
 			}
 		} else {
-			p.doneNote = fmt.Sprintf("%s has %d versions now: apigen create webhook -kind %s -conversion converts between them", s.Kind, len(versions)+1, s.Kind)
+			p.notes = append(p.notes, fmt.Sprintf("%s has %d versions now: apigen create webhook -kind %s -conversion converts between them", s.Kind, len(versions)+1, s.Kind))
 		}
 		return p, nil
 	}
@@ -980,6 +1022,17 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 	}
 	if err := p.add(op, base+"_test.go", "create_controller_test.go.tmpl", s); err != nil {
 		return nil, err
+	}
+	// The controller's +kubebuilder:rbac markers make the role's rules for
+	// the kind only in a package that the line's -rbac-paths read.
+	cfg, err := parseConfig(p.genArgs)
+	if err != nil {
+		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
+	}
+	if cfg.rbacDir != "" {
+		if err := p.readRoot(op, "rbac-paths", cfg.rbacPaths); err != nil {
+			return nil, err
+		}
 	}
 	wiring := fmt.Sprintf(`%sCtrl, err := new%sController(client, factory.%s().%s().%s(), append(o.ControllerOptions(), queue.WithWorkers(o.workers))...)
 if err != nil {
@@ -1202,8 +1255,8 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	for _, s := range p.printed {
 		_, _ = fmt.Fprint(stdout, "apigen create: "+s)
 	}
-	if p.doneNote != "" {
-		_, _ = fmt.Fprintln(stdout, "apigen create: "+p.doneNote)
+	for _, n := range p.notes {
+		_, _ = fmt.Fprintln(stdout, "apigen create: "+n)
 	}
 	return nil
 }
