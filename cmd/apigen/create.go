@@ -846,6 +846,8 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 	}
 	if cfg.webhookDir == "" {
 		p.genArgs = append(p.genArgs, "-webhook", "deploy", "-webhook-paths", ".")
+	} else if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

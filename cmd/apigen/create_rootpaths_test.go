@@ -53,3 +53,29 @@ func TestCreateAPIAddsRootToRBACPaths(t *testing.T) {
 	assert.Equal(t, op.genArgs, p.genArgs)
 	assert.Empty(t, p.notes)
 }
+
+// An operator whose generate.go already generates webhooks from another
+// package (-webhook deploy -webhook-paths ./webhooks) gets from create
+// webhook its webhook in the root package: create adds "." to the line's
+// -webhook-paths, so that the generation finds the webhook's marker in a
+// package the patterns match instead of failing after create wrote
+// everything.
+func TestCreateWebhookAddsRootToWebhookPaths(t *testing.T) {
+	t.Parallel()
+	op, dir := plannedOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev -webhook deploy -webhook-paths=./webhooks", 1)
+		}
+		return src
+	})
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "webhooks"), 0o755))
+	require.Equal(t, []string{"./webhooks"}, must(parseConfig(op.genArgs)).webhookPaths)
+
+	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	require.Contains(t, p.files, "widget_defaulting_webhook.go")
+	assert.Equal(t, []string{"./webhooks", "."}, must(parseConfig(p.genArgs)).webhookPaths)
+	assert.Contains(t, p.genArgs, "-webhook-paths=./webhooks .")
+	require.Len(t, p.notes, 1)
+	assert.Contains(t, p.notes[0], "-webhook-paths")
+}
