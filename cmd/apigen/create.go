@@ -858,7 +858,16 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 // where patterns, the flag's, do not match the root as apigen matches
 // them (patternDirs), it adds "." to the flag's value, and says so.
 func (p *createPlan) readRoot(op *operatorDir, flag string, patterns []string) error {
-	dirs, err := patternDirs(op.mod, patterns)
+	// A pattern ending in "/..." adds the directories under its own, which
+	// need not exist yet, to it: only its own can be the root.
+	tops := make([]string, len(patterns))
+	for i, pat := range patterns {
+		tops[i] = strings.TrimSuffix(pat, "/...")
+		if pat == "..." {
+			tops[i] = "."
+		}
+	}
+	dirs, err := patternDirs(op.mod, tops)
 	if err != nil {
 		return fmt.Errorf("generate.go's -%s: %w", flag, err)
 	}
