@@ -26,6 +26,7 @@ import (
 	"unicode"
 
 	"golang.org/x/tools/go/ast/astutil"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The marker comments that init writes into the operator's files, where
@@ -418,12 +419,12 @@ func (op *operatorDir) versionsOf(kind, group string) (versions []kindVersion, h
 // createPlan is what a create command writes: new files, and edits of the
 // operator's files at their markers, all made before the first write.
 type createPlan struct {
-	files    map[string][]byte // new files, by slash path in the module
-	edits    map[string][]byte // changed files, whole
-	read     map[string][]byte // what the changed files held when the plan read them
-	printed  []string          // the lines the user adds, where a file has no marker
-	genArgs  []string          // generate.go's arguments after the change
-	doneNote string
+	files   map[string][]byte // new files, by slash path in the module
+	edits   map[string][]byte // changed files, whole
+	read    map[string][]byte // what the changed files held when the plan read them
+	printed []string          // the lines the user adds, where a file has no marker
+	genArgs []string          // generate.go's arguments after the change
+	notes   []string          // what create says when it is done
 }
 
 func newPlan(op *operatorDir) *createPlan {
@@ -702,6 +703,19 @@ func (op *operatorDir) inExistingGroup(s *scaffold, dir string) error {
 	return s.checkPackageNames(fmt.Sprintf("the directory apis/%s of the group %s's packages", dir, s.Group), "rename the directory")
 }
 
+// groupMethod returns the Go name of the group that names its methods of
+// the generated clientset and informer factory (Toys(), ToysV1()): the
+// +groupGoName of its packages, else its first label, capitalized.
+func (op *operatorDir) groupMethod(group string) string {
+	for _, k := range op.kinds {
+		if k.group == group && k.groupGoName != "" {
+			return upperFirst(k.groupGoName)
+		}
+	}
+	label, _, _ := strings.Cut(group, ".")
+	return upperFirst(label)
+}
+
 // groupDirOf returns the directory under apis of the packages of the
 // group that the operator has already (apigen generates for one that is
 // not the group's first label, such as apis/gadgets with
@@ -727,6 +741,14 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 	}
 	if !w.defaulting && !w.validation && !w.conversion {
 		return nil, errors.New("no webhook asked for: give -defaulting, -validation or -conversion, or several")
+	}
+	// The webhooks' markers name no Service: the webhook Service is named
+	// after the operator, as init's are, and must be a name the API
+	// server takes.
+	service := op.name + serviceSuffix
+	if problems := validation.IsDNS1035Label(service); len(problems) > 0 {
+		return nil, fmt.Errorf("the operator's name %q (generate.go's -rbac-role) makes the webhook Service %q, which is not a Service name (%s): nothing written",
+			op.name, service, strings.Join(problems, "; "))
 	}
 	versions, hub, err := op.versionsOf(w.kind, w.group)
 	if err != nil {
@@ -824,8 +846,61 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 	}
 	if cfg.webhookDir == "" {
 		p.genArgs = append(p.genArgs, "-webhook", "deploy", "-webhook-paths", ".")
+	} else if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// readRoot has the plan's generate.go line read the module root's
+// package, where create writes the controllers and webhooks with their
+// markers, with the patterns of the flag (rbac-paths, webhook-paths):
+// where patterns, the flag's, do not match the root as apigen matches
+// them (patternDirs), it adds "." to the flag's value, and says so.
+func (p *createPlan) readRoot(op *operatorDir, flag string, patterns []string) error {
+	// A pattern ending in "/..." adds the directories under its own, which
+	// need not exist yet, to it: only its own can be the root.
+	tops := make([]string, len(patterns))
+	for i, pat := range patterns {
+		tops[i] = strings.TrimSuffix(pat, "/...")
+		if pat == "..." {
+			tops[i] = "."
+		}
+	}
+	dirs, err := patternDirs(op.mod, tops)
+	if err != nil {
+		return fmt.Errorf("generate.go's -%s: %w", flag, err)
+	}
+	if slices.Contains(dirs, ".") {
+		return nil
+	}
+	value := strings.Join(append(slices.Clone(patterns), "."), " ")
+	// The flag's value is its last one before the first argument that is
+	// not a flag, where parsing stops; without one, it is appended.
+	at, prefix := -1, "" // the argument with the value, and what precedes the value in it
+	for i := 0; i < len(p.genArgs); i++ {
+		a := p.genArgs[i]
+		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		switch {
+		case name == flag && hasValue:
+			at, prefix = i, a[:strings.Index(a, "=")+1]
+		case name == flag:
+			at, prefix = i+1, ""
+		}
+		if !hasValue && name != "verify" {
+			i++
+		}
+	}
+	if at < 0 || at >= len(p.genArgs) {
+		p.genArgs = append(p.genArgs, "-"+flag, value)
+	} else {
+		p.genArgs[at] = prefix + value
+	}
+	p.notes = append(p.notes, fmt.Sprintf("generate.go's -%s %q did not read the module's root package, where create writes its files with their markers: it reads %q now", flag, strings.Join(patterns, " "), value))
+	return nil
 }
 
 // apiData is what the templates of a new kind or version are executed with.
@@ -857,7 +932,6 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 	if err != nil {
 		return nil, err
 	}
-	label, _, _ := strings.Cut(s.Group, ".")
 	pkgKinds := 0
 	for _, k := range op.kinds {
 		switch {
@@ -865,8 +939,10 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 			return nil, fmt.Errorf("the operator's API has %s already (%s): nothing written", api, k.file)
 		case k.groupDir == s.GroupDir && k.group != s.Group:
 			return nil, fmt.Errorf("the group %s has its packages in apis/%s, which %s's are in: choose a group whose first label is another word", s.Group, s.GroupDir, k.group)
-		case strings.HasPrefix(k.group, label+".") && k.group != s.Group:
-			return nil, fmt.Errorf("the group %s has the first label of %s, which names the group's methods of the generated clientset and informer factory (%s()): choose a group whose first label is another word", s.Group, k.group, s.GroupMethod)
+		// The generated packages of a group are named after its Go name
+		// in lower case: names that differ in case only clash too.
+		case k.group != s.Group && strings.EqualFold(op.groupMethod(k.group), s.GroupMethod):
+			return nil, fmt.Errorf("the group %s's methods of the generated clientset and informer factory would be %s(), as %s's are: choose a group whose first label is another word", s.Group, s.GroupMethod, k.group)
 		case k.dir == s.APIDir:
 			pkgKinds++
 		}
@@ -941,7 +1017,7 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 				return nil, err
 			}
 		} else {
-			p.doneNote = fmt.Sprintf("%s has %d versions now: apigen create webhook -kind %s -conversion converts between them", s.Kind, len(versions)+1, s.Kind)
+			p.notes = append(p.notes, fmt.Sprintf("%s has %d versions now: apigen create webhook -kind %s -conversion converts between them", s.Kind, len(versions)+1, s.Kind))
 		}
 		return p, nil
 	}
@@ -957,6 +1033,17 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 	}
 	if err := p.add(op, base+"_test.go", "create_controller_test.go.tmpl", s); err != nil {
 		return nil, err
+	}
+	// The controller's +kubebuilder:rbac markers make the role's rules for
+	// the kind only in a package that the line's -rbac-paths read.
+	cfg, err := parseConfig(p.genArgs)
+	if err != nil {
+		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
+	}
+	if cfg.rbacDir != "" {
+		if err := p.readRoot(op, "rbac-paths", cfg.rbacPaths); err != nil {
+			return nil, err
+		}
 	}
 	wiring := fmt.Sprintf(`%sCtrl, err := new%sController(client, factory.%s().%s().%s(), append(o.ControllerOptions(), queue.WithWorkers(o.workers))...)
 if err != nil {
@@ -1179,8 +1266,8 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	for _, s := range p.printed {
 		_, _ = fmt.Fprint(stdout, "apigen create: "+s)
 	}
-	if p.doneNote != "" {
-		_, _ = fmt.Fprintln(stdout, "apigen create: "+p.doneNote)
+	for _, n := range p.notes {
+		_, _ = fmt.Fprintln(stdout, "apigen create: "+n)
 	}
 	return nil
 }

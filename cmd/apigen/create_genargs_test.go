@@ -105,7 +105,10 @@ func TestCreateWebhookKeepsWebhookFlagsWithEquals(t *testing.T) {
 	cfg, err = parseConfig(p.genArgs)
 	require.NoError(t, err)
 	assert.Equal(t, "config/webhook", cfg.webhookDir, "the user's webhook directory, args %q", p.genArgs)
-	assert.Equal(t, []string{"./internal/..."}, cfg.webhookPaths, "the user's webhook paths, args %q", p.genArgs)
+	// The user's webhook paths, with the root package, where the webhook
+	// is written, added.
+	assert.Equal(t, []string{"./internal/...", "."}, cfg.webhookPaths, "the user's webhook paths and the root, args %q", p.genArgs)
+	assert.Contains(t, p.genArgs, "-webhook-paths=./internal/... .")
 }
 
 // An operator whose generate.go has a second apigen line (a role of its

@@ -102,7 +102,7 @@ func TestCreateAPIKeepsTheGroupsDirectory(t *testing.T) {
 	assert.Contains(t, string(p.edits["main.go"]), "factory.Toys().V1().Gizmos()")
 
 	_, err = op.planAPI(t.Context(), "toys.example.org/v1/Robot")
-	assert.ErrorContains(t, err, "the group toys.example.org has the first label of toys.example.com")
+	assert.ErrorContains(t, err, "the group toys.example.org's methods of the generated clientset and informer factory would be Toys(), as toys.example.com's are")
 	_, err = op.planAPI(t.Context(), "gadgets.example.com/v1/Robot")
 	assert.ErrorContains(t, err, "the group gadgets.example.com has its packages in apis/gadgets, which toys.example.com's are in")
 }

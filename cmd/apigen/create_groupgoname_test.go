@@ -88,3 +88,26 @@ func TestCreateInGroupWithGroupGoNameBuilds(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go test .:\n%s", out)
 }
+
+// A group whose packages name their Go group +groupGoName=Playthings
+// (toys.example.com in apis/gadgets: its clients are PlaythingsV1(), its
+// informers Playthings()) shares no Go name with a new group
+// toys.example.org, whose packages are apis/toys and whose methods
+// Toys()/ToysV1(): create api takes the new group, comparing its Go name
+// and directory with each existing group's, not its first label.
+func TestCreateAPINewGroupBesideGroupGoName(t *testing.T) {
+	t.Parallel()
+	extra := map[string]string{}
+	for rel, src := range gadgetsPackage {
+		extra[rel] = strings.Replace(src, "// +groupName=toys.example.com\n", "// +groupName=toys.example.com\n// +groupGoName=Playthings\n", 1)
+	}
+	op, _ := initOperator(t, extra)
+	p, err := op.planAPI(t.Context(), "toys.example.org/v1/Robot")
+	require.NoError(t, err, "a new group whose methods (Toys()) and directory (apis/toys) are no other group's")
+	assert.Contains(t, p.files, "apis/toys/v1/types.go")
+	assert.Contains(t, string(p.edits["main.go"]), "factory.Toys().V1().Robots()")
+
+	// The existing group's Go name is taken.
+	_, err = op.planAPI(t.Context(), "playthings.example.org/v1/Robot")
+	assert.ErrorContains(t, err, "would be Playthings(), as toys.example.com's are")
+}
