@@ -17,24 +17,13 @@ import (
 // is a valid line that create reads.
 func TestCreateReadsQuotedGenerateArgs(t *testing.T) {
 	t.Parallel()
-	s := &scaffold{Name: "widget-operator"}
-	require.NoError(t, s.complete("example.com/v1/Widget"))
-	s.Module = "example.com/op"
-	dir := t.TempDir()
-	for rel, tmpl := range map[string]string{"main.go": "main.go.tmpl", "generate.go": "generate.go.tmpl", "controller.go": "controller.go.tmpl",
-		"apis/example/v1/doc.go": "doc.go.tmpl", "apis/example/v1/types.go": "types.go.tmpl"} {
-		src, err := render(tmpl, s)
-		require.NoError(t, err)
-		if rel == "generate.go" {
-			require.Contains(t, string(src), "-rbac-paths . ")
-			src = []byte(strings.Replace(string(src), "-rbac-paths . ", `-rbac-paths ". ./internal/..." `, 1))
+	op, _ := plannedOperator(t, func(rel, src string) string {
+		if rel != "generate.go" {
+			return src
 		}
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, src, 0o644))
-	}
-	op, err := loadOperator(module{root: dir, path: s.Module})
-	require.NoError(t, err, "an operator whose go:generate line quotes -rbac-paths")
+		require.Contains(t, src, "-rbac-paths . ")
+		return strings.Replace(src, "-rbac-paths . ", `-rbac-paths ". ./internal/..." `, 1)
+	})
 	cfg, err := parseConfig(op.genArgs)
 	require.NoError(t, err)
 	assert.Equal(t, []string{".", "./internal/..."}, cfg.rbacPaths)
