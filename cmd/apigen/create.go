@@ -108,6 +108,8 @@ func parseScaffold(name string) (*template.Template, error) {
 		"snippet":  func(name string) string { return snippets[name] },
 		"handlers": handlersFunc,
 		"spoke":    spokeLine,
+		"article":  article,
+		"upper":    upperFirst,
 	}).ParseFS(scaffoldTemplates, "scaffold/"+name)
 }
 
