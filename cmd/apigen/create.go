@@ -108,6 +108,8 @@ func parseScaffold(name string) (*template.Template, error) {
 		"snippet":  func(name string) string { return snippets[name] },
 		"handlers": handlersFunc,
 		"spoke":    spokeLine,
+		"article":  article,
+		"upper":    upperFirst,
 	}).ParseFS(scaffoldTemplates, "scaffold/"+name)
 }
 
@@ -126,10 +128,12 @@ func render(name string, data any) ([]byte, error) {
 
 // runCreate is apigen create webhook and apigen create api.
 func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := "usage: apigen create webhook -kind KIND [-group GROUP] [-defaulting] [-validation] [-conversion]\n" +
-		"       apigen create api -api GROUP/VERSION/KIND"
+	usages := map[string]string{
+		"webhook": "apigen create webhook -kind KIND [-group GROUP] [-defaulting] [-validation] [-conversion]",
+		"api":     "apigen create api -api GROUP/VERSION/KIND",
+	}
 	if len(args) == 0 || (args[0] != "webhook" && args[0] != "api") {
-		_, _ = fmt.Fprintln(stderr, usage)
+		_, _ = fmt.Fprintf(stderr, "usage: %s\n       %s\n", usages["webhook"], usages["api"])
 		return 2
 	}
 	what := args[0]
@@ -147,7 +151,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.StringVar(&api, "api", "", "The new kind, or new version of a kind, GROUP/VERSION/KIND (example.com/v2/Widget) (required).")
 	}
 	fs.Usage = func() {
-		_, _ = fmt.Fprintln(stderr, usage)
+		_, _ = fmt.Fprintln(stderr, "usage: "+usages[what])
 		_, _ = fmt.Fprintln(stderr, "Adds to an operator that apigen init made, then generates as generate.go says and runs go mod tidy.")
 		fs.PrintDefaults()
 	}

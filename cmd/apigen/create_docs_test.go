@@ -53,3 +53,35 @@ func TestWebhooksDocCreateCommand(t *testing.T) {
 	_, err = op.planWebhooks(w)
 	require.NoError(t, err, "docs/webhooks.md's command, apigen create webhook %s, on an operator init -api made", m[1])
 }
+
+// As docs/webhooks.md and docs/new-api.md say, the defaulting and
+// validating webhooks that create webhook writes for a kind of two
+// versions serve its hub version alone, to which the API server converts
+// the others.
+func TestCreateWebhookServesTheHubVersionOnly(t *testing.T) {
+	t.Parallel()
+	op, dir := plannedOperator(t, nil)
+	p, err := op.planAPI(t.Context(), "example.com/v2/Widget")
+	require.NoError(t, err)
+	for _, files := range []map[string][]byte{p.files, p.edits} {
+		for rel, src := range files {
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, rel), src, 0o644))
+		}
+	}
+	op, err = loadOperator(op.mod)
+	require.NoError(t, err)
+	p, err = op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true, validation: true})
+	require.NoError(t, err)
+	for _, name := range []string{"widget_defaulting_webhook.go", "widget_validation_webhook.go"} {
+		markers := regexp.MustCompile(`(?m)^// \+kubebuilder:webhook:.*$`).FindAllString(string(p.files[name]), -1)
+		require.Len(t, markers, 1, name)
+		require.Contains(t, markers[0], ",versions=v1,", name)
+		require.NotContains(t, markers[0], "matchPolicy", name)
+	}
+	for _, doc := range []string{"webhooks.md", "new-api.md"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "docs", doc))
+		require.NoError(t, err)
+		require.True(t, strings.Contains(strings.Join(strings.Fields(string(b)), " "), "serve the hub version only"), "%s says the webhooks serve the hub version only", doc)
+	}
+}

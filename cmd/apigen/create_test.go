@@ -199,3 +199,36 @@ func TestCreateWithoutMarkerPrints(t *testing.T) {
 		assert.Contains(t, hooks.files, "widget_validation_webhook.go", "the files of its own are written")
 	}
 }
+
+// create api -h and create webhook -h print the usage of their own
+// subcommand, not the other's; create without one prints both.
+func TestCreateHelpPrintsItsOwnUsage(t *testing.T) {
+	t.Parallel()
+	webhookUsage := "apigen create webhook -kind KIND [-group GROUP] [-defaulting] [-validation] [-conversion]"
+	apiUsage := "apigen create api -api GROUP/VERSION/KIND"
+	tests := []struct {
+		args      []string
+		code      int
+		want, not []string
+		firstLine string
+	}{
+		{args: []string{"api", "-h"}, code: 0, firstLine: "usage: " + apiUsage, not: []string{"create webhook", "-kind"}},
+		{args: []string{"webhook", "-h"}, code: 0, firstLine: "usage: " + webhookUsage, not: []string{"create api -api", "-api "}},
+		{args: nil, code: 2, firstLine: "usage: " + webhookUsage, want: []string{"       " + apiUsage}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			assert.Equal(t, tt.code, runCreate(t.Context(), tt.args, &stdout, &stderr))
+			out := stderr.String()
+			first, _, _ := strings.Cut(out, "\n")
+			assert.Equal(t, tt.firstLine, first)
+			for _, s := range tt.want {
+				assert.Contains(t, out, s)
+			}
+			for _, s := range tt.not {
+				assert.NotContains(t, out, s)
+			}
+		})
+	}
+}

@@ -44,8 +44,11 @@ type scaffold struct {
 }
 
 var (
-	dnsLabel  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	apiFormat = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+)/(v[0-9]+((alpha|beta)[0-9]+)?)/([A-Z][A-Za-z0-9]*)$`)
+	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// The parts of an -api, GROUP/VERSION/KIND.
+	apiGroup   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`)
+	apiVersion = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+	apiKind    = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 	// packageDir is a group's first label that can name the directory of
 	// its Go packages and their import name.
 	packageDir = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
@@ -122,11 +125,11 @@ func (s *scaffold) derive(api string) error {
 		return fmt.Errorf("-image %q is not an image name", s.Image)
 	}
 	if api != "" {
-		m := apiFormat.FindStringSubmatch(api)
-		if m == nil {
-			return fmt.Errorf("-api %q is not GROUP/VERSION/KIND, such as example.com/v1/Widget (a group with a dot, a version v1, v1beta1 or v1alpha1, a capitalized kind)", api)
+		parts, err := splitAPI(api)
+		if err != nil {
+			return fmt.Errorf("-api %q is not GROUP/VERSION/KIND: %w", api, err)
 		}
-		s.API, s.Group, s.Version, s.Kind = true, m[1], m[5], m[8]
+		s.API, s.Group, s.Version, s.Kind = true, parts[0], parts[1], parts[2]
 		// The group's first label names the API's package directory,
 		// its import name and the generated group packages, and
 		// client-gen's and informer-gen's Go name of the group.
@@ -161,6 +164,29 @@ func (s *scaffold) derive(api string) error {
 	}
 	s.GenerateArgs = strings.Join(args, " ")
 	return nil
+}
+
+// splitAPI returns the group, version and kind of api, GROUP/VERSION/KIND,
+// or an error that says which of them is wrong and why.
+func splitAPI(api string) ([]string, error) {
+	parts := strings.Split(api, "/")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("it has %d parts separated by \"/\", not 3, such as example.com/v1/Widget", len(parts))
+	}
+	var wrong []string
+	if !apiGroup.MatchString(parts[0]) {
+		wrong = append(wrong, fmt.Sprintf("the group %q is not a DNS name with a dot (lowercase letters, digits, dashes and dots, such as example.com), which a CRD's group must be", parts[0]))
+	}
+	if !apiVersion.MatchString(parts[1]) {
+		wrong = append(wrong, fmt.Sprintf("the version %q is not v and a number, then alpha or beta and a number if any (v1, v2beta1, v1alpha1), the versions Kubernetes orders", parts[1]))
+	}
+	if !apiKind.MatchString(parts[2]) {
+		wrong = append(wrong, fmt.Sprintf("the kind %q is not a capital letter followed by letters and digits, as the name of its exported Go type", parts[2]))
+	}
+	if len(wrong) > 0 {
+		return nil, errors.New(strings.Join(wrong, "; "))
+	}
+	return parts, nil
 }
 
 // checkGroupLabel refuses the API api (as given) if the group's first
@@ -313,6 +339,16 @@ func (s *scaffold) WebhookPath(typ string) string {
 // names it.
 func (s *scaffold) WebhookPathConst(typ string) string {
 	return "webhookPath" + identifier(s.WebhookPath(typ))
+}
+
+// article is the indefinite article of a kind's name, "an" where it
+// begins with a vowel letter (an Order), else "a" (a Widget), for the
+// scaffolds' comments.
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("AEIOUaeiou", rune(kind[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func upperFirst(s string) string {

@@ -60,6 +60,33 @@ func TestInitRefusals(t *testing.T) {
 	}
 }
 
+// An -api that is not GROUP/VERSION/KIND (of init and create api) is
+// refused naming the part that is wrong and why.
+func TestAPIFlagRefusalNamesTheWrongPart(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ api, want string }{
+		{api: "shop.example.com/v3beta/Order", want: `-api "shop.example.com/v3beta/Order" is not GROUP/VERSION/KIND: the version "v3beta" is not v and a number, then alpha or beta and a number if any (v1, v2beta1, v1alpha1), the versions Kubernetes orders`},
+		{api: "example.com/V2/Widget", want: `the version "V2" is not v and a number`},
+		{api: "example/v1/Widget", want: `-api "example/v1/Widget" is not GROUP/VERSION/KIND: the group "example" is not a DNS name with a dot (lowercase letters, digits, dashes and dots, such as example.com), which a CRD's group must be`},
+		{api: "Example.com/v1/Widget", want: `the group "Example.com" is not a DNS name with a dot`},
+		{api: "example.com/v1/widget", want: `-api "example.com/v1/widget" is not GROUP/VERSION/KIND: the kind "widget" is not a capital letter followed by letters and digits, as the name of its exported Go type`},
+		{api: "example.com/v1/Wid-get", want: `the kind "Wid-get" is not a capital letter`},
+		{api: "example.com/Widget", want: `-api "example.com/Widget" is not GROUP/VERSION/KIND: it has 2 parts separated by "/", not 3, such as example.com/v1/Widget`},
+		{api: "example/V1/widget", want: `the group "example" is not a DNS name with a dot (lowercase letters, digits, dashes and dots, such as example.com), which a CRD's group must be; the version "V1" is not`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.api, func(t *testing.T) {
+			s := &scaffold{Name: "op"}
+			err := s.derive(tt.api)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	op, _ := plannedOperator(t, nil)
+	_, err := op.planAPI(t.Context(), "shop.example.com/v3beta/Order")
+	assert.ErrorContains(t, err, `-api "shop.example.com/v3beta/Order" is not GROUP/VERSION/KIND: the version "v3beta" is not v and a number`, "create api's")
+}
+
 // operatorModule makes a new module that has apigen as a tool, from this
 // checkout, as docs/using.md makes one, in dir/op; it returns dir/op.
 func operatorModule(t *testing.T, dir string) string {

@@ -16,12 +16,17 @@ package webhooktest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,7 +132,9 @@ func Patched[T any](t testing.TB, req *admissionv1.AdmissionRequest, resp *admis
 // RoundTrip checks that h, a webhook.Conversion handler of versions of
 // kind, loses nothing: for each version it fills n objects with random
 // values (seeded by seed, so that a failure replays) and converts each to
-// every other version and back, failing t when one comes back different.
+// every other version and back, failing t when one comes back different
+// with the JSON paths of the fields that changed and their values sent
+// and got back (the whole objects where their JSON is the same).
 // The values are ones an API server could store: free-form fields hold
 // valid JSON, compact as encoding/json writes it: any JSON value in an
 // apiextensionsv1.JSON, a JSON object in a runtime.RawExtension (whose
@@ -155,13 +162,114 @@ func RoundTrip[H runtime.Object](t testing.TB, h http.Handler, kind string, vers
 					t.Fatalf("webhooktest: decoding %s: %v", from.APIVersion(), err)
 				}
 				if !apiequality.Semantic.DeepEqual(obj, got) {
-					t.Errorf("webhooktest: seed %d, object %d: %s -> %s -> %s changed it:\nsent %s\ngot  %s",
-						seed, i, from.APIVersion(), to.APIVersion(), from.APIVersion(), dump.Pretty(obj), dump.Pretty(got))
+					trip := fmt.Sprintf("webhooktest: seed %d, object %d: %s -> %s -> %s", seed, i, from.APIVersion(), to.APIVersion(), from.APIVersion())
+					if diff := fieldDiff(obj, got); diff != "" {
+						t.Errorf("%s changed it:\n%s", trip, diff)
+					} else {
+						t.Errorf("%s changed it:\nsent %s\ngot  %s", trip, dump.Pretty(obj), dump.Pretty(got))
+					}
 					return
 				}
 			}
 		}
 	}
+}
+
+// fieldDiff lists the fields whose JSON differs between sent and got, a
+// line each with the field's path and its two values, or returns "" where
+// their JSON is the same (a difference that only the Go values show).
+func fieldDiff(sent, got any) string {
+	a, errA := decodedJSON(sent)
+	b, errB := decodedJSON(got)
+	if errA != nil || errB != nil {
+		return ""
+	}
+	var lines []string
+	diffJSON("", a, b, &lines)
+	return strings.Join(lines, "\n")
+}
+
+// absent is the value of a field that one of the objects fieldDiff
+// compares lacks.
+type absent struct{}
+
+// decodedJSON returns v's JSON decoded into maps, slices and scalars.
+func decodedJSON(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(data, &out)
+	return out, err
+}
+
+// fieldName is a JSON field name as a path of fieldDiff's shows it.
+var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// diffJSON appends to lines a line for each value under path that differs
+// between a and b, decoded JSON, going into the objects and lists both
+// have.
+func diffJSON(path string, a, b any, lines *[]string) {
+	switch a := a.(type) {
+	case map[string]any:
+		if b, ok := b.(map[string]any); ok {
+			keys := slices.Sorted(maps.Keys(a))
+			for k := range b {
+				if _, ok := a[k]; !ok {
+					keys = append(keys, k)
+				}
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				field := path + "." + k
+				if !fieldName.MatchString(k) {
+					field = path + "[" + strconv.Quote(k) + "]"
+				}
+				va, ok := a[k]
+				if !ok {
+					va = absent{}
+				}
+				vb, ok := b[k]
+				if !ok {
+					vb = absent{}
+				}
+				diffJSON(field, va, vb, lines)
+			}
+			return
+		}
+	case []any:
+		if b, ok := b.([]any); ok {
+			for i := range max(len(a), len(b)) {
+				var va, vb any = absent{}, absent{}
+				if i < len(a) {
+					va = a[i]
+				}
+				if i < len(b) {
+					vb = b[i]
+				}
+				diffJSON(fmt.Sprintf("%s[%d]", path, i), va, vb, lines)
+			}
+			return
+		}
+	}
+	if !reflect.DeepEqual(a, b) {
+		*lines = append(*lines, fmt.Sprintf("  %s: sent %s, got %s", strings.TrimPrefix(cmp.Or(path, "(the object)"), "."), jsonText(a), jsonText(b)))
+	}
+}
+
+// jsonText is v, decoded JSON, as compact JSON, or (absent).
+func jsonText(v any) string {
+	if _, ok := v.(absent); ok {
+		return "(absent)"
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // Convert sends obj to h, a conversion webhook, in a ConversionReview to

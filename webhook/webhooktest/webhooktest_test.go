@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,6 +141,21 @@ func TestRoundTrip(t *testing.T) {
 			assert.Contains(t, got[0], "seed 7, object 0: things.example.com/v1 -> things.example.com/v2 -> things.example.com/v1 changed it")
 		})
 	}
+}
+
+// A round trip that changes an object says first which fields changed,
+// a line each with the field's path and the values sent and got back,
+// not the whole fuzzed objects.
+func TestRoundTripFailureNamesTheChangedFieldsFirst(t *testing.T) {
+	versions := thingVersions(true)
+	h, err := webhook.Conversion(versions, webhook.WithKind("Thing"))
+	require.NoError(t, err)
+	got := failures(t, func(tb testing.TB) { webhooktest.RoundTrip(tb, h, "Thing", versions, 7, 20) })
+	require.Len(t, got, 1)
+	lines := strings.Split(got[0], "\n")
+	require.Len(t, lines, 2, "the header and the one changed field: %s", got[0])
+	assert.Equal(t, "webhooktest: seed 7, object 0: things.example.com/v1 -> things.example.com/v2 -> things.example.com/v1 changed it:", lines[0])
+	assert.Regexp(t, `^  name: sent ".+", got \(absent\)$`, lines[1])
 }
 
 func TestHarnessFailures(t *testing.T) {
