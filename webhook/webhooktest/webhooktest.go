@@ -214,13 +214,9 @@ func diffJSON(path string, a, b any, lines *[]string) {
 	switch a := a.(type) {
 	case map[string]any:
 		if b, ok := b.(map[string]any); ok {
-			keys := slices.Sorted(maps.Keys(a))
-			for k := range b {
-				if _, ok := a[k]; !ok {
-					keys = append(keys, k)
-				}
-			}
-			slices.Sort(keys)
+			union := maps.Clone(a)
+			maps.Copy(union, b)
+			keys := slices.Sorted(maps.Keys(union))
 			for _, k := range keys {
 				field := path + "." + k
 				if !fieldName.MatchString(k) {
