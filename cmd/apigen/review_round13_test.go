@@ -112,3 +112,70 @@ func TestReviewCreateTakesDotSlashAPIs(t *testing.T) {
 		assert.NotContains(t, err.Error(), "init without -api", "an operator made by init -api, whose line names ./apis")
 	}
 }
+
+// End to end, the defect of TestReviewCreateWebhookBesideWebhooksPackage:
+// an operator made by init -api, whose user added a validating webhook
+// in a package of its own (./webhooks) and generates it
+// (-webhook deploy -webhook-paths ./webhooks; go generate passes), runs
+// apigen create webhook -kind Widget -defaulting, as docs/new-api.md
+// says. What should happen: create succeeds (the defaulting webhook
+// beside the user's markers, or in the root with the generation still
+// reading one package), or refuses before writing, naming ./webhooks.
+// What happens: create adds "." to -webhook-paths, writes the webhook in
+// the root, and the generation fails with "webhook markers in 2
+// packages ... keep them in one"; everything is undone.
+func TestReviewCreateWebhookBesideWebhooksPackageEndToEnd(t *testing.T) {
+	t.Parallel()
+	dir := operatorModule(t, t.TempDir())
+	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
+	require.Equal(t, 0, code, "init: %s", stderr)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "webhooks"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks", "widget.go"), []byte(`// Package webhooks holds the operator's webhooks.
+package webhooks
+
+// The validating webhook of Widgets.
+//
+// +kubebuilder:webhook:path=/validate-widget,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=widgets,verbs=create;update,versions=v1,name=validate.widgets.example.com,admissionReviewVersions=v1
+
+// Path is the validating webhook's path.
+const Path = "/validate-widget"
+`), 0o644))
+	gen := filepath.Join(dir, "generate.go")
+	b, err := os.ReadFile(gen)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(gen, []byte(strings.Replace(string(b), "-rbac-paths .", "-rbac-paths . -webhook deploy -webhook-paths ./webhooks", 1)), 0o644))
+	goIn(t, dir, "generate", "./...")
+	goIn(t, dir, "build", "./...")
+
+	code, stdout, stderr := apigenIn(t, dir, nil, "create", "webhook", "-kind", "Widget", "-defaulting")
+	if code != 0 {
+		assert.NotContains(t, stderr, "webhook markers in 2 packages", "create planned a generation that cannot pass")
+		assert.Contains(t, stderr, "webhooks", "a refusal names the webhooks package")
+		assert.Contains(t, stderr, "nothing written")
+		return
+	}
+	_ = stdout
+}
+
+// go generate expands $NAME in the go:generate line's words from the
+// environment (go help generate: "$GOFILE ..., and any environment
+// variable"), so a line with -deploy-image ghcr.io/acme/op:$TAG
+// generates the deployment with the image of TAG. create reads the line
+// into the arguments it generates with, unexpanded: its generation
+// writes the image "ghcr.io/acme/op:$TAG" into deploy/deployment.yaml,
+// which go generate would not. What should happen: create expands the
+// words as go generate does (or refuses a line with $).
+func TestReviewCreateExpandsGenerateLineAsGoGenerate(t *testing.T) {
+	t.Setenv("TAG", "v1.2.3")
+	op, _ := plannedOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image ghcr.io/acme/op:$TAG", 1)
+		}
+		return src
+	})
+	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget")
+	require.NoError(t, err)
+	cfg, err := parseConfig(p.genArgs)
+	require.NoError(t, err)
+	assert.Equal(t, "ghcr.io/acme/op:v1.2.3", cfg.deployImage, "the image create generates with, from the line %q", op.genLine)
+}
