@@ -873,7 +873,7 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 	}
 	// Without a webhook directory, the webhooks are generated into deploy.
 	if cfg.webhookDir == "" {
-		p.genArgs = append(p.genArgs, "-webhook", "deploy", "-webhook-paths", ".")
+		p.addFlags("-webhook", "deploy", "-webhook-paths", ".")
 	} else if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
 		return nil, err
 	}
@@ -952,31 +952,51 @@ func (p *createPlan) readRoot(op *operatorDir, flag string, patterns []string) e
 	}
 	value := strings.Join(append(slices.Clone(patterns), "."), " ")
 	// The flag's value is its last one before the first argument that is
-	// not a flag, where parsing stops; without one, it is appended.
+	// not a flag, where parsing stops; without one, the flag is added.
 	at, prefix := -1, "" // the argument with the value, and what precedes the value in it
-	for i := 0; i < len(p.genArgs); i++ {
-		a := p.genArgs[i]
-		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
-			break
-		}
-		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+	scanFlags(p.genArgs, func(i int, name string, hasValue bool) {
 		switch {
 		case name == flag && hasValue:
-			at, prefix = i, a[:strings.Index(a, "=")+1]
+			at, prefix = i, p.genArgs[i][:strings.Index(p.genArgs[i], "=")+1]
 		case name == flag:
 			at, prefix = i+1, ""
 		}
-		if !hasValue && name != "verify" {
-			i++
-		}
-	}
+	})
 	if at < 0 || at >= len(p.genArgs) {
-		p.genArgs = append(p.genArgs, "-"+flag, value)
+		p.addFlags("-"+flag, value)
 	} else {
 		p.genArgs[at] = prefix + value
 	}
 	p.notes = append(p.notes, fmt.Sprintf("generate.go's -%s %q did not read the module's root package, where create writes its files with their markers: it reads %q now", flag, strings.Join(patterns, " "), value))
 	return nil
+}
+
+// scanFlags walks the generation's arguments args as the flag package
+// parses them, calling each with the index of each flag's argument, the
+// flag's name and whether the argument holds its value (-name=value),
+// and returns the index of the first argument that is not a flag, where
+// parsing stops (len(args) if there is none).
+func scanFlags(args []string, each func(i int, name string, hasValue bool)) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
+			return i
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		each(i, name, hasValue)
+		if !hasValue && name != "verify" {
+			i++
+		}
+	}
+	return len(args)
+}
+
+// addFlags adds flags, arguments of the generation, to the plan's
+// arguments before the first one that is not a flag (the API directory),
+// where parsing stops.
+func (p *createPlan) addFlags(flags ...string) {
+	end := scanFlags(p.genArgs, func(int, string, bool) {})
+	p.genArgs = slices.Insert(p.genArgs, end, flags...)
 }
 
 // apiData is what the templates of a new kind or version are executed with.

