@@ -243,8 +243,12 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	op.name = cfg.rbacRole
-	if cfg.out == "" || cfg.crdDir == "" || cfg.apis != "apis" {
+	if cfg.out == "" || cfg.crdDir == "" {
 		return nil, fmt.Errorf("the operator %s has no API of its own (apigen init without -api, which reconciles ConfigMaps): create adds to the API packages under apis that init -api makes", op.name)
+	}
+	// The line runs in the module root: ./apis and apis/ are apis.
+	if path.Clean(filepath.ToSlash(cfg.apis)) != "apis" {
+		return nil, fmt.Errorf("generate.go's go:generate line has the API directory %q: create adds to the API packages under apis, the API directory of init -api", cfg.apis)
 	}
 	op.kinds, err = scanKinds(mod.root)
 	if err != nil {

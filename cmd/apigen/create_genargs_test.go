@@ -172,3 +172,24 @@ func TestCreateWebhookFlagsBeforeAPIDirArgument(t *testing.T) {
 	assert.Equal(t, "apis", cfg.apis)
 	assert.Equal(t, "apis", p.genArgs[len(p.genArgs)-1], "the line's argument stays last")
 }
+
+// The line's API directory, as the docs write it (./apis) or with a
+// slash at its end (apis/), is apis, where create adds: create takes the
+// operator. Another API directory is refused, quoting the line's.
+func TestCreateTakesDotSlashAPIs(t *testing.T) {
+	t.Parallel()
+	_, dir := plannedOperator(t, nil)
+	gen := filepath.Join(dir, "generate.go")
+	src, err := os.ReadFile(gen)
+	require.NoError(t, err)
+	for _, apis := range []string{"./apis", "apis/", "other"} {
+		require.NoError(t, os.WriteFile(gen, []byte(strings.Replace(string(src), "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev "+apis, 1)), 0o644))
+		op, err := loadOperator(module{root: dir, path: "example.com/op"})
+		if apis == "other" {
+			assert.EqualError(t, err, `generate.go's go:generate line has the API directory "other": create adds to the API packages under apis, the API directory of init -api`)
+			continue
+		}
+		require.NoError(t, err, apis)
+		assert.NotEmpty(t, op.kinds, apis)
+	}
+}
