@@ -188,7 +188,8 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 type operatorDir struct {
 	mod      module
 	name     string   // -rbac-role of generate.go
-	genArgs  []string // the arguments of generate.go's go:generate go tool apigen
+	genArgs  []string // the arguments of generate.go's go:generate go tool apigen, expanded as go generate expands them
+	genWords []string // those arguments as the line writes them, unexpanded
 	genLine  string   // that line, whole, without the \r of a CRLF line end
 	genSrc   []byte   // generate.go as read
 	kinds    []kindVersion
@@ -221,7 +222,7 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	op.genSrc = gen
-	lines := generateLine.FindAllString(string(gen), -1)
+	lines := generateLine.FindAllStringIndex(string(gen), -1)
 	if len(lines) > 1 {
 		return nil, fmt.Errorf("%s has %d \"//go:generate go tool apigen\" lines: apigen create changes the operator's line and cannot tell which one it is; keep only the operator's (the one apigen init wrote) in generate.go and move the others into another file of the package", filepath.Join(mod.root, "generate.go"), len(lines))
 	}
@@ -230,11 +231,12 @@ func loadOperator(mod module) (*operatorDir, error) {
 	}
 	// go generate reads a line without the \r of a CRLF line end; the
 	// line written back replaces genLine only, so keeps the file's end.
-	op.genLine = strings.TrimSuffix(lines[0], "\r")
-	op.genArgs, err = splitGenerate(strings.TrimPrefix(op.genLine, "//go:generate go tool apigen"))
+	op.genLine = strings.TrimSuffix(string(gen[lines[0][0]:lines[0][1]]), "\r")
+	op.genWords, err = splitGenerate(strings.TrimPrefix(op.genLine, "//go:generate go tool apigen"))
 	if err != nil {
 		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
 	}
+	op.genArgs = expandGenerate(op.genWords, mod.root, bytes.Count(gen[:lines[0][0]], []byte("\n"))+1)
 	cfg, err := parseConfig(op.genArgs)
 	if err != nil {
 		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
@@ -423,16 +425,17 @@ func (op *operatorDir) versionsOf(kind, group string) (versions []kindVersion, h
 // createPlan is what a create command writes: new files, and edits of the
 // operator's files at their markers, all made before the first write.
 type createPlan struct {
-	files   map[string][]byte // new files, by slash path in the module
-	edits   map[string][]byte // changed files, whole
-	read    map[string][]byte // what the changed files held when the plan read them
-	printed []string          // the lines the user adds, where a file has no marker
-	genArgs []string          // generate.go's arguments after the change
-	notes   []string          // what create says when it is done
+	files    map[string][]byte // new files, by slash path in the module
+	edits    map[string][]byte // changed files, whole
+	read     map[string][]byte // what the changed files held when the plan read them
+	printed  []string          // the lines the user adds, where a file has no marker
+	genArgs  []string          // generate.go's arguments after the change, expanded: the generation's
+	genWords []string          // the same as the line writes them, unexpanded
+	notes    []string          // what create says when it is done
 }
 
 func newPlan(op *operatorDir) *createPlan {
-	return &createPlan{files: map[string][]byte{}, edits: map[string][]byte{}, read: map[string][]byte{}, genArgs: slices.Clone(op.genArgs)}
+	return &createPlan{files: map[string][]byte{}, edits: map[string][]byte{}, read: map[string][]byte{}, genArgs: slices.Clone(op.genArgs), genWords: slices.Clone(op.genWords)}
 }
 
 // readFile returns what the module's file rel holds, and remembers what
@@ -970,6 +973,7 @@ func (p *createPlan) readRoot(op *operatorDir, flag string, patterns []string) e
 		p.addFlags("-"+flag, value)
 	} else {
 		p.genArgs[at] = prefix + value
+		p.genWords[at] += " ."
 	}
 	p.notes = append(p.notes, fmt.Sprintf("generate.go's -%s %q did not read the module's root package, where create writes its files with their markers: it reads %q now", flag, strings.Join(patterns, " "), value))
 	return nil
@@ -1001,6 +1005,7 @@ func scanFlags(args []string, each func(i int, name string, hasValue bool)) int 
 func (p *createPlan) addFlags(flags ...string) {
 	end := scanFlags(p.genArgs, func(int, string, bool) {})
 	p.genArgs = slices.Insert(p.genArgs, end, flags...)
+	p.genWords = slices.Insert(p.genWords, end, flags...)
 }
 
 // apiData is what the templates of a new kind or version are executed with.
@@ -1217,8 +1222,8 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	root := op.mod.root
 	// generate.go's line is written again only for new arguments: the
 	// user's spacing and quoting of the same ones stay.
-	if !slices.Equal(p.genArgs, op.genArgs) {
-		newLine := "//go:generate go tool apigen " + strings.Join(quoteArgs(p.genArgs), " ")
+	if !slices.Equal(p.genWords, op.genWords) {
+		newLine := "//go:generate go tool apigen " + strings.Join(quoteArgs(p.genWords), " ")
 		p.read["generate.go"] = op.genSrc
 		p.edits["generate.go"] = bytes.Replace(op.genSrc, []byte(op.genLine), []byte(newLine), 1)
 	}
@@ -1511,6 +1516,26 @@ func splitGenerate(line string) ([]string, error) {
 		line = line[end:]
 	}
 	return words, nil
+}
+
+// expandGenerate returns the words of generate.go's go:generate line, at
+// line number line of the file in the module root, with $NAME and
+// ${NAME} expanded as go generate expands them: from its own variables
+// (GOFILE, GOPACKAGE, GOLINE, GOARCH, GOOS, GOROOT, DOLLAR, PWD), then
+// from the environment.
+func expandGenerate(words []string, root string, line int) []string {
+	vars := map[string]string{"GOFILE": "generate.go", "GOPACKAGE": "main", "GOLINE": strconv.Itoa(line),
+		"GOARCH": build.Default.GOARCH, "GOOS": build.Default.GOOS, "GOROOT": build.Default.GOROOT, "DOLLAR": "$", "PWD": root}
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = os.Expand(w, func(name string) string {
+			if v, ok := vars[name]; ok {
+				return v
+			}
+			return os.Getenv(name)
+		})
+	}
+	return out
 }
 
 // registerKind plans the registration of the new kind (or version) s in

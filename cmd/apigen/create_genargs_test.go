@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -192,4 +193,35 @@ func TestCreateTakesDotSlashAPIs(t *testing.T) {
 		require.NoError(t, err, apis)
 		assert.NotEmpty(t, op.kinds, apis)
 	}
+}
+
+// go generate expands $NAME in the go:generate line's words from its own
+// variables and the environment (go help generate), so a line with
+// -deploy-image ghcr.io/acme/op:$TAG generates the deployment with the
+// image of TAG. create generates with the words expanded so too, and
+// writes the line back as it was written, unexpanded.
+func TestCreateExpandsGenerateLineAsGoGenerate(t *testing.T) {
+	t.Setenv("TAG", "v1.2.3")
+	op, _ := plannedOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image ghcr.io/acme/op:$TAG -header ${GOPACKAGE}$DOLLAR$GOFILE:$GOLINE", 1)
+		}
+		return src
+	})
+	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget")
+	require.NoError(t, err)
+	cfg, err := parseConfig(p.genArgs)
+	require.NoError(t, err)
+	assert.Equal(t, "ghcr.io/acme/op:v1.2.3", cfg.deployImage, "the image create generates with, from the line %q", op.genLine)
+	assert.Equal(t, "main$generate.go:"+strconv.Itoa(strings.Count(string(op.genSrc[:bytes.Index(op.genSrc, []byte("//go:generate"))]), "\n")+1), cfg.header)
+
+	// The line create writes back, with the webhook flags, keeps the
+	// words as they were.
+	p, err = op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	assert.Equal(t, "ghcr.io/acme/op:v1.2.3", must(parseConfig(p.genArgs)).deployImage)
+	assert.Equal(t, "deploy", must(parseConfig(p.genArgs)).webhookDir)
+	assert.Contains(t, p.genWords, "ghcr.io/acme/op:$TAG")
+	assert.Contains(t, p.genWords, "${GOPACKAGE}$DOLLAR$GOFILE:$GOLINE")
+	assert.Contains(t, p.genWords, "-webhook")
 }

@@ -73,6 +73,7 @@ func TestCreateWebhookIgnoresWebhooksPackageWithoutMarkers(t *testing.T) {
 	assert.Equal(t, []string{"./webhooks", "."}, must(parseConfig(p.genArgs)).webhookPaths)
 
 	op.genArgs = append(op.genArgs, "-webhook-paths", "./internal/...")
+	op.genWords = append(op.genWords, "-webhook-paths", "./internal/...")
 	p, err = op.planWebhooks(webhookRequest{kind: "Widget", validation: true})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"./internal/...", "."}, must(parseConfig(p.genArgs)).webhookPaths)
