@@ -192,7 +192,8 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 type operatorDir struct {
 	mod      module
 	name     string   // -rbac-role of generate.go
-	genArgs  []string // the arguments of generate.go's go:generate go tool apigen
+	genArgs  []string // the arguments of generate.go's go:generate go tool apigen, expanded as go generate expands them
+	genWords []string // those arguments as the line writes them, unexpanded
 	genLine  string   // that line, whole, without the \r of a CRLF line end
 	genSrc   []byte   // generate.go as read
 	kinds    []kindVersion
@@ -225,7 +226,7 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	op.genSrc = gen
-	lines := generateLine.FindAllString(string(gen), -1)
+	lines := generateLine.FindAllStringIndex(string(gen), -1)
 	if len(lines) > 1 {
 		return nil, fmt.Errorf("%s has %d \"//go:generate go tool apigen\" lines: apigen create changes the operator's line and cannot tell which one it is; keep only the operator's (the one apigen init wrote) in generate.go and move the others into another file of the package", filepath.Join(mod.root, "generate.go"), len(lines))
 	}
@@ -234,11 +235,12 @@ func loadOperator(mod module) (*operatorDir, error) {
 	}
 	// go generate reads a line without the \r of a CRLF line end; the
 	// line written back replaces genLine only, so keeps the file's end.
-	op.genLine = strings.TrimSuffix(lines[0], "\r")
-	op.genArgs, err = splitGenerate(strings.TrimPrefix(op.genLine, "//go:generate go tool apigen"))
+	op.genLine = strings.TrimSuffix(string(gen[lines[0][0]:lines[0][1]]), "\r")
+	op.genWords, err = splitGenerate(strings.TrimPrefix(op.genLine, "//go:generate go tool apigen"))
 	if err != nil {
 		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
 	}
+	op.genArgs = expandGenerate(op.genWords, mod.root, bytes.Count(gen[:lines[0][0]], []byte("\n"))+1)
 	cfg, err := parseConfig(op.genArgs)
 	if err != nil {
 		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
@@ -247,8 +249,12 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	op.name = cfg.rbacRole
-	if cfg.out == "" || cfg.crdDir == "" || cfg.apis != "apis" {
+	if cfg.out == "" || cfg.crdDir == "" {
 		return nil, fmt.Errorf("the operator %s has no API of its own (apigen init without -api, which reconciles ConfigMaps): create adds to the API packages under apis that init -api makes", op.name)
+	}
+	// The line runs in the module root: ./apis and apis/ are apis.
+	if path.Clean(filepath.ToSlash(cfg.apis)) != "apis" {
+		return nil, fmt.Errorf("generate.go's go:generate line has the API directory %q: create adds to the API packages under apis, the API directory of init -api", cfg.apis)
 	}
 	op.kinds, err = scanKinds(mod.root)
 	if err != nil {
@@ -423,16 +429,17 @@ func (op *operatorDir) versionsOf(kind, group string) (versions []kindVersion, h
 // createPlan is what a create command writes: new files, and edits of the
 // operator's files at their markers, all made before the first write.
 type createPlan struct {
-	files   map[string][]byte // new files, by slash path in the module
-	edits   map[string][]byte // changed files, whole
-	read    map[string][]byte // what the changed files held when the plan read them
-	printed []string          // the lines the user adds, where a file has no marker
-	genArgs []string          // generate.go's arguments after the change
-	notes   []string          // what create says when it is done
+	files    map[string][]byte // new files, by slash path in the module
+	edits    map[string][]byte // changed files, whole
+	read     map[string][]byte // what the changed files held when the plan read them
+	printed  []string          // the lines the user adds, where a file has no marker
+	genArgs  []string          // generate.go's arguments after the change, expanded: the generation's
+	genWords []string          // the same as the line writes them, unexpanded
+	notes    []string          // what create says when it is done
 }
 
 func newPlan(op *operatorDir) *createPlan {
-	return &createPlan{files: map[string][]byte{}, edits: map[string][]byte{}, read: map[string][]byte{}, genArgs: slices.Clone(op.genArgs)}
+	return &createPlan{files: map[string][]byte{}, edits: map[string][]byte{}, read: map[string][]byte{}, genArgs: slices.Clone(op.genArgs), genWords: slices.Clone(op.genWords)}
 }
 
 // readFile returns what the module's file rel holds, and remembers what
@@ -776,6 +783,27 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			mainSrc.Write(b)
 		}
 	}
+	// The line's webhook flags, however given (-webhook DIR,
+	// -webhook=DIR, --webhook ...), are the user's.
+	cfg, err := parseConfig(op.genArgs)
+	if err != nil {
+		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
+	}
+	// The sources where the operator's webhooks are, by package
+	// directory: the root's files, and those with webhook markers of the
+	// packages of the line's -webhook-paths.
+	webhookSrc := map[string][]byte{".": mainSrc.Bytes()}
+	if cfg.webhookDir != "" {
+		marked, err := webhookMarkerPackages(op.mod, cfg.webhookPaths)
+		if err != nil {
+			return nil, fmt.Errorf("generate.go's -webhook-paths: %w", err)
+		}
+		for dir, src := range marked {
+			if dir != "." {
+				webhookSrc["./"+dir] = src
+			}
+		}
+	}
 	p := newPlan(op)
 	var funcs []string
 	for _, t := range []struct {
@@ -788,8 +816,14 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 		// The path in any case: an older apigen's had the kind's first
 		// letter alone lowered (/default-dNSRecord).
 		webhookPath := s.WebhookPath(t.typ)
-		if regexp.MustCompile(`(?i)path=` + regexp.QuoteMeta(webhookPath) + `(,|\s|$)`).Match(mainSrc.Bytes()) {
-			return nil, fmt.Errorf("%s has a %s webhook already (a marker of path %s in the operator's package): nothing written", w.kind, t.name, webhookPath)
+		for _, dir := range slices.Sorted(maps.Keys(webhookSrc)) {
+			if regexp.MustCompile(`(?i)path=` + regexp.QuoteMeta(webhookPath) + `(,|\s|$)`).Match(webhookSrc[dir]) {
+				pkg := "the operator's package"
+				if dir != "." {
+					pkg = "the package " + dir
+				}
+				return nil, fmt.Errorf("%s has a %s webhook already (a marker of path %s in %s): nothing written", w.kind, t.name, webhookPath, pkg)
+			}
 		}
 		d := webhookData{scaffold: s, Type: t.typ}
 		if t.typ == "convert" {
@@ -810,6 +844,13 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			return nil, err
 		}
 		funcs = append(funcs, t.typ+w.kind+"Webhook")
+	}
+	// The generation takes the webhook markers of one package, and
+	// create writes its webhooks, markers and all, into the root's: they
+	// cannot join the markers of another package.
+	if others := slices.DeleteFunc(slices.Sorted(maps.Keys(webhookSrc)), func(dir string) bool { return dir == "." }); len(others) > 0 {
+		return nil, fmt.Errorf("the operator's webhook markers are in %s (generate.go's -webhook-paths %q), and apigen create writes its webhooks, with their markers, into the module root, while the generation takes the markers of one package: move those webhooks into the root package (and set -webhook-paths to .), or add this one to %s yourself; nothing written",
+			strings.Join(others, " and "), strings.Join(cfg.webhookPaths, " "), others[0])
 	}
 	// The server of the webhooks: webhookHandlers serves them all.
 	if _, err := os.Stat(filepath.Join(op.mod.root, "webhooks.go")); err == nil {
@@ -841,19 +882,61 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			return nil, err
 		}
 	}
-	// The line's webhook flags, however given (-webhook DIR,
-	// -webhook=DIR, --webhook ...), are the user's; without a webhook
-	// directory, the webhooks are generated into deploy.
-	cfg, err := parseConfig(p.genArgs)
-	if err != nil {
-		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
-	}
+	// Without a webhook directory, the webhooks are generated into deploy.
 	if cfg.webhookDir == "" {
-		p.genArgs = append(p.genArgs, "-webhook", "deploy", "-webhook-paths", ".")
+		p.addFlags("-webhook", "deploy", "-webhook-paths", ".")
 	} else if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// webhookMarker matches a line of a webhook marker that makes its package
+// one of the webhooks' for the generation.
+var webhookMarker = regexp.MustCompile(`(?m)^[ \t]*//[ \t]*\+(kubebuilder:webhook:|ctrlkit:conversionwebhook\b)`)
+
+// webhookMarkerPackages returns the Go files (but tests) of the packages
+// that patterns match (as patternDirs matches them) that hold webhook
+// markers, by the package's directory relative to the module root, the
+// files of each one after another. A pattern's directory that does not
+// exist has none.
+func webhookMarkerPackages(mod module, patterns []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, pat := range patterns {
+		dirs, err := patternDirs(mod, []string{pat})
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, dir := range dirs {
+			entries, err := os.ReadDir(filepath.Join(mod.root, filepath.FromSlash(dir)))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			var src []byte
+			for _, e := range entries {
+				if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(mod.root, filepath.FromSlash(dir), e.Name()))
+				if err != nil {
+					return nil, err
+				}
+				if webhookMarker.Match(b) {
+					src = append(src, b...)
+				}
+			}
+			if src != nil {
+				out[dir] = src
+			}
+		}
+	}
+	return out, nil
 }
 
 // readRoot has the plan's generate.go line read the module root's
@@ -880,31 +963,53 @@ func (p *createPlan) readRoot(op *operatorDir, flag string, patterns []string) e
 	}
 	value := strings.Join(append(slices.Clone(patterns), "."), " ")
 	// The flag's value is its last one before the first argument that is
-	// not a flag, where parsing stops; without one, it is appended.
+	// not a flag, where parsing stops; without one, the flag is added.
 	at, prefix := -1, "" // the argument with the value, and what precedes the value in it
-	for i := 0; i < len(p.genArgs); i++ {
-		a := p.genArgs[i]
-		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
-			break
-		}
-		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+	scanFlags(p.genArgs, func(i int, name string, hasValue bool) {
 		switch {
 		case name == flag && hasValue:
-			at, prefix = i, a[:strings.Index(a, "=")+1]
+			at, prefix = i, p.genArgs[i][:strings.Index(p.genArgs[i], "=")+1]
 		case name == flag:
 			at, prefix = i+1, ""
 		}
+	})
+	if at < 0 || at >= len(p.genArgs) {
+		p.addFlags("-"+flag, value)
+	} else {
+		p.genArgs[at] = prefix + value
+		p.genWords[at] += " ."
+	}
+	p.notes = append(p.notes, fmt.Sprintf("generate.go's -%s %q did not read the module's root package, where create writes its files with their markers: it reads %q now", flag, strings.Join(patterns, " "), value))
+	return nil
+}
+
+// scanFlags walks the generation's arguments args as the flag package
+// parses them, calling each with the index of each flag's argument, the
+// flag's name and whether the argument holds its value (-name=value),
+// and returns the index of the first argument that is not a flag, where
+// parsing stops (len(args) if there is none).
+func scanFlags(args []string, each func(i int, name string, hasValue bool)) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
+			return i
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		each(i, name, hasValue)
 		if !hasValue && name != "verify" {
 			i++
 		}
 	}
-	if at < 0 || at >= len(p.genArgs) {
-		p.genArgs = append(p.genArgs, "-"+flag, value)
-	} else {
-		p.genArgs[at] = prefix + value
-	}
-	p.notes = append(p.notes, fmt.Sprintf("generate.go's -%s %q did not read the module's root package, where create writes its files with their markers: it reads %q now", flag, strings.Join(patterns, " "), value))
-	return nil
+	return len(args)
+}
+
+// addFlags adds flags, arguments of the generation, to the plan's
+// arguments before the first one that is not a flag (the API directory),
+// where parsing stops.
+func (p *createPlan) addFlags(flags ...string) {
+	end := scanFlags(p.genArgs, func(int, string, bool) {})
+	p.genArgs = slices.Insert(p.genArgs, end, flags...)
+	p.genWords = slices.Insert(p.genWords, end, flags...)
 }
 
 // apiData is what the templates of a new kind or version are executed with.
@@ -1121,8 +1226,8 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	root := op.mod.root
 	// generate.go's line is written again only for new arguments: the
 	// user's spacing and quoting of the same ones stay.
-	if !slices.Equal(p.genArgs, op.genArgs) {
-		newLine := "//go:generate go tool apigen " + strings.Join(quoteArgs(p.genArgs), " ")
+	if !slices.Equal(p.genWords, op.genWords) {
+		newLine := "//go:generate go tool apigen " + strings.Join(quoteArgs(p.genWords), " ")
 		p.read["generate.go"] = op.genSrc
 		p.edits["generate.go"] = bytes.Replace(op.genSrc, []byte(op.genLine), []byte(newLine), 1)
 	}
@@ -1415,6 +1520,26 @@ func splitGenerate(line string) ([]string, error) {
 		line = line[end:]
 	}
 	return words, nil
+}
+
+// expandGenerate returns the words of generate.go's go:generate line, at
+// line number line of the file in the module root, with $NAME and
+// ${NAME} expanded as go generate expands them: from its own variables
+// (GOFILE, GOPACKAGE, GOLINE, GOARCH, GOOS, GOROOT, DOLLAR, PWD), then
+// from the environment.
+func expandGenerate(words []string, root string, line int) []string {
+	vars := map[string]string{"GOFILE": "generate.go", "GOPACKAGE": "main", "GOLINE": strconv.Itoa(line),
+		"GOARCH": build.Default.GOARCH, "GOOS": build.Default.GOOS, "GOROOT": build.Default.GOROOT, "DOLLAR": "$", "PWD": root}
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = os.Expand(w, func(name string) string {
+			if v, ok := vars[name]; ok {
+				return v
+			}
+			return os.Getenv(name)
+		})
+	}
+	return out
 }
 
 // registerKind plans the registration of the new kind (or version) s in

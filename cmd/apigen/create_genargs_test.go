@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -147,4 +148,80 @@ func TestCreateAPILeavesGenerateLineAlone(t *testing.T) {
 	_ = p.apply(t.Context(), op, &stdout) // fails at generating (no go.mod), after its writes
 	assert.NotContains(t, p.edits, "generate.go", "create api rewrote the user's go:generate line, adding nothing to it")
 	assert.NotContains(t, stdout.String(), "added to generate.go")
+}
+
+// A go:generate line that names the API directory, apis, as its argument
+// ("The API directory is the argument (default ./apis)") gets from create
+// webhook its webhook flags before that argument, where flag parsing has
+// not stopped yet, so that the planned arguments parse with the webhook
+// directory and the same API directory.
+func TestCreateWebhookFlagsBeforeAPIDirArgument(t *testing.T) {
+	t.Parallel()
+	op, _ := plannedOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev apis", 1)
+		}
+		return src
+	})
+	require.Equal(t, "apis", op.genArgs[len(op.genArgs)-1])
+	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	cfg, err := parseConfig(p.genArgs)
+	require.NoError(t, err, "the planned go:generate arguments %q", p.genArgs)
+	assert.Equal(t, "deploy", cfg.webhookDir)
+	assert.Equal(t, []string{"."}, cfg.webhookPaths)
+	assert.Equal(t, "apis", cfg.apis)
+	assert.Equal(t, "apis", p.genArgs[len(p.genArgs)-1], "the line's argument stays last")
+}
+
+// The line's API directory, as the docs write it (./apis) or with a
+// slash at its end (apis/), is apis, where create adds: create takes the
+// operator. Another API directory is refused, quoting the line's.
+func TestCreateTakesDotSlashAPIs(t *testing.T) {
+	t.Parallel()
+	_, dir := plannedOperator(t, nil)
+	gen := filepath.Join(dir, "generate.go")
+	src, err := os.ReadFile(gen)
+	require.NoError(t, err)
+	for _, apis := range []string{"./apis", "apis/", "other"} {
+		require.NoError(t, os.WriteFile(gen, []byte(strings.Replace(string(src), "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev "+apis, 1)), 0o644))
+		op, err := loadOperator(module{root: dir, path: "example.com/op"})
+		if apis == "other" {
+			assert.EqualError(t, err, `generate.go's go:generate line has the API directory "other": create adds to the API packages under apis, the API directory of init -api`)
+			continue
+		}
+		require.NoError(t, err, apis)
+		assert.NotEmpty(t, op.kinds, apis)
+	}
+}
+
+// go generate expands $NAME in the go:generate line's words from its own
+// variables and the environment (go help generate), so a line with
+// -deploy-image ghcr.io/acme/op:$TAG generates the deployment with the
+// image of TAG. create generates with the words expanded so too, and
+// writes the line back as it was written, unexpanded.
+func TestCreateExpandsGenerateLineAsGoGenerate(t *testing.T) {
+	t.Setenv("TAG", "v1.2.3")
+	op, _ := plannedOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image ghcr.io/acme/op:$TAG -header ${GOPACKAGE}$DOLLAR$GOFILE:$GOLINE", 1)
+		}
+		return src
+	})
+	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget")
+	require.NoError(t, err)
+	cfg, err := parseConfig(p.genArgs)
+	require.NoError(t, err)
+	assert.Equal(t, "ghcr.io/acme/op:v1.2.3", cfg.deployImage, "the image create generates with, from the line %q", op.genLine)
+	assert.Equal(t, "main$generate.go:"+strconv.Itoa(strings.Count(string(op.genSrc[:bytes.Index(op.genSrc, []byte("//go:generate"))]), "\n")+1), cfg.header)
+
+	// The line create writes back, with the webhook flags, keeps the
+	// words as they were.
+	p, err = op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+	assert.Equal(t, "ghcr.io/acme/op:v1.2.3", must(parseConfig(p.genArgs)).deployImage)
+	assert.Equal(t, "deploy", must(parseConfig(p.genArgs)).webhookDir)
+	assert.Contains(t, p.genWords, "ghcr.io/acme/op:$TAG")
+	assert.Contains(t, p.genWords, "${GOPACKAGE}$DOLLAR$GOFILE:$GOLINE")
+	assert.Contains(t, p.genWords, "-webhook")
 }

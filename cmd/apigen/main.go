@@ -167,9 +167,9 @@
 // write no file that exists, and change the operator's files only by
 // adding to them: lines above the "// +apigen:scaffold:..." marker
 // comments that init and create write, with the imports the lines need
-// (printing what to add where a marker is gone); new arguments at the end
-// of generate.go's go:generate line (-webhook for the first webhooks,
-// the line then written again); "// +kubebuilder:storageversion"
+// (printing what to add where a marker is gone); new flags in
+// generate.go's go:generate line, before its API directory (-webhook for
+// the first webhooks, the line then written again); "// +kubebuilder:storageversion"
 // below the +genclient of the version a new version converts to; and the
 // types of a new kind or version in the AddKnownTypes call of a package
 // that registers its types itself. They check their input before they write, write over
