@@ -687,7 +687,7 @@ func (op *operatorDir) scaffoldOf(k kindVersion) (*scaffold, error) {
 	if err := s.derive(k.group + "/" + k.version + "/" + k.kind); err != nil {
 		return nil, err
 	}
-	s.Module, s.Plural = op.mod.path, k.plural
+	s.Module, s.Plural, s.ClusterScoped = op.mod.path, k.plural, k.clusterScope
 	if err := op.inExistingGroup(s, k.groupDir); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -134,5 +136,82 @@ func TestCreateAPIVersionHasItsKindsScope(t *testing.T) {
 			assert.Equal(t, tt.cluster, strings.Contains(types, "+genclient:nonNamespaced"), types)
 			assert.Equal(t, tt.cluster, strings.Contains(types, "scope=Cluster"), types)
 		})
+	}
+}
+
+// create webhook's tests of a cluster-scoped kind's webhooks send an
+// object without a namespace, as the API server does; those of a
+// namespaced kind's, one in a namespace.
+func TestCreateWebhookTestsOfClusterScopedKind(t *testing.T) {
+	t.Parallel()
+	for _, cluster := range []bool{false, true} {
+		var edit func(rel, src string) string
+		if cluster {
+			edit = clusterScoped
+		}
+		op, _ := plannedOperator(t, edit)
+		p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true, validation: true})
+		require.NoError(t, err)
+		for _, rel := range []string{"widget_defaulting_webhook_test.go", "widget_validation_webhook_test.go"} {
+			test := string(p.files[rel])
+			require.NotEmpty(t, test, rel)
+			assert.Equal(t, !cluster, strings.Contains(test, `metav1.ObjectMeta{Name: "one", Namespace: "ns"}`), "cluster-scoped %t: %s:\n%s", cluster, rel, test)
+			assert.Equal(t, cluster, strings.Contains(test, `metav1.ObjectMeta{Name: "one"}`), "cluster-scoped %t: %s", cluster, rel)
+		}
+	}
+}
+
+// An operator that init -namespaced=false made, with a second
+// cluster-scoped kind from create api -namespaced=false and that kind's
+// defaulting and validating webhooks, builds, passes go vet and its
+// generated tests (the controllers' over the fake clientset, the
+// webhooks'), and its CRDs are cluster-scoped, with the kinds' rules in
+// the ClusterRole, which the operator's informers of all namespaces need.
+// A new version of a cluster-scoped kind that -namespaced says is
+// namespaced is refused, writing nothing.
+func TestCreateClusterScopedKinds(t *testing.T) {
+	t.Parallel()
+	dir := operatorModule(t, t.TempDir())
+	for _, args := range [][]string{
+		{"init", "-name", "widget-operator", "-api", "example.com/v1/Widget", "-namespaced=false"},
+		{"create", "api", "-api", "example.com/v1/Gadget", "-namespaced=false"},
+		{"create", "webhook", "-kind", "Gadget", "-validation", "-defaulting"},
+	} {
+		code, stdout, stderr := apigenIn(t, dir, nil, args...)
+		require.Equal(t, 0, code, "%s\nstdout: %s\nstderr: %s", args, stdout, stderr)
+	}
+	before, beforeDirs := tree(t, dir), dirs(t, dir)
+	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v2/Widget", "-namespaced")
+	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Contains(t, stderr, "-namespaced=true: Widget is cluster-scoped")
+	assert.Equal(t, before, tree(t, dir), "nothing written")
+	assert.Equal(t, beforeDirs, dirs(t, dir), "no directory left behind")
+
+	files := tree(t, dir)
+	scope := regexp.MustCompile(`(?m)^  scope: .*$`)
+	for _, crd := range []string{"deploy/crd/example.com_widgets.yaml", "deploy/crd/example.com_gadgets.yaml"} {
+		assert.Equal(t, "  scope: Cluster", scope.FindString(files[crd]), crd)
+	}
+	clusterRole := ""
+	for _, doc := range strings.Split(files["deploy/role.yaml"], "\n---\n") {
+		if strings.Contains(doc, "\nkind: ClusterRole\n") {
+			clusterRole = doc
+		}
+	}
+	assert.Contains(t, clusterRole, "- gadgets\n", "the ClusterRole of deploy/role.yaml:\n%s", files["deploy/role.yaml"])
+	assert.Contains(t, clusterRole, "- widgets\n", "the ClusterRole")
+	for _, f := range []struct{ file, want string }{
+		{"controller.go", "widgetac.Widget(key.Name)."},
+		{"gadget_controller.go", "gadgetac.Gadget(key.Name)."},
+		{"gadget_validation_webhook_test.go", `metav1.ObjectMeta{Name: "one"}`},
+	} {
+		assert.Contains(t, files[f.file], f.want, f.file)
+	}
+	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}, {"test", "-count=1", "./..."}} {
+		cmd := exec.CommandContext(t.Context(), "go", args...)
+		cmd.Dir = dir
+		cmd.Env = commandEnviron("GOWORK=off", "GOFLAGS=")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
 	}
 }
