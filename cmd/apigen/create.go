@@ -183,7 +183,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 					scope = &namespaced
 				}
 			})
-			plan, err = op.planScopedAPI(ctx, api, scope)
+			plan, err = op.planAPI(ctx, api, scope)
 		}
 	}
 	if err == nil {
@@ -1027,17 +1027,11 @@ type apiData struct {
 	Fields                                     []string // of a new version: the kind's fields that its conversion carries over
 }
 
-// planAPI plans apigen create api without -namespaced: a new kind is
-// namespaced, a new version has its kind's scope.
-func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, error) {
-	return op.planScopedAPI(ctx, api, nil)
-}
-
-// planScopedAPI plans apigen create api with -namespaced, nil where not
+// planAPI plans apigen create api with -namespaced, nil where not
 // given: a new kind is namespaced unless it is false; a new version has
 // its kind's scope (a CRD's scope cannot change on a cluster that has
 // it), which -namespaced, where given, must be.
-func (op *operatorDir) planScopedAPI(ctx context.Context, api string, namespaced *bool) (*createPlan, error) {
+func (op *operatorDir) planAPI(ctx context.Context, api string, namespaced *bool) (*createPlan, error) {
 	if api == "" {
 		return nil, errors.New("-api is required: GROUP/VERSION/KIND, such as example.com/v2/Widget")
 	}
