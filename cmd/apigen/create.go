@@ -203,6 +203,7 @@ type operatorDir struct {
 	genArgs  []string // the arguments of generate.go's go:generate go tool apigen, expanded as go generate expands them
 	genWords []string // those arguments as the line writes them, unexpanded
 	genLine  string   // that line, whole, without the \r of a CRLF line end
+	genAt    int      // the offset in genSrc where genLine starts
 	genSrc   []byte   // generate.go as read
 	kinds    []kindVersion
 	mainFile string // main.go
@@ -242,7 +243,9 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	// go generate reads a line without the \r of a CRLF line end; the
-	// line written back replaces genLine only, so keeps the file's end.
+	// line written back replaces genLine only, at genAt, so keeps the
+	// file's end.
+	op.genAt = lines[0][0]
 	op.genLine = strings.TrimSuffix(string(gen[lines[0][0]:lines[0][1]]), "\r")
 	op.genWords, err = splitGenerate(strings.TrimPrefix(op.genLine, "//go:generate go tool apigen"))
 	if err != nil {
@@ -1243,11 +1246,13 @@ func checksServed(src []byte, importPath string) (bool, error) {
 func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Writer) (err error) {
 	root := op.mod.root
 	// generate.go's line is written again only for new arguments: the
-	// user's spacing and quoting of the same ones stay.
+	// user's spacing and quoting of the same ones stay. It is written where
+	// loadOperator found it (a comment may hold the same text before it),
+	// and the rest of the file stays as it was read.
 	if !slices.Equal(p.genWords, op.genWords) {
 		newLine := "//go:generate go tool apigen " + strings.Join(quoteArgs(p.genWords), " ")
 		p.read["generate.go"] = op.genSrc
-		p.edits["generate.go"] = bytes.Replace(op.genSrc, []byte(op.genLine), []byte(newLine), 1)
+		p.edits["generate.go"] = slices.Concat(op.genSrc[:op.genAt], []byte(newLine), op.genSrc[op.genAt+len(op.genLine):])
 	}
 	cfg, err := parseConfig(p.genArgs)
 	if err != nil {
