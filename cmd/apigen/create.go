@@ -800,11 +800,17 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
 	}
+	// A line may give -webhook-paths without -webhook: the generation of
+	// the webhooks create turns on reads the user's patterns then.
+	pathsGiven := false
+	scanFlags(op.genArgs, func(_ int, name string, _ bool) {
+		pathsGiven = pathsGiven || name == "webhook-paths"
+	})
 	// The sources where the operator's webhooks are, by package
 	// directory: the root's files, and those with webhook markers of the
 	// packages of the line's -webhook-paths.
 	webhookSrc := map[string][]byte{".": mainSrc.Bytes()}
-	if cfg.webhookDir != "" {
+	if cfg.webhookDir != "" || pathsGiven {
 		marked, err := webhookMarkerPackages(op.mod, cfg.webhookPaths)
 		if err != nil {
 			return nil, fmt.Errorf("generate.go's -webhook-paths: %w", err)
@@ -893,10 +899,17 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			return nil, err
 		}
 	}
-	// Without a webhook directory, the webhooks are generated into deploy.
-	if cfg.webhookDir == "" {
+	// Without a webhook directory, the webhooks are generated into deploy,
+	// from the root package, or from the line's own -webhook-paths with
+	// the root among them (a second -webhook-paths would override it).
+	if cfg.webhookDir == "" && !pathsGiven {
 		p.addFlags("-webhook", "deploy", "-webhook-paths", ".")
-	} else if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
+		return p, nil
+	}
+	if cfg.webhookDir == "" {
+		p.addFlags("-webhook", "deploy")
+	}
+	if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
 		return nil, err
 	}
 	return p, nil
