@@ -203,6 +203,7 @@ type operatorDir struct {
 	genArgs  []string // the arguments of generate.go's go:generate go tool apigen, expanded as go generate expands them
 	genWords []string // those arguments as the line writes them, unexpanded
 	genLine  string   // that line, whole, without the \r of a CRLF line end
+	genAt    int      // the offset in genSrc where genLine starts
 	genSrc   []byte   // generate.go as read
 	kinds    []kindVersion
 	mainFile string // main.go
@@ -242,7 +243,9 @@ func loadOperator(mod module) (*operatorDir, error) {
 		return nil, notInit
 	}
 	// go generate reads a line without the \r of a CRLF line end; the
-	// line written back replaces genLine only, so keeps the file's end.
+	// line written back replaces genLine only, at genAt, so keeps the
+	// file's end.
+	op.genAt = lines[0][0]
 	op.genLine = strings.TrimSuffix(string(gen[lines[0][0]:lines[0][1]]), "\r")
 	op.genWords, err = splitGenerate(strings.TrimPrefix(op.genLine, "//go:generate go tool apigen"))
 	if err != nil {
@@ -797,11 +800,17 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate.go's go:generate line: %w", err)
 	}
+	// A line may give -webhook-paths without -webhook: the generation of
+	// the webhooks create turns on reads the user's patterns then.
+	pathsGiven := false
+	scanFlags(op.genArgs, func(_ int, name string, _ bool) {
+		pathsGiven = pathsGiven || name == "webhook-paths"
+	})
 	// The sources where the operator's webhooks are, by package
 	// directory: the root's files, and those with webhook markers of the
 	// packages of the line's -webhook-paths.
 	webhookSrc := map[string][]byte{".": mainSrc.Bytes()}
-	if cfg.webhookDir != "" {
+	if cfg.webhookDir != "" || pathsGiven {
 		marked, err := webhookMarkerPackages(op.mod, cfg.webhookPaths)
 		if err != nil {
 			return nil, fmt.Errorf("generate.go's -webhook-paths: %w", err)
@@ -890,10 +899,17 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 			return nil, err
 		}
 	}
-	// Without a webhook directory, the webhooks are generated into deploy.
-	if cfg.webhookDir == "" {
+	// Without a webhook directory, the webhooks are generated into deploy,
+	// from the root package, or from the line's own -webhook-paths with
+	// the root among them (a second -webhook-paths would override it).
+	if cfg.webhookDir == "" && !pathsGiven {
 		p.addFlags("-webhook", "deploy", "-webhook-paths", ".")
-	} else if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
+		return p, nil
+	}
+	if cfg.webhookDir == "" {
+		p.addFlags("-webhook", "deploy")
+	}
+	if err := p.readRoot(op, "webhook-paths", cfg.webhookPaths); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -1243,11 +1259,13 @@ func checksServed(src []byte, importPath string) (bool, error) {
 func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Writer) (err error) {
 	root := op.mod.root
 	// generate.go's line is written again only for new arguments: the
-	// user's spacing and quoting of the same ones stay.
+	// user's spacing and quoting of the same ones stay. It is written where
+	// loadOperator found it (a comment may hold the same text before it),
+	// and the rest of the file stays as it was read.
 	if !slices.Equal(p.genWords, op.genWords) {
 		newLine := "//go:generate go tool apigen " + strings.Join(quoteArgs(p.genWords), " ")
 		p.read["generate.go"] = op.genSrc
-		p.edits["generate.go"] = bytes.Replace(op.genSrc, []byte(op.genLine), []byte(newLine), 1)
+		p.edits["generate.go"] = slices.Concat(op.genSrc[:op.genAt], []byte(newLine), op.genSrc[op.genAt+len(op.genLine):])
 	}
 	cfg, err := parseConfig(p.genArgs)
 	if err != nil {

@@ -225,3 +225,46 @@ func TestCreateExpandsGenerateLineAsGoGenerate(t *testing.T) {
 	assert.Contains(t, p.genWords, "${GOPACKAGE}$DOLLAR$GOFILE:$GOLINE")
 	assert.Contains(t, p.genWords, "-webhook")
 }
+
+// generate.go's comment above the line says "go tool apigen -verify (same
+// flags) checks them"; a user who notes that command in the comment, with
+// the line's flags copied after "//go:generate go tool apigen", has a
+// comment line that holds the whole go:generate line's text before the
+// line. create webhook writes the new line, with the webhook flags, where
+// loadOperator found the go:generate line (so the next go generate
+// generates the webhooks), and keeps the rest of generate.go byte for
+// byte: the comment as the user wrote it, and the file's CRLF ends.
+func TestCreateWebhookWritesGenerateLineWhereFound(t *testing.T) {
+	var line string // the go:generate line as written, without its line end
+	op, dir := plannedOperator(t, func(rel, src string) string {
+		if rel != "generate.go" {
+			return src
+		}
+		i := strings.Index(src, "//go:generate go tool apigen")
+		line = src[i : i+strings.Index(src[i:], "\n")]
+		src = strings.Replace(src, "//\n//go:generate", "// To check without writing: "+line+" -verify\n//\n//go:generate", 1)
+		return strings.ReplaceAll(src, "\n", "\r\n")
+	})
+	src, err := os.ReadFile(filepath.Join(dir, "generate.go"))
+	require.NoError(t, err)
+	at := bytes.Index(src, []byte("\n"+line+"\r\n")) + 1
+	require.Positive(t, at, "the go:generate line, after the comment that holds its text")
+	p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.NoError(t, err)
+
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Chdir(wd) })
+	var stdout bytes.Buffer
+	_ = p.apply(t.Context(), op, &stdout) // fails at generating (no go.mod), after planning generate.go's edit
+	edited := string(p.edits["generate.go"])
+	require.NotEmpty(t, edited)
+	before, after := string(src[:at]), string(src[at+len(line):])
+	require.True(t, strings.HasPrefix(edited, before), "generate.go up to the go:generate line, the user's comment with it, as it was:\n%s", edited)
+	require.True(t, strings.HasSuffix(edited, after), "generate.go from the go:generate line's CRLF end on as it was:\n%s", edited)
+	directive := strings.TrimSuffix(strings.TrimPrefix(edited, before), after)
+	assert.True(t, strings.HasPrefix(directive, "//go:generate go tool apigen "), directive)
+	assert.NotContains(t, directive, "\n")
+	assert.Contains(t, directive, "-webhook deploy", "the go:generate line gets the webhook flags")
+	assert.Equal(t, src, p.read["generate.go"], "the write is checked against generate.go as planned")
+}

@@ -79,3 +79,63 @@ func TestCreateWebhookAddsRootToWebhookPaths(t *testing.T) {
 	require.Len(t, p.notes, 1)
 	assert.Contains(t, p.notes[0], "-webhook-paths")
 }
+
+// A go:generate line with -webhook-paths but no -webhook (the user set
+// where the webhooks' markers are to be before the operator had any) gets
+// from create webhook -webhook deploy and its own -webhook-paths extended
+// with the root package where it does not read it, as an existing
+// -webhook-paths is: not a second -webhook-paths ., which, the last of a
+// flag winning, would override the user's and leave it on the line with
+// no effect. Markers in another package of the user's patterns are
+// refused, as they are on a line with -webhook.
+func TestCreateWebhookExtendsWebhookPathsWithoutWebhook(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		paths string   // the line's -webhook-paths, as written
+		want  []string // the planned -webhook-paths
+		note  bool     // whether create says it changed them
+	}{
+		{"-webhook-paths ./webhooks", []string{"./webhooks", "."}, true},
+		{"--webhook-paths=./webhooks", []string{"./webhooks", "."}, true},
+		{"-webhook-paths ./...", []string{"./..."}, false},
+	} {
+		op, dir := plannedOperator(t, func(rel, src string) string {
+			if rel == "generate.go" {
+				return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev "+c.paths, 1)
+			}
+			return src
+		})
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "webhooks"), 0o755))
+		require.Empty(t, must(parseConfig(op.genArgs)).webhookDir)
+
+		p, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+		require.NoError(t, err, c.paths)
+		cfg := must(parseConfig(p.genArgs))
+		assert.Equal(t, "deploy", cfg.webhookDir, c.paths)
+		assert.Equal(t, c.want, cfg.webhookPaths, c.paths)
+		n := 0
+		scanFlags(p.genArgs, func(_ int, name string, _ bool) {
+			if name == "webhook-paths" {
+				n++
+			}
+		})
+		assert.Equal(t, 1, n, "one -webhook-paths, the user's, in %q", p.genArgs)
+		assert.Equal(t, c.note, len(p.notes) == 1, "%s: notes %q", c.paths, p.notes)
+	}
+
+	// Webhook markers in a package of those patterns are the generation's
+	// then, beside the root's: create refuses as it does for a line with
+	// -webhook (TestCreateWebhookBesideWebhooksPackage), writing nothing.
+	op, dir := plannedOperator(t, func(rel, src string) string {
+		if rel == "generate.go" {
+			return strings.Replace(src, "-deploy-image widget-operator:dev", "-deploy-image widget-operator:dev -webhook-paths ./webhooks", 1)
+		}
+		return src
+	})
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "webhooks"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks", "widget.go"), []byte("package webhooks\n\n// +kubebuilder:webhook:path=/validate-widgets,mutating=false,groups=example.com,resources=widgets,verbs=create,versions=v1,name=vwidget.example.com\n"), 0o644))
+	_, err := op.planWebhooks(webhookRequest{kind: "Widget", defaulting: true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "webhook markers are in ./webhooks")
+	assert.Contains(t, err.Error(), "nothing written")
+}
