@@ -130,7 +130,7 @@ func render(name string, data any) ([]byte, error) {
 func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	usages := map[string]string{
 		"webhook": "apigen create webhook -kind KIND [-group GROUP] [-defaulting] [-validation] [-conversion]",
-		"api":     "apigen create api -api GROUP/VERSION/KIND",
+		"api":     "apigen create api -api GROUP/VERSION/KIND [-namespaced=false]",
 	}
 	if len(args) == 0 || (args[0] != "webhook" && args[0] != "api") {
 		_, _ = fmt.Fprintf(stderr, "usage: %s\n       %s\n", usages["webhook"], usages["api"])
@@ -141,6 +141,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	var w webhookRequest
 	var api string
+	var namespaced bool
 	if what == "webhook" {
 		fs.StringVar(&w.kind, "kind", "", "The kind of the operator's API that gets the webhooks (required).")
 		fs.StringVar(&w.group, "group", "", "The kind's API group, where two groups have a kind of that name.")
@@ -149,6 +150,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.BoolVar(&w.conversion, "conversion", false, "A conversion webhook between the kind's versions (needs two: apigen create api adds one).")
 	} else {
 		fs.StringVar(&api, "api", "", "The new kind, or new version of a kind, GROUP/VERSION/KIND (example.com/v2/Widget) (required).")
+		fs.BoolVar(&namespaced, "namespaced", true, "A new kind is namespaced; -namespaced=false makes it cluster-scoped (+genclient:nonNamespaced and scope=Cluster in its types, and a controller and test without namespaces). A new version has its kind's scope, which this may only repeat.")
 	}
 	fs.Usage = func() {
 		_, _ = fmt.Fprintln(stderr, "usage: "+usages[what])
@@ -175,7 +177,13 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if what == "webhook" {
 			plan, err = op.planWebhooks(w)
 		} else {
-			plan, err = op.planAPI(ctx, api)
+			var scope *bool // -namespaced where given
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "namespaced" {
+					scope = &namespaced
+				}
+			})
+			plan, err = op.planAPI(ctx, api, scope)
 		}
 	}
 	if err == nil {
@@ -690,7 +698,7 @@ func (op *operatorDir) scaffoldOf(k kindVersion) (*scaffold, error) {
 	if err := s.derive(k.group + "/" + k.version + "/" + k.kind); err != nil {
 		return nil, err
 	}
-	s.Module, s.Plural = op.mod.path, k.plural
+	s.Module, s.Plural, s.ClusterScoped = op.mod.path, k.plural, k.clusterScope
 	if err := op.inExistingGroup(s, k.groupDir); err != nil {
 		return nil, err
 	}
@@ -1019,8 +1027,11 @@ type apiData struct {
 	Fields                                     []string // of a new version: the kind's fields that its conversion carries over
 }
 
-// planAPI plans apigen create api.
-func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, error) {
+// planAPI plans apigen create api with -namespaced, nil where not
+// given: a new kind is namespaced unless it is false; a new version has
+// its kind's scope (a CRD's scope cannot change on a cluster that has
+// it), which -namespaced, where given, must be.
+func (op *operatorDir) planAPI(ctx context.Context, api string, namespaced *bool) (*createPlan, error) {
 	if api == "" {
 		return nil, errors.New("-api is required: GROUP/VERSION/KIND, such as example.com/v2/Widget")
 	}
@@ -1076,6 +1087,7 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 	}
 	var fields []string // of a new version: the fields its conversion carries
 	if err != nil {
+		s.ClusterScoped = namespaced != nil && !*namespaced
 		if err := op.refuseClash(s); err != nil {
 			return nil, err
 		}
@@ -1088,6 +1100,12 @@ func (op *operatorDir) planAPI(ctx context.Context, api string) (*createPlan, er
 		var verr error
 		if src, fields, verr = op.versionTypes(ctx, s, versions, hub); verr != nil {
 			return nil, verr
+		}
+		// The versions agree on the scope (versionTypes checked it).
+		s.ClusterScoped = hub.clusterScope
+		if namespaced != nil && *namespaced == hub.clusterScope {
+			scope := map[bool]string{true: "cluster-scoped (+genclient:nonNamespaced and scope=Cluster in " + hub.file + ")", false: "namespaced (no +genclient:nonNamespaced and scope=Cluster in " + hub.file + ")"}[hub.clusterScope]
+			return nil, fmt.Errorf("-namespaced=%t: %s is %s, and a new version has its kind's scope, which a cluster that has the CRD cannot change: leave -namespaced out; nothing written", *namespaced, s.Kind, scope)
 		}
 		if _, err := os.Lstat(filepath.Join(op.mod.root, filepath.FromSlash(typesFile))); err == nil {
 			return nil, fmt.Errorf("the module already has %s", typesFile)

@@ -31,7 +31,7 @@ func TestCreateAPIAddsRootToRBACPaths(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"./internal/..."}, must(parseConfig(op.genArgs)).rbacPaths)
 
-	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget")
+	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
 	require.NoError(t, err)
 	require.Contains(t, string(p.files["gadget_controller.go"]), "+kubebuilder:rbac:groups=example.com,resources=gadgets,")
 	assert.Equal(t, []string{"./internal/...", "."}, must(parseConfig(p.genArgs)).rbacPaths)
@@ -48,7 +48,7 @@ func TestCreateAPIAddsRootToRBACPaths(t *testing.T) {
 			break
 		}
 	}
-	p, err = op.planAPI(t.Context(), "example.com/v1/Gizmo")
+	p, err = op.planAPI(t.Context(), "example.com/v1/Gizmo", nil)
 	require.NoError(t, err)
 	assert.Equal(t, op.genArgs, p.genArgs)
 	assert.Empty(t, p.notes)

@@ -96,7 +96,7 @@ func TestCreateAPIVersionScopeMarkers(t *testing.T) {
 			}
 			op, err := loadOperator(module{root: dir, path: s.Module})
 			require.NoError(t, err)
-			plan, err := op.planAPI(t.Context(), "example.com/v2/Widget")
+			plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

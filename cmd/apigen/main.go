@@ -141,9 +141,11 @@
 // one hidden temporary file, which the go command ignores and the next run
 // removes, and at any step the staging directory outside the module.
 //
-// "apigen init -name NAME [-api GROUP/VERSION/KIND [-webhooks]]" starts a new operator
-// in the module instead: it writes main.go, controller.go,
-// controller_test.go, generate.go, with -api the API package and with
+// "apigen init -name NAME [-api GROUP/VERSION/KIND [-namespaced=false]
+// [-webhooks]]" starts a new operator in the module instead: it writes
+// main.go, controller.go, controller_test.go, generate.go, with -api the
+// API package (of a namespaced kind, or with -namespaced=false a
+// cluster-scoped one, whose controller and test use no namespace) and with
 // -webhooks (and -api) webhooks.go, a validating webhook of the kind, then
 // generates as generate.go's go:generate line says and runs go mod tidy
 // (see docs/new-api.md). It refuses, writing nothing, if any of those
@@ -157,12 +159,14 @@
 //
 // "apigen create webhook -kind KIND [-group GROUP] [-defaulting]
 // [-validation] [-conversion]" and "apigen create api -api
-// GROUP/VERSION/KIND" add to an operator that init -api made: webhooks of
-// a kind (a file with the marker and skeleton and a test for each, their
-// server in main.go, -webhook in generate.go's line), a new version of a
-// kind (its types and the conversion functions of webhook.Spoke, the
-// existing version made the storage version), or a new kind (its types,
-// a controller and its test, started in main.go); then they generate as
+// GROUP/VERSION/KIND [-namespaced=false]" add to an operator that init
+// -api made: webhooks of a kind (a file with the marker and skeleton and
+// a test for each, their server in main.go, -webhook in generate.go's
+// line), a new version of a kind (its types and the conversion functions
+// of webhook.Spoke, the existing version made the storage version; the
+// kind's scope, which -namespaced may only repeat), or a new kind (its
+// types, a controller and its test, started in main.go; namespaced, or
+// cluster-scoped with -namespaced=false); then they generate as
 // generate.go's line says and run go mod tidy (see docs/new-api.md). They
 // write no file that exists, and change the operator's files only by
 // adding to them: lines above the "// +apigen:scaffold:..." marker
@@ -247,7 +251,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "usage: apigen [flags] [API directory, default ./apis]")
 		_, _ = fmt.Fprintln(stderr, "       apigen init -name NAME [-api GROUP/VERSION/KIND] ... (a new operator; apigen init -h)")
 		_, _ = fmt.Fprintln(stderr, "       apigen create webhook -kind KIND -defaulting|-validation|-conversion (apigen create webhook -h)")
-		_, _ = fmt.Fprintln(stderr, "       apigen create api -api GROUP/VERSION/KIND (a new kind or version; apigen create api -h)")
+		_, _ = fmt.Fprintln(stderr, "       apigen create api -api GROUP/VERSION/KIND [-namespaced=false] (a new kind or version; apigen create api -h)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -34,6 +34,7 @@ var scaffoldTemplates embed.FS
 type scaffold struct {
 	Module, Name, Namespace, Image string
 	API, Webhooks                  bool
+	ClusterScoped                  bool // the kind is cluster-scoped (+genclient:nonNamespaced, scope=Cluster): its clients, apply configurations, keys and objects have no namespace
 	Group, GroupDir, Version, Kind string
 	Plural, Alias, APIDir          string
 	Lower                          string // the kind as the start of a Go name, and the controller's queue name (lowerCamel)
@@ -61,13 +62,15 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var s scaffold
 	var api string
+	var namespaced bool
 	fs.StringVar(&s.Name, "name", "", "The operator's name: of its Deployment, ServiceAccount, roles and Lease (required).")
 	fs.StringVar(&s.Namespace, "namespace", "", "The operator's namespace (default NAME-system), which its kustomization creates and kubectl delete -k deletes with everything in it: one of its own, not a shared one.")
 	fs.StringVar(&s.Image, "image", "", "The operator's image (default NAME:dev).")
 	fs.StringVar(&api, "api", "", "A new API to reconcile, GROUP/VERSION/KIND (example.com/v1/Widget); without it, the controller reconciles ConfigMaps.")
+	fs.BoolVar(&namespaced, "namespaced", true, "With -api: the kind is namespaced; -namespaced=false makes it cluster-scoped (+genclient:nonNamespaced and scope=Cluster in its types, and a controller and test without namespaces). Not -namespace, the operator's own.")
 	fs.BoolVar(&s.Webhooks, "webhooks", false, "With -api: a validating webhook of the API's kind too (webhooks.go), served with a certificate the operator issues itself.")
 	fs.Usage = func() {
-		_, _ = fmt.Fprintln(stderr, "usage: apigen init -name NAME [-api GROUP/VERSION/KIND [-webhooks]] [-namespace NS] [-image IMAGE]")
+		_, _ = fmt.Fprintln(stderr, "usage: apigen init -name NAME [-api GROUP/VERSION/KIND [-namespaced=false] [-webhooks]] [-namespace NS] [-image IMAGE]")
 		_, _ = fmt.Fprintln(stderr, "Writes main.go, controller.go, controller_test.go, generate.go and, with -api, the API package")
 		_, _ = fmt.Fprintln(stderr, "into the module of the current directory, runs the generation and go mod tidy.")
 		fs.PrintDefaults()
@@ -78,6 +81,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	s.ClusterScoped = !namespaced
 	if err := s.complete(api); err != nil || fs.NArg() > 0 {
 		if err == nil {
 			err = fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -148,6 +152,9 @@ func (s *scaffold) derive(api string) error {
 	}
 	if s.Webhooks && !s.API {
 		return errors.New("-webhooks needs -api: the webhook validates the API's kind")
+	}
+	if s.ClusterScoped && !s.API {
+		return errors.New("-namespaced=false needs -api: it makes the API's kind cluster-scoped (ConfigMaps, which the operator reconciles without -api, are namespaced)")
 	}
 	if service := s.Name + serviceSuffix; s.Webhooks && len(validation.IsDNS1035Label(service)) > 0 {
 		return fmt.Errorf("-name %q with -webhooks makes the webhook Service %q, which is not a Service name: the name must start with a letter", s.Name, service)
