@@ -108,7 +108,6 @@ func parseScaffold(name string) (*template.Template, error) {
 		"snippet":  func(name string) string { return snippets[name] },
 		"handlers": handlersFunc,
 		"spoke":    spokeLine,
-		"article":  article,
 		"upper":    upperFirst,
 	}).ParseFS(scaffoldTemplates, "scaffold/"+name)
 }

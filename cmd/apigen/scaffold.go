@@ -348,16 +348,6 @@ func (s *scaffold) WebhookPathConst(typ string) string {
 	return "webhookPath" + identifier(s.WebhookPath(typ))
 }
 
-// article is the indefinite article of a kind's name, "an" where it
-// begins with a vowel letter (an Order), else "a" (a Widget), for the
-// scaffolds' comments.
-func article(kind string) string {
-	if kind != "" && strings.ContainsRune("AEIOUaeiou", rune(kind[0])) {
-		return "an"
-	}
-	return "a"
-}
-
 func upperFirst(s string) string {
 	r := []rune(s)
 	r[0] = unicode.ToUpper(r[0])

@@ -159,7 +159,11 @@ const resourceVersionBase = 1000
 //     kinds);
 //   - error messages are the fake's own (reasons and causes are the API
 //     server's);
-//   - subresources other than status (scale, eviction, ...) are handled as
+//   - the scale subresource of Deployments, ReplicaSets, StatefulSets and
+//     ReplicationControllers is served for get and update as the API
+//     server serves it (an autoscaling/v1 Scale; an update sets
+//     spec.replicas); other subresources than status and scale, and
+//     patches of scale or the scale of custom resources, are handled as
 //     client-go's fake handles them, with resourceVersions checked and
 //     stamped but no other rule;
 //   - an Unstructured object is treated as a custom resource, even of a
@@ -312,7 +316,9 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 		return true, nil, err
 	}
 	t.res.learn(gvr, actionKind(action))
-	if u, ok := action.(k8stesting.UpdateActionImpl); ok {
+	if u, ok := action.(k8stesting.UpdateActionImpl); ok && (sub == "" || sub == "status") {
+		// Other subresources take bodies of other kinds (scale: an
+		// autoscaling/v1 Scale), which say nothing of the resource's.
 		t.res.learn(gvr, kindOf(u.GetObject()))
 	}
 	if err := t.stampSeeded(gvr, ns, actionName(action), actionKind(action)); err != nil {
@@ -326,6 +332,11 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 		}
 		return t.viaObjectReaction(action)
 	case k8stesting.UpdateActionImpl:
+		if sub == "scale" {
+			if served, obj, err := t.updateScale(gvr, ns, a.GetObject(), a.UpdateOptions.FieldManager); served {
+				return true, obj, err
+			}
+		}
 		obj, err := t.update(false, gvr, a.GetObject(), ns, sub, a.UpdateOptions.FieldManager)
 		return true, obj, err
 	case k8stesting.PatchActionImpl:
@@ -333,6 +344,9 @@ func (t *strictTracker) react(action k8stesting.Action) (bool, runtime.Object, e
 	case k8stesting.DeleteActionImpl:
 		return true, nil, t.delete(gvr, ns, a.GetName(), a.DeleteOptions)
 	case k8stesting.GetActionImpl:
+		if sub == "scale" {
+			return t.getScale(gvr, ns, a.GetName())
+		}
 		if sub != "" {
 			return false, nil, nil
 		}
