@@ -852,6 +852,9 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 					d.Spokes = append(d.Spokes, v)
 				}
 			}
+			if err := op.refuseMissingConversions(w.kind, hub, d.Spokes); err != nil {
+				return nil, err
+			}
 		}
 		base := strings.ToLower(w.kind) + "_" + t.name + "_webhook"
 		if err := p.add(op, base+".go", "create_webhook.go.tmpl", d); err != nil {
@@ -913,6 +916,47 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// refuseMissingConversions refuses the conversion webhook of kind, whose
+// hub is hub, where a package of its spokes does not declare the
+// functions that the webhook converts with, Convert<Kind>To<Hub> and
+// Convert<Kind>From<Hub>, naming those missing.
+func (op *operatorDir) refuseMissingConversions(kind string, hub kindVersion, spokes []kindVersion) error {
+	to, from := "Convert"+kind+"To"+upperFirst(hub.version), "Convert"+kind+"From"+upperFirst(hub.version)
+	var missing []string
+	for _, v := range spokes {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(op.mod.root, filepath.FromSlash(v.dir)), func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("reading the API package %s: %w", v.dir, err)
+		}
+		declared := map[string]bool{}
+		for _, pkg := range pkgs {
+			for _, f := range pkg.Files {
+				for _, decl := range f.Decls {
+					if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil {
+						declared[fn.Name.Name] = true
+					}
+				}
+			}
+		}
+		var lacks []string
+		for _, name := range []string{to, from} {
+			if !declared[name] {
+				lacks = append(lacks, name)
+			}
+		}
+		if len(lacks) > 0 {
+			missing = append(missing, fmt.Sprintf("the package %s (%s) declares no %s", v.dir, v.version, strings.Join(lacks, " and no ")))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: the hub is the version marked +kubebuilder:storageversion, %s (%s); each other version's package converts to and from it with "+
+		"func %s(src *%s, dst *%s.%s) error and func %s(src *%s.%s, dst *%s) error, which the conversion webhook calls: write them (apigen create api writes them into a new version's package, or with -hub into the old hub's; docs/new-api.md), or move the marker to the version that has them, then run apigen create webhook again; nothing written",
+		strings.Join(missing, "; "), hub.version, hub.file, to, kind, hub.version, kind, from, hub.version, kind, kind)
 }
 
 // webhookMarker matches a line of a webhook marker that makes its package

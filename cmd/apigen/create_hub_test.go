@@ -123,6 +123,71 @@ func TestCreateAPIHubRefusals(t *testing.T) {
 	}
 }
 
+// Create webhook -conversion is refused at its plan where a package of a
+// version but the hub (the storage version) does not declare the
+// functions the webhook converts with, naming them, the package and the
+// rule: as after moving the storage marker to a new version by hand.
+func TestCreateWebhookConversionRefusesMissingConversions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		newHub bool                         // create api -hub
+		edit   func(rel, src string) string // of the files after create api
+		want   []string                     // in the refusal; none: planned
+	}{
+		{name: "the spoke's conversions, as create api writes them"},
+		{name: "the old hub's conversions, as create api -hub writes them", newHub: true},
+		{name: "a conversion deleted",
+			edit: func(rel, src string) string {
+				if rel == "apis/example/v2/widget_conversion.go" {
+					return strings.Replace(src, "func ConvertWidgetFromV1(", "func convertWidgetFromV1(", 1)
+				}
+				return src
+			},
+			want: []string{"the package apis/example/v2 (v2) declares no ConvertWidgetFromV1: the hub is the version marked +kubebuilder:storageversion, v1 (apis/example/v1/types.go); each other version's package converts to and from it with func ConvertWidgetToV1(src *Widget, dst *v1.Widget) error and func ConvertWidgetFromV1(src *v1.Widget, dst *Widget) error", "nothing written"}},
+		{name: "the storage marker moved by hand",
+			edit: func(rel, src string) string {
+				switch rel {
+				case "apis/example/v1/types.go":
+					return strings.Replace(src, "// +kubebuilder:storageversion\n", "", 1)
+				case "apis/example/v2/types.go":
+					return strings.Replace(src, "// +genclient\n", "// +genclient\n// +kubebuilder:storageversion\n", 1)
+				}
+				return src
+			},
+			want: []string{"the package apis/example/v1 (v1) declares no ConvertWidgetToV2 and no ConvertWidgetFromV2: the hub is the version marked +kubebuilder:storageversion, v2 (apis/example/v2/types.go)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			op, dir := plannedOperator(t, nil)
+			p, err := op.planNewAPI(t.Context(), "example.com/v2/Widget", nil, tc.newHub)
+			require.NoError(t, err)
+			op = writePlan(t, op, p)
+			if tc.edit != nil {
+				for _, rel := range []string{"apis/example/v1/types.go", "apis/example/v2/types.go", "apis/example/v2/widget_conversion.go"} {
+					f := filepath.Join(dir, filepath.FromSlash(rel))
+					b, err := os.ReadFile(f)
+					require.NoError(t, err)
+					require.NoError(t, os.WriteFile(f, []byte(tc.edit(rel, string(b))), 0o644))
+				}
+				op, err = loadOperator(op.mod)
+				require.NoError(t, err)
+			}
+			p, err = op.planWebhooks(webhookRequest{kind: "Widget", conversion: true})
+			if len(tc.want) == 0 {
+				require.NoError(t, err)
+				assert.Contains(t, p.files, "widget_conversion_webhook.go")
+				return
+			}
+			require.Error(t, err)
+			assert.Nil(t, p)
+			for _, want := range tc.want {
+				assert.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}
+
 // The common promotion, v1alpha1 to v1 with v1 the hub, as
 // docs/new-api.md says it: init, create api -hub, create webhook
 // -conversion make a module that builds and whose tests pass (the

@@ -162,7 +162,9 @@
 // GROUP/VERSION/KIND [-namespaced=false] [-hub]" add to an operator that
 // init -api made: webhooks of a kind (a file with the marker and skeleton
 // and a test for each, their server in main.go, -webhook in generate.go's
-// line), a new version of a kind (its types and the
+// line; a conversion webhook needs each version's package but the hub's,
+// the storage version's, to declare Convert<Kind>To<Hub> and
+// Convert<Kind>From<Hub>), a new version of a kind (its types and the
 // conversion functions of webhook.Spoke, the existing version made the
 // storage version, the hub; with -hub, of a kind of one version, the new
 // version made the storage version, and the conversion functions, to and
