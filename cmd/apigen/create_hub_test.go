@@ -234,3 +234,22 @@ func TestCreateAPIHubPromotesV1alpha1ToV1(t *testing.T) {
 		}
 	}
 }
+
+// docs/new-api.md says that the hub is the storage version, the rule of
+// the conversion functions, how -hub promotes a new version, and what
+// stays on the old version.
+func TestNewAPIDocSaysHowToPromoteAVersion(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "new-api.md"))
+	require.NoError(t, err)
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	for _, want := range []string{
+		"hub is the storage version: the version whose type is marked `+kubebuilder:storageversion`",
+		"converts to and from it with `Convert<Kind>To<Hub>` and `Convert<Kind>From<Hub>`",
+		"`go tool apigen create api -api example.com/v1/Widget -hub` for a Widget of `v1alpha1`, then `go tool apigen create webhook -kind Widget -conversion`",
+		"make a new version the hub by hand",
+		"the informers `main.go` makes and its `operator.CheckServed` list",
+	} {
+		assert.Contains(t, doc, want)
+	}
+}
