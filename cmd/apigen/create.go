@@ -129,7 +129,7 @@ func render(name string, data any) ([]byte, error) {
 func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	usages := map[string]string{
 		"webhook": "apigen create webhook -kind KIND [-group GROUP] [-defaulting] [-validation] [-conversion]",
-		"api":     "apigen create api -api GROUP/VERSION/KIND [-namespaced=false]",
+		"api":     "apigen create api -api GROUP/VERSION/KIND [-namespaced=false] [-hub]",
 	}
 	if len(args) == 0 || (args[0] != "webhook" && args[0] != "api") {
 		_, _ = fmt.Fprintf(stderr, "usage: %s\n       %s\n", usages["webhook"], usages["api"])
@@ -140,7 +140,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	var w webhookRequest
 	var api string
-	var namespaced bool
+	var namespaced, newHub bool
 	if what == "webhook" {
 		fs.StringVar(&w.kind, "kind", "", "The kind of the operator's API that gets the webhooks (required).")
 		fs.StringVar(&w.group, "group", "", "The kind's API group, where two groups have a kind of that name.")
@@ -150,6 +150,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	} else {
 		fs.StringVar(&api, "api", "", "The new kind, or new version of a kind, GROUP/VERSION/KIND (example.com/v2/Widget) (required).")
 		fs.BoolVar(&namespaced, "namespaced", true, "A new kind is namespaced; -namespaced=false makes it cluster-scoped (+genclient:nonNamespaced and scope=Cluster in its types, and a controller and test without namespaces). A new version has its kind's scope, which this may only repeat.")
+		fs.BoolVar(&newHub, "hub", false, "A new version of a kind of one version becomes its hub and storage version (+kubebuilder:storageversion moves to it), and the old version's package gets the conversions to and from it. Without -hub, the kind's hub stays its hub, and the new version's package gets the conversions.")
 	}
 	fs.Usage = func() {
 		_, _ = fmt.Fprintln(stderr, "usage: "+usages[what])
@@ -182,7 +183,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 					scope = &namespaced
 				}
 			})
-			plan, err = op.planAPI(ctx, api, scope)
+			plan, err = op.planNewAPI(ctx, api, scope, newHub)
 		}
 	}
 	if err == nil {
@@ -851,6 +852,9 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 					d.Spokes = append(d.Spokes, v)
 				}
 			}
+			if err := op.refuseMissingConversions(w.kind, hub, d.Spokes); err != nil {
+				return nil, err
+			}
 		}
 		base := strings.ToLower(w.kind) + "_" + t.name + "_webhook"
 		if err := p.add(op, base+".go", "create_webhook.go.tmpl", d); err != nil {
@@ -912,6 +916,47 @@ func (op *operatorDir) planWebhooks(w webhookRequest) (*createPlan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// refuseMissingConversions refuses the conversion webhook of kind, whose
+// hub is hub, where a package of its spokes does not declare the
+// functions that the webhook converts with, Convert<Kind>To<Hub> and
+// Convert<Kind>From<Hub>, naming those missing.
+func (op *operatorDir) refuseMissingConversions(kind string, hub kindVersion, spokes []kindVersion) error {
+	to, from := "Convert"+kind+"To"+upperFirst(hub.version), "Convert"+kind+"From"+upperFirst(hub.version)
+	var missing []string
+	for _, v := range spokes {
+		fset := token.NewFileSet()
+		pkgs, err := parser.ParseDir(fset, filepath.Join(op.mod.root, filepath.FromSlash(v.dir)), func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("reading the API package %s: %w", v.dir, err)
+		}
+		declared := map[string]bool{}
+		for _, pkg := range pkgs {
+			for _, f := range pkg.Files {
+				for _, decl := range f.Decls {
+					if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil {
+						declared[fn.Name.Name] = true
+					}
+				}
+			}
+		}
+		var lacks []string
+		for _, name := range []string{to, from} {
+			if !declared[name] {
+				lacks = append(lacks, name)
+			}
+		}
+		if len(lacks) > 0 {
+			missing = append(missing, fmt.Sprintf("the package %s (%s) declares no %s", v.dir, v.version, strings.Join(lacks, " and no ")))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: the hub is the version marked +kubebuilder:storageversion, %s (%s); each other version's package converts to and from it with "+
+		"func %s(src *%s, dst *%s.%s) error and func %s(src *%s.%s, dst *%s) error, which the conversion webhook calls: write them (apigen create api writes them into a new version's package, or with -hub into the old hub's; docs/new-api.md), or move the marker to the version that has them, then run apigen create webhook again; nothing written",
+		strings.Join(missing, "; "), hub.version, hub.file, to, kind, hub.version, kind, from, hub.version, kind, kind)
 }
 
 // webhookMarker matches a line of a webhook marker that makes its package
@@ -1043,10 +1088,21 @@ type apiData struct {
 }
 
 // planAPI plans apigen create api with -namespaced, nil where not
-// given: a new kind is namespaced unless it is false; a new version has
-// its kind's scope (a CRD's scope cannot change on a cluster that has
-// it), which -namespaced, where given, must be.
+// given, and without -hub: a new kind is namespaced unless it is false; a
+// new version has its kind's scope (a CRD's scope cannot change on a
+// cluster that has it), which -namespaced, where given, must be.
 func (op *operatorDir) planAPI(ctx context.Context, api string, namespaced *bool) (*createPlan, error) {
+	return op.planNewAPI(ctx, api, namespaced, false)
+}
+
+// planNewAPI plans apigen create api as planAPI does, with -hub where
+// newHub: a new version of a kind that has one version becomes its hub
+// and storage version (the +kubebuilder:storageversion marker moves to
+// its type), and the conversions between the two, to and from the new
+// hub, go into the old version's package, the new one getting none; a
+// new kind, a kind of several versions (whose spokes convert through the
+// old hub) and one with a conversion webhook are refused.
+func (op *operatorDir) planNewAPI(ctx context.Context, api string, namespaced *bool, newHub bool) (*createPlan, error) {
 	if api == "" {
 		return nil, errors.New("-api is required: GROUP/VERSION/KIND, such as example.com/v2/Widget")
 	}
@@ -1100,6 +1156,11 @@ func (op *operatorDir) planAPI(ctx context.Context, api string, namespaced *bool
 	if err != nil && slices.ContainsFunc(op.kinds, func(k kindVersion) bool { return k.kind == s.Kind && k.group == s.Group }) {
 		return nil, err // versions without a storage version
 	}
+	if newHub {
+		if herr := op.refuseNewHub(s, versions, hub, err == nil); herr != nil {
+			return nil, herr
+		}
+	}
 	var fields []string // of a new version: the fields its conversion carries
 	if err != nil {
 		s.ClusterScoped = namespaced != nil && !*namespaced
@@ -1125,6 +1186,11 @@ func (op *operatorDir) planAPI(ctx context.Context, api string, namespaced *bool
 		if _, err := os.Lstat(filepath.Join(op.mod.root, filepath.FromSlash(typesFile))); err == nil {
 			return nil, fmt.Errorf("the module already has %s", typesFile)
 		}
+		if newHub {
+			if src, verr = withStorageVersion(src, s.Kind); verr != nil {
+				return nil, fmt.Errorf("the new version's types: %w", verr)
+			}
+		}
 		p.files[typesFile] = src
 		if err := p.packageMarkers(op, s, hub, pkgExists); err != nil {
 			return nil, err
@@ -1134,6 +1200,29 @@ func (op *operatorDir) planAPI(ctx context.Context, api string, namespaced *bool
 		if err := p.registerKind(op, s); err != nil {
 			return nil, err
 		}
+	}
+	if err == nil && newHub {
+		// A new version of a kind, its new hub: the old hub converts to
+		// and from it, and is no longer the storage version.
+		old, err := op.scaffoldOf(hub)
+		if err != nil {
+			return nil, err
+		}
+		d := apiData{scaffold: old, HubVersion: s.Version, HubAlias: s.Alias, HubAPIDir: s.APIDir, HubMethod: upperFirst(s.Version), Fields: fields}
+		if err := p.add(op, path.Join(hub.dir, strings.ToLower(s.Kind)+"_conversion.go"), "create_conversion.go.tmpl", d); err != nil {
+			return nil, err
+		}
+		if hub.storage {
+			src, err := p.readFile(op, hub.file)
+			if err != nil {
+				return nil, err
+			}
+			if p.edits[hub.file], err = withoutStorageVersion(src, s.Kind); err != nil {
+				return nil, fmt.Errorf("%s: %w", hub.file, err)
+			}
+		}
+		p.notes = append(p.notes, fmt.Sprintf("%s's hub and storage version is %s now, and %s converts to and from it: apigen create webhook -kind %s -conversion converts between them; the controllers, main.go's informers and operator.CheckServed stay on %s until you move them (docs/new-api.md)", s.Kind, s.Version, hub.dir, s.Kind, hub.version))
+		return p, nil
 	}
 	if err == nil {
 		// A new version of a kind: a spoke of the hub, which becomes the
@@ -1250,6 +1339,100 @@ func checksServed(src []byte, importPath string) (bool, error) {
 		return !checked
 	})
 	return checked, nil
+}
+
+// refuseNewHub refuses apigen create api -hub of s where it cannot make
+// the new version the hub: for a new kind (exists false), and for a kind
+// whose versions other than its hub, or whose conversion webhook, convert
+// through the hub, which create does not rewrite.
+func (op *operatorDir) refuseNewHub(s *scaffold, versions []kindVersion, hub kindVersion, exists bool) error {
+	if !exists {
+		return fmt.Errorf("-hub makes a new version of a kind its hub, and the operator has no %s in the group %s: leave -hub out for a new kind; nothing written", s.Kind, s.Group)
+	}
+	hubName := "Convert" + s.Kind + "To" + upperFirst(hub.version) + " and Convert" + s.Kind + "From" + upperFirst(hub.version)
+	if len(versions) > 1 {
+		var spokes []string
+		for _, v := range versions {
+			if v.version != hub.version {
+				spokes = append(spokes, v.dir)
+			}
+		}
+		return fmt.Errorf("-hub: %s has %d versions, and the packages of those but the hub %s (%s) convert through it with %s, which create does not rewrite; nothing written. "+
+			"To make %s the hub by hand: run apigen create api -api %s without -hub, move \"// +kubebuilder:storageversion\" from %s's type %s to %s's, "+
+			"delete %s's %s_conversion.go, and write Convert%sTo%s and Convert%sFrom%s in each other version's package in place of its conversions to %s (docs/new-api.md)",
+			s.Kind, len(versions), hub.version, strings.Join(spokes, ", "), hubName,
+			s.Version, s.Group+"/"+s.Version+"/"+s.Kind, hub.version, s.Kind, s.Version,
+			s.APIDir, strings.ToLower(s.Kind), s.Kind, upperFirst(s.Version), s.Kind, upperFirst(s.Version), hub.version)
+	}
+	convert := strings.ToLower(s.Kind) + "_conversion_webhook.go"
+	if _, err := os.Lstat(filepath.Join(op.mod.root, convert)); err == nil {
+		return fmt.Errorf("-hub: %s has a conversion webhook (%s) whose versions convert through the hub %s with %s, which create does not rewrite: run apigen create api -api %s without -hub, or delete %s and its test, then run apigen create api -hub and apigen create webhook -kind %s -conversion again; nothing written",
+			s.Kind, convert, hub.version, hubName, s.Group+"/"+s.Version+"/"+s.Kind, convert, s.Kind)
+	}
+	return nil
+}
+
+// kindMarkers returns the lines of the comments above the type kind of
+// the Go file src (its doc comment and markers), with src's positions.
+func kindMarkers(src []byte, kind string) (*token.FileSet, []*ast.Comment, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, decl := range f.Decls {
+		g, ok := decl.(*ast.GenDecl)
+		if !ok || g.Tok != token.TYPE || len(g.Specs) != 1 || g.Specs[0].(*ast.TypeSpec).Name.Name != kind {
+			continue
+		}
+		var lines []*ast.Comment
+		for _, c := range typeComments(fset, f, g) {
+			lines = append(lines, c.List...)
+		}
+		return fset, lines, nil
+	}
+	return nil, nil, fmt.Errorf("no type %s", kind)
+}
+
+// withStorageVersion returns src, a Go file, with "//
+// +kubebuilder:storageversion" below the "// +genclient" line of the
+// markers of its type kind.
+func withStorageVersion(src []byte, kind string) ([]byte, error) {
+	fset, lines, err := kindMarkers(src, kind)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range lines {
+		if strings.TrimSpace(strings.TrimPrefix(c.Text, "//")) == "+genclient" {
+			at := fset.Position(c.End()).Offset
+			return slices.Concat(src[:at], []byte(lineEnd(src, at)+"// +kubebuilder:storageversion"), src[at:]), nil
+		}
+	}
+	return nil, fmt.Errorf("no \"// +genclient\" line in the markers of %s to add \"// +kubebuilder:storageversion\" below", kind)
+}
+
+// withoutStorageVersion returns src, a Go file, without the
+// "// +kubebuilder:storageversion" lines of the markers of its type kind.
+func withoutStorageVersion(src []byte, kind string) ([]byte, error) {
+	fset, lines, err := kindMarkers(src, kind)
+	if err != nil {
+		return nil, err
+	}
+	// The lines are deleted last first, keeping the offsets of the others.
+	slices.SortFunc(lines, func(a, b *ast.Comment) int { return cmp.Compare(b.Pos(), a.Pos()) })
+	out := slices.Clone(src)
+	for _, c := range lines {
+		if strings.TrimSpace(strings.TrimPrefix(c.Text, "//")) != "+kubebuilder:storageversion" {
+			continue
+		}
+		start, end := fset.Position(c.Pos()).Offset, fset.Position(c.End()).Offset
+		start = bytes.LastIndexByte(out[:start], '\n') + 1
+		if i := bytes.IndexByte(out[end:], '\n'); i >= 0 {
+			end += i + 1
+		}
+		out = slices.Delete(out, start, end)
+	}
+	return out, nil
 }
 
 // apply writes the plan, generates as generate.go says with the plan's

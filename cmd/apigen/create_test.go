@@ -205,7 +205,7 @@ func TestCreateWithoutMarkerPrints(t *testing.T) {
 func TestCreateHelpPrintsItsOwnUsage(t *testing.T) {
 	t.Parallel()
 	webhookUsage := "apigen create webhook -kind KIND [-group GROUP] [-defaulting] [-validation] [-conversion]"
-	apiUsage := "apigen create api -api GROUP/VERSION/KIND"
+	apiUsage := "apigen create api -api GROUP/VERSION/KIND [-namespaced=false] [-hub]"
 	tests := []struct {
 		args      []string
 		code      int

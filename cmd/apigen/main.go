@@ -159,12 +159,17 @@
 //
 // "apigen create webhook -kind KIND [-group GROUP] [-defaulting]
 // [-validation] [-conversion]" and "apigen create api -api
-// GROUP/VERSION/KIND [-namespaced=false]" add to an operator that init
-// -api made: webhooks of a kind (a file with the marker and skeleton and
-// a test for each, their server in main.go, -webhook in generate.go's
-// line), a new version of a kind (its types and the conversion functions
-// of webhook.Spoke, the existing version made the storage version; the
-// kind's scope, which -namespaced may only repeat), or a new kind (its
+// GROUP/VERSION/KIND [-namespaced=false] [-hub]" add to an operator that
+// init -api made: webhooks of a kind (a file with the marker and skeleton
+// and a test for each, their server in main.go, -webhook in generate.go's
+// line; a conversion webhook needs each version's package but the hub's,
+// the storage version's, to declare Convert<Kind>To<Hub> and
+// Convert<Kind>From<Hub>), a new version of a kind (its types and the
+// conversion functions of webhook.Spoke, the existing version made the
+// storage version, the hub; with -hub, of a kind of one version, the new
+// version made the storage version, and the conversion functions, to and
+// from it, written into the old version's package; the kind's scope,
+// which -namespaced may only repeat), or a new kind (its
 // types, a controller and its test, started in main.go; namespaced, or
 // cluster-scoped with -namespaced=false); then they generate as
 // generate.go's line says and run go mod tidy (see docs/new-api.md). They
@@ -174,7 +179,8 @@
 // (printing what to add where a marker is gone); new flags in
 // generate.go's go:generate line, before its API directory (-webhook for
 // the first webhooks, the line then written again); "// +kubebuilder:storageversion"
-// below the +genclient of the version a new version converts to; and the
+// below the +genclient of the version a new version converts to (with
+// -hub, removed from the old version's markers); and the
 // types of a new kind or version in the AddKnownTypes call of a package
 // that registers its types itself. They check their input before they write, write over
 // no change saved since they read the module, and undo what they wrote if
@@ -251,7 +257,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "usage: apigen [flags] [API directory, default ./apis]")
 		_, _ = fmt.Fprintln(stderr, "       apigen init -name NAME [-api GROUP/VERSION/KIND] ... (a new operator; apigen init -h)")
 		_, _ = fmt.Fprintln(stderr, "       apigen create webhook -kind KIND -defaulting|-validation|-conversion (apigen create webhook -h)")
-		_, _ = fmt.Fprintln(stderr, "       apigen create api -api GROUP/VERSION/KIND [-namespaced=false] (a new kind or version; apigen create api -h)")
+		_, _ = fmt.Fprintln(stderr, "       apigen create api -api GROUP/VERSION/KIND [-namespaced=false] [-hub] (a new kind or version; apigen create api -h)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
