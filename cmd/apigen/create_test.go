@@ -105,6 +105,10 @@ func TestCreate(t *testing.T) {
 		assert.Contains(t, files[f.file], f.want, f.file)
 	}
 
+	for _, plural := range []string{"widgets", "gadgets"} {
+		assert.Equal(t, []string{"patch", "update"}, clusterRoleVerbs(t, files["deploy/role.yaml"], "example.com", plural+"/status"), "the role's verbs of the status of %s", plural)
+	}
+
 	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}, {"test", "-count=1", "./..."}} {
 		cmd := exec.CommandContext(t.Context(), "go", args...)
 		cmd.Dir = dir
