@@ -73,6 +73,7 @@ func TestCreate(t *testing.T) {
 		code, stdout, stderr := apigenIn(t, dir, nil, args...)
 		require.Equal(t, 0, code, "%s\nstdout: %s\nstderr: %s", args, stdout, stderr)
 		assert.NotContains(t, stdout, "add these lines", "init's markers are all there")
+		assert.Contains(t, stdout, "apigen create: go mod tidy done; go test ./... and go build . work now\n", "as init says it")
 	}
 	refused(t, "Widget has a validation webhook already (a marker of path /validate-widget in the operator's package): nothing written",
 		"create", "webhook", "-kind", "Widget", "-validation")
