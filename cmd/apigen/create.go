@@ -1590,6 +1590,7 @@ func (p *createPlan) apply(ctx context.Context, op *operatorDir, stdout io.Write
 	if err := buildWithTests(ctx, root, pkgs); err != nil {
 		return fmt.Errorf("what it wrote does not build: %w", err)
 	}
+	_, _ = fmt.Fprintln(stdout, "apigen create: go mod tidy done; go test ./... and go build . work now")
 	for _, s := range p.printed {
 		_, _ = fmt.Fprint(stdout, "apigen create: "+s)
 	}

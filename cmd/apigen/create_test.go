@@ -73,6 +73,7 @@ func TestCreate(t *testing.T) {
 		code, stdout, stderr := apigenIn(t, dir, nil, args...)
 		require.Equal(t, 0, code, "%s\nstdout: %s\nstderr: %s", args, stdout, stderr)
 		assert.NotContains(t, stdout, "add these lines", "init's markers are all there")
+		assert.Contains(t, stdout, "apigen create: go mod tidy done; go test ./... and go build . work now\n", "as init says it")
 	}
 	refused(t, "Widget has a validation webhook already (a marker of path /validate-widget in the operator's package): nothing written",
 		"create", "webhook", "-kind", "Widget", "-validation")
@@ -103,6 +104,10 @@ func TestCreate(t *testing.T) {
 		{"generate.go", " -webhook deploy -webhook-paths .\n"},
 	} {
 		assert.Contains(t, files[f.file], f.want, f.file)
+	}
+
+	for _, plural := range []string{"widgets", "gadgets"} {
+		assert.Equal(t, []string{"patch", "update"}, clusterRoleVerbs(t, files["deploy/role.yaml"], "example.com", plural+"/status"), "the role's verbs of the status of %s", plural)
 	}
 
 	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}, {"test", "-count=1", "./..."}} {

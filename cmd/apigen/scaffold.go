@@ -334,6 +334,48 @@ func lowerCamel(kind string) string {
 	return string(r)
 }
 
+// KindPlural is the kind's plural for prose: its resource's plural (as
+// the CRD, the role and the client have it), spelled as the kind where
+// they agree (Shelves, HTTPRoutes, People).
+func (s *scaffold) KindPlural() string {
+	if n := sharedPrefix(s.Kind, s.plural()); n > 0 {
+		return s.Kind[:n] + s.plural()[n:]
+	}
+	return upperFirst(s.plural())
+}
+
+// LowerPlural is the kind's plural as a Go name, lowerCamel as Lower
+// (shelves, httpRoutes, people), or Lower and an s where the resource's
+// plural makes no Go name.
+func (s *scaffold) LowerPlural() string {
+	lower := lowerCamel(s.Kind)
+	n := sharedPrefix(lower, s.plural())
+	if name := lower[:n] + s.plural()[n:]; token.IsIdentifier(name) {
+		return name
+	}
+	return lower + "s"
+}
+
+// plural is the resource's plural, controller-gen's of the kind where s
+// has none (ConfigMap without -api).
+func (s *scaffold) plural() string {
+	if s.Plural == "" {
+		return crdPlural(s.Kind)
+	}
+	return s.Plural
+}
+
+// sharedPrefix returns the length of the start that the kind's name
+// (ASCII, as apiKind has it) and its lower-case plural share, but for
+// the letters' case.
+func sharedPrefix(kind, plural string) int {
+	n := 0
+	for n < len(kind) && n < len(plural) && unicode.ToLower(rune(kind[n])) == rune(plural[n]) {
+		n++
+	}
+	return n
+}
+
 // WebhookPath is the path of the kind's webhook of the type typ
 // (default, validate or convert): the kind in lower case, as
 // kubebuilder's paths have it (/default-dnsrecord).

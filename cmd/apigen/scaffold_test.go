@@ -196,6 +196,7 @@ func TestInitInWorkspace(t *testing.T) {
 	got := tree(t, dir)
 	assert.Contains(t, got["deploy/crd/example.com_quizzes.yaml"], "    plural: quizzes\n")
 	assert.Contains(t, got["deploy/role.yaml"], "- quizzes\n")
+	assert.Equal(t, []string{"patch", "update"}, clusterRoleVerbs(t, got["deploy/role.yaml"], "example.com", "quizzes/status"), "the role's verbs of the status")
 	assert.Contains(t, got["generated/clientset/versioned/typed/example/v1/quiz.go"], `"quizzes"`)
 	assert.Contains(t, got["controller.go"], ".Quizes(key.Namespace)", "client-gen's method")
 	assert.Regexp(t, `apigen: the workspace cannot resolve an import of [^\n]*\(.*(no required module provides|cannot find module providing|from implicitly required module|missing go.sum entry)[^\n]*\): [^\n]*outside the workspace \(GOWORK=off\)`, stderr,

@@ -28,6 +28,14 @@
 //		}
 //		return nil
 //	})
+//
+// A Writer writes with an update (PUT) of the status subresource, not a
+// patch: the controller's role needs update on the kind's status
+// (+kubebuilder:rbac:groups=storage.ctrlkit.io,resources=buckets/status,verbs=update),
+// get on the kind (a conflict's answer is judged on the object read back),
+// and create and patch on events for the events it records. The strict
+// fakes of package reconcile/reconciletest check no role, so a missing
+// verb shows only in a cluster, as a Forbidden error.
 package condition
 
 import (
@@ -43,7 +51,9 @@ import (
 )
 
 // Writer sets conditions of objects of type T. It is safe for concurrent
-// use by the workers of one controller.
+// use by the workers of one controller. It writes through
+// write.Objects.UpdateStatus, which needs update on the status
+// subresource (<plural>/status) in the controller's role.
 type Writer[T write.Object] struct {
 	objects    *write.Objects[T]
 	recorder   record.EventRecorder
