@@ -183,7 +183,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 					scope = &namespaced
 				}
 			})
-			plan, err = op.planNewAPI(ctx, api, scope, newHub)
+			plan, err = op.planAPI(ctx, apiRequest{api: api, namespaced: scope, hub: newHub})
 		}
 	}
 	if err == nil {
@@ -1087,22 +1087,26 @@ type apiData struct {
 	Fields                                     []string // of a new version: the kind's fields that its conversion carries over
 }
 
-// planAPI plans apigen create api with -namespaced, nil where not
-// given, and without -hub: a new kind is namespaced unless it is false; a
-// new version has its kind's scope (a CRD's scope cannot change on a
-// cluster that has it), which -namespaced, where given, must be.
-func (op *operatorDir) planAPI(ctx context.Context, api string, namespaced *bool) (*createPlan, error) {
-	return op.planNewAPI(ctx, api, namespaced, false)
+// apiRequest is what apigen create api is asked for.
+type apiRequest struct {
+	api        string // GROUP/VERSION/KIND
+	namespaced *bool  // -namespaced, nil where not given
+	hub        bool   // -hub
 }
 
-// planNewAPI plans apigen create api as planAPI does, with -hub where
-// newHub: a new version of a kind that has one version becomes its hub
-// and storage version (the +kubebuilder:storageversion marker moves to
-// its type), and the conversions between the two, to and from the new
-// hub, go into the old version's package, the new one getting none; a
-// new kind, a kind of several versions (whose spokes convert through the
-// old hub) and one with a conversion webhook are refused.
-func (op *operatorDir) planNewAPI(ctx context.Context, api string, namespaced *bool, newHub bool) (*createPlan, error) {
+// planAPI plans apigen create api. A new kind is namespaced unless
+// namespaced is false; a new version has its kind's scope (a CRD's scope
+// cannot change on a cluster that has it), which namespaced, where given,
+// must be. Without hub, the kind's hub stays its hub and the new version's
+// package gets the conversions to and from it; with hub, a new version of
+// a kind that has one version becomes its hub and storage version (the
+// +kubebuilder:storageversion marker moves to its type), and the
+// conversions between the two, to and from the new hub, go into the old
+// version's package, the new one getting none; a new kind, a kind of
+// several versions (whose spokes convert through the old hub) and one
+// with a conversion webhook are refused.
+func (op *operatorDir) planAPI(ctx context.Context, req apiRequest) (*createPlan, error) {
+	api, namespaced, newHub := req.api, req.namespaced, req.hub
 	if api == "" {
 		return nil, errors.New("-api is required: GROUP/VERSION/KIND, such as example.com/v2/Widget")
 	}

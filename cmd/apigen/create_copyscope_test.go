@@ -45,7 +45,7 @@ func planVersion(t *testing.T, edit func(string) string, files, v2 map[string]st
 	}
 	op, err := loadOperator(op.mod)
 	require.NoError(t, err)
-	return op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	return op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 }
 
 // gadget is a second kind of the hub's package, as create api writes it.

@@ -40,7 +40,7 @@ func (in *Values) DeepCopyInto(out *Values) {
 }
 `
 	})
-	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.Contains(t, types, "type Values struct", "the hub's Values in the new version")

@@ -61,7 +61,7 @@ func TestWebhooksDocCreateCommand(t *testing.T) {
 func TestCreateWebhookServesTheHubVersionOnly(t *testing.T) {
 	t.Parallel()
 	op, dir := plannedOperator(t, nil)
-	p, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	for _, files := range []map[string][]byte{p.files, p.edits} {
 		for rel, src := range files {

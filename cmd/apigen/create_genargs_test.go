@@ -137,7 +137,7 @@ func TestCreateAPILeavesGenerateLineAlone(t *testing.T) {
 	before, err := os.ReadFile(filepath.Join(dir, "generate.go"))
 	require.NoError(t, err)
 	require.Contains(t, string(before), `  -rbac deploy -rbac-role "widget-operator"`)
-	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 	require.NoError(t, err)
 	require.Equal(t, op.genArgs, p.genArgs, "create api plans no change of the arguments")
 
@@ -208,7 +208,7 @@ func TestCreateExpandsGenerateLineAsGoGenerate(t *testing.T) {
 		}
 		return src
 	})
-	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 	require.NoError(t, err)
 	cfg, err := parseConfig(p.genArgs)
 	require.NoError(t, err)

@@ -79,7 +79,7 @@ func TestCreateAPIKeepsTheGroupsDirectory(t *testing.T) {
 	t.Parallel()
 	op, _ := initOperator(t, gadgetsPackage)
 
-	p, err := op.planAPI(t.Context(), "toys.example.com/v2/Gadget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "toys.example.com/v2/Gadget"})
 	require.NoError(t, err)
 	assert.Contains(t, p.files, "apis/gadgets/v2/types.go")
 	assert.Contains(t, string(p.files["apis/gadgets/v2/gadget_conversion.go"]), `gadgetsv1 "example.com/op/apis/gadgets/v1"`)
@@ -87,7 +87,7 @@ func TestCreateAPIKeepsTheGroupsDirectory(t *testing.T) {
 		assert.NotContains(t, f, "apis/toys", "a new file outside the group's directory")
 	}
 
-	p, err = op.planAPI(t.Context(), "toys.example.com/v1/Gizmo", nil)
+	p, err = op.planAPI(t.Context(), apiRequest{api: "toys.example.com/v1/Gizmo"})
 	require.NoError(t, err)
 	assert.Contains(t, p.files, "apis/gadgets/v1/gizmo_types.go")
 	ctrl := string(p.files["gizmo_controller.go"])
@@ -101,9 +101,9 @@ func TestCreateAPIKeepsTheGroupsDirectory(t *testing.T) {
 	}
 	assert.Contains(t, string(p.edits["main.go"]), "factory.Toys().V1().Gizmos()")
 
-	_, err = op.planAPI(t.Context(), "toys.example.org/v1/Robot", nil)
+	_, err = op.planAPI(t.Context(), apiRequest{api: "toys.example.org/v1/Robot"})
 	assert.ErrorContains(t, err, "the group toys.example.org's methods of the generated clientset and informer factory would be Toys(), as toys.example.com's are")
-	_, err = op.planAPI(t.Context(), "gadgets.example.com/v1/Robot", nil)
+	_, err = op.planAPI(t.Context(), apiRequest{api: "gadgets.example.com/v1/Robot"})
 	assert.ErrorContains(t, err, "the group gadgets.example.com has its packages in apis/gadgets, which toys.example.com's are in")
 }
 
@@ -155,7 +155,7 @@ func TestCreateWebhookOnKindOfDashedGroup(t *testing.T) {
 func TestCreateAPIVersionOfDashedGroup(t *testing.T) {
 	t.Parallel()
 	op, _ := initOperator(t, teamPackage)
-	p, err := op.planAPI(t.Context(), "my-team.example.com/v2/Robot", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "my-team.example.com/v2/Robot"})
 	require.NoError(t, err, "create api -api my-team.example.com/v2/Robot, the group's packages being in apis/myteam")
 	assert.Contains(t, p.files, "apis/myteam/v2/types.go")
 }
@@ -185,6 +185,6 @@ func TestCreateAPIRefusesGroupDirectoryItCannotImport(t *testing.T) {
 		"apis/internal/v1/doc.go":   strings.Replace(teamPackage["apis/myteam/v1/doc.go"], "+groupName=my-team.example.com\n", "+groupName=team.example.com\n", 1),
 		"apis/internal/v1/types.go": teamPackage["apis/myteam/v1/types.go"],
 	})
-	_, err := op.planAPI(t.Context(), "team.example.com/v2/Robot", nil)
+	_, err := op.planAPI(t.Context(), apiRequest{api: "team.example.com/v2/Robot"})
 	assert.ErrorContains(t, err, "the directory apis/internal of the group team.example.com's packages names the API's Go package directories (apis/internal/v2")
 }

@@ -28,7 +28,7 @@ var playthingsPackage = map[string]string{
 func TestCreateAPIKindUsesGroupGoName(t *testing.T) {
 	t.Parallel()
 	op, _ := initOperator(t, playthingsPackage)
-	p, err := op.planAPI(t.Context(), "toys.example.com/v1/Gizmo", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "toys.example.com/v1/Gizmo"})
 	require.NoError(t, err)
 	mainGo := string(p.edits["main.go"])
 	assert.Contains(t, mainGo, "factory.Playthings().V1().Gizmos()", "main.go's wiring of the Gizmo controller:\n%s", mainGo)
@@ -51,7 +51,7 @@ func TestCreateAPIVersionKeepsGroupGoName(t *testing.T) {
 		"toys.example.com/v2/Gadget": "apis/gadgets/v2/doc.go",
 		"toys.example.com/v3/Gizmo":  "apis/gadgets/v3/doc.go",
 	} {
-		p, err := op.planAPI(t.Context(), api, nil)
+		p, err := op.planAPI(t.Context(), apiRequest{api: api})
 		require.NoError(t, err, api)
 		src := string(p.files[doc])
 		assert.Contains(t, src, "// +groupName=toys.example.com\n", "%s: the new package's doc.go:\n%s", api, src)
@@ -102,12 +102,12 @@ func TestCreateAPINewGroupBesideGroupGoName(t *testing.T) {
 		extra[rel] = strings.Replace(src, "// +groupName=toys.example.com\n", "// +groupName=toys.example.com\n// +groupGoName=Playthings\n", 1)
 	}
 	op, _ := initOperator(t, extra)
-	p, err := op.planAPI(t.Context(), "toys.example.org/v1/Robot", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "toys.example.org/v1/Robot"})
 	require.NoError(t, err, "a new group whose methods (Toys()) and directory (apis/toys) are no other group's")
 	assert.Contains(t, p.files, "apis/toys/v1/types.go")
 	assert.Contains(t, string(p.edits["main.go"]), "factory.Toys().V1().Robots()")
 
 	// The existing group's Go name is taken.
-	_, err = op.planAPI(t.Context(), "playthings.example.org/v1/Robot", nil)
+	_, err = op.planAPI(t.Context(), apiRequest{api: "playthings.example.org/v1/Robot"})
 	assert.ErrorContains(t, err, "would be Playthings(), as toys.example.com's are")
 }

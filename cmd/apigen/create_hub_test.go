@@ -51,7 +51,7 @@ func TestCreateAPIHubMakesTheNewVersionTheHub(t *testing.T) {
 				}
 				return src
 			})
-			p, err := op.planNewAPI(t.Context(), "example.com/v2/Widget", nil, true)
+			p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget", hub: true})
 			require.NoError(t, err)
 			conv := string(p.files["apis/example/v1/widget_conversion.go"])
 			assert.Contains(t, conv, "package v1\n")
@@ -94,7 +94,7 @@ func TestCreateAPIHubRefusals(t *testing.T) {
 			want: []string{"-hub makes a new version of a kind its hub, and the operator has no Gadget in the group example.com: leave -hub out for a new kind; nothing written"}},
 		{name: "a kind of two versions", api: "example.com/v3/Widget",
 			setup: func(t *testing.T, op *operatorDir) *operatorDir {
-				p, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+				p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 				require.NoError(t, err)
 				return writePlan(t, op, p)
 			},
@@ -113,7 +113,7 @@ func TestCreateAPIHubRefusals(t *testing.T) {
 			if tc.setup != nil {
 				op = tc.setup(t, op)
 			}
-			p, err := op.planNewAPI(t.Context(), tc.api, nil, true)
+			p, err := op.planAPI(t.Context(), apiRequest{api: tc.api, hub: true})
 			require.Error(t, err)
 			assert.Nil(t, p)
 			for _, want := range tc.want {
@@ -160,7 +160,7 @@ func TestCreateWebhookConversionRefusesMissingConversions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op, dir := plannedOperator(t, nil)
-			p, err := op.planNewAPI(t.Context(), "example.com/v2/Widget", nil, tc.newHub)
+			p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget", hub: tc.newHub})
 			require.NoError(t, err)
 			op = writePlan(t, op, p)
 			if tc.edit != nil {

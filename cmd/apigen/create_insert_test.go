@@ -23,7 +23,7 @@ func TestCreateChangesOnlyItsLinesOfMain(t *testing.T) {
 		}
 		return src
 	})
-	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 	require.NoError(t, err)
 	require.Contains(t, p.edits, "main.go")
 	assert.Contains(t, string(p.edits["main.go"]), own, "the user's lines of main.go, outside the marker, as they were")
@@ -41,7 +41,7 @@ func TestCreateKeepsCRLFOfMain(t *testing.T) {
 		}
 		return src
 	})
-	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 	require.NoError(t, err)
 	got := string(p.edits["main.go"])
 	require.Contains(t, got, "\tcontrollers = append(controllers, gadgetCtrl)\r\n\t// +apigen:scaffold:controllers", "create api's lines, above the marker")
@@ -61,7 +61,7 @@ func TestCreateKeepsCRLFOfAPIPackage(t *testing.T) {
 		}
 		return strings.ReplaceAll(src, "\n", "\r\n")
 	})
-	p, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	edited, ok := p.edits["apis/example/v1/types.go"]
 	require.True(t, ok, "create api adds +kubebuilder:storageversion to the hub's types.go")
@@ -70,7 +70,7 @@ func TestCreateKeepsCRLFOfAPIPackage(t *testing.T) {
 	assert.Equal(t, strings.Count(text, "\n"), strings.Count(text, "\r\n"), "every line of the CRLF types.go ends in CRLF:\n%q", text[:strings.Index(text, "type Widget struct")])
 
 	op, _ = initOperator(t, map[string]string{"apis/example/v1/register.go": strings.ReplaceAll(selfRegisteringRegister, "\n", "\r\n")})
-	p, err = op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+	p, err = op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 	require.NoError(t, err)
 	text = string(p.edits["apis/example/v1/register.go"])
 	require.Contains(t, text, "\t\t&WidgetList{},\r\n\t\t&Gadget{},\r\n\t\t&GadgetList{},\r\n\t)")

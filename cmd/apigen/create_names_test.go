@@ -24,7 +24,7 @@ func TestCreateAcronymKindNames(t *testing.T) {
 		assert.Equal(t, want, lowerCamel(kind), kind)
 	}
 	op, dir := plannedOperator(t, nil)
-	p, err := op.planAPI(t.Context(), "example.com/v1/DNSRecord", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/DNSRecord"})
 	require.NoError(t, err)
 	assert.Contains(t, string(p.edits["main.go"]), "dnsRecordCtrl, err := newDNSRecordController(", "main.go's variable")
 	assert.Contains(t, string(p.files["dnsrecord_controller.go"]), `queue.New("dnsRecord",`, "the queue's name")
@@ -97,7 +97,7 @@ func TestScaffoldsPutNoArticleBeforeKind(t *testing.T) {
 				files["init "+tmpl] = string(src)
 			}
 			op, dir := plannedOperator(t, nil)
-			p, err := op.planAPI(t.Context(), "example.com/v1/"+kind, nil)
+			p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/" + kind})
 			require.NoError(t, err)
 			for rel, src := range p.files {
 				files["create api "+rel] = string(src)

@@ -33,7 +33,7 @@ func TestCreateAPIVersionKeepsPackageMarkers(t *testing.T) {
 	require.NoError(t, os.WriteFile(doc, b, 0o644))
 	op, err = loadOperator(op.mod)
 	require.NoError(t, err)
-	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.Regexp(t, "optional as the package's markers say.\n\tName +string `json:\"name\"`", types, "the hub's field, without +optional, in the new version")

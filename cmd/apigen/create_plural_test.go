@@ -85,7 +85,7 @@ func TestScaffoldsNameKindsByTheirPlural(t *testing.T) {
 			assert.Contains(t, initFiles["webhooks.go.tmpl"], "The webhooks of "+tc.prose+",")
 
 			op, dir := plannedOperator(t, nil)
-			p, err := op.planAPI(t.Context(), "example.com/v1/"+tc.kind, nil)
+			p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/" + tc.kind})
 			require.NoError(t, err)
 			types := "apis/example/v1/" + file + "_types.go"
 			assert.Contains(t, string(p.files[types]), "// "+tc.kind+"List is a list of "+tc.prose+".\n")

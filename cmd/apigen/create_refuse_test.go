@@ -94,7 +94,7 @@ type Extra struct {
 			}
 			op, err := loadOperator(op.mod)
 			require.NoError(t, err)
-			plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+			plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 			require.ErrorContains(t, err, tc.err)
 			assert.Nil(t, plan, "nothing planned")
 		})

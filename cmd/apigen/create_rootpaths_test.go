@@ -31,7 +31,7 @@ func TestCreateAPIAddsRootToRBACPaths(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"./internal/..."}, must(parseConfig(op.genArgs)).rbacPaths)
 
-	p, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 	require.NoError(t, err)
 	require.Contains(t, string(p.files["gadget_controller.go"]), "+kubebuilder:rbac:groups=example.com,resources=gadgets,")
 	assert.Equal(t, []string{"./internal/...", "."}, must(parseConfig(p.genArgs)).rbacPaths)
@@ -48,7 +48,7 @@ func TestCreateAPIAddsRootToRBACPaths(t *testing.T) {
 			break
 		}
 	}
-	p, err = op.planAPI(t.Context(), "example.com/v1/Gizmo", nil)
+	p, err = op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gizmo"})
 	require.NoError(t, err)
 	assert.Equal(t, op.genArgs, p.genArgs)
 	assert.Empty(t, p.notes)

@@ -96,7 +96,7 @@ func TestCreateAPIVersionScopeMarkers(t *testing.T) {
 			}
 			op, err := loadOperator(module{root: dir, path: s.Module})
 			require.NoError(t, err)
-			plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+			plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

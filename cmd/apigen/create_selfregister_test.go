@@ -99,7 +99,7 @@ func TestCreateAPIRefusesKindNamedLikeDeclaration(t *testing.T) {
 		"example.com/v1/Install":   "", // register-gen's, but it does not run for the package
 		"example.com/v1/GroupName": "apis/example/v1/register.go declares a constant GroupName",
 	} {
-		_, err := op.planAPI(t.Context(), api, nil)
+		_, err := op.planAPI(t.Context(), apiRequest{api: api})
 		if want == "" {
 			assert.NoError(t, err, api)
 			continue
@@ -156,7 +156,7 @@ func TestCreateAPIRegistersKindInSelfRegisteringPackage(t *testing.T) {
 		{"in one line", oneLine, "scheme.AddKnownTypes(SchemeGroupVersion, &Widget{}, &WidgetList{}, &Gadget{}, &GadgetList{})", ", &Gadget{}, &GadgetList{}"},
 	} {
 		op, _ := initOperator(t, map[string]string{"apis/example/v1/register.go": tt.register})
-		p, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+		p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 		require.NoError(t, err, tt.name)
 		got := string(p.edits["apis/example/v1/register.go"])
 		assert.Contains(t, got, tt.want, tt.name)
@@ -170,7 +170,7 @@ func TestCreateAPIRegistersKindInSelfRegisteringPackage(t *testing.T) {
 		"apis/example/v2/types.go":    strings.NewReplacer("package v1", "package v2", "Widget", "Gadget", "widgets", "gadgets").Replace(mustRenderInit(t, "types.go.tmpl")),
 		"apis/example/v2/register.go": strings.NewReplacer("package v1", "package v2", `"v1"`, `"v2"`, "Widget", "Gadget").Replace(selfRegisteringRegister),
 	})
-	p, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	assert.Contains(t, string(p.edits["apis/example/v2/register.go"]), "\t\t&Gadget{},\n\t\t&GadgetList{},\n\t\t&Widget{},\n\t\t&WidgetList{},\n\t)", "the new version registered")
 	assert.Contains(t, p.files, "apis/example/v2/widget_types.go")
@@ -178,7 +178,7 @@ func TestCreateAPIRegistersKindInSelfRegisteringPackage(t *testing.T) {
 	// A package that registers itself with register-gen's names generated
 	// is left to register-gen.
 	op, _ = initOperator(t, nil)
-	p, err = op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+	p, err = op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"main.go"}, slices.Collect(maps.Keys(p.edits)))
 }
@@ -197,7 +197,7 @@ func TestCreateAPIRefusesKindItCannotRegister(t *testing.T) {
 		"a build constraint":    "//go:build linux\n\n" + selfRegisteringRegister,
 	} {
 		op, _ := initOperator(t, map[string]string{"apis/example/v1/register.go": register})
-		_, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+		_, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), "&Gadget{} and &GadgetList{} must join the types it registers", name)
 		assert.Contains(t, err.Error(), "nothing written", name)

@@ -182,7 +182,7 @@ func TestCreateWithoutMarkerPrints(t *testing.T) {
 		}
 		op, err := loadOperator(module{root: dir, path: s.Module})
 		require.NoError(t, err)
-		api, err := op.planAPI(t.Context(), "example.com/v1/Gadget", nil)
+		api, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
 		require.NoError(t, err)
 		hooks, err := op.planWebhooks(webhookRequest{kind: "Widget", validation: true})
 		require.NoError(t, err)

@@ -35,7 +35,7 @@ func TestCreateAPIVersionCopiesGroupedTypes(t *testing.T) {
 	}
 	op, err := loadOperator(module{root: dir, path: s.Module})
 	require.NoError(t, err)
-	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.NotEmpty(t, types, "the new version's types")
@@ -71,7 +71,7 @@ func TestCreateAPIVersionKeepsPrintColumns(t *testing.T) {
 	}
 	op, err := loadOperator(module{root: dir, path: s.Module})
 	require.NoError(t, err)
-	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.NotEmpty(t, types, "the new version's types")
@@ -115,7 +115,7 @@ func TestCreateAPIVersionKeepsSpecValidation(t *testing.T) {
 		require.Contains(t, text, "// WidgetSpec is the desired state")
 		return strings.Replace(text, "// WidgetSpec is the desired state", rule+"\n\n// WidgetSpec is the desired state", 1)
 	})
-	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.Contains(t, types, "type WidgetSpec struct", "the new version's types")
@@ -156,7 +156,7 @@ func TestCreateAPIVersionsShareTypes(t *testing.T) {
 	for _, api := range []string{"example.com/v2/Widget", "example.com/v2/Gadget"} {
 		op, err := loadOperator(op.mod)
 		require.NoError(t, err)
-		plan, err := op.planAPI(t.Context(), api, nil)
+		plan, err := op.planAPI(t.Context(), apiRequest{api: api})
 		require.NoError(t, err, "create api -api %s", api)
 		write(plan)
 	}
@@ -178,7 +178,7 @@ func TestCreateAPIVersionOfKindWithoutStatus(t *testing.T) {
 		require.True(t, start > 0 && end > start)
 		return text[:start] + text[end:]
 	})
-	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err, "create api -api example.com/v2/Widget of a kind without a status")
 	types := string(plan.files["apis/example/v2/types.go"])
 	assert.Contains(t, types, "type WidgetSpec struct", types)
@@ -196,7 +196,7 @@ func TestCreateAPIVersionCopiesImportsAndConstants(t *testing.T) {
 		text = strings.Replace(text, "\tMessage string", "\tRef lib.Ref `json:\"ref\"`\n\tDoc *yaml.Node `json:\"-\"`\n\tSlots [MaxSlots]int32 `json:\"slots\"`\n\tMessage string", 1)
 		return text + "\n// MaxSlots is the most slots.\nconst MaxSlots = slotsPerZone * 2\n\nconst slotsPerZone = 4\n"
 	})
-	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	types := string(plan.files["apis/example/v2/types.go"])
 	require.Contains(t, types, "type WidgetSpec struct", "the new version's types")
@@ -223,7 +223,7 @@ func TestCreateAPIVersionRefusesChangedSharedType(t *testing.T) {
 	require.NoError(t, err)
 	gadget := strings.Replace(string(src), "\tMessage string", "\tSize Size `json:\"size,omitempty\"`\n\tMessage string", 1)
 	require.NoError(t, os.WriteFile(filepath.Join(op.mod.root, "apis/example/v1/gadget_types.go"), []byte(gadget), 0o644))
-	plan, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	plan, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	v2 := string(plan.files["apis/example/v2/types.go"])
 	require.Contains(t, v2, "\tReplicas int32 `json:\"replicas\"`")
@@ -235,7 +235,7 @@ func TestCreateAPIVersionRefusesChangedSharedType(t *testing.T) {
 	}
 	op, err = loadOperator(op.mod)
 	require.NoError(t, err)
-	_, err = op.planAPI(t.Context(), "example.com/v2/Gadget", nil)
+	_, err = op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Gadget"})
 	require.ErrorContains(t, err, "apis/example/v2/types.go declares Size, which the new version of Gadget copies from v1 (apis/example/v1/types.go), unlike it")
 }
 
@@ -265,7 +265,7 @@ const (
 )
 `
 	})
-	p, err := op.planAPI(t.Context(), "example.com/v2/Widget", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget"})
 	require.NoError(t, err)
 	src := string(p.files["apis/example/v2/types.go"])
 	require.Contains(t, src, "type Size string")

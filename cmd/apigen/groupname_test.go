@@ -65,7 +65,7 @@ func TestInitGroupNamedInternalInterfaces(t *testing.T) {
 func TestCreateDashedGroupRefusalSaysWhy(t *testing.T) {
 	t.Parallel()
 	op, _ := plannedOperator(t, nil)
-	_, err := op.planAPI(t.Context(), "my-team.example.com/v1/Gadget", nil)
+	_, err := op.planAPI(t.Context(), apiRequest{api: "my-team.example.com/v1/Gadget"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "my-team", "the error names the label it refuses")
 	assert.NotContains(t, err.Error(), "a group with a dot", "the group has a dot")

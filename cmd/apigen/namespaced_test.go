@@ -80,7 +80,7 @@ func TestCreateAPIClusterScopedKind(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			op, _ := plannedOperator(t, nil)
-			p, err := op.planAPI(t.Context(), "example.com/v1/Gadget", tt.namespaced)
+			p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget", namespaced: tt.namespaced})
 			require.NoError(t, err)
 			types, ctrl, test := string(p.files["apis/example/v1/gadget_types.go"]), string(p.files["gadget_controller.go"]), string(p.files["gadget_controller_test.go"])
 			require.NotEmpty(t, types)
@@ -125,7 +125,7 @@ func TestCreateAPIVersionHasItsKindsScope(t *testing.T) {
 				edit = clusterScoped
 			}
 			op, _ := plannedOperator(t, edit)
-			p, err := op.planAPI(t.Context(), "example.com/v2/Widget", tt.namespaced)
+			p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget", namespaced: tt.namespaced})
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				assert.Nil(t, p, "nothing planned")

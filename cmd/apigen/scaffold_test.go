@@ -83,7 +83,7 @@ func TestAPIFlagRefusalNamesTheWrongPart(t *testing.T) {
 		})
 	}
 	op, _ := plannedOperator(t, nil)
-	_, err := op.planAPI(t.Context(), "shop.example.com/v3beta/Order", nil)
+	_, err := op.planAPI(t.Context(), apiRequest{api: "shop.example.com/v3beta/Order"})
 	assert.ErrorContains(t, err, `-api "shop.example.com/v3beta/Order" is not GROUP/VERSION/KIND: the version "v3beta" is not v and a number`, "create api's")
 }
 

@@ -27,7 +27,7 @@ func TestScaffoldControllersGrantUpdateOfStatus(t *testing.T) {
 	assert.Contains(t, string(src), want, "init's controller.go")
 
 	op, _ := plannedOperator(t, nil)
-	p, err := op.planAPI(t.Context(), "example.com/v1/Shelf", nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Shelf"})
 	require.NoError(t, err)
 	assert.Contains(t, string(p.files["shelf_controller.go"]), want, "create api's shelf_controller.go")
 }
