@@ -78,7 +78,6 @@ func TestScaffoldsNameKindsByTheirPlural(t *testing.T) {
 				initFiles[name] = string(src)
 			}
 			assert.Contains(t, initFiles["types.go.tmpl"], "// "+tc.kind+"List is a list of "+tc.prose+".\n")
-			assert.Contains(t, initFiles["main.go.tmpl"], `"Number of `+tc.prose+` reconciled at once."`)
 			assert.Contains(t, initFiles["controller.go.tmpl"], "returns the controller of "+tc.prose+" over their informer")
 			assert.Contains(t, initFiles["controller.go.tmpl"], "client versioned.Interface, "+tc.goName+" "+lower+"informers.")
 			assert.Contains(t, initFiles["controller.go.tmpl"], "r."+tc.goName+".Get(key)")
@@ -136,4 +135,16 @@ func TestScaffoldsNameKindsByAPluralThatIsNoGoName(t *testing.T) {
 	s = &scaffold{Kind: "Gizmo", Plural: "widgets"}
 	assert.Equal(t, "Widgets", s.KindPlural())
 	assert.Equal(t, "widgets", s.LowerPlural())
+}
+
+// The operator's --workers flag sets the workers of every controller,
+// those create api adds too: its help names no kind.
+func TestCreateAPIWorkersHelpNamesNoKind(t *testing.T) {
+	t.Parallel()
+	op, _ := plannedOperator(t, nil)
+	p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v1/Gadget"})
+	require.NoError(t, err)
+	main := string(p.edits["main.go"])
+	require.Contains(t, main, "gadgetCtrl, err := newGadgetController(client, factory.Example().V1().Gadgets(), append(o.ControllerOptions(), queue.WithWorkers(o.workers))...)")
+	assert.Contains(t, main, `fs.IntVar(&o.workers, "workers", 2, "Number of objects each controller reconciles at once.")`)
 }
