@@ -16,6 +16,7 @@ import (
 // and a nested struct, promoted v1alpha1 -> v1 with -hub, then create
 // webhook -conversion, then a third version v2 without -hub. Each step
 // should succeed, and the module should build, vet and pass its tests.
+// (Round 16: this passes; kept as the end-to-end check the brief asked for.)
 func TestReviewHubClusterScopedSecondGroupEndToEnd(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
@@ -60,5 +61,4 @@ func TestReviewHubClusterScopedSecondGroupEndToEnd(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
 	}
-	_ = exec.Command("cp", "-r", dir, "/tmp/r62y/hub1").Run()
 }
