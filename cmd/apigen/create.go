@@ -1245,8 +1245,7 @@ func (op *operatorDir) planAPI(ctx context.Context, req apiRequest) (*createPlan
 			}
 			p.edits[hub.file] = slices.Concat(src[:hub.genclient], []byte(lineEnd(src, hub.genclient)+"// +kubebuilder:storageversion"), src[hub.genclient:])
 		}
-		convert := strings.ToLower(s.Kind) + "_conversion_webhook.go"
-		if _, err := os.Stat(filepath.Join(op.mod.root, convert)); err == nil {
+		if convert, ok := op.conversionWebhookOf(s, hub); ok {
 			spoke := kindVersion{groupDir: s.GroupDir, version: s.Version}
 			if err := p.insert(op, convert, markVersions, spokeLine(s.Kind, hub.version, spoke.Alias()), [2]string{spoke.Alias(), s.Module + "/" + s.APIDir}); err != nil {
 				return nil, err
@@ -1368,12 +1367,31 @@ func (op *operatorDir) refuseNewHub(s *scaffold, versions []kindVersion, hub kin
 			s.Version, s.Group+"/"+s.Version+"/"+s.Kind, hub.version, s.Kind, s.Version,
 			s.APIDir, strings.ToLower(s.Kind), s.Kind, upperFirst(s.Version), s.Kind, upperFirst(s.Version), hub.version)
 	}
-	convert := strings.ToLower(s.Kind) + "_conversion_webhook.go"
-	if _, err := os.Lstat(filepath.Join(op.mod.root, convert)); err == nil {
+	if convert, ok := op.conversionWebhookOf(s, hub); ok {
 		return fmt.Errorf("-hub: %s has a conversion webhook (%s) whose versions convert through the hub %s with %s, which create does not rewrite: run apigen create api -api %s without -hub, or delete %s and its test, then run apigen create api -hub and apigen create webhook -kind %s -conversion again; nothing written",
 			s.Kind, convert, hub.version, hubName, s.Group+"/"+s.Version+"/"+s.Kind, convert, s.Kind)
 	}
 	return nil
+}
+
+// conversionWebhookOf returns the module root's file of s's kind's
+// conversion webhook as create webhook -conversion writes it,
+// <kind>_conversion_webhook.go, and whether there is one: the file
+// counts only where it imports the package of hub, the kind's hub, so
+// that a kind of the same name in another group is not taken for it.
+func (op *operatorDir) conversionWebhookOf(s *scaffold, hub kindVersion) (string, bool) {
+	rel := strings.ToLower(s.Kind) + "_conversion_webhook.go"
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(op.mod.root, rel), nil, parser.ImportsOnly|parser.SkipObjectResolution)
+	if err != nil {
+		return rel, false
+	}
+	hubPath := strconv.Quote(s.Module + "/" + hub.dir)
+	for _, imp := range f.Imports {
+		if imp.Path.Value == hubPath {
+			return rel, true
+		}
+	}
+	return rel, false
 }
 
 // kindMarkers returns the lines of the comments above the type kind of

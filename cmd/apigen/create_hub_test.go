@@ -102,7 +102,7 @@ func TestCreateAPIHubRefusals(t *testing.T) {
 				"move \"// +kubebuilder:storageversion\" from v1's type Widget to v3's", "delete apis/example/v3's widget_conversion.go", "write ConvertWidgetToV3 and ConvertWidgetFromV3 in each other version's package"}},
 		{name: "a kind with a conversion webhook", api: "example.com/v2/Widget",
 			setup: func(t *testing.T, op *operatorDir) *operatorDir {
-				require.NoError(t, os.WriteFile(filepath.Join(op.mod.root, "widget_conversion_webhook.go"), []byte("package main\n"), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(op.mod.root, "widget_conversion_webhook.go"), []byte("package main\n\nimport examplev1 \"example.com/op/apis/example/v1\"\n\nvar _ examplev1.Widget\n"), 0o644))
 				return op
 			},
 			want: []string{"-hub: Widget has a conversion webhook (widget_conversion_webhook.go) whose versions convert through the hub v1 with ConvertWidgetToV1 and ConvertWidgetFromV1"}},

@@ -9,16 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// create api -hub is refused for a kind "with a conversion webhook
-// already" (docs/new-api.md), found by the file name
-// <kind>_conversion_webhook.go alone. Where two groups have a kind of that
-// name (docs/webhooks.md: "where the module has such kinds of its own
-// making, -group picks the one that gets the webhooks"), the conversion
-// webhook of example.com's Widget refuses -hub for other.example.com's
-// Widget, which has one version and no conversion webhook, and tells the
-// user to delete example.com's webhook. -hub should plan (or the check
-// should be of the webhook's own group).
-func TestReviewHubRefusedForAnotherGroupsConversionWebhook(t *testing.T) {
+// Where two groups have a kind of one name, the conversion webhook of the
+// one (<kind>_conversion_webhook.go, importing its hub's package) is not
+// the other's: create api of the other's new version leaves it alone, and
+// -hub plans for the other, whose one version has no conversion webhook.
+func TestCreateAPIConversionWebhookIsOfItsOwnGroup(t *testing.T) {
 	t.Parallel()
 	op, dir := plannedOperator(t, nil)
 	other := &scaffold{Name: "widget-operator"}
