@@ -14,9 +14,7 @@ import (
 // module as it was (content and mode), no new file or directory left.
 func TestCreateBuildFailureUndoes(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "wip.go"), []byte("package main\n\nfunc wip() int { return \"not yet\" }\n"), 0o644))
 	require.NoError(t, os.Chmod(filepath.Join(dir, "main.go"), 0o600))
 	before, beforeDirs := tree(t, dir), dirs(t, dir)

@@ -17,9 +17,7 @@ import (
 // module, "op" here) that is left there.
 func TestCreateWebhookLeavesNoBuildOutput(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	before := tree(t, dir)
 
 	code, stdout, stderr := apigenIn(t, dir, nil, "create", "webhook", "-kind", "Widget", "-validation")
@@ -40,9 +38,7 @@ func TestCreateWebhookLeavesNoBuildOutput(t *testing.T) {
 // from building what it wrote, nor is it touched.
 func TestCreateWebhookBuildsBesideADirectoryNamedAsTheBinary(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "op"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "op", "notes.txt"), []byte("notes\n"), 0o644))
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Create api with a new kind whose names collide with the operator's kind
@@ -19,9 +18,7 @@ func TestCreateAPICollidingKind(t *testing.T) {
 	for _, api := range []string{"example.com/v1/WidgetList", "example.com/v2/Widgets"} {
 		t.Run(api, func(t *testing.T) {
 			t.Parallel()
-			dir := operatorModule(t, t.TempDir())
-			code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-			require.Equal(t, 0, code, "init: %s", stderr)
+			dir := widgetOperator(t)
 			before, beforeDirs := tree(t, dir), dirs(t, dir)
 			code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", api)
 			if code != 0 {
@@ -51,9 +48,7 @@ func TestCreateAPICollidingKind(t *testing.T) {
 // anything is written, as bad input is, naming the clash.
 func TestCreateAPIRefusesKindNamedLikeRegisterGenName(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	before := tree(t, dir)
 	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v1/Resource")
 	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)

@@ -23,9 +23,7 @@ func TestCreateUndoKeepsWhatTheUserSavedMeanwhile(t *testing.T) {
 	t.Parallel()
 	realGo, err := exec.LookPath("go")
 	require.NoError(t, err)
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "wip.go"), []byte("package main\n\nfunc wip() int { return \"not yet\" }\n"), 0o644))
 
 	// The user's save of main.go, while create's build of what it wrote
@@ -52,9 +50,7 @@ func TestCreateFailedBeforeTidyKeepsTheUsersGoMod(t *testing.T) {
 	t.Parallel()
 	realGo, err := exec.LookPath("go")
 	require.NoError(t, err)
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 
 	// The user's save of go.mod while create's generators load the
 	// packages, whose load then fails (a go on PATH that does both).

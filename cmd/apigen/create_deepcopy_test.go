@@ -60,9 +60,7 @@ func (in *Values) DeepCopyInto(out *Values) {
 // api fails generating it).
 func TestCreatedVersionWithHandWrittenDeepCopyBuilds(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	editModuleFile(t, dir, "apis/example/v1/types.go",
 		"\tMessage string `json:\"message,omitempty\"`\n",
 		"\tMessage string `json:\"message,omitempty\"`\n\t// Values are the user's free-form values.\n\t// +optional\n\tValues Values `json:\"values,omitempty\"`\n")

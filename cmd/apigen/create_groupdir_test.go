@@ -112,9 +112,7 @@ func TestCreateAPIKeepsTheGroupsDirectory(t *testing.T) {
 // the group: both build, and the operator's tests pass.
 func TestCreateInGroupDirectoryBuilds(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	for rel, src := range gadgetsPackage {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(src), 0o644))

@@ -65,9 +65,7 @@ func TestCreateAPIVersionKeepsGroupGoName(t *testing.T) {
 // the group after +groupGoName, and the operator's tests pass.
 func TestCreateInGroupWithGroupGoNameBuilds(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	for rel, src := range playthingsPackage {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), []byte(src), 0o644))

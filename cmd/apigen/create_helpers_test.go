@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,4 +45,38 @@ func plannedOperator(t *testing.T, edit func(rel, src string) string) (*operator
 	op, err := loadOperator(module{root: dir, path: s.Module})
 	require.NoError(t, err)
 	return op, dir
+}
+
+// widgetOperatorModule is the module made once per test binary, in
+// sharedDir, by widgetOperator, or what failed.
+var widgetOperatorModule struct {
+	once sync.Once
+	dir  string
+	err  string
+}
+
+// sharedDir holds what tests share across the test binary, removed by
+// TestMain after the tests.
+var sharedDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "apigen-test-") })
+
+// widgetOperator returns a new module in which apigen init -name
+// widget-operator -api example.com/v1/Widget has run (with its
+// generation, go mod tidy and build): a copy of one made once per test
+// binary, so that the tests that start from it do not each pay for init.
+func widgetOperator(t *testing.T) string {
+	t.Helper()
+	m := &widgetOperatorModule
+	m.once.Do(func() {
+		m.err = "the shared init did not finish (see the first test that asked for it)"
+		shared, err := sharedDir()
+		require.NoError(t, err)
+		dir := operatorModule(t, shared)
+		code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
+		require.Equal(t, 0, code, "init: %s", stderr)
+		m.dir, m.err = dir, ""
+	})
+	require.Empty(t, m.err)
+	dir := filepath.Join(t.TempDir(), "op")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(m.dir)))
+	return dir
 }

@@ -22,9 +22,7 @@ import (
 // "exact while the versions' fields are the same").
 func TestCreatedVersionKeepsMethodsOfCopiedTypes(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	editModuleFile(t, dir, "apis/example/v1/types.go",
 		"import metav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"",
 		"import (\n\t\"encoding/json\"\n\t\"strconv\"\n\t\"strings\"\n\n\tmetav1 \"k8s.io/apimachinery/pkg/apis/meta/v1\"\n)",

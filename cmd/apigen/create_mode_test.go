@@ -13,9 +13,7 @@ import (
 // modes are the user's, and stay as they were.
 func TestCreateKeepsEditedFilesMode(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	require.NoError(t, os.Chmod(filepath.Join(dir, "main.go"), 0o600))
 	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v1/Gadget")
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)

@@ -19,9 +19,7 @@ import (
 // written: no v2 declares Gadget, and the module builds as it did.
 func TestCreatedVersionDoesNotCopyAnotherKind(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v1/Gadget")
 	require.Equal(t, 0, code, "create api Gadget\nstdout: %s\nstderr: %s", stdout, stderr)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "apis/example/v1/widget_gadget.go"), []byte(`package v1

@@ -51,9 +51,7 @@ func TestCreateAPIVersionKeepsPackageMarkers(t *testing.T) {
 // v2 schema requires spec.name, its v1 schema does not.
 func TestCreatedVersionSchemaKeepsPackageMarkers(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	editModuleFile(t, dir, "apis/example/v1/doc.go",
 		"// +groupName=example.com\n", "// +groupName=example.com\n// +kubebuilder:validation:Optional\n")
 	editModuleFile(t, dir, "apis/example/v1/types.go",

@@ -20,9 +20,7 @@ import (
 // finds no kind for the resource the client asks for.
 func TestCreateAPIKindWithIrregularPluralTestPasses(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v1/Gizmo")
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	assert.Contains(t, tree(t, dir)["apis/example/v1/gizmo_types.go"], "+resourceName=gizmoes")

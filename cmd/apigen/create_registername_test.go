@@ -18,9 +18,7 @@ import (
 // GroupName too: the new version does not build, and create api fails.
 func TestCreatedVersionOfSelfRegisteringHubBuilds(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	v1 := filepath.Join(dir, "apis/example/v1")
 	gen := filepath.Join(v1, "zz_generated.register.go")
 	b, err := os.ReadFile(gen)

@@ -17,9 +17,7 @@ import (
 // test of the conversion webhook passes.
 func TestCreatedVersionRoundTrips(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	p := filepath.Join(dir, "apis/example/v1/types.go")
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)

@@ -19,9 +19,7 @@ import (
 // immutable on a cluster that has the CRD.
 func TestCreateAPIKeepsClusterScope(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 
 	// The user makes Widget cluster-scoped, and adapts the controller.
 	edit := func(rel string, pairs ...string) {

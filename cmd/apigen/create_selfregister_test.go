@@ -117,9 +117,7 @@ func TestCreateAPIRefusesKindNamedLikeDeclaration(t *testing.T) {
 // stores Gadgets), as the operator's informer would list them.
 func TestCreatedKindOfSelfRegisteringPackageIsRegistered(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	v1 := filepath.Join(dir, "apis/example/v1")
 	gen := filepath.Join(v1, "zz_generated.register.go")
 	b, err := os.ReadFile(gen)

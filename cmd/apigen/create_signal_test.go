@@ -16,12 +16,10 @@ import (
 // as they were, not remove them.
 func TestCreateStoppedRestoresEditedFiles(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	before, beforeDirs := tree(t, dir), dirs(t, dir)
 
-	code, _, stderr = apigenIn(t, dir, []string{stopEnv + "=crd:TERM"}, "create", "webhook", "-kind", "Widget", "-validation")
+	code, _, stderr := apigenIn(t, dir, []string{stopEnv + "=crd:TERM"}, "create", "webhook", "-kind", "Widget", "-validation")
 	require.Equal(t, 128+int(syscall.SIGTERM), code, "stderr: %s", stderr)
 	after := tree(t, dir)
 	var missing, changed []string

@@ -19,9 +19,7 @@ import (
 // refused with a reason and write nothing.
 func TestCreate(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	own := map[string]string{
 		"helpers.go":     "package main\n\n// greeting is the user's own.\nfunc greeting() string { return \"hello\" }\n\nvar _ = greeting\n",
 		"notes/todo.txt": "the user's own notes\n",

@@ -46,9 +46,7 @@ func goIn(t *testing.T, dir string, args ...string) string {
 // resource.
 func TestCreateAPIVersionKeepsPlural(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	editModuleFile(t, dir, "apis/example/v1/types.go",
 		"+kubebuilder:resource:path=widgets\n", "+kubebuilder:resource:path=widgetz\n",
 		"+resourceName=widgets\n", "+resourceName=widgetz\n")
@@ -84,9 +82,7 @@ func TestCreateAPIVersionKeepsPlural(t *testing.T) {
 // marker, not the hub's, so each go generate flips the CRD between having
 // the short names and not (`kubectl get wg` works, or not, after each).
 func TestCreateAPIVersionKeepsShortNames(t *testing.T) {
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	editModuleFile(t, dir, "apis/example/v1/types.go",
 		"+kubebuilder:resource:path=widgets\n", "+kubebuilder:resource:path=widgets,shortName=wg,categories=example\n")
 	code, stdout, stderr := apigenIn(t, dir, nil, "create", "api", "-api", "example.com/v2/Widget")

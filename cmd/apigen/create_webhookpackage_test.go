@@ -89,9 +89,7 @@ func TestCreateWebhookIgnoresWebhooksPackageWithoutMarkers(t *testing.T) {
 // them in one").
 func TestCreateWebhookBesideWebhooksPackageEndToEnd(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "webhooks"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhooks", "widget.go"), []byte(`// Package webhooks holds the operator's webhooks.
 package webhooks
@@ -111,7 +109,7 @@ const Path = "/validate-widget"
 	goIn(t, dir, "build", "./...")
 	before := tree(t, dir)
 
-	code, _, stderr = apigenIn(t, dir, nil, "create", "webhook", "-kind", "Widget", "-defaulting")
+	code, _, stderr := apigenIn(t, dir, nil, "create", "webhook", "-kind", "Widget", "-defaulting")
 	assert.Equal(t, 1, code, "stderr: %s", stderr)
 	assert.NotContains(t, stderr, "webhook markers in 2 packages", "create planned a generation that cannot pass")
 	assert.Contains(t, stderr, "webhook markers are in ./webhooks")

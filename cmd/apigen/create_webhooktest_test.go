@@ -33,9 +33,7 @@ func TestCreateWebhookTestCompilesForAdmissionGroup(t *testing.T) {
 // test passes.
 func TestCreateDefaultingWebhookTestOfKindWithoutSpec(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "apis/example/v1/setting_types.go"), []byte(`package v1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,9 +77,7 @@ type SettingList struct {
 // the objects as the API server does (apiequality.Semantic), by value.
 func TestCreateDefaultingWebhookTestOfKindWithQuantity(t *testing.T) {
 	t.Parallel()
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	types := filepath.Join(dir, "apis/example/v1/types.go")
 	b, err := os.ReadFile(types)
 	require.NoError(t, err)

@@ -28,9 +28,7 @@ func TestCreateFailedWriteLeavesMainGoWhole(t *testing.T) {
 	if err != nil {
 		t.Skip("no prlimit")
 	}
-	dir := operatorModule(t, t.TempDir())
-	code, _, stderr := apigenIn(t, dir, nil, "init", "-name", "widget-operator", "-api", "example.com/v1/Widget")
-	require.Equal(t, 0, code, "init: %s", stderr)
+	dir := widgetOperator(t)
 	before := tree(t, dir)
 	mainGo, goSum := before["main.go"], before["go.sum"]
 	// A limit below main.go's size (and go.sum's), above generate.go's.

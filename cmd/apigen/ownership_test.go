@@ -24,7 +24,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(commandEnv) == "1" {
 		main()
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if dir, err := sharedDir(); err == nil {
+		_ = os.RemoveAll(dir)
+	}
+	os.Exit(code)
 }
 
 // handWritten are the user's files in every directory apigen writes to:
