@@ -2161,7 +2161,7 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 	header := string(src[:tmpl[s.Kind].start])
 	var b strings.Builder
 	b.WriteString(header)
-	for i, d := range copied {
+	for i, d := range withConstsAfterTypes(copied, constsOf) {
 		text := d.src
 		if i == 0 {
 			text = withoutVersionMarkers(text)
@@ -2215,6 +2215,35 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 	}
 	formatted, err := format.Source(out.Bytes())
 	return formatted, fields, err
+}
+
+// withConstsAfterTypes returns the declarations copied in their order,
+// but each declaration of constants of constsOf (by the name of the type
+// they are declared with) that is copied comes right after the first
+// copied type it is declared with (before its methods), as the user
+// writes an enum's values after its type.
+func withConstsAfterTypes(copied []*apiDecl, constsOf map[string][]*apiDecl) []*apiDecl {
+	after := map[*apiDecl][]*apiDecl{} // by the type they come after
+	moved := map[*apiDecl]bool{}
+	for _, d := range copied {
+		if _, ok := d.node.(*ast.TypeSpec); !ok {
+			continue
+		}
+		for _, c := range constsOf[d.names[0]] {
+			if !moved[c] && slices.Contains(copied, c) {
+				after[d] = append(after[d], c)
+				moved[c] = true
+			}
+		}
+	}
+	out := make([]*apiDecl, 0, len(copied))
+	for _, d := range copied {
+		if !moved[d] {
+			out = append(out, d)
+			out = append(out, after[d]...)
+		}
+	}
+	return out
 }
 
 // packageMarkers plans the CRD markers of the hub's package (such as
@@ -2390,8 +2419,11 @@ func buildsOn(dir, name string, src []byte) (here, everywhere bool, err error) {
 
 // packageDeclsOf is packageDecls of the files given by name. A
 // declaration in a group, type (A string; B string), is one of its own,
-// with the comments above it in the group; constants whose values depend
-// on their order (iota, or a value left out) are one declaration together.
+// with the comments above it in the group; but a group of constants is
+// one declaration, whole, with its doc comment, as the user wrote it (an
+// enum's values; constants whose values depend on their order, iota or
+// a value left out, cannot be apart), unless it declares one of the
+// registerNames, which a new version never copies.
 // Variables and functions are declarations too (value), methods are those
 // of their receiver's type, not declarations of their own.
 func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*apiDecl, error) {
@@ -2439,7 +2471,7 @@ func packageDeclsOf(fset *token.FileSet, files map[string][]byte) (map[string]*a
 			if !ok || (g.Tok != token.TYPE && g.Tok != token.CONST && g.Tok != token.VAR) {
 				continue
 			}
-			if !g.Lparen.IsValid() || (g.Tok == token.CONST && ordered(g)) {
+			if !g.Lparen.IsValid() || (g.Tok == token.CONST && (ordered(g) || !slices.ContainsFunc(specNames(g.Specs...), func(n string) bool { return registerNames[n] }))) {
 				start := g.Pos()
 				if cs := typeComments(fset, f, g); len(cs) > 0 {
 					start = cs[len(cs)-1].Pos()

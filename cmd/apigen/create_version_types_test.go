@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -271,5 +273,97 @@ const (
 	require.Contains(t, src, "type Size string")
 	for _, want := range []string{`SizeSmall Size = "Small"`, `SizeLarge Size = "Large"`} {
 		assert.Contains(t, src, want, "v2 has the type Size with its values:\n%s", src)
+	}
+}
+
+// A new version copies the constants declared with a type as the user
+// wrote them, right after the type: a grouped const block whole, with its
+// doc comment, its constants' comments, iota and the values it leaves
+// out, and its layout (not one `const X T = "x"` line per constant, after
+// whatever the kind copies last); a block that holds other constants
+// beside the type's whole too; single const lines as they were. So with
+// and without -hub.
+func TestCreateAPIVersionKeepsConstBlocksAsWritten(t *testing.T) {
+	t.Parallel()
+	const sizeType = "// Size is the size of a Widget.\n// +kubebuilder:validation:Enum=Small;Large\ntype Size string"
+	const levelType = "// Level is how loud a Widget is.\ntype Level int"
+	for _, tc := range []struct {
+		name     string
+		field    string // the WidgetSpec field that uses the type
+		typ      string // the type's declaration
+		consts   string // the constants declared with it, as the user wrote them
+		want     string // the constants in the new version after the type, where not consts as written
+		declared []string
+	}{
+		{
+			name:  "a grouped block with a doc comment",
+			field: "\t// +optional\n\tSize Size `json:\"size,omitempty\"`\n",
+			typ:   sizeType,
+			consts: "// The sizes a Widget may have.\nconst (\n\t// SizeSmall is one replica.\n\tSizeSmall Size = \"Small\"\n" +
+				"\tSizeLarge Size = \"Large\" // three replicas\n)",
+			declared: []string{"SizeSmall", "SizeLarge"},
+		},
+		{
+			name:     "an iota block",
+			field:    "\t// +optional\n\tLevel Level `json:\"level,omitempty\"`\n",
+			typ:      levelType,
+			consts:   "// The levels of a Widget.\nconst (\n\tLevelQuiet Level = iota + 1\n\tLevelNormal\n\n\t// LevelLoud is the loudest.\n\tLevelLoud\n)",
+			declared: []string{"LevelQuiet", "LevelNormal", "LevelLoud"},
+		},
+		{
+			name:  "a block of the type's constants and others",
+			field: "\t// +optional\n\tSize Size `json:\"size,omitempty\"`\n",
+			typ:   sizeType,
+			consts: "// Sizes, and the names of things.\nconst (\n\tSizeSmall Size = \"Small\"\n\tSizeLarge Size = \"Large\"\n\n" +
+				"\t// maxNameLength is the longest name.\n\tmaxNameLength = 63\n\tdefaultZone   = \"a\"\n)",
+			declared: []string{"SizeSmall", "SizeLarge", "maxNameLength", "defaultZone"},
+		},
+		{
+			name:     "two types' blocks",
+			field:    "\t// +optional\n\tSize Size `json:\"size,omitempty\"`\n\t// +optional\n\tLevel Level `json:\"level,omitempty\"`\n",
+			typ:      sizeType + "\n\n// The sizes a Widget may have.\nconst (\n\tSizeSmall Size = \"Small\"\n\tSizeLarge Size = \"Large\"\n)\n\n" + levelType,
+			consts:   "// The levels of a Widget.\nconst (\n\tLevelQuiet Level = iota\n\tLevelLoud\n)",
+			declared: []string{"SizeSmall", "SizeLarge", "LevelQuiet", "LevelLoud"},
+		},
+		{
+			name:     "a block that declares a name register-gen declares",
+			field:    "\t// +optional\n\tSize Size `json:\"size,omitempty\"`\n",
+			typ:      sizeType,
+			consts:   "const (\n\tGroupName = \"example.com\"\n\n\t// SizeSmall is one replica.\n\tSizeSmall Size = \"Small\"\n)",
+			want:     "// SizeSmall is one replica.\nconst SizeSmall Size = \"Small\"",
+			declared: []string{"SizeSmall"},
+		},
+		{
+			name:     "single const lines",
+			field:    "\t// +optional\n\tSize Size `json:\"size,omitempty\"`\n",
+			typ:      sizeType,
+			consts:   "// SizeSmall is one replica.\nconst SizeSmall Size = \"Small\"\n\nconst SizeLarge Size = \"Large\"",
+			declared: []string{"SizeSmall", "SizeLarge"},
+		},
+	} {
+		for _, hub := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, hub %t", tc.name, hub), func(t *testing.T) {
+				t.Parallel()
+				op, _ := plannedOperator(t, func(rel, src string) string {
+					if rel != "apis/example/v1/types.go" {
+						return src
+					}
+					src = strings.Replace(src, "\tMessage string `json:\"message,omitempty\"`\n", "\tMessage string `json:\"message,omitempty\"`\n"+tc.field, 1)
+					return strings.Replace(src, "// WidgetSpec is", tc.typ+"\n\n"+tc.consts+"\n\n// WidgetSpec is", 1)
+				})
+				p, err := op.planAPI(t.Context(), apiRequest{api: "example.com/v2/Widget", hub: hub})
+				require.NoError(t, err)
+				src := string(p.files["apis/example/v2/types.go"])
+				want := tc.consts
+				if tc.want != "" {
+					want = tc.want
+					assert.NotContains(t, src, "GroupName", "register-gen declares GroupName")
+				}
+				assert.Contains(t, src, tc.typ+"\n\n"+want+"\n", "v2 has the constants as v1 declares them, right after their type:\n%s", src)
+				for _, n := range tc.declared {
+					assert.Len(t, regexp.MustCompile(`(?m)^(const |\t)`+n+`\b`).FindAllString(src, -1), 1, "%s is declared once:\n%s", n, src)
+				}
+			})
+		}
 	}
 }
