@@ -251,14 +251,32 @@ func TestMovedMemberCancelsWithErrLeft(t *testing.T) {
 	w.clusters = newClusters(w.names...)
 	a := w.start(t, "a")
 	require.Eventually(t, func() bool { return slices.Equal(a.fleet.Clusters(), w.names) }, waitFor, 20*time.Millisecond)
+	// Not before every member's reconcile holds it on a: a member that
+	// moves before its reconcile started has none to cancel.
+	require.Eventually(t, func() bool { return w.heldBy("a") == len(w.names) }, waitFor, 20*time.Millisecond,
+		"a reconcile holds every member on a")
 	b := w.start(t, "b")
-	require.Eventually(t, func() bool { return len(b.fleet.Clusters()) > 0 && len(w.cancelled()) > 0 }, waitFor, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return len(b.fleet.Clusters()) > 0 }, waitFor, 20*time.Millisecond, "b takes members")
+	require.Eventually(t, func() bool { return len(w.cancelled()) > 0 }, waitFor, 20*time.Millisecond,
 		"a member moved while a reconcile held it")
 	for _, cause := range w.cancelled() {
 		assert.ErrorIs(t, cause, multicluster.ErrLeft)
 	}
 	b.stop()
 	a.stop()
+}
+
+// heldBy is how many members a reconcile of replica id holds now.
+func (w *shardedWorld) heldBy(id string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, holder := range w.holding {
+		if holder == id {
+			n++
+		}
+	}
+	return n
 }
 
 func (w *shardedWorld) cancelled() []error {
