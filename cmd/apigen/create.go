@@ -2073,6 +2073,10 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 			}
 		}
 	}
+	// Why a type the kind does not name is copied, for a refusal of it:
+	// the type is named, through its chain of uses, by a const block the
+	// copy takes whole.
+	viaConstBlock := map[string]string{} // a type's name: the first constant of the block
 	for queue := []use{{name: s.Kind}}; len(queue) > 0; queue = queue[1:] {
 		name := queue[0].name
 		d, ok := decls[name]
@@ -2104,7 +2108,16 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 			copied = append(copied, d)
 		}
 		by := path.Join(hub.dir, d.file) + "'s " + d.names[0]
-		declUses(d.node, func(n string) { queue = append(queue, use{n, by}) }, func(pkg string) {
+		block := viaConstBlock[name]
+		if gd, ok := d.node.(*ast.GenDecl); ok && gd.Tok == token.CONST && len(gd.Specs) > 1 {
+			block = d.names[0]
+		}
+		declUses(d.node, func(n string) {
+			if _, ok := viaConstBlock[n]; !ok && block != "" {
+				viaConstBlock[n] = block
+			}
+			queue = append(queue, use{n, by})
+		}, func(pkg string) {
 			if !there && !slices.Contains(uses[d], pkg) {
 				uses[d] = append(uses[d], pkg)
 			}
@@ -2134,8 +2147,12 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				case u == nil || !u.value:
 					queue = append(queue, use{n, by})
 				case !registerNames[n] && refused == nil:
-					refused = fmt.Errorf("%s uses %s, a %s of %s's package that a new version does not copy: make the method use none (or declare it in a file of its own in %s after the new version is made), then run apigen create api again; nothing written",
-						by, n, map[bool]string{true: "function", false: "variable"}[isFunc(u)], hub.version, s.APIDir)
+					why := ""
+					if c := viaConstBlock[name]; c != "" {
+						why = fmt.Sprintf(" (%s is copied because it is declared in the const block of %s, which the copy takes whole: declaring its constants in a block of their own leaves it out)", name, c)
+					}
+					refused = fmt.Errorf("%s uses %s, a %s of %s's package that a new version does not copy%s: make the method use none (or declare it in a file of its own in %s after the new version is made), then run apigen create api again; nothing written",
+						by, n, map[bool]string{true: "function", false: "variable"}[isFunc(u)], hub.version, why, s.APIDir)
 				}
 			}, func(pkg string) {
 				if !slices.Contains(uses[m], pkg) {

@@ -15,7 +15,7 @@ import (
 // import name, the client's and the informers' version calls in the
 // controller and its test; in main.go the informer call and the group
 // version CheckServed checks) leaves a module that vets and passes its
-// tests.
+// tests; with the event recorder made as init's main.go says.
 func TestNewAPIDocMovesAControllerToANewVersion(t *testing.T) {
 	t.Parallel()
 	dir := operatorModule(t, t.TempDir())
@@ -26,6 +26,24 @@ func TestNewAPIDocMovesAControllerToANewVersion(t *testing.T) {
 		code, stdout, stderr := apigenIn(t, dir, nil, args...)
 		require.Equal(t, 0, code, "%s\nstdout: %s\nstderr: %s", args, stdout, stderr)
 	}
+	// The event recorder that init's main.go says how to make, made there.
+	mainGo := filepath.Join(dir, "main.go")
+	b, err := os.ReadFile(mainGo)
+	require.NoError(t, err)
+	var recorder []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if code, ok := strings.CutPrefix(line, "//\t"); ok {
+			recorder = append(recorder, code)
+		}
+	}
+	require.NotEmpty(t, recorder, "main.go's comment shows how to make a recorder")
+	text, err := insertImport(string(b), "", "github.com/ctrlkit/ctrlkit/events", "\n")
+	require.NoError(t, err)
+	kube := "kube, err := kubernetes.NewForConfig(cfg)\n\tif err != nil {\n\t\treturn err\n\t}\n"
+	require.Contains(t, text, kube)
+	text = strings.Replace(text, kube, kube+"\t"+strings.Join(recorder, "\n\t")+"\n\tif err != nil {\n\t\treturn err\n\t}\n\t_ = recorder\n", 1)
+	require.NoError(t, os.WriteFile(mainGo, []byte(text), 0o644))
+
 	edit := func(rel string, pairs ...string) {
 		f := filepath.Join(dir, rel)
 		b, err := os.ReadFile(f)
@@ -49,6 +67,7 @@ func TestNewAPIDocMovesAControllerToANewVersion(t *testing.T) {
 		"factory.Example().V1()", "factory.Example().V2()",
 		`"example.com/op/apis/example/v1"`, `"example.com/op/apis/example/v2"`,
 		"examplev1.SchemeGroupVersion", "examplev2.SchemeGroupVersion",
+		"examplev1.AddToScheme", "examplev2.AddToScheme",
 		"examplev1 ", "examplev2 ")
 	for _, args := range [][]string{{"vet", "./..."}, {"test", "-count=1", "./..."}} {
 		cmd := exec.CommandContext(t.Context(), "go", args...)
