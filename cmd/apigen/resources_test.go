@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"text/template"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,11 +76,9 @@ func TestResourcesAgree(t *testing.T) {
 		var s scaffold
 		s.Name = "op"
 		require.NoError(t, s.complete("example.com/v1/"+kind))
-		tmpl, err := template.ParseFS(scaffoldTemplates, "scaffold/types.go.tmpl")
+		src, err := render("types.go.tmpl", &s)
 		require.NoError(t, err)
-		var b bytes.Buffer
-		require.NoError(t, tmpl.Execute(&b, s))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "apis/things/v1", strings.ToLower(kind)+".go"), b.Bytes(), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "apis/things/v1", strings.ToLower(kind)+".go"), src, 0o644))
 	}
 	code, _, stderr = apigen(t, dir)
 	require.Equal(t, 0, code, "stderr: %s", stderr)
