@@ -2073,10 +2073,9 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 			}
 		}
 	}
-	// Why a type the kind does not name is copied, for a refusal of it:
-	// the type is named, through its chain of uses, by a const block the
-	// copy takes whole.
-	viaConstBlock := map[string]string{} // a type's name: the first constant of the block
+	// Why a type is copied, for a refusal of it: its first use (the one
+	// the copy follows) is a const block's, which the copy takes whole.
+	viaConstBlock := map[string]string{} // a name: the first constant of that block, or "" for another use
 	for queue := []use{{name: s.Kind}}; len(queue) > 0; queue = queue[1:] {
 		name := queue[0].name
 		d, ok := decls[name]
@@ -2108,13 +2107,13 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 			copied = append(copied, d)
 		}
 		by := path.Join(hub.dir, d.file) + "'s " + d.names[0]
-		block := viaConstBlock[name]
+		block := ""
 		if gd, ok := d.node.(*ast.GenDecl); ok && gd.Tok == token.CONST && len(gd.Specs) > 1 {
 			block = d.names[0]
 		}
 		declUses(d.node, func(n string) {
-			if _, ok := viaConstBlock[n]; !ok && block != "" {
-				viaConstBlock[n] = block
+			if _, ok := viaConstBlock[n]; !ok {
+				viaConstBlock[n] = block // the first use is the one the copy follows
 			}
 			queue = append(queue, use{n, by})
 		}, func(pkg string) {
@@ -2145,6 +2144,9 @@ func (op *operatorDir) versionTypes(ctx context.Context, s *scaffold, versions [
 				u := decls[n]
 				switch {
 				case u == nil || !u.value:
+					if _, ok := viaConstBlock[n]; !ok {
+						viaConstBlock[n] = ""
+					}
 					queue = append(queue, use{n, by})
 				case !registerNames[n] && refused == nil:
 					why := ""
