@@ -926,24 +926,13 @@ func (op *operatorDir) refuseMissingConversions(kind string, hub kindVersion, sp
 	to, from := "Convert"+kind+"To"+upperFirst(hub.version), "Convert"+kind+"From"+upperFirst(hub.version)
 	var missing []string
 	for _, v := range spokes {
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, filepath.Join(op.mod.root, filepath.FromSlash(v.dir)), func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.SkipObjectResolution)
+		decls, err := packageDecls(filepath.Join(op.mod.root, filepath.FromSlash(v.dir)))
 		if err != nil {
 			return fmt.Errorf("reading the API package %s: %w", v.dir, err)
 		}
-		declared := map[string]bool{}
-		for _, pkg := range pkgs {
-			for _, f := range pkg.Files {
-				for _, decl := range f.Decls {
-					if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil {
-						declared[fn.Name.Name] = true
-					}
-				}
-			}
-		}
 		var lacks []string
 		for _, name := range []string{to, from} {
-			if !declared[name] {
+			if d, ok := decls[name]; !ok || !isFunc(d) {
 				lacks = append(lacks, name)
 			}
 		}
