@@ -1,12 +1,9 @@
 package reconciletest
 
 import (
-	"fmt"
-
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -112,9 +109,8 @@ func (t *strictTracker) updateScale(gvr schema.GroupVersionResource, ns string, 
 	if err != nil {
 		return true, nil, err
 	}
-	if rv := scale.ResourceVersion; rv != "" && rv != sm.GetResourceVersion() {
-		return true, nil, apierrors.NewConflict(gvr.GroupResource(), scale.Name,
-			fmt.Errorf("the object has been modified: resourceVersion %s, stored %s; please apply your changes to the latest version and try again", rv, sm.GetResourceVersion()))
+	if err := staleVersion(gvr, scale.Name, scale.ResourceVersion, sm); err != nil {
+		return true, nil, err
 	}
 	updated, err := t.update(false, gvr, withReplicas(stored, scale.Spec.Replicas), ns, "", fieldManager)
 	if err != nil {

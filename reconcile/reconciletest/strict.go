@@ -1055,6 +1055,17 @@ var statusKeeps = map[schema.GroupResource]string{
 	{Resource: "pods"}:                       "ownerReferences",
 }
 
+// staleVersion is the API server's Conflict for a write of the object
+// name at resourceVersion rv where stored is at another, or nil where rv
+// is empty (an unconditional write) or stored's.
+func staleVersion(gvr schema.GroupVersionResource, name, rv string, stored metav1.Object) error {
+	if rv == "" || rv == stored.GetResourceVersion() {
+		return nil
+	}
+	return apierrors.NewConflict(gvr.GroupResource(), name,
+		fmt.Errorf("the object has been modified: resourceVersion %s, stored %s; please apply your changes to the latest version and try again", rv, stored.GetResourceVersion()))
+}
+
 // prepareUpdate returns the object that a write of req to subresource sub
 // stores over stored, or the error the API server answers. plain means
 // only resourceVersions apply: a subresource other than status.
@@ -1067,9 +1078,8 @@ func (t *strictTracker) prepareUpdate(patch bool, gvr schema.GroupVersionResourc
 	if err != nil {
 		return nil, false, err
 	}
-	if rv := rm.GetResourceVersion(); rv != "" && rv != sm.GetResourceVersion() {
-		return nil, false, apierrors.NewConflict(gvr.GroupResource(), rm.GetName(),
-			fmt.Errorf("the object has been modified: resourceVersion %s, stored %s; please apply your changes to the latest version and try again", rv, sm.GetResourceVersion()))
+	if err := staleVersion(gvr, rm.GetName(), rm.GetResourceVersion(), sm); err != nil {
+		return nil, false, err
 	}
 	sameType := reflect.TypeOf(stored) == reflect.TypeOf(req)
 	if (sub != "" && sub != "status") || !sameType {
